@@ -1,0 +1,1 @@
+"""The subcommands of ``imprint``: one module each, registered by :mod:`imprint_desktop.cli`."""

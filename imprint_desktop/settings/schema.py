@@ -1,0 +1,388 @@
+"""Every setting, declared once.
+
+A :class:`Setting` carries what every view needs: the key, its kind, default, bounds, a title and a
+description for people, and the flags ``restart`` and ``secret``. The preferences dialog, the
+``imprint settings`` command, validation messages, environment overrides and the settings reference
+in the docs are all generated from :data:`SETTINGS`; no key string is repeated elsewhere except where
+code reads the value it needs.
+
+Values are validated in two ways. :meth:`Setting.coerce` accepts a Python value as TOML or a widget
+gives it (an ``int`` for an integer setting, never a ``bool``); :meth:`Setting.parse` accepts the text
+a person types on the command line or puts in an environment variable. Both raise
+:class:`~imprint_desktop.core.errors.SettingValueError` with a message that names the key and, for
+numbers, the bounds.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath, PureWindowsPath
+from urllib.parse import urlsplit
+
+from imprint_desktop.core.errors import SettingValueError, UnknownSettingError
+
+Value = int | float | bool | str
+
+
+class Kind(enum.Enum):
+    """What a setting holds, which decides its validation and its editor."""
+
+    INT = "int"
+    FLOAT = "float"
+    BOOL = "bool"
+    STR = "str"  # one line of text
+    TEXT = "text"  # several lines of text
+    CHOICE = "choice"  # one of ``choices``
+    FILE = "file"  # a path to a file; empty means "not set"
+    FOLDER = "folder"  # a path to a folder; empty means "not set"
+    SECRET = "secret"  # kept in the OS keyring, never in the config file
+
+
+@dataclass(frozen=True)
+class Section:
+    """A group of settings: one page of the preferences dialog, one TOML table."""
+
+    name: str
+    title: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One declared setting. See the module docstring."""
+
+    key: str
+    kind: Kind
+    default: Value | None
+    title: str
+    description: str
+    minimum: float | None = None
+    maximum: float | None = None
+    unit: str = ""
+    choices: tuple[tuple[str, str], ...] = ()  # (value, title)
+    restart: bool = False
+    check: Callable[[str], str | None] | None = field(default=None, compare=False)
+
+    @property
+    def section(self) -> str:
+        return self.key.partition(".")[0]
+
+    @property
+    def name(self) -> str:
+        """The key inside its section's TOML table."""
+        return self.key.partition(".")[2]
+
+    @property
+    def secret(self) -> bool:
+        return self.kind is Kind.SECRET
+
+    @property
+    def env_var(self) -> str:
+        """The environment variable that overrides this setting."""
+        return "IMPRINT_" + self.key.upper().replace(".", "_")
+
+    @property
+    def choice_values(self) -> tuple[str, ...]:
+        return tuple(value for value, _ in self.choices)
+
+    def bounds_text(self) -> str:
+        """The bounds in words, e.g. ``between 10 and 3600 s``; empty when unbounded."""
+        if self.minimum is None or self.maximum is None:
+            return ""
+        unit = f" {self.unit}" if self.unit else ""
+        return f"between {_number(self.minimum)} and {_number(self.maximum)}{unit}"
+
+    def coerce(self, value: object) -> Value:
+        """Validate a Python value (from TOML or an editor) and return it in canonical form."""
+        if self.kind is Kind.SECRET:
+            raise SettingValueError(self.key, "API keys are kept in the system keyring, not here")
+        if self.kind is Kind.BOOL:
+            if not isinstance(value, bool):
+                raise SettingValueError(self.key, f"must be true or false (got {value!r})")
+            return value
+        if self.kind is Kind.INT:
+            if isinstance(value, bool) or not isinstance(value, int):
+                if isinstance(value, float) and value.is_integer():
+                    value = int(value)
+                else:
+                    raise SettingValueError(self.key, f"must be a whole number (got {value!r})")
+            return int(self._check_bounds(value))
+        if self.kind is Kind.FLOAT:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise SettingValueError(self.key, f"must be a number (got {value!r})")
+            if not math.isfinite(value):
+                raise SettingValueError(self.key, f"must be a finite number (got {value!r})")
+            return float(self._check_bounds(value))
+        if not isinstance(value, str):
+            raise SettingValueError(self.key, f"must be text (got {value!r})")
+        if self.kind is Kind.CHOICE and value not in self.choice_values:
+            allowed = ", ".join(self.choice_values)
+            raise SettingValueError(self.key, f"must be one of {allowed} (got {value!r})")
+        if self.kind is Kind.STR and ("\n" in value or "\r" in value):
+            raise SettingValueError(self.key, "must be a single line")
+        if self.check is not None and value:
+            problem = self.check(value)
+            if problem:
+                raise SettingValueError(self.key, problem)
+        return value
+
+    def parse(self, text: str) -> Value:
+        """Validate text typed by a person (command line, environment variable)."""
+        stripped = text.strip()
+        if self.kind is Kind.BOOL:
+            lowered = stripped.lower()
+            if lowered in _TRUE_WORDS:
+                return True
+            if lowered in _FALSE_WORDS:
+                return False
+            raise SettingValueError(self.key, f"must be true or false (got {text!r})")
+        if self.kind is Kind.INT:
+            try:
+                number = int(stripped.replace("_", ""))
+            except ValueError:
+                raise SettingValueError(
+                    self.key, f"must be a whole number {self.bounds_text()} (got {text!r})"
+                ) from None
+            return self.coerce(number)
+        if self.kind is Kind.FLOAT:
+            try:
+                real = float(stripped)
+            except ValueError:
+                raise SettingValueError(
+                    self.key, f"must be a number {self.bounds_text()} (got {text!r})"
+                ) from None
+            return self.coerce(real)
+        if self.kind in (Kind.FILE, Kind.FOLDER, Kind.STR):
+            return self.coerce(stripped)
+        return self.coerce(text)
+
+    def format(self, value: Value | None) -> str:
+        """A value as a person reads it (and as :meth:`parse` accepts it back)."""
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, float):
+            return _number(value)
+        return str(value)
+
+    def _check_bounds(self, number: float) -> float:
+        low, high = self.minimum, self.maximum
+        if low is not None and high is not None and not low <= number <= high:
+            raise SettingValueError(
+                self.key, f"must be {self.bounds_text()} (got {_number(number)})"
+            )
+        return number
+
+
+_TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
+_FALSE_WORDS = frozenset({"false", "no", "off", "0"})
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+# --- checks for text settings ---------------------------------------------------------------------
+
+
+def check_http_url(text: str) -> str | None:
+    """Accept an absolute http(s) URL with a host."""
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return f"must be an http:// or https:// address (got {text!r})"
+    return None
+
+
+def check_proxy_url(text: str) -> str | None:
+    """Accept an http, https or socks5 proxy URL."""
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https", "socks5", "socks5h") or not parts.netloc:
+        return f"must be a proxy address such as http://proxy:3128 (got {text!r})"
+    return None
+
+
+def check_relative_folder(text: str) -> str | None:
+    """Accept a folder name inside the workspace: relative and without ``..``."""
+    for flavour in (PurePosixPath, PureWindowsPath):
+        path = flavour(text)
+        if path.is_absolute() or path.anchor or ".." in path.parts:
+            return f"must be a folder inside the workspace, such as 'notes' (got {text!r})"
+    return None
+
+
+# --- the declarations -------------------------------------------------------------------------------
+
+# fmt: off
+SECTIONS: tuple[Section, ...] = (
+    Section("chat", "Research", "How long and how far a research reply may go, and how it answers."),
+    Section("model", "Model", "Which model answers, and how the local model runs."),
+    Section("remote", "Remote server", "An OpenAI-compatible server to use instead of a local model."),
+    Section("workspace", "Workspace", "The folder of documents that research reads."),
+    Section("tools", "Tools", "What the model's research tools may do."),
+    Section("downloads", "Downloads", "Where downloaded models are kept."),
+    Section("network", "Network", "How Imprint reaches the internet."),
+    Section("ui", "Appearance", "How the window looks."),
+)
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "chat.research_timeout_sec", Kind.INT, 300, "Research time budget",
+        "Wall-clock time a reply may spend researching before it writes its answer. Time spent "
+        "waiting for your answer to a question does not count.",
+        minimum=10, maximum=3600, unit="s",
+    ),
+    Setting(
+        "chat.research_token_budget", Kind.INT, 65536, "Research token budget",
+        "Tokens a reply may spend on research requests: new prompt tokens (the reused prompt prefix "
+        "is free) plus generated tokens.",
+        minimum=1024, maximum=2_000_000, unit="tokens",
+    ),
+    Setting(
+        "chat.research_no_progress_rounds", Kind.INT, 4, "Patience",
+        "Research stops after this many rounds in a row that found no new evidence.",
+        minimum=2, maximum=20, unit="rounds",
+    ),
+    Setting(
+        "chat.max_tokens", Kind.INT, 2048, "Final answer length",
+        "Output allowance of the final answer, which has its own budget and deadline outside the "
+        "research budgets.",
+        minimum=64, maximum=32768, unit="tokens",
+    ),
+    Setting(
+        "chat.research_max_output_tokens", Kind.INT, 1024, "Research step length",
+        "Output allowance of each research request (tool calls and reasoning between them).",
+        minimum=64, maximum=32768, unit="tokens",
+    ),
+    Setting(
+        "chat.temperature", Kind.FLOAT, 0.2, "Temperature",
+        "Sampling temperature. Lower is more focused and repeatable; higher is more varied.",
+        minimum=0.0, maximum=2.0,
+    ),
+    Setting(
+        "chat.system_prompt", Kind.TEXT, "", "Extra instructions",
+        "Added to the built-in research instructions for every reply, e.g. 'Answer in German.' "
+        "Leave empty for none.",
+    ),
+    Setting(
+        "model.provider", Kind.CHOICE, "local", "Provider",
+        "Run a GGUF model on this computer, or use an OpenAI-compatible server.",
+        choices=(("local", "Local model (llama.cpp)"), ("remote", "Remote server")),
+    ),
+    Setting(
+        "model.path", Kind.FILE, "", "Model file",
+        "The GGUF file to run locally. Empty uses the starter model when it is installed.",
+    ),
+    Setting(
+        "model.n_ctx", Kind.INT, 8192, "Context window",
+        "Tokens the local model holds in context. Larger windows need more memory.",
+        minimum=512, maximum=262_144, unit="tokens",
+    ),
+    Setting(
+        "model.n_threads", Kind.INT, 0, "CPU threads",
+        "Threads for the local model; 0 picks the number of physical cores.",
+        minimum=0, maximum=256,
+    ),
+    Setting(
+        "model.n_gpu_layers", Kind.INT, 0, "GPU layers",
+        "Layers to offload to the GPU when llama.cpp was built with GPU support; -1 offloads all.",
+        minimum=-1, maximum=1000,
+    ),
+    Setting(
+        "model.n_batch", Kind.INT, 512, "Prompt batch size",
+        "Tokens processed per step while reading the prompt. Stop takes effect between steps.",
+        minimum=16, maximum=8192, unit="tokens",
+    ),
+    Setting(
+        "model.tool_call_grammar", Kind.BOOL, False, "Constrain tool calls with a grammar",
+        "Always constrain the local model's output to a well-formed answer or tool call. It is "
+        "used anyway when the model's chat template has no tool support.",
+    ),
+    Setting(
+        "remote.base_url", Kind.STR, "http://127.0.0.1:8080/v1", "Server address",
+        "Base URL of the OpenAI-compatible API, ending before /chat/completions.",
+        check=check_http_url,
+    ),
+    Setting(
+        "remote.model", Kind.STR, "", "Model name",
+        "The model name the server expects. Empty lets the server choose its default.",
+    ),
+    Setting(
+        "remote.context_window", Kind.INT, 8192, "Context window",
+        "Tokens the remote model holds in context, used to keep prompts within it.",
+        minimum=512, maximum=10_000_000, unit="tokens",
+    ),
+    Setting(
+        "remote.api_key", Kind.SECRET, None, "API key",
+        "The key the server asks for. Kept in the system keyring, never in the settings file.",
+    ),
+    Setting(
+        "workspace.path", Kind.FOLDER, "", "Workspace folder",
+        "The folder of documents to research. Empty uses the bundled sample workspace.",
+    ),
+    Setting(
+        "workspace.notes_folder", Kind.STR, "notes", "Notes folder",
+        "Folder inside the workspace where the model's notes are written.",
+        check=check_relative_folder,
+    ),
+    Setting(
+        "tools.max_result_chars", Kind.INT, 6000, "Tool result size limit",
+        "Longest tool result handed to the model; longer results are cut and say so.",
+        minimum=500, maximum=200_000, unit="characters",
+    ),
+    Setting(
+        "tools.fetch_url_enabled", Kind.BOOL, True, "Allow fetching web pages",
+        "Let the model fetch http(s) pages, including servers on this computer.",
+    ),
+    Setting(
+        "downloads.models_dir", Kind.FOLDER, "", "Models folder",
+        "Where downloaded models go. Empty uses the Hugging Face cache, shared with other tools.",
+        restart=True,
+    ),
+    Setting(
+        "network.proxy", Kind.STR, "", "Proxy",
+        "Proxy for web pages, remote servers and downloads, e.g. http://proxy:3128. Empty uses "
+        "the system's proxy environment variables.",
+        check=check_proxy_url, restart=True,
+    ),
+    Setting(
+        "network.ca_bundle", Kind.FILE, "", "CA certificates",
+        "A PEM file of extra certificate authorities to trust. Empty uses the system's.",
+        restart=True,
+    ),
+    Setting(
+        "ui.theme", Kind.CHOICE, "system", "Theme",
+        "Light or dark colours, or follow the system.",
+        choices=(("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")),
+    ),
+)
+
+# fmt: on
+
+_BY_KEY: Mapping[str, Setting] = {setting.key: setting for setting in SETTINGS}
+
+#: Keys that were removed and are now ignored wherever they appear, and left where they are.
+RETIRED_KEYS: frozenset[str] = frozenset({"chat.max_tool_iters"})
+
+
+def get(key: str) -> Setting:
+    """The declaration of ``key``; :class:`UnknownSettingError` if there is none."""
+    try:
+        return _BY_KEY[key]
+    except KeyError:
+        raise UnknownSettingError(key) from None
+
+
+def section(name: str) -> Section:
+    for candidate in SECTIONS:
+        if candidate.name == name:
+            return candidate
+    raise KeyError(name)
+
+
+def in_section(name: str) -> Iterator[Setting]:
+    """The settings of one section, in declaration order."""
+    return (setting for setting in SETTINGS if setting.section == name)

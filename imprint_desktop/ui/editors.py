@@ -1,0 +1,342 @@
+"""One editor widget per setting kind, made from the setting's declaration.
+
+Every editor has the same small API, which is all the preferences dialog uses: :meth:`value`,
+:meth:`set_value`, :meth:`error` (a sentence, or None when the text is valid) and the signal
+:attr:`Editor.sig_value_changed`. Validation messages come from the schema itself, so the dialog,
+the command line and the config loader say the same thing about the same mistake.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtGui import QValidator
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLineEdit,
+    QPlainTextEdit,
+    QSpinBox,
+    QToolButton,
+    QWidget,
+)
+
+from imprint_desktop.core.errors import SettingValueError
+from imprint_desktop.settings.schema import Kind, Setting, Value
+
+
+class Editor(QWidget):
+    """Base of the per-kind editors."""
+
+    #: The value (or the text being typed) changed. No payload: ask :meth:`value` and :meth:`error`.
+    sig_value_changed = Signal()
+
+    def __init__(self, setting: Setting, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setting = setting
+        self._layout = QHBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self.setAccessibleName(setting.title)
+        self.setToolTip(setting.description)
+
+    def value(self) -> Value:
+        raise NotImplementedError
+
+    def set_value(self, value: Value) -> None:
+        raise NotImplementedError
+
+    def error(self) -> str | None:
+        """Why the current input is not a valid value, or None when it is."""
+        try:
+            self.setting.coerce(self.value())
+        except SettingValueError as problem:
+            return _sentence(problem.reason)
+        return None
+
+    def _add(self, widget: QWidget) -> None:
+        widget.setAccessibleName(self.setting.title)
+        widget.setAccessibleDescription(self.setting.description)
+        widget.setToolTip(self.setting.description)
+        self._layout.addWidget(widget)
+
+    @Slot()
+    def _emit_changed(self) -> None:
+        self.sig_value_changed.emit()
+
+
+class _LenientSpinBox(QSpinBox):
+    """A spin box that lets a person type a number outside its range, so it can be explained.
+
+    Qt's own spin box refuses such keystrokes silently; here the text stays, the input is
+    *intermediate* (not acceptable) and the dialog shows why.
+    """
+
+    def validate(self, text: str, position: int) -> object:
+        state = super().validate(text, position)
+        if _state(state) == QValidator.State.Invalid and _is_number(_bare(self, text), int):
+            return (QValidator.State.Intermediate, text, position)
+        return state
+
+
+class _LenientDoubleSpinBox(QDoubleSpinBox):
+    """The floating-point sibling of :class:`_LenientSpinBox`."""
+
+    def validate(self, text: str, position: int) -> object:
+        state = super().validate(text, position)
+        if _state(state) == QValidator.State.Invalid and _is_number(_bare(self, text), float):
+            return (QValidator.State.Intermediate, text, position)
+        return state
+
+
+class NumberEditor(Editor):
+    """Integers and reals: a spin box that carries the declared bounds."""
+
+    def __init__(self, setting: Setting, parent: QWidget | None = None) -> None:
+        super().__init__(setting, parent)
+        assert setting.minimum is not None and setting.maximum is not None
+        self.spin: QSpinBox | QDoubleSpinBox
+        if setting.kind is Kind.INT:
+            spin = _LenientSpinBox()
+            spin.setRange(int(setting.minimum), int(setting.maximum))
+            spin.valueChanged.connect(self._emit_changed)
+            self.spin = spin
+        else:
+            real = _LenientDoubleSpinBox()
+            real.setDecimals(2)
+            real.setSingleStep(0.05)
+            real.setRange(setting.minimum, setting.maximum)
+            real.valueChanged.connect(self._emit_changed)
+            self.spin = real
+        if setting.unit:
+            self.spin.setSuffix(f" {setting.unit}")
+        self.spin.setGroupSeparatorShown(setting.kind is Kind.INT and setting.maximum >= 100_000)
+        self.spin.setMinimumWidth(140)
+        self.spin.lineEdit().textEdited.connect(self._emit_changed)
+        self._add(self.spin)
+        self._layout.addStretch(1)
+
+    def value(self) -> Value:
+        return self.spin.value()
+
+    def set_value(self, value: Value) -> None:
+        assert isinstance(value, int | float) and not isinstance(value, bool)
+        if isinstance(self.spin, QSpinBox):
+            self.spin.setValue(int(value))
+        else:
+            self.spin.setValue(float(value))
+        self.sig_value_changed.emit()  # also when the text was invalid and the value unchanged
+
+    def error(self) -> str | None:
+        if self.spin.lineEdit().hasAcceptableInput():
+            return None
+        text = self.spin.cleanText().replace(self.spin.locale().groupSeparator(), "")
+        try:
+            self.setting.parse(text)
+        except SettingValueError as problem:
+            return _sentence(problem.reason)
+        return _sentence(f"must be {self.setting.bounds_text()}")
+
+
+class BoolEditor(Editor):
+    def __init__(self, setting: Setting, parent: QWidget | None = None) -> None:
+        super().__init__(setting, parent)
+        self.check = QCheckBox(setting.title)
+        self.check.toggled.connect(self._emit_changed)
+        self._add(self.check)
+
+    def value(self) -> Value:
+        return self.check.isChecked()
+
+    def set_value(self, value: Value) -> None:
+        self.check.setChecked(bool(value))
+
+
+class ChoiceEditor(Editor):
+    def __init__(self, setting: Setting, parent: QWidget | None = None) -> None:
+        super().__init__(setting, parent)
+        self.combo = QComboBox()
+        for value, title in setting.choices:
+            self.combo.addItem(title, value)
+        self.combo.currentIndexChanged.connect(self._emit_changed)
+        self._add(self.combo)
+        self._layout.addStretch(1)
+
+    def value(self) -> Value:
+        return str(self.combo.currentData())
+
+    def set_value(self, value: Value) -> None:
+        self.combo.setCurrentIndex(self.combo.findData(value))
+
+
+class LineEditor(Editor):
+    """One line of text, also the base of the path editor."""
+
+    def __init__(self, setting: Setting, parent: QWidget | None = None) -> None:
+        super().__init__(setting, parent)
+        self.line = QLineEdit()
+        self.line.setClearButtonEnabled(True)
+        self.line.textChanged.connect(self._emit_changed)
+        self._add(self.line)
+
+    def value(self) -> Value:
+        return self.line.text().strip()
+
+    def set_value(self, value: Value) -> None:
+        self.line.setText(str(value))
+
+
+class PathEditor(LineEditor):
+    """A file or folder path with a Browse… button; empty means "use the default"."""
+
+    def __init__(self, setting: Setting, parent: QWidget | None = None) -> None:
+        super().__init__(setting, parent)
+        self.line.setPlaceholderText("Default")
+        browse = QToolButton()
+        browse.setText("Browse…")
+        browse.setAccessibleName(f"Browse for {setting.title}")
+        browse.clicked.connect(self._browse)
+        self._layout.addWidget(browse)
+
+    @Slot()
+    def _browse(self) -> None:
+        start = self.line.text()
+        if self.setting.kind is Kind.FOLDER:
+            chosen = QFileDialog.getExistingDirectory(self, self.setting.title, start)
+        else:
+            chosen, _ = QFileDialog.getOpenFileName(self, self.setting.title, start)
+        if chosen:
+            self.line.setText(chosen)
+
+
+class TextEditor(Editor):
+    def __init__(self, setting: Setting, parent: QWidget | None = None) -> None:
+        super().__init__(setting, parent)
+        self.text = QPlainTextEdit()
+        self.text.setTabChangesFocus(True)
+        self.text.setFixedHeight(90)
+        self.text.textChanged.connect(self._emit_changed)
+        self._add(self.text)
+
+    def value(self) -> Value:
+        return self.text.toPlainText()
+
+    def set_value(self, value: Value) -> None:
+        self.text.setPlainText(str(value))
+
+
+EDITORS: dict[Kind, type[Editor]] = {
+    Kind.INT: NumberEditor,
+    Kind.FLOAT: NumberEditor,
+    Kind.BOOL: BoolEditor,
+    Kind.CHOICE: ChoiceEditor,
+    Kind.STR: LineEditor,
+    Kind.TEXT: TextEditor,
+    Kind.FILE: PathEditor,
+    Kind.FOLDER: PathEditor,
+}
+
+
+class SecretEditor(QWidget):
+    """A password field for a keyring secret. It never shows the stored secret.
+
+    Its value is what the person wants done on Apply: :attr:`KEEP`, a new secret, or
+    :attr:`REMOVE`.
+    """
+
+    KEEP: ClassVar[None] = None
+    REMOVE: ClassVar[str] = ""
+
+    sig_value_changed = Signal()
+
+    def __init__(self, setting: Setting, stored: bool, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setting = setting
+        self.stored = stored
+        self._pending: str | None = self.KEEP
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.line = QLineEdit()
+        self.line.setEchoMode(QLineEdit.EchoMode.Password)
+        self.line.setAccessibleName(setting.title)
+        self.line.setAccessibleDescription(setting.description)
+        self.line.textEdited.connect(self._typed)
+        layout.addWidget(self.line)
+        self.reveal = QToolButton()
+        self.reveal.setText("Show")
+        self.reveal.setCheckable(True)
+        self.reveal.setAccessibleName(f"Show {setting.title}")
+        self.reveal.toggled.connect(self._toggle_reveal)
+        layout.addWidget(self.reveal)
+        self._update_placeholder()
+
+    def pending(self) -> str | None:
+        return self._pending
+
+    def will_be_stored(self) -> bool:
+        """Whether a secret will be stored after Apply."""
+        if self._pending is self.KEEP:
+            return self.stored
+        return bool(self._pending)
+
+    def mark_removed(self) -> None:
+        self._pending = self.REMOVE
+        self.line.clear()
+        self._update_placeholder()
+        self.sig_value_changed.emit()
+
+    def applied(self) -> None:
+        """The pending change was saved: it is now the stored state."""
+        self.stored = self.will_be_stored()
+        self._pending = self.KEEP
+        self.line.clear()
+        self._update_placeholder()
+
+    @Slot(str)
+    def _typed(self, text: str) -> None:
+        self._pending = text if text else (self.REMOVE if self.stored else self.KEEP)
+        self._update_placeholder()
+        self.sig_value_changed.emit()
+
+    @Slot(bool)
+    def _toggle_reveal(self, shown: bool) -> None:
+        mode = QLineEdit.EchoMode.Normal if shown else QLineEdit.EchoMode.Password
+        self.line.setEchoMode(mode)
+        self.reveal.setText("Hide" if shown else "Show")
+
+    def _update_placeholder(self) -> None:
+        if self._pending == self.REMOVE:
+            self.line.setPlaceholderText("Will be removed")
+        elif self.stored:
+            self.line.setPlaceholderText("Stored; type a new key to replace it")
+        else:
+            self.line.setPlaceholderText("Not set")
+
+
+def make_editor(setting: Setting, parent: QWidget | None = None) -> Editor:
+    """The editor for a (non-secret) setting."""
+    return EDITORS[setting.kind](setting, parent)
+
+
+def _sentence(reason: str) -> str:
+    return reason[:1].upper() + reason[1:] + ("" if reason.endswith(".") else ".")
+
+
+def _bare(spin: QSpinBox | QDoubleSpinBox, text: str) -> str:
+    """Spin box text without its prefix and suffix."""
+    return text.removeprefix(spin.prefix()).removesuffix(spin.suffix()).strip()
+
+
+def _state(result: object) -> object:
+    return result[0] if isinstance(result, tuple) else result
+
+
+def _is_number(text: str, kind: type[int] | type[float]) -> bool:
+    try:
+        kind(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        return False
+    return True
