@@ -329,6 +329,11 @@ SETTINGS: tuple[Setting, ...] = (
         check=check_relative_folder,
     ),
     Setting(
+        "workspace.max_file_mb", Kind.INT, 20, "Largest file to index",
+        "Files larger than this are left out of the index (logs, data dumps, disk images).",
+        minimum=1, maximum=2048, unit="MB",
+    ),
+    Setting(
         "tools.max_result_chars", Kind.INT, 6000, "Tool result size limit",
         "Longest tool result handed to the model; longer results are cut and say so.",
         minimum=500, maximum=200_000, unit="characters",

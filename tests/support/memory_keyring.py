@@ -1,0 +1,28 @@
+"""An in-memory keyring backend for unit tests (the real Secret Service is used in integration)."""
+
+from __future__ import annotations
+
+from keyring.backend import KeyringBackend
+from keyring.errors import PasswordDeleteError
+
+
+class MemoryKeyring(KeyringBackend):
+    """Keeps passwords in a dict; forgets them with the process."""
+
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passwords: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.passwords.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.passwords[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        try:
+            del self.passwords[(service, username)]
+        except KeyError:
+            raise PasswordDeleteError(username) from None
