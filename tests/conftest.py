@@ -1,4 +1,4 @@
-"""Fixtures for every test: private config and data folders, an in-memory keyring, no stray threads."""
+"""Fixtures for every test: private config and data dirs, an in-memory keyring, no stray threads."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def no_leaked_threads() -> Iterator[None]:
     before = set(threading.enumerate())
     yield
     leaked = [
-        thread for thread in threading.enumerate()
+        thread
+        for thread in threading.enumerate()
         if thread not in before and thread.is_alive() and not thread.daemon
     ]
     for thread in leaked:

@@ -55,7 +55,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run(args: argparse.Namespace) -> int:
+    out, err = sys.stdout, sys.stderr
     store = SettingsStore(args.config) if args.config else SettingsStore()
     for problem in store.problems:
         print(f"warning: {problem.message}", file=err)

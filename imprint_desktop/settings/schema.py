@@ -1,14 +1,14 @@
 """Every setting, declared once.
 
-A :class:`Setting` carries what every view needs: the key, its kind, default, bounds, a title and a
-description for people, and the flags ``restart`` and ``secret``. The preferences dialog, the
-``imprint settings`` command, validation messages, environment overrides and the settings reference
-in the docs are all generated from :data:`SETTINGS`; no key string is repeated elsewhere except where
-code reads the value it needs.
+A :class:`Setting` carries what every view needs: the key, its kind, default, bounds, a title and
+a description for people, and the flags ``restart`` and ``secret``. The preferences dialog, the
+``imprint settings`` command, validation messages, environment overrides and the settings
+reference in the docs are all generated from :data:`SETTINGS`; no key string is repeated
+elsewhere except where code reads the value it needs.
 
-Values are validated in two ways. :meth:`Setting.coerce` accepts a Python value as TOML or a widget
-gives it (an ``int`` for an integer setting, never a ``bool``); :meth:`Setting.parse` accepts the text
-a person types on the command line or puts in an environment variable. Both raise
+Values are validated in two ways. :meth:`Setting.coerce` accepts a Python value as TOML or a
+widget gives it (an ``int`` for an integer setting, never a ``bool``); :meth:`Setting.parse`
+accepts the text a person types on the command line or puts in an environment variable. Both raise
 :class:`~imprint_desktop.core.errors.SettingValueError` with a message that names the key and, for
 numbers, the bounds.
 """
@@ -103,19 +103,22 @@ class Setting:
             if not isinstance(value, bool):
                 raise SettingValueError(self.key, f"must be true or false (got {value!r})")
             return value
+        if self.kind in (Kind.INT, Kind.FLOAT):
+            return self._coerce_number(value)
+        return self._coerce_text(value)
+
+    def _coerce_number(self, value: object) -> int | float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise SettingValueError(self.key, f"must be a number (got {value!r})")
+        if not math.isfinite(value):
+            raise SettingValueError(self.key, f"must be a finite number (got {value!r})")
         if self.kind is Kind.INT:
-            if isinstance(value, bool) or not isinstance(value, int):
-                if isinstance(value, float) and value.is_integer():
-                    value = int(value)
-                else:
-                    raise SettingValueError(self.key, f"must be a whole number (got {value!r})")
+            if isinstance(value, float) and not value.is_integer():
+                raise SettingValueError(self.key, f"must be a whole number (got {value!r})")
             return int(self._check_bounds(value))
-        if self.kind is Kind.FLOAT:
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise SettingValueError(self.key, f"must be a number (got {value!r})")
-            if not math.isfinite(value):
-                raise SettingValueError(self.key, f"must be a finite number (got {value!r})")
-            return float(self._check_bounds(value))
+        return float(self._check_bounds(value))
+
+    def _coerce_text(self, value: object) -> str:
         if not isinstance(value, str):
             raise SettingValueError(self.key, f"must be text (got {value!r})")
         if self.kind is Kind.CHOICE and value not in self.choice_values:
@@ -123,10 +126,9 @@ class Setting:
             raise SettingValueError(self.key, f"must be one of {allowed} (got {value!r})")
         if self.kind is Kind.STR and ("\n" in value or "\r" in value):
             raise SettingValueError(self.key, "must be a single line")
-        if self.check is not None and value:
-            problem = self.check(value)
-            if problem:
-                raise SettingValueError(self.key, problem)
+        problem = self.check(value) if self.check is not None and value else None
+        if problem:
+            raise SettingValueError(self.key, problem)
         return value
 
     def parse(self, text: str) -> Value:
@@ -183,10 +185,14 @@ _FALSE_WORDS = frozenset({"false", "no", "off", "0"})
 
 
 def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
+    """A number as people read it: 3600, 65,536, 0.2."""
+    if not float(value).is_integer():
+        return repr(float(value))
+    whole = int(value)
+    return f"{whole:,}" if abs(whole) >= 10_000 else str(whole)
 
 
-# --- checks for text settings ---------------------------------------------------------------------
+# --- checks for text settings ---------------------------------------------------------------
 
 
 def check_http_url(text: str) -> str | None:
@@ -214,13 +220,13 @@ def check_relative_folder(text: str) -> str | None:
     return None
 
 
-# --- the declarations -------------------------------------------------------------------------------
+# --- the declarations -----------------------------------------------------------------------
 
 # fmt: off
 SECTIONS: tuple[Section, ...] = (
-    Section("chat", "Research", "How long and how far a research reply may go, and how it answers."),
+    Section("chat", "Research", "How long and how far a reply may research, and how it answers."),
     Section("model", "Model", "Which model answers, and how the local model runs."),
-    Section("remote", "Remote server", "An OpenAI-compatible server to use instead of a local model."),
+    Section("remote", "Remote server", "An OpenAI-compatible server instead of a local model."),
     Section("workspace", "Workspace", "The folder of documents that research reads."),
     Section("tools", "Tools", "What the model's research tools may do."),
     Section("downloads", "Downloads", "Where downloaded models are kept."),
@@ -237,8 +243,8 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "chat.research_token_budget", Kind.INT, 65536, "Research token budget",
-        "Tokens a reply may spend on research requests: new prompt tokens (the reused prompt prefix "
-        "is free) plus generated tokens.",
+        "Tokens a reply may spend on research requests: new prompt tokens (the reused "
+        "prompt prefix is free) plus generated tokens.",
         minimum=1024, maximum=2_000_000, unit="tokens",
     ),
     Setting(

@@ -145,10 +145,11 @@ def _unavailable_message(backend: keyring.backend.KeyringBackend) -> str:
         )
     else:
         hint = "Check that the system keychain is available to your user account"
+    log.info("no secure keyring backend; keyring chose %s", _backend_id(backend))
     return (
-        f"No secure system keyring is available (found {type(backend).__name__}), so API keys "
-        f"cannot be saved. {hint}. Imprint never stores API keys in plain text; for a single run "
-        "you can pass one with `imprint ask --api-key-env VARIABLE`."
+        f"No secure system keyring is available, so API keys cannot be saved. {hint}. Imprint "
+        "never stores API keys in plain text; for a single run you can pass one with "
+        "`imprint ask --api-key-env VARIABLE`."
     )
 
 

@@ -2,14 +2,14 @@
 
 Rules, in the order they matter to a person:
 
-* Nothing a person wrote is lost. The file is edited round-trip with tomlkit, so comments, formatting,
-  unknown and retired keys (``chat.max_tool_iters``) survive every save. A file that does not parse is
-  copied to ``config.toml.broken-<time>`` before it is ever replaced.
+* Nothing a person wrote is lost. The file is edited round-trip with tomlkit, so comments,
+  formatting, unknown and retired keys (``chat.max_tool_iters``) survive every save. A file that
+  does not parse is copied to ``config.toml.broken-<time>`` before it is ever replaced.
 * A bad file never stops the app. Keys whose values are invalid fall back to their defaults and are
   reported as :class:`Problem` entries naming the key and the reason.
 * Only overrides are stored; resetting a key removes it from the file.
-* Writes are atomic (temporary file in the same folder, fsync, rename). When a write fails (a full disk,
-  a read-only folder) the previous file is untouched and :class:`SettingsWriteError` says so.
+* Writes are atomic (temporary file in the same folder, fsync, rename). When a write fails (a full
+  disk, a read-only folder) the previous file is untouched and :class:`SettingsWriteError` says so.
 * ``IMPRINT_<SECTION>_<NAME>`` environment variables win over the file for as long as they are set.
 
 Secrets are declared in the schema but never pass through this store: see :mod:`.secrets`.
@@ -81,13 +81,15 @@ class SettingsStore:
         self._listeners: list[Listener] = []
         self.reload()
 
-    # --- reading ----------------------------------------------------------------------------------
+    # --- reading -----------------------------------------------------------------------------
 
     def reload(self) -> None:
         """Read the file and the environment again."""
         self._problems = []
         document = self._read_document(report=True)
-        self._file = self._overrides_in(document, report=True) if document is not None else {}
+        self._file = self._overrides_in(document) if document is not None else {}
+        if document is not None:
+            _log_layout_notes(document, self.path)
         self._env = self._environment_overrides()
 
     @property
@@ -132,7 +134,7 @@ class SettingsStore:
             }
         )
 
-    # --- writing ----------------------------------------------------------------------------------
+    # --- writing -----------------------------------------------------------------------------
 
     def set(self, key: str, value: object) -> None:
         """Validate ``value`` and save it as an override."""
@@ -171,17 +173,19 @@ class SettingsStore:
         written = self._write(document)
 
         before = {key: self._file.get(key) for key in validated}
-        self._file = self._overrides_in(written, report=False)
+        problems = self._problems
+        self._file = self._overrides_in(written)
+        self._problems = problems  # what was reported on load stays the story of this session
         changed = frozenset(key for key in validated if self._file.get(key) != before[key])
         if changed:
             self._notify(changed)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener(changed_keys)`` after every save; returns a function that unsubscribes."""
+        """Call ``listener(changed_keys)`` after every save; returns the way to unsubscribe."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
-    # --- internals ----------------------------------------------------------------------------------
+    # --- internals ---------------------------------------------------------------------------
 
     def _read_document(self, *, report: bool) -> tomlkit.TOMLDocument | None:
         """The parsed file, an empty document when there is none, or None when it is unreadable."""
@@ -209,50 +213,38 @@ class SettingsStore:
                 )
             return None
 
-    def _overrides_in(self, document: tomlkit.TOMLDocument, *, report: bool) -> dict[str, Value]:
+    def _overrides_in(self, document: tomlkit.TOMLDocument) -> dict[str, Value]:
+        """The valid overrides in ``document``; what is invalid goes to :attr:`problems`."""
         overrides: dict[str, Value] = {}
-        version = document.get(_VERSION_KEY)
-        if report and isinstance(version, int) and version > SCHEMA_VERSION:
-            log.warning("%s was written by a newer Imprint (layout %s)", self.path, version)
         for section in schema.SECTIONS:
             table = document.get(section.name)
             if table is None:
                 continue
             if not isinstance(table, Mapping):
-                if report:
-                    self._report(
-                        section.name,
-                        f"[{section.name}] must be a table of settings; its defaults are used.",
-                    )
+                self._report(
+                    section.name,
+                    f"[{section.name}] must be a table of settings; its defaults are used.",
+                )
                 continue
             for setting in schema.in_section(section.name):
                 if setting.name not in table:
                     continue
                 if setting.secret:
-                    if report:
-                        self._report(
-                            setting.key,
-                            f"{setting.key} in the settings file is ignored: "
-                            "API keys are kept only in the system keyring. Remove it "
-                            "from the file and set it in Preferences.",
-                        )
+                    self._report(
+                        setting.key,
+                        f"{setting.key} in the settings file is ignored: "
+                        "API keys are kept only in the system keyring. Remove it from "
+                        "the file and set it in Preferences.",
+                    )
                     continue
-                raw = _plain(table[setting.name])
                 try:
-                    overrides[setting.key] = setting.coerce(raw)
+                    overrides[setting.key] = setting.coerce(_plain(table[setting.name]))
                 except SettingValueError as error:
-                    if report:
-                        self._report(
-                            setting.key,
-                            f"{error.key} {error.reason} in the settings "
-                            f"file; the default ({_shown(setting)}) is used instead.",
-                        )
-        if report:
-            for key in schema.RETIRED_KEYS:
-                section_name, _, name = key.partition(".")
-                table = document.get(section_name)
-                if isinstance(table, Mapping) and name in table:
-                    log.info("%s is no longer used and is ignored (kept in the file)", key)
+                    self._report(
+                        setting.key,
+                        f"{error.key} {error.reason} in the settings file; "
+                        f"the default ({_shown(setting)}) is used instead.",
+                    )
         return overrides
 
     def _environment_overrides(self) -> dict[str, Value]:
@@ -346,17 +338,18 @@ def atomic_write_text(path: Path, text: str) -> None:
     descriptor, temporary = tempfile.mkstemp(
         prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
     )
+    staged = Path(temporary)
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         if path.exists():
-            shutil.copymode(path, temporary)
-        os.replace(temporary, path)
+            shutil.copymode(path, staged)
+        staged.replace(path)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(temporary)
+            staged.unlink()
         raise
     _fsync_folder(path.parent)
 
@@ -386,6 +379,18 @@ def _assign(document: tomlkit.TOMLDocument, setting: Setting, value: Value | Non
         table = tomlkit.table()
         document[setting.section] = table
     table[setting.name] = value
+
+
+def _log_layout_notes(document: tomlkit.TOMLDocument, path: Path) -> None:
+    """Log what is kept but not used: a newer layout, retired keys."""
+    version = document.get(_VERSION_KEY)
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        log.warning("%s was written by a newer Imprint (layout %s)", path, version)
+    for key in schema.RETIRED_KEYS:
+        section_name, _, name = key.partition(".")
+        table = document.get(section_name)
+        if isinstance(table, Mapping) and name in table:
+            log.info("%s is no longer used and is ignored (kept in the file)", key)
 
 
 def _shown(setting: Setting) -> str:

@@ -1,1 +1,1 @@
-"""Qt widgets. They reach the research engine only through the bridge in :mod:`imprint_desktop.engine`."""
+"""Qt widgets. They reach the research engine only through the bridge in ``engine``."""

@@ -75,21 +75,21 @@ class _LenientSpinBox(QSpinBox):
     *intermediate* (not acceptable) and the dialog shows why.
     """
 
-    def validate(self, text: str, position: int) -> object:
-        state = super().validate(text, position)
-        if _state(state) == QValidator.State.Invalid and _is_number(_bare(self, text), int):
-            return (QValidator.State.Intermediate, text, position)
-        return state
+    def validate(self, text: str, position: int) -> tuple[QValidator.State, str, int]:
+        state, text, position = super().validate(text, position)
+        if state == QValidator.State.Invalid and _is_number(_bare(self, text), int):
+            state = QValidator.State.Intermediate
+        return state, text, position
 
 
 class _LenientDoubleSpinBox(QDoubleSpinBox):
     """The floating-point sibling of :class:`_LenientSpinBox`."""
 
-    def validate(self, text: str, position: int) -> object:
-        state = super().validate(text, position)
-        if _state(state) == QValidator.State.Invalid and _is_number(_bare(self, text), float):
-            return (QValidator.State.Intermediate, text, position)
-        return state
+    def validate(self, text: str, position: int) -> tuple[QValidator.State, str, int]:
+        state, text, position = super().validate(text, position)
+        if state == QValidator.State.Invalid and _is_number(_bare(self, text), float):
+            state = QValidator.State.Intermediate
+        return state, text, position
 
 
 class NumberEditor(Editor):
@@ -328,10 +328,6 @@ def _sentence(reason: str) -> str:
 def _bare(spin: QSpinBox | QDoubleSpinBox, text: str) -> str:
     """Spin box text without its prefix and suffix."""
     return text.removeprefix(spin.prefix()).removesuffix(spin.suffix()).strip()
-
-
-def _state(result: object) -> object:
-    return result[0] if isinstance(result, tuple) else result
 
 
 def _is_number(text: str, kind: type[int] | type[float]) -> bool:

@@ -93,7 +93,7 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
         self.quit_action = QAction("&Quit", self)
-        self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        self.quit_action.setShortcuts(_shortcuts("Ctrl+Q", QKeySequence.StandardKey.Quit))
         self.quit_action.triggered.connect(self.close)
         file_menu.addAction(self.quit_action)
 
@@ -174,3 +174,10 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         self._unsubscribe()
         super().closeEvent(event)
+
+
+def _shortcuts(primary: str, standard: QKeySequence.StandardKey) -> list[QKeySequence]:
+    """``primary`` on every platform, plus the platform's own binding where it has one."""
+    keys = [QKeySequence(primary)]
+    keys += [key for key in QKeySequence.keyBindings(standard) if key not in keys]
+    return keys

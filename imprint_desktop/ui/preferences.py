@@ -8,9 +8,11 @@ Apply; Cancel discards them and leaves the store untouched.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QAbstractButton,
     QDialog,
@@ -109,7 +111,7 @@ class PreferencesDialog(QDialog):
 
         self._load_values()
 
-    # --- public ---------------------------------------------------------------------------------
+    # --- public ------------------------------------------------------------------------------
 
     def editor(self, key: str) -> Editor | SecretEditor:
         return self._fields[key].editor
@@ -145,7 +147,7 @@ class PreferencesDialog(QDialog):
                 changes[key] = None if value == field.setting.default else value
         return changes
 
-    # --- building ----------------------------------------------------------------------------------
+    # --- building ----------------------------------------------------------------------------
 
     def _make_page(self, section: schema.Section) -> QWidget:
         page = QWidget()
@@ -167,7 +169,7 @@ class PreferencesDialog(QDialog):
             grid.addWidget(field.reset, row, 2, Qt.AlignmentFlag.AlignTop)
             description = QLabel(self._description(setting))
             description.setWordWrap(True)
-            description.setEnabled(False)  # the palette's muted text colour
+            description.setForegroundRole(QPalette.ColorRole.PlaceholderText)
             grid.addWidget(description, row + 1, 1)
             grid.addWidget(field.message, row + 2, 1)
             row += 3
@@ -221,10 +223,8 @@ class PreferencesDialog(QDialog):
         if setting.bounds_text():
             parts.append(f"Allowed: {setting.bounds_text()}.")
         if setting.secret:
-            try:
+            with contextlib.suppress(SecretStoreError):
                 parts.append(f"Kept in {self._secrets.location(setting.key)}.")
-            except SecretStoreError:
-                pass
         elif self._store.source(setting.key) is Source.ENV:
             parts.append(
                 f"Now overridden by the environment variable {setting.env_var} "
@@ -233,7 +233,7 @@ class PreferencesDialog(QDialog):
             )
         return " ".join(parts)
 
-    # --- state -------------------------------------------------------------------------------------
+    # --- state -------------------------------------------------------------------------------
 
     def _load_values(self) -> None:
         for key, field in self._fields.items():
@@ -288,7 +288,7 @@ class PreferencesDialog(QDialog):
             if isinstance(field.editor, Editor):  # API keys are removed only one by one
                 self._reset_field(field)
 
-    # --- actions -----------------------------------------------------------------------------------
+    # --- actions -----------------------------------------------------------------------------
 
     @Slot()
     def _restore_page(self) -> None:

@@ -1,0 +1,282 @@
+"""The preferences dialog, driven as a person would: typing, clicking, confirming."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import keyring
+import pytest
+from keyring.backends import fail
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QApplication, QDialogButtonBox, QLabel, QMessageBox, QPushButton
+from pytestqt.qtbot import QtBot
+
+from imprint_desktop.settings import schema
+from imprint_desktop.settings.secrets import SERVICE, SecretStore
+from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui.editors import (
+    EDITORS,
+    BoolEditor,
+    ChoiceEditor,
+    LineEditor,
+    NumberEditor,
+    SecretEditor,
+)
+from imprint_desktop.ui.preferences import PreferencesDialog
+from tests.support.memory_keyring import MemoryKeyring
+
+
+@pytest.fixture
+def dialog(qtbot: QtBot, store: SettingsStore, secrets: SecretStore) -> PreferencesDialog:
+    window = PreferencesDialog(store, secrets)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    return window
+
+
+def button(dialog: PreferencesDialog, which: QDialogButtonBox.StandardButton) -> QPushButton:
+    return dialog.buttons.button(which)
+
+
+OK = QDialogButtonBox.StandardButton.Ok
+APPLY = QDialogButtonBox.StandardButton.Apply
+CANCEL = QDialogButtonBox.StandardButton.Cancel
+
+
+def type_into_spin(qtbot: QtBot, dialog: PreferencesDialog, key: str, text: str) -> None:
+    editor = dialog.editor(key)
+    assert isinstance(editor, NumberEditor)
+    dialog.show_section(schema.get(key).section)
+    editor.spin.setFocus()
+    editor.spin.selectAll()
+    qtbot.keyClicks(editor.spin, text)
+
+
+def answer_next_message_box(choice: QMessageBox.StandardButton) -> list[str]:
+    """Press ``choice`` in the next modal message box, as a person would; returns its text."""
+    seen: list[str] = []
+
+    def press() -> None:
+        box = QApplication.activeModalWidget()
+        if not isinstance(box, QMessageBox):
+            QTimer.singleShot(10, press)
+            return
+        seen.append(box.text())
+        box.button(choice).click()
+
+    QTimer.singleShot(0, press)
+    return seen
+
+
+def test_every_setting_has_an_editor_with_an_accessible_name(dialog: PreferencesDialog) -> None:
+    assert set(EDITORS) | {schema.Kind.SECRET} == set(schema.Kind)
+    for setting in schema.SETTINGS:
+        editor = dialog.editor(setting.key)
+        assert editor.accessibleName() or editor.findChildren(object)
+        assert dialog.reset_button(setting.key).accessibleName()
+
+
+def test_spin_boxes_carry_the_bounds(dialog: PreferencesDialog) -> None:
+    for setting in schema.SETTINGS:
+        editor = dialog.editor(setting.key)
+        if isinstance(editor, NumberEditor):
+            assert (editor.spin.minimum(), editor.spin.maximum()) == (
+                setting.minimum, setting.maximum,
+            )
+
+
+def test_out_of_range_input_shows_a_message_and_disables_ok(
+    qtbot: QtBot, dialog: PreferencesDialog
+) -> None:
+    key = "chat.research_timeout_sec"
+    type_into_spin(qtbot, dialog, key, "5")
+    message = dialog.message(key)
+    assert message.isVisible()
+    assert message.text() == "Must be between 10 and 3600 s (got 5)."
+    assert not button(dialog, OK).isEnabled() and not button(dialog, APPLY).isEnabled()
+    assert dialog.reset_button(key).isEnabled()
+
+    qtbot.keyClicks(dialog.editor(key).spin, "0")  # now "50": valid
+    assert not message.isVisible()
+    assert button(dialog, OK).isEnabled() and button(dialog, APPLY).isEnabled()
+
+
+def test_typing_above_the_maximum_is_explained_not_swallowed(
+    qtbot: QtBot, dialog: PreferencesDialog
+) -> None:
+    key = "chat.research_no_progress_rounds"
+    type_into_spin(qtbot, dialog, key, "25")
+    assert dialog.message(key).text() == "Must be between 2 and 20 rounds (got 25)."
+    assert not button(dialog, OK).isEnabled()
+
+
+def test_invalid_text_setting_is_explained(qtbot: QtBot, dialog: PreferencesDialog) -> None:
+    key = "remote.base_url"
+    dialog.show_section("remote")
+    editor = dialog.editor(key)
+    assert isinstance(editor, LineEditor)
+    editor.line.selectAll()
+    qtbot.keyClicks(editor.line, "localhost:8080")
+    assert "http:// or https://" in dialog.message(key).text()
+    assert not button(dialog, OK).isEnabled()
+
+
+def test_ok_saves_and_closes(
+    qtbot: QtBot, dialog: PreferencesDialog, store: SettingsStore, config_path: Path
+) -> None:
+    type_into_spin(qtbot, dialog, "chat.research_timeout_sec", "120")
+    theme = dialog.editor("ui.theme")
+    assert isinstance(theme, ChoiceEditor)
+    theme.combo.setCurrentIndex(theme.combo.findData("dark"))
+    with qtbot.waitSignal(dialog.sig_settings_applied) as applied:
+        qtbot.mouseClick(button(dialog, OK), Qt.MouseButton.LeftButton)
+    assert applied.args == [frozenset({"chat.research_timeout_sec", "ui.theme"})]
+    assert not dialog.isVisible()
+    assert store.get("chat.research_timeout_sec") == 120 and store.get("ui.theme") == "dark"
+    assert SettingsStore(config_path, environ={}).get("chat.research_timeout_sec") == 120
+
+
+def test_cancel_discards(
+    qtbot: QtBot, dialog: PreferencesDialog, store: SettingsStore, config_path: Path
+) -> None:
+    type_into_spin(qtbot, dialog, "chat.research_timeout_sec", "120")
+    grammar = dialog.editor("model.tool_call_grammar")
+    assert isinstance(grammar, BoolEditor)
+    grammar.check.click()
+    with qtbot.assertNotEmitted(dialog.sig_settings_applied):
+        qtbot.mouseClick(button(dialog, CANCEL), Qt.MouseButton.LeftButton)
+    assert not dialog.isVisible()
+    assert store.get("chat.research_timeout_sec") == 300
+    assert store.get("model.tool_call_grammar") is False
+    assert not config_path.exists()
+
+
+def test_apply_is_enabled_only_with_changes(qtbot: QtBot, dialog: PreferencesDialog) -> None:
+    assert not button(dialog, APPLY).isEnabled()
+    type_into_spin(qtbot, dialog, "chat.max_tokens", "4096")
+    assert button(dialog, APPLY).isEnabled()
+    qtbot.mouseClick(button(dialog, APPLY), Qt.MouseButton.LeftButton)
+    assert dialog.isVisible() and not button(dialog, APPLY).isEnabled()
+
+
+def test_field_reset_is_enabled_only_when_different_from_default(
+    qtbot: QtBot, store: SettingsStore, secrets: SecretStore, config_path: Path
+) -> None:
+    store.set("model.n_ctx", 4096)
+    dialog = PreferencesDialog(store, secrets)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    reset = dialog.reset_button("model.n_ctx")
+    assert reset.isEnabled()
+    assert not dialog.reset_button("model.n_batch").isEnabled()
+    editor = dialog.editor("model.n_ctx")
+    assert isinstance(editor, NumberEditor) and editor.spin.value() == 4096
+    qtbot.mouseClick(reset, Qt.MouseButton.LeftButton)
+    assert editor.spin.value() == 8192 and not reset.isEnabled()
+    assert store.get("model.n_ctx") == 4096, "nothing is saved before OK or Apply"
+    qtbot.mouseClick(button(dialog, APPLY), Qt.MouseButton.LeftButton)
+    assert store.get("model.n_ctx") == 8192
+    assert "n_ctx" not in config_path.read_text(), "a reset removes the override"
+
+
+def _change_research_and_model(qtbot: QtBot, dialog: PreferencesDialog) -> None:
+    type_into_spin(qtbot, dialog, "chat.research_timeout_sec", "120")
+    type_into_spin(qtbot, dialog, "model.n_ctx", "4096")
+
+
+def test_restore_page_defaults_after_confirmation(qtbot: QtBot, dialog: PreferencesDialog) -> None:
+    _change_research_and_model(qtbot, dialog)
+    dialog.show_section("chat")
+    seen = answer_next_message_box(QMessageBox.StandardButton.RestoreDefaults)
+    qtbot.mouseClick(dialog.restore_page_button, Qt.MouseButton.LeftButton)
+    assert seen and "Research page" in seen[0]
+    assert dialog.editor("chat.research_timeout_sec").value() == 300
+    assert dialog.editor("model.n_ctx").value() == 4096, "other pages are left alone"
+
+
+def test_restore_all_defaults_can_be_cancelled_or_confirmed(
+    qtbot: QtBot, dialog: PreferencesDialog
+) -> None:
+    _change_research_and_model(qtbot, dialog)
+    answer_next_message_box(QMessageBox.StandardButton.Cancel)
+    qtbot.mouseClick(dialog.restore_all_button, Qt.MouseButton.LeftButton)
+    assert dialog.editor("chat.research_timeout_sec").value() == 120
+
+    answer_next_message_box(QMessageBox.StandardButton.RestoreDefaults)
+    qtbot.mouseClick(dialog.restore_all_button, Qt.MouseButton.LeftButton)
+    assert dialog.editor("chat.research_timeout_sec").value() == 300
+    assert dialog.editor("model.n_ctx").value() == 8192
+    assert dialog.pending_changes() == {}
+
+
+def test_restart_notice_for_settings_that_need_one(qtbot: QtBot, dialog: PreferencesDialog) -> None:
+    assert not dialog.restart_notice.isVisible()
+    dialog.show_section("network")
+    proxy = dialog.editor("network.proxy")
+    assert isinstance(proxy, LineEditor)
+    qtbot.keyClicks(proxy.line, "http://127.0.0.1:3128")
+    assert dialog.restart_notice.isVisible() and "Proxy" in dialog.restart_notice.text()
+    qtbot.mouseClick(button(dialog, APPLY), Qt.MouseButton.LeftButton)
+    assert dialog.restart_notice.isVisible(), "still true after saving, until a restart"
+
+
+def test_secret_field_writes_the_keyring_not_the_file(
+    qtbot: QtBot, dialog: PreferencesDialog, memory_keyring: MemoryKeyring, config_path: Path
+) -> None:
+    dialog.show_section("remote")
+    editor = dialog.editor("remote.api_key")
+    assert isinstance(editor, SecretEditor)
+    assert "Memory" in editor.toolTip() and SERVICE in editor.toolTip()
+    qtbot.keyClicks(editor.line, "sk-typed-in")
+    assert button(dialog, APPLY).isEnabled()
+    qtbot.mouseClick(button(dialog, APPLY), Qt.MouseButton.LeftButton)
+    assert memory_keyring.passwords == {(SERVICE, "remote.api_key"): "sk-typed-in"}
+    assert not config_path.exists() or "sk-typed-in" not in config_path.read_text()
+    assert editor.line.text() == "" and "Stored" in editor.line.placeholderText()
+
+    remove = dialog.reset_button("remote.api_key")
+    assert remove.isEnabled()
+    qtbot.mouseClick(remove, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(button(dialog, OK), Qt.MouseButton.LeftButton)
+    assert memory_keyring.passwords == {}
+
+
+def test_without_a_keyring_the_secret_field_explains_and_refuses(
+    qtbot: QtBot, store: SettingsStore
+) -> None:
+    keyring.set_keyring(fail.Keyring())
+    dialog = PreferencesDialog(store, SecretStore())
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.show_section("remote")
+    assert not dialog.editor("remote.api_key").isEnabled()
+    assert "No secure system keyring" in dialog.message("remote.api_key").text()
+    assert dialog.message("remote.api_key").isVisible()
+
+
+def test_environment_override_is_shown(qtbot: QtBot, config_path: Path) -> None:
+    store = SettingsStore(config_path, environ={"IMPRINT_MODEL_N_CTX": "2048"})
+    dialog = PreferencesDialog(store, SecretStore())
+    qtbot.addWidget(dialog)
+    dialog.show()
+    assert dialog.editor("model.n_ctx").value() == 8192, "the editor shows the saved value"
+    page_text = " ".join(label.text() for label in dialog.findChildren(QLabel))
+    assert "IMPRINT_MODEL_N_CTX" in page_text
+
+
+def test_a_failed_save_is_shown_and_nothing_is_lost(
+    qtbot: QtBot, dialog: PreferencesDialog, store: SettingsStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from imprint_desktop.core.errors import SettingsWriteError
+
+    def refuse(_changes: object) -> None:
+        raise SettingsWriteError("Could not save settings: No space left on device.")
+
+    monkeypatch.setattr(store, "update", refuse)
+    type_into_spin(qtbot, dialog, "chat.max_tokens", "4096")
+    seen = answer_next_message_box(QMessageBox.StandardButton.Ok)
+    qtbot.mouseClick(button(dialog, OK), Qt.MouseButton.LeftButton)
+    assert seen and "No space left" in seen[0]
+    assert dialog.isVisible(), "the dialog stays open with the edits"
+    assert dialog.editor("chat.max_tokens").value() == 4096
