@@ -174,9 +174,7 @@ class Setting:
     def _check_bounds(self, number: float) -> float:
         low, high = self.minimum, self.maximum
         if low is not None and high is not None and not low <= number <= high:
-            raise SettingValueError(
-                self.key, f"must be {self.bounds_text()} (got {_number(number)})"
-            )
+            raise SettingValueError(self.key, f"must be {self.bounds_text()} (got {number!r})")
         return number
 
 

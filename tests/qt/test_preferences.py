@@ -82,7 +82,8 @@ def test_spin_boxes_carry_the_bounds(dialog: PreferencesDialog) -> None:
         editor = dialog.editor(setting.key)
         if isinstance(editor, NumberEditor):
             assert (editor.spin.minimum(), editor.spin.maximum()) == (
-                setting.minimum, setting.maximum,
+                setting.minimum,
+                setting.maximum,
             )
 
 

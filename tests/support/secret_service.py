@@ -51,7 +51,11 @@ def secret_service(root: Path) -> Iterator[SecretServiceSession]:
     # --fork returns once the bus listens; it prints the address and the pid.
     started = subprocess.run(
         ["dbus-daemon", "--session", "--fork", "--print-address=1", "--print-pid=1"],
-        env=env, capture_output=True, text=True, check=True, timeout=30,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
     )
     address, pid = started.stdout.split()[:2]
     env["DBUS_SESSION_BUS_ADDRESS"] = address
@@ -59,11 +63,23 @@ def secret_service(root: Path) -> Iterator[SecretServiceSession]:
         # --daemonize returns once the keyring is initialised and unlocked with the password.
         subprocess.run(
             ["gnome-keyring-daemon", "--unlock", "--components=secrets", "--daemonize"],
-            env=env, input=KEYRING_PASSWORD, capture_output=True, check=True, timeout=30,
+            env=env,
+            input=KEYRING_PASSWORD,
+            capture_output=True,
+            check=True,
+            timeout=30,
         )
-        yield SecretServiceSession(env={key: env[key] for key in (
-            "HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR",
-            "DBUS_SESSION_BUS_ADDRESS",
-        )})
+        yield SecretServiceSession(
+            env={
+                key: env[key]
+                for key in (
+                    "HOME",
+                    "XDG_DATA_HOME",
+                    "XDG_CONFIG_HOME",
+                    "XDG_RUNTIME_DIR",
+                    "DBUS_SESSION_BUS_ADDRESS",
+                )
+            }
+        )
     finally:
         os.kill(int(pid), signal.SIGTERM)

@@ -39,7 +39,10 @@ def test_list_json_describes_every_setting(
         assert {"value", "default", "min", "max", "description", "source"} <= set(row)
     timeout = rows["chat.research_timeout_sec"]
     assert (timeout["value"], timeout["default"], timeout["min"], timeout["max"]) == (
-        300, 300, 10, 3600,
+        300,
+        300,
+        10,
+        3600,
     )
     assert timeout["source"] == "default"
     assert rows["ui.theme"]["value"] == "dark" and rows["ui.theme"]["source"] == "file"

@@ -25,7 +25,8 @@ def test_every_setting_is_documented(setting: schema.Setting) -> None:
 
 
 @pytest.mark.parametrize(
-    "setting", [s for s in schema.SETTINGS if s.kind in (Kind.INT, Kind.FLOAT)],
+    "setting",
+    [s for s in schema.SETTINGS if s.kind in (Kind.INT, Kind.FLOAT)],
     ids=lambda setting: setting.key,
 )
 def test_every_number_is_bounded_around_its_default(setting: schema.Setting) -> None:
@@ -61,7 +62,10 @@ def test_research_settings_are_exactly_the_contract(
 ) -> None:
     setting = schema.get(key)
     assert (setting.kind, setting.default, setting.minimum, setting.maximum) == (
-        Kind.INT, default, low, high,
+        Kind.INT,
+        default,
+        low,
+        high,
     )
 
 
@@ -142,3 +146,14 @@ def test_bad_values_are_refused(key: str, value: object) -> None:
 )
 def test_text_is_parsed(key: str, text: str, expected: object) -> None:
     assert schema.get(key).parse(text) == expected
+
+
+def test_the_settings_reference_is_up_to_date() -> None:
+    from pathlib import Path
+
+    from imprint_desktop.settings.docs import render_markdown
+
+    committed = Path(__file__).parents[2] / "docs" / "settings.md"
+    assert committed.read_text(encoding="utf-8") == render_markdown(), (
+        "run: python -m imprint_desktop.settings.docs > docs/settings.md"
+    )

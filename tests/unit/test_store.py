@@ -61,8 +61,14 @@ def test_round_trip_keeps_comments_unknown_and_retired_keys(config: Path) -> Non
     store.set("ui.theme", "dark")
     store.reset("chat.research_timeout_sec")
     text = config.read_text(encoding="utf-8")
-    for kept in ("# My Imprint settings", "# (kept by hand)", "# shorter research while testing",
-                 "max_tool_iters = 8", "[experimental]", 'flux_capacitor = "on"'):
+    for kept in (
+        "# My Imprint settings",
+        "# (kept by hand)",
+        "# shorter research while testing",
+        "max_tool_iters = 8",
+        "[experimental]",
+        'flux_capacitor = "on"',
+    ):
         assert kept in text
     assert "research_timeout_sec" not in text
     document = tomlkit.parse(text)
@@ -116,7 +122,7 @@ def test_failed_write_leaves_the_old_file_and_no_litter(
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(store_module.os, "fsync", disk_full)
-    with pytest.raises(SettingsWriteError, match="No space left on device.*unchanged"):
+    with pytest.raises(SettingsWriteError, match=r"No space left on device.*unchanged"):
         store.set("ui.theme", "dark")
     assert config.read_bytes() == before
     assert sorted(path.name for path in config.parent.iterdir()) == ["config.toml"]

@@ -1,0 +1,35 @@
+# The two commands of the README, and the pieces they are made of.
+#   make run    set everything up, then open Imprint on the starter model and sample workspace
+#   make test   set everything up, then run the checks and the whole test suite
+PYTHON_BIN := .venv/bin
+PYTEST_ARGS ?=
+
+.PHONY: run test setup setup-test lint pytest bench clean
+
+run: setup
+	$(PYTHON_BIN)/python -m imprint_desktop
+
+test: setup-test lint pytest
+
+setup:
+	scripts/system-deps.sh run
+	scripts/venv.sh run
+
+setup-test:
+	scripts/system-deps.sh test
+	scripts/venv.sh test
+
+lint:
+	$(PYTHON_BIN)/ruff check .
+	$(PYTHON_BIN)/ruff format --check .
+	$(PYTHON_BIN)/mypy
+	$(PYTHON_BIN)/lint-imports
+
+pytest:
+	$(PYTHON_BIN)/pytest $(PYTEST_ARGS)
+
+bench: setup-test
+	for script in bench/bench_*.py; do $(PYTHON_BIN)/python "$$script" || exit 1; done
+
+clean:
+	rm -rf .venv build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,37 @@
+"""End-to-end runs: the real `imprint` as a subprocess, with its own config folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+Imprint = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def imprint_env(isolated_dirs: Path) -> dict[str, str]:
+    """The environment of the subprocess: the test's private folders, no IMPRINT_* of ours."""
+    return {name: value for name, value in os.environ.items() if not name.startswith("PYTEST")}
+
+
+@pytest.fixture
+def imprint(imprint_env: dict[str, str]) -> Imprint:
+    def run(
+        *args: str, env: dict[str, str] | None = None, stdin: str = "", timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "imprint_desktop", *args],
+            env={**imprint_env, **(env or {})},
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+        )
+
+    return run
