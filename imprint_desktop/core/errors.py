@@ -7,8 +7,24 @@
     │   ├── UnknownSettingError    a key that is not declared in the schema
     │   ├── SettingValueError      a value of the wrong type or outside its bounds
     │   └── SettingsWriteError     the config file could not be written (disk full, permissions)
-    └── SecretStoreError           the OS keyring failed or refused an operation
-        └── KeyringUnavailableError  no usable keyring backend exists at all
+    ├── SecretStoreError           the OS keyring failed or refused an operation
+    │   └── KeyringUnavailableError  no usable keyring backend exists at all
+    ├── WorkspaceError             the workspace folder or its index cannot be used
+    │   ├── PathOutsideWorkspaceError  a path that resolves outside the workspace (or is hidden)
+    │   ├── DocumentError          a file that cannot be read or turned into text
+    │   └── WorkspaceIndexError    the index database cannot be opened, read or written
+    ├── ToolError                  a tool call the model made cannot be carried out
+    │   ├── ToolArgumentError      missing, unknown or wrongly typed arguments, malformed JSON
+    │   ├── UnknownToolError       a tool name no tool has
+    │   └── FetchError             a web page that could not be fetched or is not text
+    ├── ProviderError              the model or its server failed (after any retries)
+    │   ├── ProviderAuthError      401/403: the API key is missing or wrong
+    │   ├── ProviderNotFoundError  404: a wrong server address or model name
+    │   ├── ProviderRateLimitError 429 that retries within the deadline did not get past
+    │   ├── ProviderUnavailableError  5xx, refused or dropped connections, after retries
+    │   ├── ProviderResponseError  a response that is not what the protocol promises
+    │   └── ModelLoadError         a local model file that cannot be loaded (and why)
+    └── Cancelled                  the person pressed Stop (not a failure; ends a job cancelled)
 
 Each message is a sentence a person can act on. Details for developers go to the log, and secrets go
 nowhere: no exception message ever contains a secret value.
@@ -57,3 +73,70 @@ class SecretStoreError(ImprintError):
 
 class KeyringUnavailableError(SecretStoreError):
     """No secure keyring backend is available, so secrets cannot be stored at all."""
+
+
+class WorkspaceError(ImprintError):
+    """The workspace folder, one of its documents, or its index cannot be used."""
+
+
+class PathOutsideWorkspaceError(WorkspaceError):
+    """A path that is absolute, climbs out with ``..``, follows a symlink out, or is hidden.
+
+    Raised before anything is read or written, so a hostile path never touches the disk.
+    """
+
+
+class DocumentError(WorkspaceError):
+    """A file that cannot be read or turned into text (unreadable, binary, corrupt PDF)."""
+
+
+class WorkspaceIndexError(WorkspaceError):
+    """The index database cannot be opened, read or written (disk full, corrupt file)."""
+
+
+class ToolError(ImprintError):
+    """A tool call that cannot be carried out; its message is shown to the model as the result."""
+
+
+class ToolArgumentError(ToolError):
+    """Arguments that are malformed JSON, missing, unknown or of the wrong type."""
+
+
+class UnknownToolError(ToolError):
+    """A tool name that no tool has."""
+
+
+class FetchError(ToolError):
+    """A web page that could not be fetched, timed out, or is not text."""
+
+
+class ProviderError(ImprintError):
+    """The model or the server that runs it failed; the message says what a person can do."""
+
+
+class ProviderAuthError(ProviderError):
+    """The server refused the API key (HTTP 401 or 403)."""
+
+
+class ProviderNotFoundError(ProviderError):
+    """The server has no such endpoint or model (HTTP 404)."""
+
+
+class ProviderRateLimitError(ProviderError):
+    """The server kept answering 429 until the deadline left no room for another try."""
+
+
+class ProviderUnavailableError(ProviderError):
+    """The server failed (5xx) or could not be reached, and retries did not help."""
+
+
+class ProviderResponseError(ProviderError):
+    """The server answered with something the protocol does not allow (garbage, a broken stream)."""
+
+
+class ModelLoadError(ProviderError):
+    """A local model file that cannot be loaded: missing, truncated, not GGUF, unsupported, too big."""
+
+
+class Cancelled(ImprintError):
+    """The person asked to stop. Not a failure: a job that raises it ends *cancelled*."""

@@ -1,0 +1,122 @@
+"""``fetch_url``: one http(s) GET, bounded in time and size, reduced to the page's main text.
+
+Any host is allowed, loopback included: people run wikis and documentation servers on their own
+machine (DESIGN §2). The caller passes the time left; the whole exchange — connect, redirects,
+body — must fit in it. At most :data:`MAX_BYTES` of the body are read, so a huge or endless
+response costs bounded memory. Only text is accepted: HTML is reduced to its main text (navigation,
+scripts and the like removed), plain text, Markdown, JSON, XML and CSV are kept as they are, and
+anything else (images, archives, PDFs from the web) is refused with the content type named.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
+
+from imprint_desktop.core.errors import FetchError
+from imprint_desktop.core.workspace.extract import decode
+from imprint_desktop.core.workspace.html import html_title, html_to_text
+
+MAX_BYTES = 2 * 1024 * 1024
+DEFAULT_TIMEOUT = 30.0
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+_TEXT_TYPES = ("application/json", "application/xml", "application/ld+json", "text/")
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    url: str  # after redirects
+    content_type: str
+    title: str
+    text: str
+    truncated: bool
+
+
+def check_url(url: str) -> str:
+    """``url`` if it is an absolute http(s) URL with a host; :class:`FetchError` otherwise."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text)
+    except ValueError as error:
+        raise FetchError(f"{url!r} is not a valid URL ({error}).") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        shown = f"{parts.scheme}:" if parts.scheme else "no scheme"
+        raise FetchError(f"Only http:// and https:// URLs can be fetched ({url!r} has {shown}).")
+    if not parts.hostname:
+        raise FetchError(f"{url!r} has no host name.")
+    return text
+
+
+async def fetch_page(
+    client: httpx.AsyncClient, url: str, *, timeout: float | None, max_bytes: int = MAX_BYTES
+) -> Page:
+    """GET ``url`` within ``timeout`` seconds (the research time left) and extract its text."""
+    target = check_url(url)
+    seconds = DEFAULT_TIMEOUT if timeout is None else max(timeout, 0.0)
+    try:
+        async with asyncio.timeout(seconds):
+            return await _get(client, target, seconds, max_bytes)
+    except (TimeoutError, httpx.TimeoutException):
+        raise FetchError(f"{target} did not answer within {seconds:.0f} seconds.") from None
+    except httpx.UnsupportedProtocol:
+        raise FetchError(f"{target} redirected to a URL that is not http(s).") from None
+    except httpx.TooManyRedirects:
+        raise FetchError(f"{target} redirects too many times.") from None
+    except httpx.HTTPError as error:
+        raise FetchError(
+            f"{target} could not be fetched: {error or type(error).__name__}."
+        ) from None
+
+
+async def _get(client: httpx.AsyncClient, url: str, seconds: float, max_bytes: int) -> Page:
+    request_timeout = httpx.Timeout(seconds)
+    async with client.stream(
+        "GET", url, follow_redirects=True, timeout=request_timeout, headers={"Accept": "*/*"}
+    ) as response:
+        final_url = str(response.url)
+        if response.status_code >= 400:
+            raise FetchError(
+                f"{final_url} answered HTTP {response.status_code} {response.reason_phrase}."
+            )
+        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type and not content_type.startswith(_HTML_TYPES + _TEXT_TYPES):
+            raise FetchError(
+                f"{final_url} is not a text page (content type {content_type}); only HTML and "
+                "plain text can be read."
+            )
+        body = bytearray()
+        truncated = False
+        async for chunk in response.aiter_bytes():
+            body.extend(chunk)
+            if len(body) >= max_bytes:
+                truncated = True
+                del body[max_bytes:]
+                break
+        charset = response.charset_encoding
+    data = bytes(body)
+    is_html = content_type.startswith(_HTML_TYPES) or (
+        not content_type and data.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html"))
+    )
+    if is_html:
+        markup: str | bytes = _decode(data, charset) if charset else data
+        return Page(
+            final_url,
+            content_type or "text/html",
+            html_title(markup) or final_url,
+            html_to_text(markup, main_only=True),
+            truncated,
+        )
+    if b"\x00" in data[:8192]:
+        raise FetchError(f"{final_url} is binary data, not a text page.")
+    text = _decode(data, charset) if charset else decode(data)[0]
+    return Page(final_url, content_type or "text/plain", final_url, text, truncated)
+
+
+def _decode(data: bytes, charset: str) -> str:
+    try:
+        return data.decode(charset, errors="replace")
+    except LookupError:  # a charset Python does not know
+        return decode(data)[0]

@@ -1,0 +1,269 @@
+"""The toolbox: the tools of DESIGN §2 with their schemas, run safely for the research engine.
+
+The engine builds one :class:`Toolbox` per reply, sends :meth:`Toolbox.schemas` with its requests
+and hands every tool call to :meth:`Toolbox.execute`, which never raises (cancellation aside):
+unknown tools, malformed or wrongly typed arguments, paths leading out of the workspace, network
+failures and bugs all come back as a :class:`ToolResult` with status ``error`` and a sentence the
+model can act on.
+
+Blocking work (index queries, file reads, note writes) runs in worker threads via
+:func:`asyncio.to_thread`, so the engine's loop keeps streaming and checking its clocks. Reads are
+bounded by the caller's ``timeout`` (the research time left); a write is never abandoned half-way,
+so ``write_note`` runs to completion however little time is left. ``ask_user`` and
+``research_sections`` are carried out by handlers the engine supplies: the toolbox only declares and
+validates them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from imprint_desktop.core.errors import (
+    ImprintError,
+    ToolError,
+    UnknownToolError,
+    WorkspaceIndexError,
+)
+from imprint_desktop.core.tools import workspace_tools
+from imprint_desktop.core.tools.arguments import parse_arguments
+from imprint_desktop.core.tools.base import (
+    AskUser,
+    EvidenceItem,
+    Output,
+    SectionsHandler,
+    ToolKind,
+    ToolResult,
+    ToolSpec,
+    render,
+)
+from imprint_desktop.core.tools.fetch import MAX_BYTES, fetch_page
+from imprint_desktop.core.tools.notes import write_note
+from imprint_desktop.core.tools.specs import SPECS
+from imprint_desktop.core.workspace import Workspace
+from imprint_desktop.core.workspace.extract import split_lines
+from imprint_desktop.core.workspace.passages import split_passages
+
+log = logging.getLogger(__name__)
+
+
+_DEFAULT_MAX_RESULT_CHARS = 6000
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSettings:
+    """The settings the tools read, taken from a settings snapshot (defaults match the schema)."""
+
+    max_result_chars: int = _DEFAULT_MAX_RESULT_CHARS
+    fetch_url_enabled: bool = True
+
+    @classmethod
+    def from_mapping(cls, settings: Mapping[str, object]) -> ToolSettings:
+        chars = settings.get("tools.max_result_chars")
+        enabled = settings.get("tools.fetch_url_enabled")
+        usable = isinstance(chars, int) and not isinstance(chars, bool) and chars > 0
+        return cls(
+            max_result_chars=chars
+            if usable and isinstance(chars, int)
+            else _DEFAULT_MAX_RESULT_CHARS,
+            fetch_url_enabled=enabled if isinstance(enabled, bool) else True,
+        )
+
+
+class Toolbox:
+    """The tools for one workspace. See the module docstring for the contract."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        settings: Mapping[str, object],
+        http: httpx.AsyncClient | None,
+        *,
+        ask_user: AskUser | None = None,
+        research_sections: SectionsHandler | None = None,
+        refresh_index: bool = True,
+    ) -> None:
+        self.workspace = workspace
+        self.settings = ToolSettings.from_mapping(settings)
+        self._http = http
+        self._ask_user = ask_user
+        self._research_sections = research_sections
+        self._index_fresh = not refresh_index
+        self._runners: dict[str, Callable[[dict[str, Any], float | None], Awaitable[Output]]] = {
+            "search_workspace": self._search_workspace,
+            "read_document": self._read_document,
+            "list_documents": self._list_documents,
+            "fetch_url": self._fetch_url,
+            "write_note": self._write_note,
+            "ask_user": self._ask,
+        }
+
+    # --- what the engine asks ------------------------------------------------------------------
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name in SPECS if self._available(name))
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """The OpenAI ``tools`` list: every tool available in this toolbox."""
+        return [SPECS[name].schema() for name in self.names]
+
+    def kind(self, name: str) -> ToolKind | None:
+        """The kind of tool ``name`` (for budgets and progress), or None for an unknown name."""
+        spec = SPECS.get(name)
+        return spec.kind if spec is not None else None
+
+    async def execute(
+        self,
+        name: str,
+        arguments: str | Mapping[str, object] | None,
+        *,
+        timeout: float | None = None,
+        first_citation: int = 1,
+    ) -> ToolResult:
+        """Run one tool call; never raises except :class:`asyncio.CancelledError`.
+
+        ``timeout`` is the research time left in seconds (None: no limit); read tools that exceed
+        it return an error result. ``first_citation`` numbers the result's evidence ``[n]``,
+        ``[n+1]``… so numbers stay unique across a reply.
+        """
+        try:
+            spec = self._spec(name)
+            values = parse_arguments(spec, arguments)
+            if spec.kind is ToolKind.COORDINATOR:
+                return await self._coordinate(values)
+            if timeout is not None and timeout <= 0:
+                return ToolResult.not_executed(name, "research time budget exhausted")
+            runner = self._runners[name]
+            if spec.kind is ToolKind.READ and timeout is not None:
+                output = await asyncio.wait_for(runner(values, timeout), timeout)
+            else:
+                output = await runner(values, timeout)
+            return render(
+                name,
+                output,
+                max_chars=self.settings.max_result_chars,
+                first_citation=first_citation,
+            )
+        except (ImprintError, ValueError) as error:
+            return ToolResult.error(name, str(error))
+        except TimeoutError:
+            return ToolResult.error(
+                name, f"the tool did not finish in the {timeout:.1f} seconds of research time left."
+            )
+        except Exception:
+            log.exception("tool %s failed", name)
+            return ToolResult.error(name, "the tool failed unexpectedly; try something else.")
+
+    def _spec(self, name: str) -> ToolSpec:
+        spec = SPECS.get(name) if isinstance(name, str) else None
+        if spec is None or not self._available(spec.name):
+            raise UnknownToolError(
+                f"There is no tool named {name!r}. The tools are: {', '.join(self.names)}."
+            )
+        return spec
+
+    def _available(self, name: str) -> bool:
+        if name == "fetch_url":
+            return self.settings.fetch_url_enabled and self._http is not None
+        if name == "ask_user":
+            return self._ask_user is not None
+        if name == "research_sections":
+            return self._research_sections is not None
+        return name in SPECS
+
+    # --- the tools -----------------------------------------------------------------------------
+
+    async def _ensure_index(self, timeout: float | None) -> None:
+        """Bring the index up to date once per toolbox (cheap when nothing changed)."""
+        if self._index_fresh:
+            return
+        cancel = threading.Event()
+        try:
+            report = await asyncio.shield(
+                asyncio.to_thread(self.workspace.index.update, cancel=cancel)
+            )
+        except (asyncio.CancelledError, TimeoutError):
+            cancel.set()  # the update stops at its next file and keeps what it indexed
+            raise
+        if report.cancelled:
+            raise WorkspaceIndexError("The workspace index is still being built; try again.")
+        self._index_fresh = True
+
+    async def _search_workspace(self, values: dict[str, Any], timeout: float | None) -> Output:
+        await self._ensure_index(timeout)
+        return await asyncio.to_thread(
+            workspace_tools.search_workspace,
+            self.workspace,
+            values["query"],
+            values["limit"],
+            self.settings.max_result_chars,
+        )
+
+    async def _read_document(self, values: dict[str, Any], timeout: float | None) -> Output:
+        return await asyncio.to_thread(
+            workspace_tools.read_document,
+            self.workspace,
+            values["path"],
+            values["start_line"],
+            values["end_line"],
+            self.settings.max_result_chars,
+        )
+
+    async def _list_documents(self, values: dict[str, Any], timeout: float | None) -> Output:
+        await self._ensure_index(timeout)
+        return await asyncio.to_thread(
+            workspace_tools.list_documents, self.workspace, values["folder"]
+        )
+
+    async def _fetch_url(self, values: dict[str, Any], timeout: float | None) -> Output:
+        assert self._http is not None  # _available() hides the tool otherwise
+        page = await fetch_page(self._http, values["url"], timeout=timeout, max_bytes=MAX_BYTES)
+        passages = split_passages(split_lines(page.text))
+        items = [
+            EvidenceItem(
+                page.url,
+                f"part {number}" + (f" ({passage.section})" if passage.section else ""),
+                passage.text,
+            )
+            for number, passage in enumerate(passages, start=1)
+        ]
+        cut = (
+            " The page was longer than the download limit; the rest was not read."
+            if (page.truncated)
+            else ""
+        )
+        if not items:
+            return Output(f"{page.url} ({page.title}) has no readable text.{cut}", status="empty")
+        return Output(f"Web page {page.url} — {page.title}.{cut}", items)
+
+    async def _write_note(self, values: dict[str, Any], timeout: float | None) -> Output:
+        # A write is never abandoned: shielded, so even a cancelled caller leaves a whole file.
+        path = await asyncio.shield(
+            asyncio.to_thread(write_note, self.workspace, values["title"], values["content"])
+        )
+        return Output(f"Note saved as {path}.")
+
+    async def _ask(self, values: dict[str, Any], timeout: float | None) -> Output:
+        assert self._ask_user is not None
+        answer = await self._ask_user(values["question"])
+        if not isinstance(answer, str) or not answer.strip():
+            return Output("The person gave no answer.", status="empty")
+        return Output(
+            "The person answered:",
+            [EvidenceItem("user", "answer", answer.strip())],
+            labels=["the person"],
+        )
+
+    async def _coordinate(self, values: dict[str, Any]) -> ToolResult:
+        assert self._research_sections is not None
+        result = await self._research_sections(values["sections"])
+        if not isinstance(result, ToolResult):
+            raise ToolError("research_sections produced no result.")
+        return result

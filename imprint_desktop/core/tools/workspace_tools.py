@@ -1,0 +1,111 @@
+"""The read tools over the workspace: ``search_workspace``, ``read_document``, ``list_documents``.
+
+Each is a plain blocking function returning an :class:`Output`; the toolbox runs them in a worker
+thread. Sizes are planned against the result cap here, where it is known what can be left out
+(fewer lines, shorter passages), so the generic cap in :func:`render` rarely has to cut.
+"""
+
+from __future__ import annotations
+
+from imprint_desktop.core.errors import ToolArgumentError
+from imprint_desktop.core.tools.base import EvidenceItem, Output
+from imprint_desktop.core.workspace import Workspace, clean_relative
+from imprint_desktop.core.workspace.passages import split_passages
+
+#: Characters set aside for a result's header, labels and footer when planning sizes.
+_OVERHEAD = 400
+_MIN_PASSAGE_CHARS = 240
+
+
+def search_workspace(workspace: Workspace, query: str, limit: int, max_chars: int) -> Output:
+    hits = workspace.index.search(query, limit)
+    if not hits:
+        return Output(
+            f"No passages in the workspace match {query!r}. Try other words, or list_documents.",
+            status="empty",
+        )
+    room = max((max_chars - _OVERHEAD) // len(hits) - 60, _MIN_PASSAGE_CHARS)
+    items = [EvidenceItem(hit.path, hit.location, _shorten(hit.text, room)) for hit in hits]
+    labels = [
+        f"{hit.path}, {hit.location} — {hit.title}"
+        + (f" › {hit.section}" if hit.section and hit.section != hit.title else "")
+        for hit in hits
+    ]
+    return Output(
+        f"{len(hits)} passage(s) from the workspace for {query!r}, best first. "
+        "read_document shows more of a file.",
+        items,
+        labels=labels,
+    )
+
+
+def read_document(
+    workspace: Workspace, path: str, start_line: int, end_line: int | None, max_chars: int
+) -> Output:
+    relative, document = workspace.read(path)
+    total = len(document.lines)
+    if total == 0:
+        return Output(f"{relative} is empty (no text could be taken from it).", status="empty")
+    if start_line > total:
+        raise ToolArgumentError(
+            f"read_document: {relative} has {total} lines; start_line {start_line} is past the end."
+        )
+    if end_line is not None and end_line < start_line:
+        raise ToolArgumentError(
+            f"read_document: end_line ({end_line}) is before start_line ({start_line})."
+        )
+    last = total if end_line is None else min(end_line, total)
+    budget, used, end = max_chars - _OVERHEAD, 0, start_line - 1
+    while end < last and used + len(document.lines[end]) + 16 <= budget:
+        used += len(document.lines[end]) + 16
+        end += 1
+    end = max(end, start_line)  # always at least one line, however long (render cuts it)
+    lines = document.lines[start_line - 1 : end]
+    items = []
+    for passage in split_passages(lines):
+        first, final = passage.start_line + start_line - 1, passage.end_line + start_line - 1
+        page = document.page_of(first)
+        where = f"lines {first}-{final}" if page is None else f"page {page}, lines {first}-{final}"
+        items.append(EvidenceItem(relative, where, passage.text))
+    footer = ""
+    if end < total:
+        footer = (
+            f"(Lines {end + 1}-{total} not shown: call read_document with start_line={end + 1}"
+            " to continue.)"
+        )
+    return Output(
+        f"{relative} — {document.title} — lines {start_line}-{end} of {total}.",
+        items,
+        footer,
+        status="ok" if items else "empty",
+    )
+
+
+def list_documents(workspace: Workspace, folder: str) -> Output:
+    prefix = clean_relative(folder) if folder.strip().strip("/\\.") else ""
+    documents = workspace.index.documents(prefix)
+    where = f"in {prefix}/" if prefix else "in the workspace"
+    if not documents:
+        return Output(f"No documents {where}.", status="empty")
+    items = [
+        EvidenceItem(document.path, "listing", f"{document.title} ({_size(document.size)})")
+        for document in documents
+    ]
+    labels = [document.path for document in documents]
+    return Output(f"{len(documents)} document(s) {where}:", items, labels=labels)
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / 2**20:.1f} MB"
+
+
+def _shorten(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit * 0.6 else cut).rstrip() + "…"

@@ -1,0 +1,115 @@
+"""Cutting a document's lines into passages: the unit that is indexed, ranked and cited.
+
+A passage is a run of whole lines — one paragraph, a few short paragraphs, or a window of a long one
+— so a hit can be cited as ``path, lines a–b`` and opened at that place. Passages never cross a
+heading or a PDF page, and carry the heading they sit under (their *section*), which helps both
+ranking and the person reading a citation. Sizes aim at a few hundred characters: big enough to hold
+a fact with its context, small enough that a handful fit in one tool result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+#: A passage grows by whole paragraphs up to about this size ...
+TARGET_CHARS = 700
+#: ... and a paragraph longer than this is cut into windows of lines.
+MAX_CHARS = 1500
+MAX_LINES = 40
+
+_MARKDOWN_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+_UNDERLINE = re.compile(r"^([=\-~^*#+`'\":._])\1{2,}\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    start_line: int  # 1-based, inclusive
+    end_line: int  # 1-based, inclusive
+    section: str
+    text: str
+
+
+@dataclass(slots=True)
+class _Block:
+    start: int  # 0-based index of the first line
+    end: int  # 0-based index after the last line
+    heading: str | None  # the heading this block *is*, if it is one
+    chars: int
+
+
+def split_passages(lines: Sequence[str], page_starts: Sequence[int] = ()) -> list[Passage]:
+    """The passages of a document given as lines (``page_starts`` are 1-based line numbers)."""
+    passages: list[Passage] = []
+    section = ""
+    group: list[_Block] = []
+
+    def emit() -> None:
+        if group:
+            start, end = group[0].start, group[-1].end
+            text = "\n".join(lines[start:end]).strip()
+            if len(text) <= 2 * MAX_CHARS:
+                chunks = [text]
+            else:  # a single enormous line (minified data, a log without breaks): cut by characters
+                chunks = [text[at : at + MAX_CHARS] for at in range(0, len(text), MAX_CHARS)]
+            passages.extend(Passage(start + 1, end, section, chunk) for chunk in chunks if chunk)
+            group.clear()
+
+    page_breaks = frozenset(line - 1 for line in page_starts)
+    for block in _blocks(lines, page_breaks):
+        if block.heading is not None or block.start in page_breaks:
+            emit()
+            if block.heading is not None:
+                section = block.heading
+        size = sum(item.chars for item in group)
+        only_heading = len(group) == 1 and group[0].heading is not None
+        if group and size + block.chars > TARGET_CHARS and not only_heading:
+            emit()
+        group.append(block)
+        if block.chars >= TARGET_CHARS:
+            emit()
+    emit()
+    return passages
+
+
+def _blocks(lines: Sequence[str], page_breaks: frozenset[int]) -> Iterator[_Block]:
+    """Paragraphs (runs of non-blank lines), with headings on their own and long runs windowed."""
+    index, count = 0, len(lines)
+    while index < count:
+        if not lines[index].strip():
+            index += 1
+            continue
+        start = index
+        heading = _heading_at(lines, index)
+        if heading is not None:
+            width = 2 if _MARKDOWN_HEADING.match(lines[index]) is None else 1
+            yield _Block(start, start + width, heading, len(lines[index]))
+            index += width
+            continue
+        chars = 0
+        while index < count and lines[index].strip():
+            if index > start and (index in page_breaks or _heading_at(lines, index) is not None):
+                break
+            line_chars = len(lines[index]) + 1
+            if index > start and (chars + line_chars > MAX_CHARS or index - start >= MAX_LINES):
+                yield _Block(start, index, None, chars)
+                start, chars = index, 0
+            chars += line_chars
+            index += 1
+        yield _Block(start, index, None, chars)
+
+
+def _heading_at(lines: Sequence[str], index: int) -> str | None:
+    """The heading text if line ``index`` starts a Markdown (ATX or setext) or RST heading."""
+    line = lines[index]
+    match = _MARKDOWN_HEADING.match(line)
+    if match is not None and match.group(1):
+        return match.group(1)
+    if index + 1 < len(lines) and line.strip() and len(line.strip()) <= 120:
+        following = lines[index + 1].strip()
+        if _UNDERLINE.match(following) and len(following) >= min(len(line.strip()), 3):
+            if index > 0 and lines[index - 1].strip():
+                return None  # a line of dashes under a paragraph's last line: a rule, not a title
+            return line.strip()
+    return None

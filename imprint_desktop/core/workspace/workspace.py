@@ -1,0 +1,92 @@
+"""One workspace as the tools see it: a resolved root, its index, and guarded file access."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+from imprint_desktop.core.errors import DocumentError
+from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES, Extracted, extract
+from imprint_desktop.core.workspace.files import relative_posix, resolve_inside
+from imprint_desktop.core.workspace.index import DEFAULT_MAX_FILE_BYTES, WorkspaceIndex
+
+DEFAULT_NOTES_FOLDER = "notes"
+
+
+class Workspace:
+    """The folder at ``root`` with its index; every path a tool passes goes through :meth:`resolve`.
+
+    Thread-safe in the way the engine needs: reads and searches may come from any thread (blocking
+    work runs in ``asyncio.to_thread``); index updates are serialised by the index itself.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        notes_folder: str = DEFAULT_NOTES_FOLDER,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        db_path: Path | None = None,
+    ) -> None:
+        self.index = WorkspaceIndex(root, db_path=db_path, max_file_bytes=max_file_bytes)
+        self.root = self.index.root
+        self.notes_folder = notes_folder or DEFAULT_NOTES_FOLDER
+        self.max_file_bytes = max_file_bytes
+
+    @classmethod
+    def from_settings(
+        cls, root: Path, settings: Mapping[str, object], *, db_path: Path | None = None
+    ) -> Workspace:
+        """A workspace configured by a settings snapshot (``SettingsStore.snapshot()``)."""
+        notes = settings.get("workspace.notes_folder", DEFAULT_NOTES_FOLDER)
+        megabytes = settings.get("workspace.max_file_mb", DEFAULT_MAX_FILE_BYTES // 2**20)
+        return cls(
+            root,
+            notes_folder=notes if isinstance(notes, str) else DEFAULT_NOTES_FOLDER,
+            max_file_bytes=int(megabytes) * 2**20
+            if isinstance(megabytes, int | float) and not isinstance(megabytes, bool)
+            else DEFAULT_MAX_FILE_BYTES,
+            db_path=db_path,
+        )
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.index.close()
+
+    def resolve(self, user_path: str) -> Path:
+        """The real path for a workspace-relative ``user_path``; refuses anything leading out."""
+        return resolve_inside(self.root, user_path)
+
+    def relative(self, path: Path) -> str:
+        return relative_posix(self.root, path)
+
+    def read(self, user_path: str) -> tuple[str, Extracted]:
+        """The workspace-relative path and the text of one document.
+
+        Raises :class:`PathOutsideWorkspaceError` for paths leading out and :class:`DocumentError`
+        for missing, oversized, binary or unreadable files.
+        """
+        path = self.resolve(user_path)
+        relative = self.relative(path)
+        if not path.is_file():
+            hint = "it is a folder" if path.is_dir() else "no such file"
+            raise DocumentError(
+                f"{relative} is not a document ({hint}); list_documents shows what there is."
+            )
+        if PurePosixPath(path.name).suffix.lower() in BINARY_SUFFIXES:
+            raise DocumentError(f"{relative} is a binary file, not a text document.")
+        try:
+            size = path.stat().st_size
+            if size > self.max_file_bytes:
+                raise DocumentError(
+                    f"{relative} is larger than the {self.max_file_bytes // 2**20} MB limit."
+                )
+            data = path.read_bytes()
+        except OSError as error:
+            raise DocumentError(f"{relative} cannot be read: {error.strerror}.") from error
+        return relative, extract(path.name, data)
