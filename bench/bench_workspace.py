@@ -1,0 +1,194 @@
+"""Benchmark of the workspace index (issue 3): indexing speed, re-index cost, query latency, memory.
+
+Generates Markdown documents of about 3 KB in a temporary folder, indexes them in-process and
+measures, against targets:
+
+- first index, documents per second (>= 300/s);
+- an unchanged re-index, as a share of the first index time (< 10%);
+- a warm in-process query, 95th percentile (< 20 ms), and how many times faster a search is than
+  ``grep -rl WORD`` for the same words over the same files, measured in the same run (>= 20x; the
+  ratio against the query p95 is printed too);
+- peak RSS of a process that only indexes 3,000 and then 30,000 documents (the second may be at
+  most 1.5x the first: memory stays flat because changes are committed in batches).
+
+Run ``python bench/bench_workspace.py`` (``--docs``, ``--large-docs`` to change the corpus sizes,
+``--large-docs 0`` to skip the memory run). Exits 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_DOCS_PER_SECOND = 300.0
+TARGET_REINDEX_SHARE = 0.10
+TARGET_QUERY_P95_SECONDS = 0.020
+TARGET_GREP_RATIO = 20.0
+TARGET_RSS_GROWTH = 1.5
+
+_SYLLABLES = "ka lo mi ne ru ta so vi pe da fu gi ho ja ze qu bri stra mon tel var dun esk ol".split()
+
+
+def vocabulary(size: int, rng: random.Random) -> list[str]:
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+def generate(folder: Path, count: int, *, seed: int = 3) -> list[str]:
+    """``count`` Markdown files of about 3 KB with Zipf-like word frequencies; returns the words."""
+    rng = random.Random(seed)
+    words = vocabulary(6000, rng)
+    weights = [1.0 / (rank + 1) for rank in range(len(words))]
+    for number in range(count):
+        sub = folder / f"part{number % 30:02d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        parts = [f"# Report {number}: {' '.join(rng.choices(words, weights, k=3))}", ""]
+        size = len(parts[0])
+        while size < 3000:
+            sentence = " ".join(rng.choices(words, weights, k=rng.randint(40, 90))) + "."
+            parts.extend([sentence.capitalize(), ""])
+            size += len(sentence) + 2
+        (sub / f"doc{number:05d}.md").write_text("\n".join(parts), encoding="utf-8")
+    return words
+
+
+def peak_rss_mb() -> float:
+    # ru_maxrss is in kilobytes on Linux (bytes on macOS).
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+
+
+def index_only(folder: Path, db_path: Path) -> None:
+    """Child process for the memory figure: import, index, report peak RSS as JSON."""
+    from imprint_desktop.core.workspace import WorkspaceIndex  # noqa: PLC0415
+
+    with WorkspaceIndex(folder, db_path=db_path) as index:
+        report = index.update()
+    print(json.dumps({"documents": report.documents, "peak_rss_mb": peak_rss_mb()}))
+
+
+def measure_rss(folder: Path, scratch: Path) -> float:
+    db_path = scratch / f"rss-{folder.name}.sqlite3"
+    output = subprocess.run(
+        [sys.executable, __file__, "--index-only", str(folder), str(db_path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return float(json.loads(output)["peak_rss_mb"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--docs", type=int, default=3000)
+    parser.add_argument("--large-docs", type=int, default=30000)
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--index-only", nargs=2, metavar=("FOLDER", "DB"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.index_only:
+        index_only(Path(args.index_only[0]), Path(args.index_only[1]))
+        return 0
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from imprint_desktop.core.workspace import WorkspaceIndex  # noqa: PLC0415
+
+    scratch = Path(tempfile.mkdtemp(prefix="imprint-bench-"))
+    failures: list[str] = []
+    try:
+        corpus = scratch / "corpus"
+        started = time.perf_counter()
+        words = generate(corpus, args.docs)
+        print(f"generated {args.docs} documents in {time.perf_counter() - started:.1f} s")
+
+        with WorkspaceIndex(corpus, db_path=scratch / "index.sqlite3") as index:
+            first = index.update()
+            rate = args.docs / first.seconds
+            second = index.update()
+            share = second.seconds / first.seconds
+            rng = random.Random(11)
+            # Words from the whole frequency range: common ones are the slow queries.
+            queries = [" ".join(rng.sample(words[:3000], rng.randint(1, 3))) for _ in range(50)]
+            queries += [rng.choice(words) for _ in range(args.queries - len(queries))]
+            for query in queries[:20]:
+                index.search(query)
+            latencies = []
+            for query in queries:
+                began = time.perf_counter()
+                index.search(query, 8)
+                latencies.append(time.perf_counter() - began)
+        p95 = statistics.quantiles(latencies, n=20)[-1]
+        # Like for like: the same single words through the index and through grep.
+        compared = rng.sample(words[:3000], 15)
+        index_times, grep_times = [], []
+        with WorkspaceIndex(corpus, db_path=scratch / "index.sqlite3") as index:
+            for word in compared:
+                index.search(word)
+                runs = []
+                for _ in range(5):
+                    began = time.perf_counter()
+                    index.search(word, 8)
+                    runs.append(time.perf_counter() - began)
+                index_times.append(statistics.median(runs))
+        for word in compared:
+            began = time.perf_counter()
+            subprocess.run(["grep", "-rl", word, str(corpus)], capture_output=True, check=False)
+            grep_times.append(time.perf_counter() - began)
+        grep_median = statistics.median(grep_times)
+        ratio = grep_median / statistics.median(index_times)
+        worst_ratio = grep_median / p95
+
+        print(f"first index:      {first.documents} documents in {first.seconds:.2f} s "
+              f"= {rate:.0f} docs/s (target >= {TARGET_DOCS_PER_SECOND:.0f})")
+        print(f"unchanged re-index: {second.seconds * 1000:.1f} ms = {share:.1%} of the first "
+              f"(target < {TARGET_REINDEX_SHARE:.0%})")
+        print(f"query p95:        {p95 * 1000:.2f} ms over {len(latencies)} queries "
+              f"(median {statistics.median(latencies) * 1000:.2f} ms; target < "
+              f"{TARGET_QUERY_P95_SECONDS * 1000:.0f} ms)")
+        print(f"grep -rl median:  {grep_median * 1000:.1f} ms vs index "
+              f"{statistics.median(index_times) * 1000:.2f} ms for the same {len(compared)} words "
+              f"-> index is {ratio:.0f}x faster (target >= {TARGET_GREP_RATIO:.0f}x; "
+              f"{worst_ratio:.0f}x against the query p95)")
+        if rate < TARGET_DOCS_PER_SECOND:
+            failures.append("indexing speed")
+        if share >= TARGET_REINDEX_SHARE:
+            failures.append("unchanged re-index")
+        if p95 >= TARGET_QUERY_P95_SECONDS:
+            failures.append("query p95")
+        if ratio < TARGET_GREP_RATIO:
+            failures.append("ratio to grep")
+
+        if args.large_docs:
+            small_rss = measure_rss(corpus, scratch)
+            large = scratch / "large"
+            generate(large, args.large_docs)
+            large_rss = measure_rss(large, scratch)
+            growth = large_rss / small_rss
+            print(f"peak RSS indexing: {small_rss:.0f} MB for {args.docs} documents, "
+                  f"{large_rss:.0f} MB for {args.large_docs} ({growth:.2f}x; target <= "
+                  f"{TARGET_RSS_GROWTH}x)")
+            if growth > TARGET_RSS_GROWTH:
+                failures.append("flat memory")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if failures:
+        print(f"MISSED: {', '.join(failures)}")
+        return 1
+    print("all targets met")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("IMPRINT_DATA_DIR", tempfile.gettempdir())
+    sys.exit(main())
