@@ -1,0 +1,1 @@
+"""Models the research engine can use: the interface (:mod:`.base`), llama.cpp, remote servers."""
