@@ -135,8 +135,8 @@ class ProviderResponseError(ProviderError):
 
 
 class ModelLoadError(ProviderError):
-    """A local model file that cannot be loaded: missing, truncated, not GGUF, unsupported, too big."""
+    """A local model file that cannot be loaded: missing, truncated, not GGUF, too big, ..."""
 
 
-class Cancelled(ImprintError):
+class Cancelled(ImprintError):  # noqa: N818 - a stop, not an error, for the person
     """The person asked to stop. Not a failure: a job that raises it ends *cancelled*."""

@@ -135,7 +135,7 @@ class Provider(Protocol):
     async def complete(
         self, request: CompletionRequest, cancel: CancelToken, on_text: TextSink | None = None
     ) -> Completion:
-        """Run ``request``; ``on_text`` receives answer text as it streams (on the caller's loop)."""
+        """Run ``request``; ``on_text`` gets answer text as it streams, on the caller's loop."""
         ...
 
     async def aclose(self) -> None:
