@@ -18,6 +18,7 @@ from pathlib import Path
 
 from imprint_desktop import __version__
 from imprint_desktop.commands import settings as settings_command
+from imprint_desktop.commands import workspace as workspace_command
 
 EXIT_INTERRUPTED = 130
 
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     gui.set_defaults(handler=_run_gui)
 
     settings_command.add_parser(subparsers)
+    workspace_command.add_parser(subparsers)
     return parser
 
 

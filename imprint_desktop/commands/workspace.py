@@ -1,0 +1,166 @@
+"""``imprint workspace``: build a folder's index and search it from a terminal.
+
+``index DIR`` brings the index up to date (incrementally: a second run over an unchanged folder
+takes a moment) and reports what it did and which files it could not read. ``search DIR QUERY``
+updates the index quietly first, so it always answers from the folder as it is, then prints the
+best passages — as JSON with ``--json``, a list of hits best first, each with ``path``,
+``start_line``, ``end_line``, ``score``, ``title`` and ``text``.
+
+Exit codes: 0 done (also when nothing matched), 1 the index could not be built or read, 2 bad usage
+(DIR is not a folder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from imprint_desktop.core.errors import WorkspaceError
+from imprint_desktop.core.workspace import IndexProgress, IndexReport, Workspace
+from imprint_desktop.settings.store import SettingsStore
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "workspace",
+        help="index a folder of documents and search it",
+        description="Build the full-text index of a folder of documents and search it, as the "
+        "model's search_workspace tool does.",
+    )
+    parser.add_argument("--config", type=Path, help="settings file to use instead of the default")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    indexing = actions.add_parser("index", help="build or update the index of DIR")
+    indexing.add_argument("dir", type=Path, metavar="DIR")
+    indexing.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    searching = actions.add_parser("search", help="search DIR for QUERY (updates the index first)")
+    searching.add_argument("dir", type=Path, metavar="DIR")
+    searching.add_argument("query", metavar="QUERY")
+    searching.add_argument("--json", action="store_true", help="print a JSON list of hits")
+    searching.add_argument(
+        "--limit", type=_positive, default=8, metavar="N", help="how many hits (default 8)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError("must be between 1 and 1000")
+    return value
+
+
+def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    folder: Path = args.dir.expanduser()
+    if not folder.is_dir():
+        print(f"imprint: {folder} is not a folder.", file=err)
+        return EXIT_USAGE
+    store = SettingsStore(args.config) if args.config else SettingsStore()
+    for problem in store.problems:
+        print(f"warning: {problem.message}", file=err)
+    # pypdf reports every oddity of a damaged PDF; the index report already names the file.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    try:
+        with Workspace.from_settings(folder, store.snapshot()) as workspace:
+            progress = _ProgressLine(err) if err.isatty() else None
+            report = workspace.index.update(progress=progress)
+            if progress is not None:
+                progress.finish()
+            if args.action == "index":
+                _print_report(workspace, report, as_json=args.json, out=out, err=err)
+                return EXIT_OK
+            hits = workspace.index.search(args.query, args.limit)
+    except WorkspaceError as error:
+        print(f"imprint: {error}", file=err)
+        return EXIT_ERROR
+    if args.json:
+        rows = [
+            {
+                "path": hit.path,
+                "start_line": hit.start_line,
+                "end_line": hit.end_line,
+                "page": hit.page,
+                "score": hit.score,
+                "title": hit.title,
+                "section": hit.section,
+                "text": hit.text,
+            }
+            for hit in hits
+        ]
+        json.dump(rows, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+        return EXIT_OK
+    if not hits:
+        print(f"No passages match {args.query!r}.", file=out)
+    for number, hit in enumerate(hits, start=1):
+        print(f"[{number}] {hit.path}:{hit.start_line}-{hit.end_line}  {hit.title}", file=out)
+        print(f"    score {hit.score:.3f}" + (f", page {hit.page}" if hit.page else ""), file=out)
+        for line in hit.text.splitlines()[:6]:
+            print(f"    {line[:116]}", file=out)
+        print(file=out)
+    return EXIT_OK
+
+
+def _print_report(
+    workspace: Workspace, report: IndexReport, *, as_json: bool, out: TextIO, err: TextIO
+) -> None:
+    if as_json:
+        data = {
+            "workspace": str(workspace.root),
+            "index": str(workspace.index.db_path),
+            "documents": report.documents,
+            "added": report.added,
+            "updated": report.updated,
+            "renamed": report.renamed,
+            "removed": report.removed,
+            "unchanged": report.unchanged,
+            "seconds": round(report.seconds, 3),
+            "problems": [{"path": p.path, "reason": p.reason} for p in report.problems],
+        }
+        json.dump(data, out, indent=2, ensure_ascii=False)
+        out.write("\n")
+        return
+    print(
+        f"{report.documents} documents indexed in {workspace.root} "
+        f"({report.added} added, {report.updated} updated, {report.renamed} renamed, "
+        f"{report.removed} removed, {report.unchanged} unchanged) in {report.seconds:.2f} s.",
+        file=out,
+    )
+    for problem in report.problems:
+        print(f"skipped {problem.path}: {problem.reason}", file=err)
+
+
+class _ProgressLine:
+    """A one-line progress bar on a terminal, redrawn at most every few files."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._drawn = False
+
+    def __call__(self, progress: IndexProgress) -> None:
+        if progress.total == 0 or (progress.done % 25 and progress.done != progress.total):
+            return
+        width = 30
+        filled = width * progress.done // progress.total
+        bar = "#" * filled + "-" * (width - filled)
+        name = progress.path[-40:]
+        self._stream.write(f"\r[{bar}] {progress.done}/{progress.total} {name:<40}")
+        self._stream.flush()
+        self._drawn = True
+
+    def finish(self) -> None:
+        if self._drawn:
+            self._stream.write("\r" + " " * 90 + "\r")
+            self._stream.flush()
