@@ -82,7 +82,7 @@ def read_document(
 
 
 def list_documents(workspace: Workspace, folder: str) -> Output:
-    prefix = clean_relative(folder) if folder.strip().strip("/\\.") else ""
+    prefix = "" if folder.strip() in ("", ".", "./") else clean_relative(folder)
     documents = workspace.index.documents(prefix)
     where = f"in {prefix}/" if prefix else "in the workspace"
     if not documents:

@@ -1,0 +1,73 @@
+"""`imprint workspace index` and `search` as a person runs them: the sample, then a new corpus."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from imprint_desktop.core.resources import resource
+from tests.e2e.conftest import Imprint
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    target = tmp_path / "sample"
+    shutil.copytree(resource("sample-workspace"), target)
+    return target
+
+
+def test_index_then_search_the_sample_workspace(imprint: Imprint, sample: Path) -> None:
+    indexed = imprint("workspace", "index", str(sample), "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    report = json.loads(indexed.stdout)
+    assert report["documents"] >= 12
+    assert report["problems"] == []
+
+    found = imprint("workspace", "search", str(sample), "last station automated", "--json")
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)
+    assert hits[0]["path"] == "stations/skerry-rock.rst"
+    assert {"path", "start_line", "end_line", "score", "text"} <= set(hits[0])
+    assert [hit["score"] for hit in hits] == sorted((hit["score"] for hit in hits), reverse=True)
+    lines = (sample / hits[0]["path"]).read_text().split("\n")
+    assert "1994" in "\n".join(lines[hits[0]["start_line"] - 1 : hits[0]["end_line"]])
+
+    pdf = json.loads(
+        imprint("workspace", "search", str(sample), "generator fault", "--json").stdout
+    )
+    assert pdf[0]["path"] == "reports/annual-report-1998.pdf"
+
+
+def test_search_updates_a_fresh_corpus_and_honours_limit(imprint: Imprint, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "sub").mkdir(parents=True)
+    for number in range(12):
+        (corpus / "sub" / f"n{number}.md").write_text(f"# Note {number}\n\nmarmalade {number}\n")
+    (corpus / "bad.pdf").write_bytes(b"%PDF-1.4 truncated")
+    (corpus / "weird.txt").write_bytes(b"\xff\xfe\xfa marmalade in an odd encoding \x81")
+
+    result = imprint("workspace", "search", str(corpus), "marmalade", "--json", "--limit", "5")
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)
+    assert len(hits) == 5
+    assert all("marmalade" in hit["text"] for hit in hits)
+
+    human = imprint("workspace", "index", str(corpus))
+    assert human.returncode == 0
+    assert "13 documents indexed" in human.stdout
+    assert "0 added" in human.stdout and "14 unchanged" in human.stdout
+    assert "bad.pdf" in human.stderr
+
+    nothing = imprint("workspace", "search", str(corpus), "zanzibar", "--json")
+    assert (nothing.returncode, json.loads(nothing.stdout)) == (0, [])
+
+
+def test_a_missing_folder_is_a_usage_error(imprint: Imprint, tmp_path: Path) -> None:
+    result = imprint("workspace", "index", str(tmp_path / "nope"))
+    assert result.returncode == 2
+    assert "is not a folder" in result.stderr
