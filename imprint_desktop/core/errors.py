@@ -24,6 +24,13 @@
     │   ├── ProviderUnavailableError  5xx, refused or dropped connections, after retries
     │   ├── ProviderResponseError  a response that is not what the protocol promises
     │   └── ModelLoadError         a local model file that cannot be loaded (and why)
+    ├── ModelStoreError            finding, downloading or managing local model files failed
+    │   ├── HubNotFoundError       404: no such repository or file on the model hub
+    │   ├── HubUnavailableError    the hub failed (5xx) or dropped or stalled connections, after retries
+    │   ├── DiskFullError          not enough free space before or during a download (partial kept)
+    │   ├── ChecksumMismatchError  downloaded bytes differ from the hub's SHA-256 (file quarantined)
+    │   ├── InvalidModelFileError  a file that is not a loadable GGUF (magic, version, header)
+    │   └── ProtectedModelError    a removal refused: the starter model or an imported original
     └── Cancelled                  the person pressed Stop (not a failure; ends a job cancelled)
 
 Each message is a sentence a person can act on. Details for developers go to the log, and secrets go
@@ -140,3 +147,42 @@ class ModelLoadError(ProviderError):
 
 class Cancelled(ImprintError):  # noqa: N818 - a stop, not an error, for the person
     """The person asked to stop. Not a failure: a job that raises it ends *cancelled*."""
+
+
+class ModelStoreError(ImprintError):
+    """Searching the model hub, downloading a model or managing installed model files failed."""
+
+
+class HubNotFoundError(ModelStoreError):
+    """The hub has no such repository, revision or file (HTTP 404), or it is gated/private."""
+
+
+class HubUnavailableError(ModelStoreError):
+    """The hub answered 5xx, refused, reset or stalled the connection, and retries did not help.
+
+    A download that ends with it keeps its partial file, so trying again resumes.
+    """
+
+
+class DiskFullError(ModelStoreError, OSError):
+    """There is not enough free space for a download, checked before it starts or hit while writing.
+
+    The partial file is kept (truncated to what was written whole) so the download can resume once
+    space is freed.
+    """
+
+
+class ChecksumMismatchError(ModelStoreError):
+    """A downloaded file's SHA-256 differs from the hub's; the file was moved to quarantine."""
+
+    def __init__(self, message: str, quarantined: str) -> None:
+        super().__init__(message)
+        self.quarantined = quarantined
+
+
+class InvalidModelFileError(ModelStoreError):
+    """A file that is not a GGUF llama.cpp could load: wrong magic, unknown version, bad header."""
+
+
+class ProtectedModelError(ModelStoreError):
+    """A removal that would delete a file Imprint does not own (the starter model, an import)."""
