@@ -26,7 +26,7 @@
     │   └── ModelLoadError         a local model file that cannot be loaded (and why)
     ├── ModelStoreError            finding, downloading or managing local model files failed
     │   ├── HubNotFoundError       404: no such repository or file on the model hub
-    │   ├── HubUnavailableError    the hub failed (5xx) or dropped or stalled connections, after retries
+    │   ├── HubUnavailableError    5xx, dropped or stalled connections, after retries
     │   ├── DiskFullError          not enough free space before or during a download (partial kept)
     │   ├── ChecksumMismatchError  downloaded bytes differ from the hub's SHA-256 (file quarantined)
     │   ├── InvalidModelFileError  a file that is not a loadable GGUF (magic, version, header)
