@@ -1,0 +1,284 @@
+"""``imprint models``: find, download, list, import and remove GGUF models from a terminal.
+
+The same model store as the window (:mod:`imprint_desktop.core.models`), against the hub that
+``HF_ENDPOINT`` names (the real one by default). ``download`` shows a progress bar on a terminal,
+resumes a partial file left by an earlier run (also one that was killed), and exits 0 only for a
+file whose SHA-256 matched the hub's; Ctrl+C pauses it, keeping the partial for the next run.
+
+Exit codes: 0 done, 1 an error (no such repository, the hub or the disk failed, a checksum
+mismatch), 2 bad usage, 130 interrupted (the partial is kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from imprint_desktop.core.errors import ImprintError, ModelStoreError
+from imprint_desktop.core.models import (
+    DownloadControl,
+    DownloadProgress,
+    HubClient,
+    HubConfig,
+    ModelDownloader,
+    ModelLayout,
+    ModelLibrary,
+    Phase,
+    Sort,
+    human_size,
+)
+from imprint_desktop.settings.store import SettingsStore
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "models",
+        help="find, download and manage GGUF models",
+        description="Search the model hub (HF_ENDPOINT, or huggingface.co) for GGUF models, "
+        "download them verified into the Hugging Face cache or downloads.models_dir, and manage "
+        "the models installed on this computer.",
+    )
+    parser.add_argument("--config", type=Path, help="settings file to use instead of the default")
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    search = actions.add_parser("search", help="search the hub for GGUF repositories")
+    search.add_argument("text", metavar="TEXT")
+    search.add_argument("--sort", choices=("downloads", "recent"), default="downloads")
+    search.add_argument("--page", type=_page, default=1, help="page number, from 1")
+    search.add_argument("--json", action="store_true", help="print JSON")
+
+    files = actions.add_parser("files", help="list a repository's GGUF models")
+    files.add_argument("repo", metavar="REPO")
+    files.add_argument("--json", action="store_true", help="print JSON")
+
+    download = actions.add_parser("download", help="download (or resume) and verify a model")
+    download.add_argument("repo", metavar="REPO")
+    download.add_argument("file", metavar="FILE", help="a GGUF file, or a split model's name")
+    download.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    listing = actions.add_parser("list", help="the models installed on this computer")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+
+    remove = actions.add_parser("remove", help="remove an installed model (imports are forgotten)")
+    remove.add_argument("name", metavar="NAME")
+
+    importing = actions.add_parser("import", help="use a GGUF file where it is (no copy)")
+    importing.add_argument("path", type=Path, metavar="PATH")
+    parser.set_defaults(handler=run)
+
+
+def _page(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 50:
+        raise argparse.ArgumentTypeError("must be between 1 and 50")
+    return value
+
+
+def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    store = SettingsStore(args.config) if args.config else SettingsStore()
+    for problem in store.problems:
+        print(f"warning: {problem.message}", file=err)
+    settings = store.snapshot()
+    try:
+        return _dispatch(args, settings, out, err)
+    except ImprintError as error:
+        print(f"imprint: {error}", file=err)
+        return EXIT_ERROR
+
+
+def _dispatch(
+    args: argparse.Namespace, settings: Mapping[str, object], out: TextIO, err: TextIO
+) -> int:
+    if args.action == "search":
+        return _search(settings, args, out)
+    if args.action == "files":
+        return _files(settings, args, out)
+    if args.action == "download":
+        return _download(settings, args, out, err)
+    library = ModelLibrary(ModelLayout.from_settings(settings))
+    if args.action == "list":
+        return _list(library, as_json=args.json, out=out)
+    if args.action == "remove":
+        print(library.remove(library.find(args.name)).message, file=out)
+    else:
+        model = library.import_file(args.path)
+        print(f"Imported {model.name} ({human_size(model.size)}) from {model.path}.", file=out)
+    return EXIT_OK
+
+
+def _search(settings: Mapping[str, object], args: argparse.Namespace, out: TextIO) -> int:
+    sort = Sort.DOWNLOADS if args.sort == "downloads" else Sort.RECENT
+    page = HubClient(HubConfig.from_settings(settings)).search(args.text, sort, args.page - 1)
+    if args.json:
+        rows = [
+            {
+                "repo_id": result.repo_id,
+                "downloads": result.downloads,
+                "likes": result.likes,
+                "last_modified": result.last_modified.isoformat() if result.last_modified else None,
+            }
+            for result in page.results
+        ]
+        json.dump({"results": rows, "has_more": page.has_more}, out, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    if not page.results:
+        print(f"No GGUF repositories match {args.text!r}.", file=out)
+    for result in page.results:
+        when = result.last_modified.date().isoformat() if result.last_modified else "?"
+        print(f"{result.repo_id}  ({result.downloads:,} downloads, updated {when})", file=out)
+    if page.has_more:
+        print(f"More: --page {args.page + 1}", file=out)
+    return EXIT_OK
+
+
+def _files(settings: Mapping[str, object], args: argparse.Namespace, out: TextIO) -> int:
+    n_ctx = int(str(settings.get("model.n_ctx", 8192)))
+    listing = HubClient(HubConfig.from_settings(settings)).repo_models(args.repo, n_ctx)
+    if args.json:
+        rows = [
+            {
+                "name": model.name,
+                "files": [file.path for file in model.files],
+                "size": model.size,
+                "quantization": model.quantization,
+                "complete": model.complete,
+                "sha256": [file.sha256 for file in model.files],
+                "fit": model.fit.fit.value,
+                "fit_text": model.fit.text,
+            }
+            for model in listing.models
+        ]
+        json.dump(
+            {"repo_id": listing.repo_id, "commit": listing.commit, "models": rows}, out, indent=2
+        )
+        out.write("\n")
+        return EXIT_OK
+    if not listing.models:
+        print(f"{args.repo} has no GGUF files.", file=out)
+    for model in listing.models:
+        parts = f", {len(model.files)} parts" if len(model.files) > 1 else ""
+        missing = "" if model.complete else " (parts missing on the hub)"
+        quant = model.quantization or "?"
+        print(f"{model.name}  {quant}  {human_size(model.size)}{parts}{missing}", file=out)
+        print(f"    {model.fit.text} at model.n_ctx={n_ctx}", file=out)
+    return EXIT_OK
+
+
+def _download(
+    settings: Mapping[str, object], args: argparse.Namespace, out: TextIO, err: TextIO
+) -> int:
+    hub = HubClient(HubConfig.from_settings(settings))
+    downloader = ModelDownloader(hub, ModelLayout.from_settings(settings))
+    model = hub.resolve_model(args.repo, args.file, int(str(settings.get("model.n_ctx", 8192))))
+    record = downloader.record_for(model)
+    resumed = downloader.partial_bytes(record)
+    if resumed and not args.json:
+        print(f"Resuming {model.name} from {human_size(resumed)}.", file=err)
+    bar = _ProgressBar(err) if err.isatty() else None
+    control = DownloadControl()
+    outcome: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            outcome["path"] = downloader.run(record, control, bar.update if bar else None)
+        except BaseException as error:  # handed to the main thread, which reports it
+            outcome["error"] = error
+
+    worker = threading.Thread(target=work, name="imprint-download")
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.2)
+    except KeyboardInterrupt:
+        control.pause()
+        worker.join()
+        if bar:
+            bar.finish()
+        print("Paused; the partial file is kept. Run the same command to resume.", file=err)
+        return EXIT_INTERRUPTED
+    if bar:
+        bar.finish()
+    error = outcome.get("error")
+    if isinstance(error, BaseException):
+        if isinstance(error, ImprintError):
+            raise error
+        raise ModelStoreError(f"The download failed unexpectedly: {error}") from error
+    path = outcome["path"]
+    if args.json:
+        json.dump(
+            {
+                "path": str(path),
+                "size": model.size,
+                "sha256": model.files[0].sha256,
+                "verified": True,
+            },
+            out,
+            indent=2,
+        )
+        out.write("\n")
+    else:
+        print(f"Verified {model.name} ({human_size(model.size)}): {path}", file=out)
+    return EXIT_OK
+
+
+def _list(library: ModelLibrary, *, as_json: bool, out: TextIO) -> int:
+    models = library.installed()
+    if as_json:
+        json.dump([model.to_json() for model in models], out, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    for model in models:
+        state = "" if model.usable else f"  NOT LOADABLE: {model.problem}"
+        print(f"{model.name}  [{model.source.value}]  {human_size(model.size)}{state}", file=out)
+        print(f"    {model.path}", file=out)
+    if not models:
+        print("No models installed. `imprint models search TEXT` finds some.", file=out)
+    return EXIT_OK
+
+
+class _ProgressBar:
+    """One line on a terminal, redrawn at most ten times a second."""
+
+    def __init__(self, stream: TextIO, width: int = 28) -> None:
+        self._stream = stream
+        self._width = width
+        self._last = 0.0
+        self._drawn = False
+
+    def update(self, event: DownloadProgress) -> None:
+        now = time.monotonic()
+        if now - self._last < 0.1 and event.phase is Phase.DOWNLOADING:
+            return
+        self._last = now
+        filled = int(self._width * event.fraction)
+        bar = "#" * filled + "-" * (self._width - filled)
+        rate = f"{human_size(event.rate)}/s" if event.rate else ""
+        eta = f"ETA {int(event.eta) // 60}:{int(event.eta) % 60:02d}" if event.eta else ""
+        label = event.phase.value if event.phase is not Phase.DOWNLOADING else ""
+        text = (
+            f"[{bar}] {event.fraction:6.1%} {human_size(event.done_bytes)}/"
+            f"{human_size(event.total_bytes)} {rate} {eta} {label}"
+        )
+        self._stream.write("\r" + text.ljust(90)[:110])
+        self._stream.flush()
+        self._drawn = True
+
+    def finish(self) -> None:
+        if self._drawn:
+            self._stream.write("\n")
+            self._stream.flush()
