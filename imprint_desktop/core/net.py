@@ -1,0 +1,99 @@
+"""The one place that builds HTTP clients, so every request honours the Network settings.
+
+The remote provider, ``fetch_url`` and model downloads all get their client from
+:func:`make_async_client`. That keeps three promises in one place:
+
+* ``network.proxy`` set: every request goes through that proxy — except requests to this computer
+  (``localhost``, ``127.0.0.1``, ``::1``), which a proxy elsewhere could not reach anyway and
+  which people use for local model servers and wikis. Empty: the system's proxy environment
+  variables (``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, …) apply, with the same loopback rule.
+* ``network.ca_bundle`` set: the PEM file's authorities are trusted *in addition to* the default
+  ones (the setting adds a company's authority; it does not replace the public ones). Empty: the
+  default trust store, including ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` from the environment.
+* Every request says who it is: ``User-Agent: Imprint/<version>``.
+
+Clients carry no credentials: a provider adds its own ``Authorization`` header per request, so a
+key can never leak to a page that ``fetch_url`` reads with the same client.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Mapping
+from pathlib import Path
+
+import certifi
+import httpx
+
+from imprint_desktop import APP_NAME, __version__
+from imprint_desktop.core.errors import SettingValueError
+
+USER_AGENT = f"{APP_NAME}/{__version__}"
+DEFAULT_TIMEOUT = 30.0
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+
+
+def make_async_client(
+    settings: Mapping[str, object], *, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT
+) -> httpx.AsyncClient:
+    """A client configured from ``settings`` (a :meth:`SettingsStore.snapshot`).
+
+    Create it on the loop that will use it and close it there (``await client.aclose()``).
+    Raises :class:`SettingValueError` naming the setting when the proxy or the CA file is unusable.
+    """
+    proxy = str(settings.get("network.proxy") or "").strip()
+    ca_bundle = str(settings.get("network.ca_bundle") or "").strip()
+    verify: ssl.SSLContext | bool = _ssl_context(ca_bundle) if ca_bundle else True
+    # A mount with no transport means "no proxy" for the hosts it matches, env proxies included.
+    direct: dict[str, httpx.AsyncBaseTransport | None] = {
+        f"all://{host}": None for host in LOOPBACK_HOSTS
+    }
+    try:
+        return httpx.AsyncClient(
+            proxy=proxy or None,
+            mounts=direct,
+            verify=verify,
+            trust_env=not proxy,
+            timeout=timeout,
+            headers={"User-Agent": USER_AGENT},
+        )
+    except ImportError:
+        which = _safe(proxy) if proxy else "the system proxy (ALL_PROXY or HTTPS_PROXY)"
+        raise SettingValueError(
+            "network.proxy",
+            f"{which} needs SOCKS support, which this installation lacks (the socksio "
+            "package). Use an http:// proxy, or install httpx[socks].",
+        ) from None
+    except ValueError as error:
+        raise SettingValueError(
+            "network.proxy", f"{_safe(proxy)} is not a usable proxy address ({error})."
+        ) from None
+
+
+def _ssl_context(ca_bundle: str) -> ssl.SSLContext:
+    """The default trust (certifi's authorities) plus those in the ``ca_bundle`` PEM file."""
+    path = Path(ca_bundle).expanduser()
+    context = ssl.create_default_context(cafile=certifi.where())
+    try:
+        context.load_verify_locations(cafile=str(path))
+    except FileNotFoundError:
+        raise SettingValueError(
+            "network.ca_bundle",
+            f"the file {path} does not exist. Choose the PEM file again in Preferences → Network, "
+            "or clear the setting.",
+        ) from None
+    except (ssl.SSLError, OSError, ValueError) as error:
+        raise SettingValueError(
+            "network.ca_bundle",
+            f"{path} could not be read as PEM certificates ({error}). Choose a .pem or .crt "
+            "file in Preferences → Network, or clear the setting.",
+        ) from None
+    return context
+
+
+def _safe(proxy: str) -> str:
+    """The proxy address without a password, for messages."""
+    url = httpx.URL(proxy) if "://" in proxy else None
+    if url is None or not url.password:
+        return repr(proxy)
+    return repr(str(url.copy_with(password="***")))
