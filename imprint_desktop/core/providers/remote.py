@@ -1,0 +1,420 @@
+"""The remote provider: an OpenAI-compatible server (llama.cpp's, vLLM, LM Studio, a cloud API).
+
+One :meth:`RemoteProvider.complete` is one streamed ``POST {base_url}/chat/completions``:
+
+* **Deadline.** The request's monotonic deadline bounds everything: httpx timeouts are derived
+  from the time left, and the stream is raced against the deadline itself, so a server that
+  trickles bytes forever is cut there and the text that arrived is kept (``stop="deadline"``).
+* **Cancel.** The cancel token wakes the loop through ``call_soon_threadsafe`` and the open read
+  is cancelled at once (``stop="cancelled"``), whichever thread pressed Stop.
+* **Retries.** 429, 5xx and connection failures are retried with exponential backoff and jitter,
+  honouring ``Retry-After``, but only while nothing has streamed yet (a retry would repeat text
+  the person already saw) and never past the deadline: when the next wait would end after the
+  deadline, the provider gives up at once with the matching error (:class:`ProviderRateLimitError`
+  or :class:`ProviderUnavailableError`) instead of idling until the deadline — a server that keeps
+  failing is an error the person should read, not a silent time-budget stop.
+* **Counting.** Prompts are estimated from UTF-8 bytes (:data:`BYTES_PER_TOKEN`) and reconciled
+  with the server's ``usage`` when it reports it (``stream_options.include_usage``).
+
+The API key travels only in the ``Authorization`` header of this provider's own requests — never
+in the shared client's defaults (``fetch_url`` uses the same client), logs, errors or ``repr``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+import random
+import time
+from asyncio import FIRST_COMPLETED
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.errors import (
+    ProviderAuthError,
+    ProviderError,
+    ProviderNotFoundError,
+    ProviderRateLimitError,
+    ProviderResponseError,
+    ProviderUnavailableError,
+)
+from imprint_desktop.core.providers.base import Completion, CompletionRequest, StopKind, TextSink
+from imprint_desktop.core.providers.sse import (
+    ChunkAssembler,
+    StreamProtocolError,
+    StreamServerError,
+    error_text,
+    parse_json,
+    read_answer,
+    read_limited,
+    try_json,
+)
+
+log = logging.getLogger(__name__)
+
+BYTES_PER_TOKEN = 4
+"""UTF-8 bytes per token, for estimating what the server will count.
+
+About four characters of English make one token for the common BPE tokenizers (OpenAI's published
+rule of thumb), and English text is about one byte per character. Measured here: the sample
+workspace, as JSON chat messages, is 3.75 bytes per token with the starter model's tokenizer.
+Large-vocabulary tokenizers get more bytes per token; code and non-Latin scripts fewer, so the
+estimate runs low for them. It is only a reservation: the server's ``usage`` replaces it.
+"""
+
+PREFERENCES = "Preferences → Remote server"
+_STATUS_RETRIED = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_STATUS_MESSAGES: dict[int, tuple[type[ProviderError], str]] = {
+    401: (ProviderAuthError, "said the API key is invalid (401). Open {prefs} to change it."),
+    403: (
+        ProviderAuthError,
+        "refused access with this API key (403). Check what the key may use, or change it "
+        "in {prefs}.",
+    ),
+    404: (
+        ProviderNotFoundError,
+        "has no /{endpoint} endpoint{model} (404). Check Server address (it usually ends in "
+        "/v1) and Model name in {prefs}.",
+    ),
+    429: (
+        ProviderRateLimitError,
+        "is limiting requests (429) and did not take this one in the time left. Wait a "
+        "minute and ask again.",
+    ),
+    500: (  # any 5xx, and 408/409/425 when their retries run out
+        ProviderUnavailableError,
+        "failed (HTTP {status}) and kept failing when asked again. Check that it is running "
+        "and has its model loaded; its log says more.",
+    ),
+    0: (  # any other status: the request itself was refused
+        ProviderResponseError,
+        "refused the request (HTTP {status}). If the prompt may be too long, lower Context "
+        "window in {prefs}.",
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How hard to try before a failure becomes the person's problem.
+
+    ``attempts`` counts the first try. Waits double from ``first_delay`` up to ``max_delay`` and
+    are jittered down to half, so clients that failed together do not return together.
+    """
+
+    attempts: int = 5
+    first_delay: float = 0.5
+    max_delay: float = 8.0
+    connect_timeout: float = 10.0  # an address that never answers should fail, not eat the budget
+
+    def delay(self, retry: int) -> float:
+        ceiling = min(self.max_delay, self.first_delay * 2.0 ** (retry - 1))
+        return ceiling * random.uniform(0.5, 1.0)
+
+
+def estimate_tokens(byte_count: int) -> int:
+    return math.ceil(byte_count / BYTES_PER_TOKEN)
+
+
+def public_url(url: str) -> str:
+    """``url`` without user name, password, query or fragment: safe to show and to log."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+class _Retry(Exception):  # noqa: N818 - a signal between methods, never seen outside
+    """An attempt failed in a way another attempt may fix; ``error`` is what to raise if not."""
+
+    def __init__(self, error: ProviderError, retry_after: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+class RemoteProvider:
+    """A model behind an OpenAI-compatible HTTP API (see the module docstring).
+
+    ``client`` belongs to the caller, who closes it; ``model`` empty lets the server choose;
+    ``api_key`` None or empty sends no ``Authorization`` header.
+    """
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        context_window: int,
+        *,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self._client = client
+        self._base_url = base_url.rstrip("/")
+        self._where = public_url(base_url)
+        self._model = model
+        self._api_key = api_key or None
+        self._context_window = context_window
+        self._retry = retry or RetryPolicy()
+
+    def __repr__(self) -> str:
+        return f"RemoteProvider({self._where!r}, model={self._model!r})"
+
+    @property
+    def name(self) -> str:
+        return f"{self._model or 'default model'} at {self._where}"
+
+    @property
+    def context_window(self) -> int:
+        return self._context_window
+
+    @property
+    def exact_counts(self) -> bool:
+        return False
+
+    async def count_prompt(self, request: CompletionRequest) -> int:
+        return estimate_tokens(len(self._prompt_json(request)))
+
+    async def aclose(self) -> None:
+        """Nothing to release: the client is the engine's, which closes it on its own loop."""
+
+    # --- one completion ------------------------------------------------------------------------
+
+    async def complete(
+        self, request: CompletionRequest, cancel: CancelToken, on_text: TextSink | None = None
+    ) -> Completion:
+        prompt_estimate = await self.count_prompt(request)
+        assembler = ChunkAssembler(on_text)
+        remaining = request.deadline - time.monotonic()
+        if remaining <= 0 or _stopped_by(cancel) == "cancelled":
+            return self._result(assembler, _stopped_by(cancel), prompt_estimate, sent=False)
+
+        loop = asyncio.get_running_loop()
+        stopped = asyncio.Event()
+
+        def wake() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+                loop.call_soon_threadsafe(stopped.set)
+
+        remove = cancel.on_cancel(wake)
+        work = asyncio.create_task(self._attempts(request, assembler))
+        waiter = asyncio.create_task(stopped.wait())
+        try:
+            await asyncio.wait({work, waiter}, timeout=remaining, return_when=FIRST_COMPLETED)
+        finally:
+            remove()
+            for task in (work, waiter):
+                task.cancel()
+            await asyncio.wait({work, waiter})
+        # A Stop pressed while a failure was on its way wins: the person asked to stop.
+        if work.cancelled() or (_stopped_by(cancel) == "cancelled" and work.exception()):
+            return self._result(assembler, _stopped_by(cancel), prompt_estimate, sent=True)
+        if (failure := work.exception()) is not None:
+            raise failure
+        return self._result(assembler, assembler.finish(), prompt_estimate, sent=True)
+
+    @staticmethod
+    def _result(
+        assembler: ChunkAssembler, stop: StopKind, prompt_estimate: int, *, sent: bool
+    ) -> Completion:
+        output_estimate = estimate_tokens(assembler.output_bytes())
+        return assembler.completion(stop, prompt_estimate, output_estimate, sent=sent)
+
+    async def _attempts(self, request: CompletionRequest, assembler: ChunkAssembler) -> None:
+        body = json.dumps(self._body(request), ensure_ascii=False).encode()
+        for attempt in range(1, self._retry.attempts + 1):
+            try:
+                await self._stream(body, request.deadline, assembler)
+            except _Retry as failure:
+                left = request.deadline - time.monotonic()
+                wait = failure.retry_after
+                wait = self._retry.delay(attempt) if wait is None else wait
+                if attempt == self._retry.attempts or wait >= left:
+                    log.warning("giving up on %s after %d tries: %s", self._where, attempt, failure)
+                    raise failure.error from None
+                log.info("retrying %s in %.2f s (try %d): %s", self._where, wait, attempt, failure)
+                assembler.reset()
+                await asyncio.sleep(wait)
+            else:
+                return
+
+    async def _stream(self, body: bytes, deadline: float, assembler: ChunkAssembler) -> None:
+        """One attempt: send, check the status, read the answer into ``assembler``."""
+        left = max(deadline - time.monotonic(), 0.001)
+        connect = min(self._retry.connect_timeout, left)
+        # The race in complete() ends the request at the deadline; these only bound the pieces.
+        timeout = httpx.Timeout(left + 1.0, connect=connect, pool=connect)
+        headers = {**self._headers(accept="text/event-stream"), "Content-Type": "application/json"}
+        url = f"{self._base_url}/chat/completions"
+        try:
+            async with self._client.stream(
+                "POST", url, content=body, headers=headers, timeout=timeout
+            ) as response:
+                if response.status_code != 200:
+                    raise await self._status_error(response, "chat/completions")
+                complete = await read_answer(response, assembler)
+        except StreamServerError as error:
+            log.warning("%s reported an error in the stream: %s", self._where, error)
+            message = self._redact(str(error))[:300]
+            raise ProviderResponseError(
+                f"The server at {self._where} reported an error while answering: {message}"
+            ) from None
+        except StreamProtocolError as error:
+            log.warning("%s broke the stream protocol: %s", self._where, self._redact(str(error)))
+            raise ProviderResponseError(self._unreadable(self._redact(str(error)))) from None
+        except (httpx.TransportError, httpx.StreamError) as error:
+            log.warning("connection to %s failed: %s", self._where, self._redact(repr(error)))
+            connecting = httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
+            if isinstance(error, connecting):
+                raise _Retry(self._unreachable(error)) from None
+            dropped = self._dropped(str(error))
+            raise dropped if assembler.received_content else _Retry(dropped) from None
+        if not complete:
+            dropped = self._dropped("the stream ended before the answer did")
+            raise dropped if assembler.received_content else _Retry(dropped)
+
+    # --- request shape ------------------------------------------------------------------------
+
+    def _body(self, request: CompletionRequest) -> dict[str, Any]:
+        """The chat completion request. A tools-free request sends no tools at all, rather than
+        ``tool_choice: "none"``: some servers reject that value, none reject a missing list."""
+        body: dict[str, Any] = {}
+        if self._model:
+            body["model"] = self._model
+        body["messages"] = [message.to_openai() for message in request.messages]
+        if request.offers_tools:
+            body["tools"] = [dict(tool) for tool in request.tools]
+            body["tool_choice"] = "auto"
+        body["max_tokens"] = request.max_tokens
+        body["temperature"] = request.temperature
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+        return body
+
+    def _prompt_json(self, request: CompletionRequest) -> bytes:
+        """The part of the request body the server turns into prompt tokens: messages and tools."""
+        sent = self._body(request)
+        counted = {key: sent[key] for key in ("messages", "tools") if key in sent}
+        return json.dumps(counted, ensure_ascii=False, separators=(",", ":")).encode()
+
+    def _headers(self, accept: str) -> dict[str, str]:
+        headers = {"Accept": accept}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    # --- connection test ----------------------------------------------------------------------
+
+    async def check_connection(self, timeout: float = 10.0) -> str:
+        """Ask the server for its models: a short summary for "Test connection", or the
+        :class:`ProviderError` that the same problem would raise during research."""
+        try:
+            response = await self._client.get(
+                f"{self._base_url}/models",
+                headers=self._headers(accept="application/json"),
+                timeout=timeout,
+            )
+        except httpx.TransportError as error:
+            log.warning("connection to %s failed: %s", self._where, self._redact(repr(error)))
+            raise self._unreachable(error) from None
+        if response.status_code != 200:
+            failure = await self._status_error(response, "models")
+            raise failure.error if isinstance(failure, _Retry) else failure
+        try:
+            models = [str(item["id"]) for item in parse_json(response.content)["data"]]
+        except (StreamProtocolError, KeyError, TypeError) as error:
+            raise ProviderResponseError(
+                self._unreadable(f"its model list is not in the OpenAI format ({error})")
+            ) from None
+        if self._model and self._model not in models:
+            offered = ", ".join(models[:10]) or "none"
+            raise ProviderNotFoundError(
+                f"The server at {self._where} does not offer a model named {self._model!r} "
+                f"(it offers: {offered}). Change Model name in {PREFERENCES}."
+            )
+        shown = ", ".join(models[:3]) + (", …" if len(models) > 3 else "")
+        count = f"{len(models)} model{'s' if len(models) != 1 else ''}"
+        return f"Connected to {self._where}: {count} available ({shown or 'none listed'})."
+
+    # --- errors -------------------------------------------------------------------------------
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, "[API key]") if self._api_key else text
+
+    def _unreadable(self, problem: str) -> str:
+        return (
+            f"The server at {self._where} sent an answer Imprint cannot read: {problem}. "
+            f"Check that Server address in {PREFERENCES} points to an OpenAI-compatible API "
+            "(it usually ends in /v1)."
+        )
+
+    async def _status_error(
+        self, response: httpx.Response, endpoint: str
+    ) -> ProviderError | _Retry:
+        """The error (or the :class:`_Retry`) for a response that is not 200."""
+        status = response.status_code
+        try:
+            raw = await read_limited(response)
+        except httpx.HTTPError:
+            raw = b""
+        detail = error_text(try_json(raw)) or raw[:300].decode("utf-8", "replace")
+        detail = self._redact(detail).strip()[:300]
+        log.warning("%s answered %d to /%s: %s", self._where, status, endpoint, detail)
+        retried = status in _STATUS_RETRIED or status >= 500
+        kind, message = _STATUS_MESSAGES.get(status) or _STATUS_MESSAGES[500 if retried else 0]
+        if status == 401 and not self._api_key:
+            message = "asks for an API key (401). Add one in {prefs}."
+        model = f" or no model named {self._model!r}" if self._model else ""
+        error = kind(
+            f"The server at {self._where} "
+            + message.format(prefs=PREFERENCES, status=status, endpoint=endpoint, model=model)
+            + (f" It said: {detail}" if detail and status != 401 else "")
+        )
+        if retried:
+            return _Retry(error, _retry_after(response.headers.get("retry-after")))
+        return error
+
+    def _unreachable(self, error: Exception) -> ProviderUnavailableError:
+        reason = self._redact(str(error)) or type(error).__name__
+        return ProviderUnavailableError(
+            f"Could not connect to the server at {self._where} ({reason}). Check that it is "
+            f"running and that Server address in {PREFERENCES} is right."
+        )
+
+    def _dropped(self, reason: str) -> ProviderUnavailableError:
+        return ProviderUnavailableError(
+            f"The connection to the server at {self._where} broke off before the answer was "
+            f"complete ({self._redact(reason) or 'no reason given'}). Ask again; if it keeps "
+            "happening, check the server's log."
+        )
+
+
+def _stopped_by(cancel: CancelToken) -> StopKind:
+    """Why an interrupted request stopped: Stop when it was pressed, else the deadline."""
+    return "cancelled" if cancel.cancelled else "deadline"
+
+
+def _retry_after(header: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: a number of seconds or an HTTP date."""
+    if not header:
+        return None
+    header = header.strip()
+    with contextlib.suppress(ValueError):
+        seconds = float(header)
+        return seconds if seconds >= 0 else 0.0  # NaN too: a wait that makes no sense is none
+    try:
+        when = parsedate_to_datetime(header)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
