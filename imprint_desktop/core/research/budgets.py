@@ -1,0 +1,172 @@
+"""The three research budgets of DESIGN §1: time, tokens and patience.
+
+* :class:`ResearchClock` — wall-clock research time on the monotonic clock. It starts when the
+  provider is ready (model loading does not count) and pauses while the person is answering an
+  ``ask_user`` question. It hands the time left down as an absolute deadline.
+* :class:`TokenBudget` — reserve the formatted prompt plus the full output allowance before a
+  request is sent; after it, charge the prompt tokens actually processed (the reused prefix is
+  free) plus the tokens generated, and refund the rest of the reservation. A request whose
+  reservation does not fit is not sent.
+* :class:`Patience` — consecutive read rounds that added no new evidence. Rounds with a write are
+  excluded: they neither count nor reset.
+
+There is no round limit anywhere: research stops on these, on an answer, on Stop, or on a full
+context window.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+Clock = Callable[[], float]
+
+
+class ResearchClock:
+    """Research time with pauses; not thread-safe (it lives on the engine's loop)."""
+
+    def __init__(self, limit_seconds: float, clock: Clock = time.monotonic) -> None:
+        self.limit = float(limit_seconds)
+        self._clock = clock
+        self._started: float | None = None
+        self._paused_at: float | None = None
+        self._paused_total = 0.0
+
+    def start(self) -> None:
+        if self._started is None:
+            self._started = self._clock()
+
+    @property
+    def started(self) -> bool:
+        return self._started is not None
+
+    @property
+    def paused(self) -> bool:
+        return self._paused_at is not None
+
+    def pause(self) -> None:
+        """Stop counting (a question is waiting for the person)."""
+        if self._paused_at is None:
+            self._paused_at = self._clock()
+
+    def resume(self) -> None:
+        if self._paused_at is not None:
+            self._paused_total += self._clock() - self._paused_at
+            self._paused_at = None
+
+    @property
+    def user_wait(self) -> float:
+        """Seconds spent paused so far."""
+        current = self._clock() - self._paused_at if self._paused_at is not None else 0.0
+        return self._paused_total + current
+
+    @property
+    def elapsed(self) -> float:
+        """Research seconds so far, pauses excluded."""
+        if self._started is None:
+            return 0.0
+        return max(0.0, self._clock() - self._started - self.user_wait)
+
+    @property
+    def remaining(self) -> float:
+        return max(0.0, self.limit - self.elapsed)
+
+    @property
+    def expired(self) -> bool:
+        return self.remaining <= 0.0
+
+    def deadline(self) -> float:
+        """The time.monotonic() value at which research time runs out, if nothing pauses it."""
+        return self._clock() + self.remaining
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Tokens set aside for one request before it is sent."""
+
+    prompt_tokens: int
+    output_allowance: int
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.output_allowance
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """What one request finally cost against its reservation."""
+
+    reserved: int
+    charged_prompt: int
+    output_tokens: int
+    charged: int
+    refunded: int
+    budget_left: int
+
+
+class TokenBudget:
+    """Reserve before, charge net of the reused prefix after, refund the rest."""
+
+    def __init__(self, total: int) -> None:
+        self.total = int(total)
+        self.charged = 0
+        self.refunded = 0
+        self.reserved = 0  # held by the request in flight
+
+    @property
+    def left(self) -> int:
+        """What is neither charged nor reserved."""
+        return self.total - self.charged - self.reserved
+
+    def fits(self, prompt_tokens: int, output_allowance: int) -> bool:
+        return prompt_tokens + output_allowance <= self.left
+
+    def reserve(self, prompt_tokens: int, output_allowance: int) -> Reservation | None:
+        """Set tokens aside for a request, or None when the reservation does not fit."""
+        if self.reserved:
+            raise RuntimeError("one request at a time: settle the previous reservation first")
+        if not self.fits(prompt_tokens, output_allowance):
+            return None
+        reservation = Reservation(prompt_tokens, output_allowance)
+        self.reserved = reservation.tokens
+        return reservation
+
+    def settle(
+        self, reservation: Reservation, prompt_evaluated: int, output_tokens: int
+    ) -> Settlement:
+        """Charge what the request really processed and generated; refund the rest.
+
+        The charge is never more than the reservation: a provider that reports more than it was
+        allowed (an estimate off by a few tokens) is charged the reservation.
+        """
+        charged = min(max(0, prompt_evaluated) + max(0, output_tokens), reservation.tokens)
+        refunded = reservation.tokens - charged
+        self.reserved = 0
+        self.charged += charged
+        self.refunded += refunded
+        return Settlement(
+            reserved=reservation.tokens,
+            charged_prompt=min(max(0, prompt_evaluated), charged),
+            output_tokens=max(0, output_tokens),
+            charged=charged,
+            refunded=refunded,
+            budget_left=self.left,
+        )
+
+
+class Patience:
+    """Counts read rounds in a row that found nothing new."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = int(limit)
+        self.rounds_without_progress = 0
+
+    def record(self, *, progress: bool, excluded: bool) -> None:
+        if excluded:
+            return
+        self.rounds_without_progress = 0 if progress else self.rounds_without_progress + 1
+
+    @property
+    def exhausted(self) -> bool:
+        return self.rounds_without_progress >= self.limit

@@ -1,0 +1,516 @@
+"""The research engine: tool rounds under budgets, then a final answer (DESIGN §1).
+
+One :class:`ResearchEngine` runs one reply on the caller's asyncio loop. It stops for exactly the
+reasons of DESIGN §1 — never on a round count — and reports everything it does as events
+(:mod:`.events`) to one sink, from which the window, the trace and the history are all fed.
+
+Protocol completeness is an invariant: every tool call the model made gets exactly one tool result
+before the next request is sent, including the calls that were never started (``not executed: …``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.errors import ProviderError
+from imprint_desktop.core.providers.base import (
+    Completion,
+    CompletionRequest,
+    Message,
+    Phase,
+    Provider,
+    ToolCall,
+)
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research import prompts
+from imprint_desktop.core.research.budgets import Patience, ResearchClock, TokenBudget
+from imprint_desktop.core.research.final import FinalStage
+from imprint_desktop.core.research.ledger import EvidenceLedger
+from imprint_desktop.core.research.stop import ResearchStop
+from imprint_desktop.core.tools.base import ToolKind, ToolResult
+
+log = logging.getLogger(__name__)
+
+EventSink = Callable[[ev.Event], None]
+AskPerson = Callable[[str], Awaitable[str]]
+
+
+class ResearchTools(Protocol):
+    """What the engine needs of the toolbox (:class:`~imprint_desktop.core.tools.Toolbox`)."""
+
+    def schemas(self) -> list[dict[str, Any]]: ...
+
+    def kind(self, name: str) -> ToolKind | None: ...
+
+    async def execute(
+        self,
+        name: str,
+        arguments: str | Mapping[str, object] | None,
+        *,
+        timeout: float | None = None,
+        first_citation: int = 1,
+    ) -> ToolResult: ...
+
+
+@dataclass(frozen=True)
+class ResearchSettings:
+    """The settings one reply runs under (DESIGN §3), taken from a settings snapshot."""
+
+    timeout_sec: float = 300
+    token_budget: int = 65536
+    no_progress_rounds: int = 4
+    max_tokens: int = 2048
+    research_max_output_tokens: int = 1024
+    temperature: float = 0.2
+    system_prompt: str = ""
+    final_deadline_sec: float = 120.0
+    snapshot: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_mapping(cls, settings: Mapping[str, Any]) -> ResearchSettings:
+        return cls(
+            timeout_sec=float(settings["chat.research_timeout_sec"]),
+            token_budget=int(settings["chat.research_token_budget"]),
+            no_progress_rounds=int(settings["chat.research_no_progress_rounds"]),
+            max_tokens=int(settings["chat.max_tokens"]),
+            research_max_output_tokens=int(settings["chat.research_max_output_tokens"]),
+            temperature=float(settings["chat.temperature"]),
+            system_prompt=str(settings["chat.system_prompt"]),
+            snapshot=dict(settings),
+        )
+
+
+@dataclass
+class _Loop:
+    """One research conversation: the coordinator's, or a section worker's."""
+
+    messages: list[Message]
+    phase: Phase
+    worker: str | None
+    patience: Patience
+    tool_schemas: tuple[Mapping[str, Any], ...]
+    allowed: frozenset[ToolKind]
+
+
+class ResearchEngine:
+    """Runs one reply. Create a new engine per reply."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        settings: ResearchSettings,
+        *,
+        cancel: CancelToken | None = None,
+        ask: AskPerson | None = None,
+        sink: EventSink | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.provider = provider
+        self.settings = settings
+        self.cancel = cancel if cancel is not None else CancelToken()
+        self._ask = ask
+        self._sink = sink
+        self.clock_now = clock
+        self._started = clock()
+        self.clock = ResearchClock(settings.timeout_sec, clock)
+        self.tokens = TokenBudget(settings.token_budget)
+        self.ledger = EvidenceLedger()
+        self.rounds = 0
+        self._tools: ResearchTools | None = None
+        self.question = ""
+        self._coordinator_patience = Patience(settings.no_progress_rounds)
+        self._current_call = ""
+        self._worker_progress = False
+        self.final_charged = 0  # tokens of the final request, outside the research budget
+
+    # --- the handlers the toolbox calls back --------------------------------------------------
+
+    async def ask_user(self, question: str) -> str:
+        """Ask the person; research time pauses until they answer (DESIGN §1)."""
+        if self._ask is None:
+            return ""
+        self.clock.pause()
+        self.emit(ev.QuestionAsked(self.now_t(), self._current_call, question))
+        self._emit_budget()
+        waited_from = self.clock_now()
+        try:
+            answer = await self._ask(question)
+        finally:
+            self.clock.resume()
+        self.emit(ev.UserWait(self.now_t(), self.clock_now() - waited_from, answer))
+        self._emit_budget()
+        return answer
+
+    async def research_sections(self, sections: list[str]) -> ToolResult:
+        """Run one read-only worker per section under the reply-wide budgets."""
+        assert self._tools is not None
+        read_only = tuple(
+            schema
+            for schema in self._tools.schemas()
+            if self._tools.kind(schema["function"]["name"]) is ToolKind.READ
+        )
+        summaries: list[str] = []
+        for section in sections:
+            loop = _Loop(
+                messages=[
+                    Message("system", prompts.WORKER),
+                    Message("user", f"Question: {self.question}\nYour section: {section}"),
+                ],
+                phase="worker",
+                worker=section,
+                patience=Patience(self.settings.no_progress_rounds),
+                tool_schemas=read_only,
+                allowed=frozenset({ToolKind.READ}),
+            )
+            try:
+                text = await self._research(loop)
+                summaries.append(f"Section “{section}”:\n{text or '(no summary)'}")
+            except ResearchStop as stop:
+                summaries.append(f"Section “{section}”: stopped ({stop.reason}).")
+                if stop.reason != "no_progress":
+                    break  # a reply-wide budget ran out or Stop was pressed: no more workers
+        return ToolResult("research_sections", "ok", "\n\n".join(summaries))
+
+    # --- the reply ------------------------------------------------------------------------------
+
+    async def run(
+        self, question: str, tools: ResearchTools, history: Sequence[Message] = ()
+    ) -> ev.ReplyResult:
+        """Research ``question`` and answer it. Never raises: the result says how it ended."""
+        self._tools = tools
+        self.question = question
+        self.emit(
+            ev.ReplyStarted(self.now_t(), question, self.settings.snapshot, self.provider.name)
+        )
+        self.clock.start()
+        messages = [
+            Message("system", prompts.research_system(self.settings.system_prompt)),
+            *history,
+            Message("user", question),
+        ]
+        coordinator = _Loop(
+            messages,
+            "research",
+            None,
+            self._coordinator_patience,
+            tuple(tools.schemas()),
+            frozenset(ToolKind),
+        )
+        final = FinalStage(self)
+        try:
+            answer = await self._research(coordinator)
+        except ResearchStop as stop:
+            self.emit(ev.ResearchStopped(self.now_t(), stop.reason, stop.detail))
+            if stop.reason in ("cancelled", "error"):
+                return self._finish(final.fallback_for(stop.reason, stop.detail), stop.reason)
+            outcome = await final.run(coordinator.messages, stop.reason)
+            # Cancellation wins, also when Stop comes during the final stage.
+            return self._finish(outcome, "cancelled" if self.cancel.cancelled else stop.reason)
+        self.emit(ev.ResearchStopped(self.now_t(), "answered"))
+        return self._finish((answer, "model", None), "answered")
+
+    async def _research(self, loop: _Loop) -> str:
+        """Rounds until the model answers (returned) or a budget stops it (ResearchStop)."""
+        while True:
+            completion = await self.request(
+                loop.messages,
+                loop.phase,
+                tools=loop.tool_schemas,
+                max_tokens=self.settings.research_max_output_tokens,
+                check_context=True,
+            )
+            if not completion.tool_calls:
+                if completion.text.strip():
+                    return completion.text.strip()
+                loop.messages += [
+                    Message("assistant", ""),
+                    Message("user", prompts.EMPTY_REPLY_NUDGE),
+                ]
+                self._end_round(loop, progress=False, excluded=False)
+                continue
+            self.rounds += 1
+            self.emit(ev.RoundStarted(self.now_t(), self.rounds, loop.worker))
+            loop.messages.append(Message("assistant", completion.text, completion.tool_calls))
+            progress, excluded = await self._run_batch(loop, completion.tool_calls)
+            self._end_round(loop, progress=progress, excluded=excluded)
+
+    def _end_round(self, loop: _Loop, *, progress: bool, excluded: bool) -> None:
+        loop.patience.record(progress=progress, excluded=excluded)
+        if loop.worker is not None and progress:
+            self._worker_progress = True
+        self.emit(
+            ev.RoundEnded(
+                self.now_t(), self.rounds, progress, excluded, loop.patience.rounds_without_progress
+            )
+        )
+        self._emit_budget()
+        if loop.patience.exhausted:
+            raise ResearchStop("no_progress")
+
+    async def request(
+        self,
+        messages: Sequence[Message],
+        phase: Phase,
+        *,
+        tools: tuple[Mapping[str, Any], ...] = (),
+        max_tokens: int,
+        check_context: bool = False,
+    ) -> Completion:
+        """One budgeted model request: check, reserve, send, charge, refund (DESIGN §1)."""
+        self._check_cancel_and_time()
+        request = CompletionRequest(
+            messages=tuple(messages),
+            max_tokens=max_tokens,
+            deadline=self.clock.deadline(),
+            tools=tools,
+            temperature=self.settings.temperature,
+            phase=phase,
+        )
+        prompt_tokens = await self.provider.count_prompt(request)
+        if check_context and prompt_tokens + max_tokens > self.provider.context_window:
+            raise ResearchStop(
+                "context_full",
+                f"{prompt_tokens} + {max_tokens} tokens > {self.provider.context_window}",
+            )
+        reservation = self.tokens.reserve(prompt_tokens, max_tokens)
+        if reservation is None:
+            raise ResearchStop(
+                "token_budget",
+                f"{prompt_tokens + max_tokens} tokens needed, {self.tokens.left} left",
+            )
+        self.emit(
+            ev.RequestStarted(self.now_t(), phase, self.rounds, prompt_tokens, reservation.tokens)
+        )
+        self._emit_budget()
+        try:
+            completion = await self.provider.complete(request, self.cancel, self.text_sink(phase))
+        except ProviderError as error:
+            self.tokens.settle(reservation, 0, 0)
+            raise ResearchStop("error", str(error)) from error
+        except BaseException:
+            self.tokens.settle(reservation, 0, 0)
+            raise
+        settlement = self.tokens.settle(
+            reservation, completion.prompt_evaluated, completion.output_tokens
+        )
+        self.emit(
+            ev.RequestFinished(
+                self.now_t(),
+                phase,
+                self.rounds,
+                completion.prompt_tokens,
+                settlement.reserved,
+                completion.reused_prefix,
+                settlement.charged_prompt,
+                settlement.output_tokens,
+                settlement.charged,
+                settlement.refunded,
+                settlement.budget_left,
+                completion.estimated,
+                completion.provider_usage,
+                completion.stop,
+            )
+        )
+        self._emit_budget()
+        if completion.stop == "cancelled" or self.cancel.cancelled:
+            raise ResearchStop("cancelled")
+        if completion.stop == "deadline":
+            raise ResearchStop("time_budget", "the research time ran out during a model request")
+        return completion
+
+    async def _run_batch(self, loop: _Loop, calls: Sequence[ToolCall]) -> tuple[bool, bool]:
+        """Run the calls in order, each getting exactly one result; (progress, excluded)."""
+        assert self._tools is not None
+        progress = excluded = False
+        stop: ResearchStop | None = None
+        for call in calls:
+            kind = self._tools.kind(call.name)
+            if stop is None:
+                stop = self._pending_stop()
+            if stop is not None:
+                result = ToolResult.not_executed(call.name, _NOT_EXECUTED[stop.reason])
+            elif kind is not None and kind not in loop.allowed:
+                result = ToolResult.error(call.name, "this tool is not available here.")
+            else:
+                result, is_progress = await self._run_call(loop, call, kind)
+                progress |= is_progress
+            if kind is ToolKind.WRITE and result.status != "not_executed":
+                excluded = True
+            loop.messages.append(
+                Message("tool", result.content, tool_call_id=call.id, name=call.name)
+            )
+        if stop is not None:
+            raise stop
+        return progress, excluded
+
+    async def _run_call(
+        self, loop: _Loop, call: ToolCall, kind: ToolKind | None
+    ) -> tuple[ToolResult, bool]:
+        assert self._tools is not None
+        self._current_call = call.id
+        kind_name = kind.value if kind is not None else "unknown"
+        self.emit(
+            ev.ToolStarted(
+                self.now_t(), self.rounds, call.id, call.name, kind_name, _describe_call(call)
+            )
+        )
+        started = self.clock_now()
+        self._worker_progress = False
+        execution = self._tools.execute(
+            call.name,
+            call.arguments,
+            timeout=self.clock.remaining,
+            first_citation=self.ledger.next_citation,
+        )
+        if kind is ToolKind.WRITE:
+            result = await execution  # a write is never abandoned half-way
+        else:
+            result = await self._unless_stopped(call.name, execution)
+        judged = self.ledger.record(result.evidence, judge=kind is not ToolKind.WRITE)
+        if kind is ToolKind.ASK:
+            progress = result.status == "ok"  # the person's answer is progress (DESIGN §1)
+        elif kind is ToolKind.COORDINATOR:
+            progress = self._worker_progress
+        else:
+            progress = kind is ToolKind.READ and bool(judged.new)
+        self.emit(
+            ev.ToolFinished(
+                self.now_t(),
+                self.rounds,
+                call.id,
+                call.name,
+                kind_name,
+                result.status,
+                len(judged.new),
+                judged.repeated,
+                self.clock_now() - started,
+                judged.new,
+            )
+        )
+        return result, progress
+
+    async def _unless_stopped(
+        self, name: str, execution: Coroutine[Any, Any, ToolResult]
+    ) -> ToolResult:
+        """Run a tool, but give up on it the moment Stop is pressed."""
+        task = asyncio.ensure_future(execution)
+        loop = asyncio.get_running_loop()
+
+        def stop() -> None:
+            loop.call_soon_threadsafe(task.cancel)
+
+        remove = self.cancel.on_cancel(stop)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if not self.cancel.cancelled:
+                raise  # the reply itself is being torn down
+            return ToolResult.error(name, "stopped while running.")
+        finally:
+            remove()
+
+    def _pending_stop(self) -> ResearchStop | None:
+        if self.cancel.cancelled:
+            return ResearchStop("cancelled")
+        if self.clock.expired:
+            return ResearchStop("time_budget", "the research time ran out between tool calls")
+        return None
+
+    def _check_cancel_and_time(self) -> None:
+        stop = self._pending_stop()
+        if stop is not None:
+            raise stop
+
+    # --- reporting --------------------------------------------------------------------------------
+
+    def _finish(
+        self, outcome: tuple[str, ev.FinalMode, str | None], reason: ev.StopReason
+    ) -> ev.ReplyResult:
+        answer, mode, error = outcome
+        result = ev.ReplyResult(
+            answer=answer,
+            final_mode=mode,
+            stop_reason=reason,
+            rounds=self.rounds,
+            evidence=self.ledger.items,
+            tokens=ev.TokenTotals(
+                self.tokens.total, self.tokens.charged, self.tokens.refunded, self.final_charged
+            ),
+            research_seconds=self.clock.elapsed,
+            user_wait_seconds=self.clock.user_wait,
+            error=error,
+        )
+        self.emit(ev.ReplyFinished(self.now_t(), result))
+        return result
+
+    def text_sink(self, phase: str) -> Callable[[str], None]:
+        return lambda text: self.emit(ev.TextDelta(self.now_t(), phase, text))
+
+    def _emit_budget(self) -> None:
+        self.emit(
+            ev.BudgetUpdate(
+                self.now_t(),
+                self.clock.elapsed,
+                self.clock.limit,
+                self.clock.paused,
+                self.tokens.charged,
+                self.tokens.reserved,
+                self.tokens.total,
+                self._coordinator_patience.rounds_without_progress,
+                self._coordinator_patience.limit,
+                self.rounds,
+                len(self.ledger.items),
+            )
+        )
+
+    def emit(self, event: ev.Event) -> None:
+        if self._sink is None:
+            return
+        try:
+            self._sink(event)
+        except Exception:  # a broken listener must not break the reply
+            log.exception("event sink failed on %s", type(event).__name__)
+
+    def now_t(self) -> float:
+        """Seconds since the reply started (the ``t`` of events and trace lines)."""
+        return self.clock_now() - self._started
+
+
+_NOT_EXECUTED: dict[ev.StopReason, str] = {
+    "cancelled": "the reply was stopped",
+    "time_budget": "research time budget exhausted",
+    "token_budget": "research token budget exhausted",
+    "no_progress": "research stopped making progress",
+    "context_full": "the context window is full",
+    "error": "the model failed",
+    "answered": "research is over",
+}
+
+
+def _describe_call(call: ToolCall) -> str:
+    """What a call does, in words for the status line ("Searching 'quarry'")."""
+    try:
+        arguments = json.loads(call.arguments) if call.arguments else {}
+    except json.JSONDecodeError:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        arguments = {}
+    value = next((str(v) for v in arguments.values() if isinstance(v, str)), "")
+    short = value if len(value) <= 60 else value[:59] + "…"
+    verbs = {
+        "search_workspace": f"Searching '{short}'",
+        "read_document": f"Reading {short}",
+        "list_documents": "Listing documents",
+        "fetch_url": f"Fetching {short}",
+        "write_note": f"Writing note '{short}'",
+        "ask_user": "Asking you a question",
+        "research_sections": "Researching sections",
+    }
+    return verbs.get(call.name, f"Running {call.name}")

@@ -1,0 +1,213 @@
+"""What the research engine reports while it works: one stream of immutable events.
+
+The GUI (through the bridge), the trace writer and the history store all consume the same events,
+so the window, the trace and the saved conversation cannot disagree. Events are frozen dataclasses:
+safe to hand from the engine thread to the GUI thread as they are.
+
+``t`` on every event is research-independent wall time since the reply started (seconds, from the
+monotonic clock), which is what the trace format records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+StopReason = Literal[
+    "answered", "no_progress", "time_budget", "token_budget", "context_full", "cancelled", "error"
+]
+FinalMode = Literal["model", "fallback"]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyStarted(Event):
+    question: str
+    settings: Mapping[str, Any]
+    provider: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoundStarted(Event):
+    round: int
+    worker: str | None = None  # the section a worker researches, None for the coordinator
+
+
+@dataclass(frozen=True, slots=True)
+class RequestStarted(Event):
+    phase: str
+    round: int
+    prompt_tokens: int
+    reserved: int
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta(Event):
+    phase: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFinished(Event):
+    """One model request and its accounting, exactly as the trace's ``request`` line."""
+
+    phase: str
+    round: int
+    prompt_tokens: int
+    reserved: int
+    reused_prefix: int
+    charged_prompt: int
+    output_tokens: int
+    charged: int
+    refunded: int
+    budget_left: int
+    estimated: bool
+    provider_usage: Mapping[str, Any] | None
+    stop: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted(Event):
+    round: int
+    call_id: str
+    name: str
+    kind: str
+    summary: str  # what it is doing, in words: "Searching 'quarry'"
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceItemView:
+    """One new piece of evidence as the person sees it (and as ``--json`` reports it)."""
+
+    id: int
+    source: str
+    location: str
+    excerpt: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished(Event):
+    round: int
+    call_id: str
+    name: str
+    kind: str
+    status: str
+    new_evidence: int
+    repeated_evidence: int
+    seconds: float
+    evidence: tuple[EvidenceItemView, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionAsked(Event):
+    call_id: str
+    question: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserWait(Event):
+    seconds: float
+    answer: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoundEnded(Event):
+    round: int
+    progress: bool
+    excluded: bool
+    no_progress_rounds: int
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetUpdate(Event):
+    """Everything the budget widgets show, sent whenever any of it changes."""
+
+    research_seconds: float
+    time_budget: float
+    time_paused: bool
+    tokens_charged: int
+    tokens_reserved: int
+    token_budget: int
+    no_progress_rounds: int
+    patience: int
+    rounds: int
+    evidence: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResearchStopped(Event):
+    reason: StopReason
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FinalStarted(Event):
+    allowance: int
+    deadline_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class FinalFinished(Event):
+    mode: FinalMode
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class TokenTotals:
+    budget: int
+    charged: int
+    refunded: int
+    final_charged: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyResult:
+    """The end of a reply, whatever ended it (also for ``imprint ask --json``)."""
+
+    answer: str
+    final_mode: FinalMode
+    stop_reason: StopReason
+    rounds: int
+    evidence: tuple[EvidenceItemView, ...]
+    tokens: TokenTotals
+    research_seconds: float
+    user_wait_seconds: float
+    error: str | None = None
+    trace: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "final_mode": self.final_mode,
+            "stop_reason": self.stop_reason,
+            "rounds": self.rounds,
+            "evidence": [
+                {
+                    "id": item.id,
+                    "source": item.source,
+                    "location": item.location,
+                    "excerpt": item.excerpt,
+                }
+                for item in self.evidence
+            ],
+            "tokens": {
+                "budget": self.tokens.budget,
+                "charged": self.tokens.charged,
+                "refunded": self.tokens.refunded,
+                "final_charged": self.tokens.final_charged,
+            },
+            "research_seconds": round(self.research_seconds, 3),
+            "user_wait_seconds": round(self.user_wait_seconds, 3),
+            "error": self.error,
+            "trace": self.trace,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyFinished(Event):
+    result: ReplyResult = field(compare=False)

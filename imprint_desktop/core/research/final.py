@@ -1,0 +1,194 @@
+"""After research stops on a budget: the final answer, or the labelled evidence fallback.
+
+DESIGN §1: after ``no_progress``, ``time_budget``, ``token_budget`` or ``context_full`` the engine
+makes one tools-free final request with its own output allowance (``chat.max_tokens``) and its own
+deadline (120 s), outside the research budgets. If the final prompt does not fit the context window,
+evidence is first condensed by requests charged to what is left of the research budgets. If it still
+does not fit, or the final request fails, the answer is the labelled evidence fallback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from imprint_desktop.core.errors import ProviderError
+from imprint_desktop.core.providers.base import CompletionRequest, Message
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research import prompts
+from imprint_desktop.core.research.stop import ResearchStop
+
+if TYPE_CHECKING:
+    from imprint_desktop.core.research.engine import ResearchEngine
+
+Outcome = tuple[str, ev.FinalMode, str | None]
+
+FALLBACK_LABEL = "No final answer could be written"
+
+_REASONS: dict[ev.StopReason, str] = {
+    "no_progress": "research stopped finding new evidence",
+    "time_budget": "the research time budget ran out",
+    "token_budget": "the research token budget ran out",
+    "context_full": "the conversation no longer fits the model's context window",
+    "cancelled": "you stopped the reply",
+    "error": "the model failed",
+    "answered": "research is over",
+}
+
+
+class FinalStage:
+    def __init__(self, engine: ResearchEngine) -> None:
+        self.engine = engine
+
+    async def run(self, messages: Sequence[Message], reason: ev.StopReason) -> Outcome:
+        engine = self.engine
+        settings = engine.settings
+        allowance = settings.max_tokens
+        final_messages = [*messages, Message("user", prompts.FINAL)]
+        request = self._request(final_messages, allowance)
+        prompt_tokens = await engine.provider.count_prompt(request)
+        if prompt_tokens + allowance > engine.provider.context_window:
+            condensed = await self._condense(allowance)
+            if condensed is None:
+                return self._fallback(
+                    reason, "the evidence could not be condensed to fit the model's context window"
+                )
+            request = self._request(condensed, allowance)
+            prompt_tokens = await engine.provider.count_prompt(request)
+            if prompt_tokens + allowance > engine.provider.context_window:
+                return self._fallback(
+                    reason, "even the condensed evidence does not fit the model's context window"
+                )
+        return await self._final_request(request, prompt_tokens, reason)
+
+    async def _final_request(
+        self, request: CompletionRequest, prompt_tokens: int, reason: ev.StopReason
+    ) -> Outcome:
+        engine = self.engine
+        started = engine.clock_now()
+        engine.emit(
+            ev.FinalStarted(engine.now_t(), request.max_tokens, engine.settings.final_deadline_sec)
+        )
+        engine.emit(
+            ev.RequestStarted(
+                engine.now_t(),
+                "final",
+                engine.rounds,
+                prompt_tokens,
+                prompt_tokens + request.max_tokens,
+            )
+        )
+        try:
+            completion = await engine.provider.complete(
+                request, engine.cancel, engine.text_sink("final")
+            )
+        except ProviderError as error:
+            return self._fallback(reason, f"the final request failed: {error}", started)
+        charged = completion.prompt_evaluated + completion.output_tokens
+        engine.final_charged += charged
+        engine.emit(
+            ev.RequestFinished(
+                engine.now_t(),
+                "final",
+                engine.rounds,
+                completion.prompt_tokens,
+                prompt_tokens + request.max_tokens,
+                completion.reused_prefix,
+                completion.prompt_evaluated,
+                completion.output_tokens,
+                charged,
+                max(0, prompt_tokens + request.max_tokens - charged),
+                engine.tokens.left,
+                completion.estimated,
+                completion.provider_usage,
+                completion.stop,
+            )
+        )
+        if completion.stop == "cancelled" or engine.cancel.cancelled:
+            return self._fallback("cancelled", "", started)
+        if completion.stop == "deadline":
+            return self._fallback(
+                reason,
+                "the final answer did not finish within its "
+                f"{engine.settings.final_deadline_sec:.0f} seconds",
+                started,
+            )
+        if not completion.text.strip():
+            return self._fallback(reason, "the model wrote an empty final answer", started)
+        engine.emit(ev.FinalFinished(engine.now_t(), "model", self.engine.clock_now() - started))
+        return completion.text.strip(), "model", None
+
+    def _request(self, messages: Sequence[Message], allowance: int) -> CompletionRequest:
+        engine = self.engine
+        return CompletionRequest(
+            messages=tuple(messages),
+            max_tokens=allowance,
+            deadline=self.engine.clock_now() + engine.settings.final_deadline_sec,
+            tools=(),
+            tool_choice="none",
+            temperature=engine.settings.temperature,
+            phase="final",
+        )
+
+    async def _condense(self, allowance: int) -> list[Message] | None:
+        """Notes from the evidence, made by requests charged to the research budgets."""
+        engine = self.engine
+        notes: list[str] = []
+        items = list(engine.ledger.items)
+        window = engine.provider.context_window
+        step_output = engine.settings.research_max_output_tokens
+        # Characters per chunk: generous room for the instructions and the output allowance.
+        chunk_chars = max(1000, (window - step_output - 512) * 3)
+        chunk: list[str] = []
+        size = 0
+        chunks: list[str] = []
+        for item in items:
+            text = f"[{item.id}] {item.source}, {item.location}:\n{engine.ledger.text_of(item.id)}"
+            if chunk and size + len(text) > chunk_chars:
+                chunks.append("\n\n".join(chunk))
+                chunk, size = [], 0
+            chunk.append(text[:chunk_chars])
+            size += len(text)
+        if chunk:
+            chunks.append("\n\n".join(chunk))
+        if not chunks:
+            return None
+        for body in chunks:
+            messages = [
+                Message("system", prompts.CONDENSE),
+                Message("user", f"Question: {engine.question}\n\nEvidence:\n{body}"),
+            ]
+            try:
+                completion = await engine.request(
+                    messages, "condense", max_tokens=step_output, check_context=True
+                )
+            except ResearchStop:
+                return None
+            notes.append(completion.text.strip())
+        return [
+            Message("system", prompts.research_system(engine.settings.system_prompt)),
+            Message(
+                "user",
+                f"{engine.question}\n\nNotes from the research so far:\n\n"
+                + "\n\n".join(notes)
+                + f"\n\n{prompts.FINAL}",
+            ),
+        ]
+
+    def fallback_for(self, reason: ev.StopReason, detail: str) -> Outcome:
+        """The answer when no final request is made (Stop, or the model failed)."""
+        return self._fallback(reason, detail)
+
+    def _fallback(
+        self, reason: ev.StopReason, detail: str, started: float | None = None
+    ) -> Outcome:
+        engine = self.engine
+        why = _REASONS[reason] + (f"; {detail}" if detail and reason != "error" else "")
+        if reason == "error" and detail:
+            why = f"{_REASONS['error']}: {detail}"
+        evidence = engine.ledger.as_text(limit_chars=20_000)
+        body = evidence if evidence else "No evidence was gathered."
+        text = f"{FALLBACK_LABEL}: {why}.\n\nEvidence gathered:\n\n{body}"
+        seconds = self.engine.clock_now() - started if started is not None else 0.0
+        engine.emit(ev.FinalFinished(engine.now_t(), "fallback", seconds))
+        return text, "fallback", detail or None

@@ -1,0 +1,87 @@
+"""The evidence of one reply: citation numbers, novelty, and what the person is shown.
+
+Every evidence item a tool returns gets the next citation number (the toolbox prints the same
+numbers into the text the model reads), is judged new or repeated by the reply-wide
+:class:`~.novelty.EvidenceStore`, and new items are kept for the person, the final answer and the
+fallback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from imprint_desktop.core.research.events import EvidenceItemView
+from imprint_desktop.core.research.novelty import EvidenceStore
+from imprint_desktop.core.tools.base import EvidenceItem
+
+EXCERPT_CHARS = 400
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What one tool result added."""
+
+    new: tuple[EvidenceItemView, ...]
+    repeated: int
+
+
+class EvidenceLedger:
+    def __init__(self, store: EvidenceStore | None = None) -> None:
+        self.store = store if store is not None else EvidenceStore()
+        self._next_id = 1
+        self._new: list[EvidenceItemView] = []
+        self._texts: dict[int, str] = {}
+
+    @property
+    def next_citation(self) -> int:
+        return self._next_id
+
+    @property
+    def items(self) -> tuple[EvidenceItemView, ...]:
+        """New evidence in the order it was found."""
+        return tuple(self._new)
+
+    def text_of(self, citation: int) -> str:
+        return self._texts.get(citation, "")
+
+    def record(self, items: Sequence[EvidenceItem], *, judge: bool = True) -> Judged:
+        """Number ``items`` (as the toolbox did) and judge their novelty in one pass.
+
+        With ``judge=False`` (writes: never deduplicated) every item is kept as new without
+        consulting or feeding the store.
+        """
+        first = self._next_id
+        self._next_id += len(items)
+        if not items:
+            return Judged((), 0)
+        if judge:
+            verdicts = [novelty.is_new for novelty in self.store.add_many([i.text for i in items])]
+        else:
+            verdicts = [True] * len(items)
+        new: list[EvidenceItemView] = []
+        for offset, (item, is_new) in enumerate(zip(items, verdicts, strict=True)):
+            if not is_new:
+                continue
+            view = EvidenceItemView(first + offset, item.source, item.location, _excerpt(item.text))
+            self._texts[view.id] = item.text
+            new.append(view)
+        self._new += new
+        return Judged(tuple(new), len(items) - len(new))
+
+    def as_text(self, limit_chars: int | None = None) -> str:
+        """The new evidence as numbered text, for the fallback and for condensing."""
+        parts: list[str] = []
+        used = 0
+        for view in self._new:
+            part = f"[{view.id}] {view.source}, {view.location}:\n{self._texts[view.id].strip()}"
+            if limit_chars is not None and used + len(part) > limit_chars:
+                break
+            parts.append(part)
+            used += len(part) + 2
+        return "\n\n".join(parts)
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1].rstrip() + "…"

@@ -1,0 +1,12 @@
+"""The internal signal that research must stop, with the reason of DESIGN §1."""
+
+from __future__ import annotations
+
+from imprint_desktop.core.research.events import StopReason
+
+
+class ResearchStop(Exception):  # noqa: N818 - control flow inside the engine, never escapes it
+    def __init__(self, reason: StopReason, detail: str = "") -> None:
+        super().__init__(reason)
+        self.reason: StopReason = reason
+        self.detail = detail

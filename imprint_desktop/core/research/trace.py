@@ -1,0 +1,120 @@
+"""The reply trace: JSON Lines, one event per line (DESIGN §5).
+
+Written from the same events the window shows, so a trace is what the person saw. Each line is
+``{"t": seconds since the reply started, "type": ..., ...}``; the types are ``run_start``,
+``request``, ``tool``, ``user_wait``, ``round_end``, ``stop`` and ``final``. Secrets never appear:
+the settings snapshot holds no secret settings (they live in the keyring) and no event carries one.
+Lines are flushed as they are written, so a trace of a killed process ends at the last event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from imprint_desktop.core.research import events as ev
+
+
+def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one per type
+    """The trace record of ``event``, or None for events the trace does not keep."""
+    t = round(event.t, 4)
+    if isinstance(event, ev.ReplyStarted):
+        return {
+            "t": t,
+            "type": "run_start",
+            "question": event.question,
+            "settings": dict(event.settings),
+            "provider": event.provider,
+        }
+    if isinstance(event, ev.RequestFinished):
+        return {
+            "t": t,
+            "type": "request",
+            "phase": event.phase,
+            "round": event.round,
+            "prompt_tokens": event.prompt_tokens,
+            "reserved": event.reserved,
+            "reused_prefix": event.reused_prefix,
+            "charged_prompt": event.charged_prompt,
+            "output_tokens": event.output_tokens,
+            "charged": event.charged,
+            "refunded": event.refunded,
+            "budget_left": event.budget_left,
+            "estimated": event.estimated,
+            "provider_usage": dict(event.provider_usage) if event.provider_usage else None,
+            "stop": event.stop,
+        }
+    if isinstance(event, ev.ToolFinished):
+        return {
+            "t": t,
+            "type": "tool",
+            "round": event.round,
+            "call_id": event.call_id,
+            "name": event.name,
+            "kind": event.kind,
+            "status": event.status,
+            "new_evidence": event.new_evidence,
+            "repeated_evidence": event.repeated_evidence,
+            "seconds": round(event.seconds, 4),
+        }
+    if isinstance(event, ev.UserWait):
+        return {"t": t, "type": "user_wait", "seconds": round(event.seconds, 4)}
+    if isinstance(event, ev.RoundEnded):
+        return {
+            "t": t,
+            "type": "round_end",
+            "round": event.round,
+            "progress": event.progress,
+            "excluded": event.excluded,
+            "no_progress_rounds": event.no_progress_rounds,
+        }
+    if isinstance(event, ev.ResearchStopped):
+        return {"t": t, "type": "stop", "reason": event.reason}
+    if isinstance(event, ev.FinalFinished):
+        return {"t": t, "type": "final", "mode": event.mode, "seconds": round(event.seconds, 4)}
+    return None
+
+
+class TraceWriter:
+    """An event sink that appends trace lines to a file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] | None = path.open("w", encoding="utf-8")
+
+    def __call__(self, event: ev.Event) -> None:
+        line = trace_line(event)
+        if line is None or self._file is None:
+            return
+        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def read_trace(path: Path) -> list[dict[str, Any]]:
+    """All lines of a trace file (a torn last line from a killed process is left out)."""
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def fan_out(sinks: Iterable[Callable[[ev.Event], None] | None]) -> Callable[[ev.Event], None]:
+    """One sink that passes every event to each of ``sinks`` in turn."""
+    targets = [sink for sink in sinks if sink is not None]
+
+    def sink(event: ev.Event) -> None:
+        for target in targets:
+            target(event)
+
+    return sink

@@ -1,0 +1,495 @@
+"""The research engine against a scripted provider and scripted tools (DESIGN §1, item by item)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.providers.base import CompletionRequest
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
+from imprint_desktop.core.research.final import FALLBACK_LABEL
+from imprint_desktop.core.research.trace import TraceWriter, read_trace
+from imprint_desktop.core.tools.base import ToolResult
+from tests.support.fake_tools import FakeTools, passage
+from tests.support.scripted_provider import ScriptedProvider, Step
+
+T = TypeVar("T")
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coroutine)
+
+
+def search(query: str) -> tuple[str, dict[str, Any]]:
+    return ("search_workspace", {"query": query})
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[ev.Event] = []
+
+    def __call__(self, event: ev.Event) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type[ev.Event]) -> list[Any]:
+        return [event for event in self.events if isinstance(event, kind)]
+
+
+def make(
+    script: list[Step] | Callable[[CompletionRequest], Step],
+    respond: Callable[[str, dict[str, Any]], Any],
+    *,
+    ask: Callable[[str], Any] | None = None,
+    cancel: CancelToken | None = None,
+    context_window: int = 32_768,
+    **overrides: Any,
+) -> tuple[ResearchEngine, FakeTools, ScriptedProvider, Recorder]:
+    settings = ResearchSettings(**{"timeout_sec": 60, **overrides})
+    provider = ScriptedProvider(script, context_window=context_window)
+    recorder = Recorder()
+    engine = ResearchEngine(provider, settings, cancel=cancel, ask=ask, sink=recorder)
+    tools = FakeTools(respond, ask_user=engine.ask_user, research_sections=engine.research_sections)
+    return engine, tools, provider, recorder
+
+
+def assert_protocol_complete(request: CompletionRequest) -> None:
+    """Every tool call in the request's history has exactly one result after it."""
+    pending: list[str] = []
+    for message in request.messages:
+        if message.role == "assistant" and message.tool_calls:
+            assert not pending, f"calls without results: {pending}"
+            pending = [call.id for call in message.tool_calls]
+        elif message.role == "tool":
+            assert message.tool_call_id in pending, message.tool_call_id
+            pending.remove(message.tool_call_id)
+    assert not pending, f"calls without results: {pending}"
+
+
+def research_then_final(
+    research: Callable[[int], Step], final: str
+) -> Callable[[CompletionRequest], Step]:
+    """A script by phase: research requests call ``research(n)``, the final request answers."""
+    count = iter(range(10_000))
+
+    def script(request: CompletionRequest) -> Step:
+        return Step(final) if request.phase == "final" else research(next(count))
+
+    return script
+
+
+def new_passage_each_time() -> Callable[[str, dict[str, Any]], ToolResult]:
+    counter = iter(range(10_000))
+
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        index = next(counter)
+        return passage(
+            f"Finding number {index}: the keeper's log for year {1850 + index} "
+            f"records storm {index * 7} and a supply boat named Wren {index}."
+        )
+
+    return respond
+
+
+def test_research_continues_past_twelve_rounds_while_evidence_is_new() -> None:
+    script = [Step(calls=[search(f"q{index}")]) for index in range(15)] + [Step("Done [1].")]
+    engine, tools, provider, _recorder = make(script, new_passage_each_time())
+    result = run(engine.run("When was the light built?", tools))
+    assert result.stop_reason == "answered" and result.final_mode == "model"
+    assert result.rounds == 15 and result.answer == "Done [1]."
+    assert len(result.evidence) == 15
+    assert all(request.phase == "research" for request in provider.requests)  # no final request
+    for request in provider.requests:
+        assert_protocol_complete(request)
+
+
+def test_unchanged_evidence_stops_after_patience_with_a_tools_free_final() -> None:
+    same = passage("The light was built in 1862 by the Harbour Board.")
+    script = research_then_final(lambda n: Step(calls=[search("when built")]), "Built in 1862 [1].")
+    engine, tools, provider, recorder = make(
+        script, lambda name, values: same, no_progress_rounds=3, max_tokens=777
+    )
+    result = run(engine.run("When?", tools))
+    assert result.stop_reason == "no_progress"
+    assert result.rounds == 4  # one round of progress, then three without
+    assert result.final_mode == "model" and result.answer == "Built in 1862 [1]."
+    final = provider.requests[-1]
+    assert final.phase == "final" and not final.offers_tools and final.max_tokens == 777
+    assert final.deadline - provider.requests[-2].deadline > 0
+    assert_protocol_complete(final)
+    assert [event.progress for event in recorder.of(ev.RoundEnded)] == [True, False, False, False]
+
+
+def test_alternating_queries_with_alternating_results_are_caught() -> None:
+    pages = {
+        "A": passage("Keepers were paid quarterly in coin."),
+        "B": passage("The fog signal used compressed air."),
+    }
+    script = [Step(calls=[search("A" if index % 2 == 0 else "B")]) for index in range(12)]
+    engine, tools, _, _recorder = make(
+        script, lambda name, values: pages[values["query"]], no_progress_rounds=4
+    )
+    result = run(engine.run("Pay and fog?", tools))
+    assert result.stop_reason == "no_progress" and result.rounds == 6
+
+
+def test_different_queries_returning_the_same_passages_are_not_progress() -> None:
+    same = passage("The lantern room was glazed with curved panes from Birmingham.")
+    script = [Step(calls=[search(f"different words {index}")]) for index in range(8)]
+    engine, tools, _, _ = make(script, lambda name, values: same, no_progress_rounds=2)
+    assert run(engine.run("Glazing?", tools)).rounds == 3
+
+
+def test_changing_errors_and_empty_results_are_not_progress() -> None:
+    count = iter(range(100))
+
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        index = next(count)
+        if index % 2:
+            return ToolResult(name, "empty", "No passages match.")
+        return ToolResult.error(name, f"index busy (attempt {index}, code {index * 13})")
+
+    script = [Step(calls=[search(f"x{index}")]) for index in range(10)]
+    engine, tools, _, _ = make(script, respond, no_progress_rounds=3)
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "no_progress" and result.rounds == 3
+    assert result.evidence == ()
+
+
+def test_write_rounds_are_excluded_and_writes_never_deduplicated() -> None:
+    same = passage("Nothing new here about the keepers.")
+    note = ("write_note", {"title": "Summary", "content": "Same note."})
+    script = [
+        Step(calls=[search("a")]),
+        Step(calls=[note]),
+        Step(calls=[note]),
+        Step(calls=[note, search("b")]),
+        Step(calls=[search("c")]),
+        Step(calls=[note]),
+        Step(calls=[search("d")]),
+    ]
+    engine, tools, _, recorder = make(script, lambda name, values: same, no_progress_rounds=2)
+    result = run(engine.run("?", tools))
+    assert len(tools.writes) == 4, "every write is carried out, however alike"
+    rounds = recorder.of(ev.RoundEnded)
+    assert [(r.progress, r.excluded) for r in rounds] == [
+        (True, False),
+        (False, True),
+        (False, True),
+        (False, True),
+        (False, False),
+        (False, True),
+        (False, False),
+    ]
+    assert result.stop_reason == "no_progress" and result.rounds == 7
+
+
+def test_token_budget_stop_charges_net_of_reused_prefix_and_refunds(tmp_path: Path) -> None:
+    script = research_then_final(lambda n: Step(calls=[search(f"q{n}")]), "All of it [1].")
+    engine, tools, _provider, recorder = make(
+        script,
+        new_passage_each_time(),
+        token_budget=6000,
+        research_max_output_tokens=400,
+    )
+    trace = TraceWriter(tmp_path / "trace.jsonl")
+    engine._sink = lambda event: (recorder(event), trace(event))  # type: ignore[method-assign]
+    result = run(engine.run("Tell me everything.", tools))
+    trace.close()
+    assert result.stop_reason == "token_budget"
+    requests = [line for line in read_trace(tmp_path / "trace.jsonl") if line["type"] == "request"]
+    research = [line for line in requests if line["phase"] == "research"]
+    assert len(research) >= 3
+    for line in research[1:]:
+        assert line["reused_prefix"] > 0
+        assert line["charged_prompt"] == line["prompt_tokens"] - line["reused_prefix"]
+        assert line["charged"] == line["charged_prompt"] + line["output_tokens"]
+        assert line["refunded"] == line["reserved"] - line["charged"] > 0
+    charged = sum(line["charged"] for line in research)
+    assert result.tokens.charged == charged <= 6000
+    assert result.tokens.refunded == sum(line["refunded"] for line in research)
+    # The request that did not fit was never sent; the final answer was, outside the budget.
+    assert requests[-1]["phase"] == "final" and result.tokens.final_charged > 0
+    assert result.final_mode == "model"
+
+
+def test_time_budget_cuts_an_in_flight_request() -> None:
+    script = [Step(calls=[search("a")]), Step(hang=True), Step("Final from evidence [1].")]
+    engine, tools, provider, _ = make(script, new_passage_each_time(), timeout_sec=0.3)
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "time_budget"
+    assert 0.3 <= result.research_seconds < 1.5
+    assert provider.requests[-1].phase == "final"
+    assert result.answer == "Final from evidence [1]." and result.final_mode == "model"
+
+
+def test_calls_not_started_when_time_runs_out_are_answered_not_executed() -> None:
+    async def slow(name: str, values: dict[str, Any]) -> ToolResult:
+        await asyncio.Event().wait()  # runs until the research time is gone
+        raise AssertionError("unreachable")
+
+    script = [
+        Step(calls=[search("a"), search("b"), ("write_note", {"title": "t", "content": "c"})]),
+        Step("Final."),
+    ]
+    engine, tools, provider, recorder = make(script, slow, timeout_sec=0.3)
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "time_budget"
+    statuses = [event.status for event in recorder.of(ev.ToolFinished)]
+    assert statuses[0] == "error"
+    final = provider.requests[-1]
+    assert_protocol_complete(final)
+    tool_messages = [m.content for m in final.messages if m.role == "tool"]
+    assert tool_messages[1:] == ["not executed: research time budget exhausted"] * 2
+    assert tools.writes == [], "the write was never started"
+
+
+def test_stop_during_a_request_ends_cancelled_with_the_evidence() -> None:
+    cancel = CancelToken()
+    hang = Step(hang=True)
+    script = [Step(calls=[search("a")]), hang]
+    engine, tools, provider, _ = make(script, new_passage_each_time(), cancel=cancel)
+
+    async def scenario() -> ev.ReplyResult:
+        task = asyncio.create_task(engine.run("?", tools))
+        await asyncio.to_thread(hang.started.wait, 10)
+        threading.Timer(0, cancel.cancel).start()
+        return await task
+
+    result = run(scenario())
+    assert result.stop_reason == "cancelled" and result.final_mode == "fallback"
+    assert result.answer.startswith(FALLBACK_LABEL) and "you stopped the reply" in result.answer
+    assert "[1] doc.md" in result.answer
+    assert all(request.phase == "research" for request in provider.requests)
+
+
+def test_stop_during_a_tool_leaves_no_call_unanswered() -> None:
+    cancel = CancelToken()
+    entered = asyncio.Event()
+
+    async def slow(name: str, values: dict[str, Any]) -> ToolResult:
+        entered.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    script = [Step(calls=[search("a"), search("b")])]
+    engine, tools, _provider, recorder = make(script, slow, cancel=cancel)
+
+    async def scenario() -> ev.ReplyResult:
+        task = asyncio.create_task(engine.run("?", tools))
+        await entered.wait()
+        cancel.cancel()
+        return await task
+
+    result = run(scenario())
+    assert result.stop_reason == "cancelled"
+    assert [event.status for event in recorder.of(ev.ToolFinished)] == ["error"]
+
+
+def test_stop_during_the_final_stage_wins() -> None:
+    cancel = CancelToken()
+    final = Step(hang=True)
+    same = passage("Same thing.")
+    script = [Step(calls=[search("a")]), Step(calls=[search("a")]), final]
+    engine, tools, _, _ = make(
+        script, lambda name, values: same, cancel=cancel, no_progress_rounds=1
+    )
+
+    async def scenario() -> ev.ReplyResult:
+        task = asyncio.create_task(engine.run("?", tools))
+        await asyncio.to_thread(final.started.wait, 10)
+        cancel.cancel()
+        return await task
+
+    result = run(scenario())
+    assert result.stop_reason == "cancelled" and result.final_mode == "fallback"
+
+
+def test_waiting_for_the_person_is_not_research_time_and_is_progress() -> None:
+    offset = [0.0]
+
+    def clock() -> float:
+        return time.monotonic() + offset[0]
+
+    async def person(question: str) -> str:
+        offset[0] += 1000.0  # the person thinks for far longer than the whole research budget
+        return "The northern lights, please."
+
+    settings = ResearchSettings(timeout_sec=5)
+    provider = ScriptedProvider(
+        [Step(calls=[("ask_user", {"question": "Which lights?"})]), Step("Here [1].")]
+    )
+    recorder = Recorder()
+    engine = ResearchEngine(provider, settings, ask=person, sink=recorder, clock=clock)
+    tools = FakeTools(new_passage_each_time(), ask_user=engine.ask_user)
+    result = run(engine.run("Tell me about the lights.", tools))
+    assert result.stop_reason == "answered"
+    assert result.user_wait_seconds >= 1000 and result.research_seconds < 5
+    assert recorder.of(ev.QuestionAsked)[0].question == "Which lights?"
+    assert recorder.of(ev.UserWait)[0].seconds >= 1000
+    assert recorder.of(ev.RoundEnded)[0].progress is True
+    paused = [event.time_paused for event in recorder.of(ev.BudgetUpdate)]
+    assert True in paused and paused[-1] is False
+
+
+def test_context_full_stops_research_and_the_final_still_fits() -> None:
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        return passage(f"{values['query']} " + "fact " * 700)
+
+    script = research_then_final(lambda n: Step(calls=[search(f"topic{n}")]), "Final.")
+    engine, tools, provider, _ = make(
+        script, respond, context_window=3000, research_max_output_tokens=256, max_tokens=256
+    )
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "context_full"
+    final = provider.requests[-1]
+    assert final.phase == "final"
+    assert result.final_mode in ("model", "fallback")
+
+
+def test_final_that_cannot_fit_is_condensed_with_charged_requests() -> None:
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        return passage(f"{values['query']} detail " + "lore " * 500)
+
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "condense":
+            return Step("Notes: the light dates from 1862 [1].")
+        if request.phase == "final":
+            return Step("Answer from notes [1].")
+        return Step(calls=[search(f"q{len(request.messages)}")])
+
+    engine, tools, provider, recorder = make(
+        script, respond, context_window=2600, research_max_output_tokens=200, max_tokens=1200
+    )
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "context_full"
+    phases = [request.phase for request in provider.requests]
+    assert "condense" in phases and phases[-1] == "final"
+    condense_lines = [e for e in recorder.of(ev.RequestFinished) if e.phase == "condense"]
+    assert condense_lines and all(line.charged > 0 for line in condense_lines)
+    research_and_condense = sum(
+        e.charged for e in recorder.of(ev.RequestFinished) if e.phase != "final"
+    )
+    assert result.tokens.charged == research_and_condense
+    assert result.answer == "Answer from notes [1]."
+
+
+def test_labelled_fallback_when_the_final_request_fails() -> None:
+    same = passage("The light keeper's name was Ada Quill.")
+    script = [Step(calls=[search("a")]), Step(calls=[search("a")]), Step(fail=True)]
+    engine, tools, _, _ = make(script, lambda name, values: same, no_progress_rounds=1)
+    result = run(engine.run("Who kept the light?", tools))
+    assert result.stop_reason == "no_progress" and result.final_mode == "fallback"
+    assert result.answer.startswith(f"{FALLBACK_LABEL}: research stopped finding new evidence")
+    assert "Ada Quill" in result.answer and "[1] doc.md, lines 1-3" in result.answer
+
+
+def test_provider_failure_during_research_is_an_error_with_fallback() -> None:
+    script = [Step(calls=[search("a")]), Step(fail=True)]
+    engine, tools, _, _ = make(script, new_passage_each_time())
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "error" and result.final_mode == "fallback"
+    assert result.error is not None and "scripted server is down" in result.error
+
+
+def test_section_workers_share_budgets_and_every_worker_request_is_charged() -> None:
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "worker":
+            worked = sum(1 for m in request.messages if m.role == "tool")
+            if worked < 2:
+                return Step(calls=[search(f"{request.messages[1].content} {worked}")])
+            return Step("Section summary [1].")
+        if any(m.name == "research_sections" for m in request.messages):
+            return Step("Combined answer.")
+        return Step(calls=[("research_sections", {"sections": ["history", "technology"]})])
+
+    engine, tools, _provider, recorder = make(script, new_passage_each_time())
+    result = run(engine.run("History and technology of the lights?", tools))
+    assert result.stop_reason == "answered" and result.answer == "Combined answer."
+    worker_requests = [e for e in recorder.of(ev.RequestFinished) if e.phase == "worker"]
+    assert len(worker_requests) == 6  # two workers, three requests each
+    assert all(event.charged > 0 for event in worker_requests)
+    assert result.tokens.charged == sum(e.charged for e in recorder.of(ev.RequestFinished))
+    assert recorder.of(ev.RoundEnded)[-1].progress is True  # the workers found new evidence
+    assert len(result.evidence) == 4
+
+
+def test_a_worker_repeating_known_evidence_is_not_progress() -> None:
+    same = passage("Only one fact exists about the keepers.")
+
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "worker":
+            return Step(calls=[search("again")])
+        return Step(calls=[("research_sections", {"sections": ["one"]})])
+
+    engine, tools, _, recorder = make(script, lambda name, values: same, no_progress_rounds=2)
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "no_progress"
+    worker_rounds = [e for e in recorder.of(ev.RoundStarted) if e.worker == "one"]
+    assert worker_rounds, "the worker ran"
+
+
+def test_trace_has_the_documented_lines(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    script = [Step(calls=[search("a")]), Step("Answer [1].")]
+    engine, tools, _, _ = make(script, new_passage_each_time())
+    writer = TraceWriter(path)
+    engine._sink = writer  # type: ignore[method-assign]
+    run(engine.run("Q?", tools))
+    writer.close()
+    lines = read_trace(path)
+    assert [line["type"] for line in lines] == [
+        "run_start",
+        "request",
+        "tool",
+        "round_end",
+        "request",
+        "stop",
+    ]
+    assert lines[0]["question"] == "Q?" and lines[0]["provider"] == "scripted"
+    assert "api_key" not in json.dumps(lines[0])
+    assert lines[-1] == {"t": lines[-1]["t"], "type": "stop", "reason": "answered"}
+    assert all(isinstance(line["t"], float) for line in lines)
+
+
+def test_an_empty_reply_is_nudged_and_counts_against_patience() -> None:
+    script = [Step(""), Step(""), Step("")]
+    engine, tools, provider, _ = make(script, new_passage_each_time(), no_progress_rounds=2)
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "no_progress"
+    assert provider.requests[1].messages[-1].content.startswith("Please either call")
+
+
+@pytest.mark.parametrize("reason", ["time_budget", "no_progress"])
+def test_json_result_shape(reason: str) -> None:
+    same = passage("x y z w v u t s")
+    script = research_then_final(lambda n: Step(calls=[search("a")]), "Final.")
+    engine, tools, _, _ = make(
+        script,
+        lambda name, values: same,
+        no_progress_rounds=1,
+        timeout_sec=60 if reason == "no_progress" else 0.0001,
+    )
+    result = run(engine.run("?", tools)).to_json()
+    assert set(result) == {
+        "answer",
+        "final_mode",
+        "stop_reason",
+        "rounds",
+        "evidence",
+        "tokens",
+        "research_seconds",
+        "user_wait_seconds",
+        "error",
+        "trace",
+    }
+    assert set(result["tokens"]) == {"budget", "charged", "refunded", "final_charged"}
+    assert result["stop_reason"] == reason
