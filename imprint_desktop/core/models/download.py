@@ -177,17 +177,21 @@ class ModelDownloader:
             if control.discard:
                 self.discard(record)
             else:
-                self.journal.save(record.with_state("paused"))
+                self.journal.save(self._latest(record).with_state("paused"))
             raise
         except ChecksumMismatchError:
             self.journal.remove(record.download_id)
             raise
         except (ModelStoreError, OSError) as error:
-            self.journal.save(record.with_state("failed", str(error)))
+            self.journal.save(self._latest(record).with_state("failed", str(error)))
             raise
         self.journal.remove(record.download_id)
         meter.phase(Phase.DONE, record.total_bytes)
         return targets[0].final
+
+    def _latest(self, record: DownloadRecord) -> DownloadRecord:
+        """The record as last saved (a transfer checkpoints into the journal as it goes)."""
+        return self.journal.load(record.download_id) or record
 
     def _check_space(self, record: DownloadRecord, targets: list[FileTarget]) -> None:
         remaining = record.total_bytes - self.partial_bytes(record)

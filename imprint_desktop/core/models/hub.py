@@ -138,8 +138,14 @@ class HubClient:
         has_more = len(found) > start + page_size and wanted < MAX_RESULTS
         return SearchPage(text, sort, page, results, has_more)
 
-    def repo_models(self, repo_id: str, n_ctx: int, revision: str | None = None) -> RepoModels:
-        """The GGUF models of ``repo_id`` with sizes, quantizations and a fit hint at ``n_ctx``."""
+    def repo_models(
+        self, repo_id: str, n_ctx: int, revision: str | None = None, *, probe_header: bool = True
+    ) -> RepoModels:
+        """The GGUF models of ``repo_id`` with sizes, quantizations and a fit hint at ``n_ctx``.
+
+        ``probe_header`` reads the start of one file for the KV-cache size (one ranged request);
+        without it the fit hint counts the file size only.
+        """
         with _hub_errors(f"list the files of {repo_id}"):
             info = self._api.model_info(
                 repo_id, revision=revision, files_metadata=True, timeout=self.config.read_timeout
@@ -153,7 +159,9 @@ class HubClient:
                 sibling.rfilename, int(size), lfs.sha256 if lfs is not None else None
             )
         groups = group_gguf_files(files)
-        kv_per_token = self._kv_bytes_per_token(repo_id, commit, groups, files)
+        kv_per_token = (
+            self._kv_bytes_per_token(repo_id, commit, groups, files) if probe_header else None
+        )
         available = available_memory()
         models = []
         for group in groups:
@@ -174,7 +182,7 @@ class HubClient:
 
     def resolve_model(self, repo_id: str, filename: str, n_ctx: int = 8192) -> RemoteModel:
         """The model ``filename`` names in ``repo_id``: a file, a split set's name or one part."""
-        listing = self.repo_models(repo_id, n_ctx)
+        listing = self.repo_models(repo_id, n_ctx, probe_header=False)
         for model in listing.models:
             if filename == model.name or filename in {file.path for file in model.files}:
                 return model

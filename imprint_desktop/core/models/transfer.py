@@ -181,8 +181,12 @@ class FileTransfer:
                     self._checkpoint(descriptor, hasher.fed)
                     last_sync = time.monotonic()
             self.token.raise_if_cancelled()
-            self._checkpoint(descriptor, hasher.fed)
         finally:
+            # Whatever ended the body (done, a reset, a pause), what arrived is kept and recorded.
+            try:
+                self._checkpoint(descriptor, hasher.fed)
+            except OSError:
+                log.warning("could not checkpoint %s", target.path)
             os.close(descriptor)
         if hasher.fed < target.size:
             raise _Retry(f"the connection closed after {hasher.fed:,} of {target.size:,} bytes")
@@ -193,11 +197,7 @@ class FileTransfer:
         self.journal.save(self.record)
 
     def _stop_on_full_disk(self, descriptor: int, offset: int) -> None:
-        os.ftruncate(descriptor, offset)
-        try:
-            self._checkpoint(descriptor, offset)
-        except OSError:
-            log.warning("could not checkpoint %s on a full disk", self.target.path)
+        os.ftruncate(descriptor, offset)  # no half-written block stays behind
         raise DiskFullError(
             f"The disk holding {self.target.partial.parent} is full: {self.target.path} stopped "
             f"at {human_size(offset)} of {human_size(self.target.size)}. The partial file is "
