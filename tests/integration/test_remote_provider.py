@@ -164,12 +164,27 @@ def test_a_follow_up_request_answers_every_tool_call(openai_server: OpenAIServer
 
 
 def test_protocol_check_catches_an_unanswered_call(openai_server: OpenAIServer) -> None:
+    openai_server.check_protocol = False
     call = ToolCall("call_1", "search_workspace", "{}")
     openai_server.script(Reply.text("x"))
     broken = (*ask().messages, Message("assistant", "", tool_calls=(call,)))
     run(openai_server.base_url, CompletionRequest(broken, 64, time.monotonic() + 10))
     with pytest.raises(AssertionError, match="call_1"):
         openai_server.assert_protocol_complete()
+
+
+def test_a_reply_can_be_made_from_the_request(openai_server: OpenAIServer) -> None:
+    openai_server.script(lambda request: Reply.text(f"{len(request.messages)} messages"))
+    completion, _ = run(openai_server.base_url)
+    assert completion.text == "2 messages"
+
+
+def test_a_failing_scripted_reply_is_reported(openai_server: OpenAIServer) -> None:
+    openai_server.script(lambda request: Reply.text(request.json["no such key"]))
+    with pytest.raises(ProviderUnavailableError, match="scripted reply failed: KeyError"):
+        run(openai_server.base_url, retry=RetryPolicy(attempts=1))
+    assert len(openai_server.failures) == 1
+    openai_server.failures.clear()
 
 
 def test_tools_free_request_sends_no_tools(openai_server: OpenAIServer) -> None:

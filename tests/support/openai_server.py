@@ -26,7 +26,10 @@ Reply kinds: :meth:`Reply.text`, :meth:`Reply.tool_calls`, :meth:`Reply.error` (
 a malformed chunk), :meth:`Reply.raw` (exact bytes), :meth:`Reply.stream_error` (an error object
 mid-stream), :meth:`Reply.stall`, :meth:`Reply.drop` (connection closed mid-stream),
 :meth:`Reply.trickle` (a delta every interval, forever), :meth:`Reply.json`.
-``OpenAIServer(api_key="k")`` answers 401 to any request without ``Authorization: Bearer k``.
+A script entry may also be a function of the :class:`RecordedRequest` returning a reply (to echo
+what the client sent). ``OpenAIServer(api_key="k")`` answers 401 to any request without
+``Authorization: Bearer k``. The ``openai_server`` fixture asserts, after the test, that scripted
+functions did not raise and that every request answered every tool call.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import socket
 import ssl
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -298,6 +301,10 @@ class RecordedRequest:
         return self.json.get("tools") if isinstance(self.json, dict) else None
 
 
+Scripted = Reply | Callable[["RecordedRequest"], Reply]
+"""A reply, or a function of the request that makes one (to echo ids, count tools, ...)."""
+
+
 def tool_protocol_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """What breaks the tool-call protocol in ``messages`` (empty when it is complete).
 
@@ -399,7 +406,12 @@ class _Handler(BaseHTTPRequestHandler):
             body=body,
             json=parsed,
         )
-        reply = self.server.owner._reply_for(request)
+        owner = self.server.owner
+        try:
+            reply = owner._reply_for(request)
+        except Exception as error:  # a scripted callable failed: the test hears of it at the end
+            owner.failures.append(f"{request.method} {request.path}: {error!r}")
+            reply = Reply.error(500, f"the scripted reply failed: {error!r}")
         try:
             self._write(reply)
         except OSError:  # the client went away (cancelled, timed out): nothing to finish
@@ -459,7 +471,8 @@ class OpenAIServer:
         self.models = list(models)
         self.api_key = api_key
         self._tls = tls
-        self._scripts: dict[str, deque[Reply]] = {}
+        self._scripts: dict[str, deque[Scripted]] = {}
+        self.check_protocol = True  # the fixture asserts protocol completeness after the test
         self._requests: list[RecordedRequest] = []
         self._changed = threading.Condition()
         self._stalls = 0
@@ -467,6 +480,7 @@ class OpenAIServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.unscripted: list[RecordedRequest] = []
+        self.failures: list[str] = []  # scripted callables that raised
 
     # --- life cycle ---------------------------------------------------------------------------
 
@@ -513,8 +527,9 @@ class OpenAIServer:
 
     # --- scripting ----------------------------------------------------------------------------
 
-    def script(self, *replies: Reply, path: str = CHAT_PATH) -> None:
-        """Queue ``replies`` for requests to ``path``, answered in order.
+    def script(self, *replies: Scripted, path: str = CHAT_PATH) -> None:
+        """Queue ``replies`` for requests to ``path``, answered in order. A callable is called
+        with the :class:`RecordedRequest` and returns the reply to send.
 
         When a chat script runs out, the server answers 500 and records the request in
         :attr:`unscripted`; ``GET /v1/models`` falls back to listing :attr:`models`.
@@ -568,8 +583,9 @@ class OpenAIServer:
             if self.api_key is not None and request.headers.get("authorization") != expected:
                 return Reply.error(401, "Incorrect API key provided.")
             queue = self._scripts.get(request.path)
-            if queue:
-                return queue.popleft()
+            scripted = queue.popleft() if queue else None
+        if scripted is not None:
+            return scripted if isinstance(scripted, Reply) else scripted(request)
         if request.path == MODELS_PATH and request.method == "GET":
             data = [{"id": name, "object": "model", "owned_by": "tests"} for name in self.models]
             return Reply.json({"object": "list", "data": data})
@@ -594,6 +610,14 @@ def closed_port() -> int:
 
 @pytest.fixture
 def openai_server() -> Iterator[OpenAIServer]:
-    """A running :class:`OpenAIServer`, stopped (and its threads joined) after the test."""
+    """A running :class:`OpenAIServer`, stopped (and its threads joined) after the test.
+
+    Afterwards it asserts that every chat request it received answered every tool call
+    (:meth:`OpenAIServer.assert_protocol_complete`); a test that sends a broken conversation on
+    purpose sets ``openai_server.check_protocol = False``.
+    """
     with OpenAIServer() as server:
         yield server
+    assert not server.failures, f"scripted replies failed: {server.failures}"
+    if server.check_protocol:
+        server.assert_protocol_complete()

@@ -71,6 +71,7 @@ estimate runs low for them. It is only a reservation: the server's ``usage`` rep
 """
 
 PREFERENCES = "Preferences → Remote server"
+_CONNECTING = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError)
 _STATUS_RETRIED = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _STATUS_MESSAGES: dict[int, tuple[type[ProviderError], str]] = {
     401: (ProviderAuthError, "said the API key is invalid (401). Open {prefs} to change it."),
@@ -86,8 +87,8 @@ _STATUS_MESSAGES: dict[int, tuple[type[ProviderError], str]] = {
     ),
     429: (
         ProviderRateLimitError,
-        "is limiting requests (429) and did not take this one in the time left. Wait a "
-        "minute and ask again.",
+        "is limiting requests (429) and kept refusing this one within the time left. Wait "
+        "a minute and ask again.",
     ),
     500: (  # any 5xx, and 408/409/425 when their retries run out
         ProviderUnavailableError,
@@ -265,8 +266,8 @@ class RemoteProvider:
                     raise await self._status_error(response, "chat/completions")
                 complete = await read_answer(response, assembler)
         except StreamServerError as error:
-            log.warning("%s reported an error in the stream: %s", self._where, error)
             message = self._redact(str(error))[:300]
+            log.warning("%s reported an error in the stream: %s", self._where, message)
             raise ProviderResponseError(
                 f"The server at {self._where} reported an error while answering: {message}"
             ) from None
@@ -275,8 +276,7 @@ class RemoteProvider:
             raise ProviderResponseError(self._unreadable(self._redact(str(error)))) from None
         except (httpx.TransportError, httpx.StreamError) as error:
             log.warning("connection to %s failed: %s", self._where, self._redact(repr(error)))
-            connecting = httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
-            if isinstance(error, connecting):
+            if isinstance(error, _CONNECTING):
                 raise _Retry(self._unreachable(error)) from None
             dropped = self._dropped(str(error))
             raise dropped if assembler.received_content else _Retry(dropped) from None

@@ -343,7 +343,7 @@ async def read_answer(response: httpx.Response, assembler: ChunkAssembler) -> bo
 
     Servers that ignore ``stream`` answer with one JSON completion, which is taken as a whole.
     """
-    content_type = response.headers.get("content-type", "")
+    content_type = response.headers.get("content-type", "").lower()
     if content_type.startswith("application/json"):
         assembler.whole(parse_json(await read_limited(response)))
         return True
