@@ -422,13 +422,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(reply.status)
         for name, value in reply.headers:
             self.send_header(name, value)
-        streamed = reply.status == 200 and any(not isinstance(p, bytes) for p in reply.parts)
-        streamed = streamed or len(reply.parts) > 1
-        if not streamed:
-            body = b"".join(p for p in reply.parts if isinstance(p, bytes))
-            self.send_header("Content-Length", str(len(body)))
+        if len(reply.parts) == 1 and isinstance(reply.parts[0], bytes):  # one plain body
+            self.send_header("Content-Length", str(len(reply.parts[0])))
             self.end_headers()
-            self.wfile.write(body)
+            self.wfile.write(reply.parts[0])
             return
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
