@@ -53,7 +53,7 @@ def make_async_client(
             proxy=proxy or None,
             mounts=direct,
             verify=verify,
-            trust_env=not proxy,
+            trust_env=True,  # an explicit proxy already overrides the proxy variables
             timeout=timeout,
             headers={"User-Agent": USER_AGENT},
         )
