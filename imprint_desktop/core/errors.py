@@ -12,7 +12,8 @@
     ├── WorkspaceError             the workspace folder or its index cannot be used
     │   ├── PathOutsideWorkspaceError  a path that resolves outside the workspace (or is hidden)
     │   ├── DocumentError          a file that cannot be read or turned into text
-    │   └── WorkspaceIndexError    the index database cannot be opened, read or written
+    │   ├── WorkspaceIndexError    the index database cannot be opened, read or written
+    │   └── WorkspaceMissingError  the workspace folder does not exist
     ├── ToolError                  a tool call the model made cannot be carried out
     │   ├── ToolArgumentError      missing, unknown or wrongly typed arguments, malformed JSON
     │   ├── UnknownToolError       a tool name no tool has
@@ -23,7 +24,12 @@
     │   ├── ProviderRateLimitError 429 that retries within the deadline did not get past
     │   ├── ProviderUnavailableError  5xx, refused or dropped connections, after retries
     │   ├── ProviderResponseError  a response that is not what the protocol promises
-    │   └── ModelLoadError         a local model file that cannot be loaded (and why)
+    │   ├── ModelLoadError         a local model file that cannot be loaded (and why)
+    │   │   ├── ModelFileError     missing, empty, truncated, or not a GGUF file
+    │   │   ├── UnsupportedModelError  an architecture or chat template this app will not run
+    │   │   └── ModelMemoryError   not enough memory for the model at the chosen context size
+    │   ├── ContextOverflowError   a prompt plus its output allowance larger than the context
+    │   └── ChatTemplateError      the model's chat template failed or tried to leave its sandbox
     ├── ModelStoreError            finding, downloading or managing local model files failed
     │   ├── HubNotFoundError       404: no such repository or file on the model hub
     │   ├── HubUnavailableError    5xx, dropped or stalled connections, after retries
@@ -99,6 +105,10 @@ class DocumentError(WorkspaceError):
 
 class WorkspaceIndexError(WorkspaceError):
     """The index database cannot be opened, read or written (disk full, corrupt file)."""
+
+
+class WorkspaceMissingError(WorkspaceError):
+    """The workspace folder does not exist (moved, unmounted, mistyped)."""
 
 
 class ToolError(ImprintError):
@@ -186,3 +196,31 @@ class InvalidModelFileError(ModelStoreError):
 
 class ProtectedModelError(ModelStoreError):
     """A removal that would delete a file Imprint does not own (the starter model, an import)."""
+
+
+class ModelFileError(ModelLoadError):
+    """The model file is missing, empty, cut short, or not a GGUF file at all."""
+
+
+class UnsupportedModelError(ModelLoadError):
+    """A well-formed GGUF this app will not run: an unknown architecture or a hostile template."""
+
+
+class ModelMemoryError(ModelLoadError):
+    """The model and its KV cache for ``model.n_ctx`` do not fit in the memory available now."""
+
+
+class ContextOverflowError(ProviderError):
+    """A request whose prompt plus output allowance does not fit the model's context window.
+
+    The engine checks the fit first (``context_full``); this is the provider refusing cleanly when
+    asked anyway, before any token is evaluated.
+    """
+
+
+class ChatTemplateError(ProviderError):
+    """The model's own chat template raised, produced too much, or tried to reach Python internals.
+
+    Templates come inside model files and are untrusted: they run in a sandbox, and an attempt to
+    leave it stops the rendering with this error instead of running anything.
+    """

@@ -1,0 +1,338 @@
+"""The model thread's side of a request: tokens in, prefix reuse, chunked prefill, generation.
+
+A :class:`ModelSession` owns one llama.cpp context and keeps an exact list of the tokens its KV
+cache holds (sequence 0). Every request:
+
+1. finds the longest common prefix between its prompt tokens and that list — the *reused prefix* —
+   and removes everything after it from the KV cache;
+2. evaluates the rest in chunks of ``model.n_batch`` tokens (one llama.cpp micro-batch each), adding
+   each finished chunk to the list, so a prefill interrupted by Stop or a deadline leaves its
+   finished chunks as the next request's reusable prefix;
+3. samples and evaluates output tokens one at a time — the last one too, so that the KV cache holds
+   the whole reply, the next round's prompt (which repeats it) reuses it, and what llama.cpp
+   evaluated is exactly ``prompt_evaluated + output_tokens``.
+
+Stop and deadlines reach *inside* llama.cpp through :class:`AbortSwitch`, an abort callback set on
+the context once and checked by ggml between graph nodes, so a long prefill chunk stops within
+milliseconds. An aborted ``llama_decode`` returns 2 and has already rolled back its unfinished
+micro-batch; the session re-reads the KV cache's last position to keep its token list in step, and
+the context stays usable. Everything here runs on the provider's single model thread.
+"""
+
+from __future__ import annotations
+
+import codecs
+import ctypes
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import llama_cpp
+
+from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.errors import ProviderError
+from imprint_desktop.core.providers.local.loader import LoadedModel
+
+Interruption = Literal["deadline", "cancelled"]
+#: ``on_prefill(evaluated, to_evaluate)`` after each prefill chunk, on the model thread.
+PrefillObserver = Callable[[int, int], None]
+#: Receives output text as it is decoded (already whole UTF-8 characters).
+PieceSink = Callable[[str], None]
+
+
+class AbortSwitch:
+    """The abort callback of one context: true once the deadline passes or the token is set.
+
+    ggml calls it from the decoding thread between graph nodes, so it must be cheap and must never
+    raise; the ctypes function object lives as long as the switch (llama.cpp keeps only a raw
+    pointer). ``close()`` aborts whatever is running, for shutdown.
+    """
+
+    def __init__(self) -> None:
+        self._deadline = math.inf
+        self._token: CancelToken | None = None
+        self._abandoned: threading.Event | None = None
+        self._closing = False
+        self.callback = llama_cpp.ggml_abort_callback(self._should_abort)
+
+    def install(self, context: llama_cpp.llama_context_p) -> None:
+        llama_cpp.llama_set_abort_callback(context, self.callback, None)
+
+    def arm(self, deadline: float, token: CancelToken, abandoned: threading.Event) -> None:
+        self._token, self._abandoned, self._deadline = token, abandoned, deadline
+
+    def disarm(self) -> None:
+        self._token, self._abandoned, self._deadline = None, None, math.inf
+
+    def close(self) -> None:
+        self._closing = True
+
+    def reason(self) -> Interruption | None:
+        """Why work must stop now, if it must; cancellation wins over the deadline."""
+        token, abandoned = self._token, self._abandoned
+        if self._closing or (token is not None and token.cancelled):
+            return "cancelled"
+        if abandoned is not None and abandoned.is_set():
+            return "cancelled"
+        if time.monotonic() >= self._deadline:
+            return "deadline"
+        return None
+
+    def _should_abort(self, _data: ctypes.c_void_p) -> bool:
+        return self.reason() is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    temperature: float
+    grammar: str | None = None
+    seed: int = 0x5EED
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What one request did on the model: text, why it ended, and what it evaluated."""
+
+    text: str
+    stop: Literal["stop", "length", "deadline", "cancelled"]
+    reused_prefix: int
+    prompt_evaluated: int
+    output_tokens: int
+
+
+class ModelSession:
+    """One context and the exact token list of its KV cache (see the module docstring)."""
+
+    def __init__(self, loaded: LoadedModel) -> None:
+        self.loaded = loaded
+        self.n_batch = min(loaded.options.n_batch, loaded.n_ctx)
+        self.cached: list[int] = []
+        self.abort = AbortSwitch()
+        self.abort.install(loaded.context)
+        self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
+        self._memory = llama_cpp.llama_get_memory(loaded.context)
+        self._piece = ctypes.create_string_buffer(256)
+
+    def close(self) -> None:
+        self.abort.close()
+        if self._batch is not None:
+            llama_cpp.llama_batch_free(self._batch)
+            self._batch = None
+        self.loaded.close()
+
+    # --- tokens ------------------------------------------------------------------------------
+
+    def tokenize(self, text: str) -> list[int]:
+        """The prompt's tokens, special tokens parsed; BOS added when the model wants one and the
+        template did not already write it."""
+        data = text.encode("utf-8")
+        add_bos = self.loaded.add_bos and not (
+            self.loaded.bos_text and text.startswith(self.loaded.bos_text)
+        )
+        capacity = len(data) + 2
+        buffer = (llama_cpp.llama_token * capacity)()
+        count = llama_cpp.llama_tokenize(
+            self.loaded.vocab, data, len(data), buffer, capacity, add_bos, True
+        )
+        if count < 0:
+            capacity = -count
+            buffer = (llama_cpp.llama_token * capacity)()
+            count = llama_cpp.llama_tokenize(
+                self.loaded.vocab, data, len(data), buffer, capacity, add_bos, True
+            )
+        if count < 0:
+            raise ProviderError(f"{self.loaded.name} could not tokenize the prompt.")
+        return list(buffer[:count])
+
+    def evaluated_total(self) -> int:
+        """Tokens llama.cpp itself counts as evaluated on this context (its perf counters)."""
+        llama_cpp.llama_synchronize(self.loaded.context)
+        data = llama_cpp.llama_perf_context(self.loaded.context)
+        return int(data.n_p_eval) + int(data.n_eval)
+
+    # --- one request -------------------------------------------------------------------------
+
+    def run(
+        self,
+        prompt: Sequence[int],
+        *,
+        max_tokens: int,
+        sampling: Sampling,
+        deadline: float,
+        cancel: CancelToken,
+        abandoned: threading.Event,
+        on_piece: PieceSink | None = None,
+        on_prefill: PrefillObserver | None = None,
+    ) -> RunResult:
+        self.abort.arm(deadline, cancel, abandoned)
+        try:
+            return self._run(prompt, max_tokens, sampling, on_piece, on_prefill)
+        finally:
+            self.abort.disarm()
+
+    def _run(
+        self,
+        prompt: Sequence[int],
+        max_tokens: int,
+        sampling: Sampling,
+        on_piece: PieceSink | None,
+        on_prefill: PrefillObserver | None,
+    ) -> RunResult:
+        interrupted = self.abort.reason()
+        if interrupted is not None:
+            return RunResult("", interrupted, 0, 0, 0)
+        reused = self._reuse_prefix(prompt)
+        start = len(self.cached)
+        interrupted = self._prefill(prompt[start:], on_prefill)
+        evaluated = len(self.cached) - start
+        if interrupted is not None:
+            return RunResult("", interrupted, reused, evaluated, 0)
+        sampler = self._sampler(sampling)
+        try:
+            return self._generate(sampler, max_tokens, reused, evaluated, on_piece)
+        finally:
+            llama_cpp.llama_sampler_free(sampler)
+
+    def _reuse_prefix(self, prompt: Sequence[int]) -> int:
+        """Keep the longest common prefix with the KV cache, at least one token short of the
+        whole prompt (the last prompt token must be evaluated to get the next token's logits)."""
+        common = 0
+        for cached, wanted in zip(self.cached, prompt, strict=False):
+            if cached != wanted:
+                break
+            common += 1
+        common = min(common, len(prompt) - 1)
+        if common < len(self.cached):
+            if not llama_cpp.llama_memory_seq_rm(self._memory, 0, common, -1):
+                llama_cpp.llama_memory_clear(self._memory, True)  # recurrent models: no partial
+                common = 0
+            del self.cached[common:]
+        return common
+
+    def _prefill(
+        self, tokens: Sequence[int], on_prefill: PrefillObserver | None
+    ) -> Interruption | None:
+        total = len(tokens)
+        for offset in range(0, total, self.n_batch):
+            chunk = tokens[offset : offset + self.n_batch]
+            last = offset + len(chunk) == total
+            interrupted = self._decode(chunk, logits_last=last)
+            if interrupted is not None:
+                return interrupted
+            if on_prefill is not None:
+                on_prefill(offset + len(chunk), total)
+        return None
+
+    def _generate(
+        self,
+        sampler: Any,
+        max_tokens: int,
+        reused: int,
+        evaluated: int,
+        on_piece: PieceSink | None,
+    ) -> RunResult:
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        vocab, context = self.loaded.vocab, self.loaded.context
+        pieces: list[str] = []
+        generated = 0
+        stop: Literal["stop", "length", "deadline", "cancelled"] = "length"
+        while generated < max_tokens:
+            interrupted = self.abort.reason()
+            if interrupted is not None:
+                stop = interrupted
+                break
+            token = llama_cpp.llama_sampler_sample(sampler, context, -1)
+            generated += 1
+            end_of_turn = bool(llama_cpp.llama_vocab_is_eog(vocab, token))
+            if not end_of_turn:
+                text = decoder.decode(self._token_bytes(token))
+                if text:
+                    pieces.append(text)
+                    if on_piece is not None:
+                        on_piece(text)
+            interrupted = self._decode([token], logits_last=True)
+            if interrupted is not None:
+                stop = interrupted
+                break
+            if end_of_turn:
+                stop = "stop"
+                break
+        tail = decoder.decode(b"", final=True)
+        if tail:
+            pieces.append(tail)
+            if on_piece is not None:
+                on_piece(tail)
+        return RunResult("".join(pieces), stop, reused, evaluated, generated)
+
+    def _decode(self, tokens: Sequence[int], *, logits_last: bool) -> Interruption | None:
+        """Evaluate ``tokens`` after the cached ones; on abort, resync and say why."""
+        batch = self._batch
+        base = len(self.cached)
+        for index, token in enumerate(tokens):
+            batch.token[index] = token
+            batch.pos[index] = base + index
+            batch.n_seq_id[index] = 1
+            batch.seq_id[index][0] = 0
+            batch.logits[index] = False
+        batch.logits[len(tokens) - 1] = logits_last
+        batch.n_tokens = len(tokens)
+        code = llama_cpp.llama_decode(self.loaded.context, batch)
+        if code == 0:
+            self.cached.extend(tokens)
+            return None
+        self._resync(tokens)
+        if code == 2:
+            return self.abort.reason() or "cancelled"
+        raise ProviderError(
+            f"llama.cpp failed to evaluate {len(tokens)} tokens of {self.loaded.name} "
+            f"(code {code}); the conversation so far is kept."
+        )
+
+    def _resync(self, tokens: Sequence[int]) -> None:
+        """After a failed or aborted decode: the cache holds whatever micro-batches finished."""
+        last = int(llama_cpp.llama_memory_seq_pos_max(self._memory, 0))
+        kept = max(0, min(last + 1, len(self.cached) + len(tokens)))
+        if kept <= len(self.cached):
+            del self.cached[kept:]
+        else:
+            self.cached.extend(tokens[: kept - len(self.cached)])
+
+    def _token_bytes(self, token: int) -> bytes:
+        size = llama_cpp.llama_token_to_piece(
+            self.loaded.vocab, token, self._piece, len(self._piece), 0, True
+        )
+        if size < 0:
+            buffer = ctypes.create_string_buffer(-size)
+            size = llama_cpp.llama_token_to_piece(
+                self.loaded.vocab, token, buffer, len(buffer), 0, True
+            )
+            return bytes(buffer.raw[:size])
+        return bytes(self._piece.raw[:size])
+
+    def _sampler(self, sampling: Sampling) -> Any:
+        params = llama_cpp.llama_sampler_chain_default_params()
+        params.no_perf = True
+        chain = llama_cpp.llama_sampler_chain_init(params)
+        if sampling.grammar is not None:
+            grammar = llama_cpp.llama_sampler_init_grammar(
+                self.loaded.vocab, sampling.grammar.encode("utf-8"), b"root"
+            )
+            if grammar is None:
+                llama_cpp.llama_sampler_free(chain)
+                raise ProviderError("The tool-call grammar was rejected by llama.cpp.")
+            llama_cpp.llama_sampler_chain_add(chain, grammar)
+        if sampling.temperature <= 0:
+            llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_greedy())
+        else:
+            for stage in (
+                llama_cpp.llama_sampler_init_top_k(40),
+                llama_cpp.llama_sampler_init_top_p(0.95, 1),
+                llama_cpp.llama_sampler_init_min_p(0.05, 1),
+                llama_cpp.llama_sampler_init_temp(sampling.temperature),
+                llama_cpp.llama_sampler_init_dist(sampling.seed),
+            ):
+                llama_cpp.llama_sampler_chain_add(chain, stage)
+        return chain

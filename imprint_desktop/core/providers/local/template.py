@@ -1,0 +1,262 @@
+"""A local model's own chat template, rendered safely.
+
+The template that turns messages into a prompt ships inside the GGUF file
+(``tokenizer.chat_template``): it is Jinja code written by whoever made the file, so it is untrusted
+input. It runs in :class:`jinja2.sandbox.ImmutableSandboxedEnvironment`, where reaching for Python
+internals (``__class__``, ``__globals__``, mutating a list, calling an unsafe callable) raises
+immediately instead of quietly rendering nothing, and rendering is capped in size and time so a
+template cannot hang the model thread by printing forever. Every failure is a
+:class:`~imprint_desktop.core.errors.ChatTemplateError`; a sandbox violation keeps the
+:class:`jinja2.sandbox.SecurityError` as its ``__cause__``.
+
+Tools reach the prompt in one of two ways:
+
+* *native* — the template declares a ``tools`` variable, so it gets the OpenAI tool list and the
+  history in the OpenAI shape, and formats both the way its model was trained;
+* *prompted* — for templates without tool support, or when the tool-call grammar is on: the tools
+  are described in the system message in our words, past calls are written as
+  ``<tool_call>[...]</tool_call>`` (what the grammar makes the model write, so the KV prefix
+  extends across rounds) and results come back as ``<tool_response>`` user turns.
+
+A GGUF without a template gets a plain ChatML one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import jinja2
+from jinja2 import nodes
+from jinja2.exceptions import SecurityError
+from jinja2.ext import loopcontrols
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from imprint_desktop.core.errors import ChatTemplateError
+from imprint_desktop.core.providers.base import Message
+from imprint_desktop.core.providers.local.toolcalls import format_tool_calls, tool_function
+
+log = logging.getLogger(__name__)
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+#: Rendering limits: far above any real prompt, low enough that a hostile template stops quickly.
+MAX_RENDER_CHARS = 16 * 1024 * 1024
+MAX_RENDER_SECONDS = 5.0
+
+TOOLS_PREAMBLE = (
+    "You can use tools. Each one is described by a JSON schema:\n<tools>\n{tools}\n</tools>\n"
+    "To use tools, reply with nothing but one <tool_call> block holding a JSON list of calls:\n"
+    '<tool_call>[{{"name": "<tool name>", "arguments": {{<arguments>}}}}]</tool_call>\n'
+    "Their results come back inside <tool_response> tags. When you know enough, reply with the "
+    "answer in plain text instead."
+)
+
+
+class _TemplateRaised(jinja2.TemplateError):
+    """``raise_exception()`` called by the template itself (for example: no system role)."""
+
+
+class _Sandbox(ImmutableSandboxedEnvironment):
+    """The sandbox, made strict: an unsafe attribute raises at once instead of rendering ''."""
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
+        raise SecurityError(f"{type(obj).__name__}.{attribute} is not allowed in a chat template")
+
+
+def _raise_exception(message: str) -> None:
+    raise _TemplateRaised(str(message))
+
+
+def _tojson(value: Any, indent: int | None = None, **_: Any) -> str:
+    """JSON as model templates expect it: no HTML escaping (Jinja's own filter escapes ``<``)."""
+    return json.dumps(value, ensure_ascii=False, indent=indent)
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.now().strftime(str(fmt))
+
+
+class ChatTemplate:
+    """One model's prompt format: ``render(messages, tools)`` gives the exact prompt text."""
+
+    def __init__(
+        self, source: str | None, *, bos_token: str = "", eos_token: str = "", label: str = ""
+    ) -> None:
+        self.is_fallback = not (source and source.strip())
+        self.source = CHATML_TEMPLATE if self.is_fallback else str(source)
+        self.label = label or "the model"
+        self._specials = {"bos_token": bos_token, "eos_token": eos_token}
+        self._env = _Sandbox(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+        self._env.filters["tojson"] = _tojson
+        self._env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
+        try:
+            parsed = self._env.parse(self.source)
+        except jinja2.TemplateSyntaxError as error:
+            raise ChatTemplateError(
+                f"The chat template of {self.label} is not valid Jinja ({error})."
+            ) from error
+        self.supports_tools = _mentions(parsed, "tools")
+        self._template = self._env.from_string(self.source)
+        self.system_role = True  # cleared by check() when the template refuses system messages
+
+    def check(self) -> None:
+        """Render a tiny conversation once, at load, so a broken template fails before research.
+
+        A template that refuses a system message (some do, with ``raise_exception``) is remembered
+        and gets the system text folded into the first user message from then on.
+        """
+        probe = (Message("system", "Be brief."), Message("user", "Hello?"))
+        try:
+            self.render(probe)
+        except ChatTemplateError as error:
+            if not isinstance(error.__cause__, _TemplateRaised):
+                raise
+            self.system_role = False
+            self.render(probe)
+
+    def render(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Mapping[str, Any]] = (),
+        *,
+        native_tools: bool | None = None,
+    ) -> str:
+        """The prompt for ``messages`` with ``tools`` offered, ending with the assistant's turn.
+
+        ``native_tools`` chooses how tools are written (see the module docstring); by default the
+        template's own way when it has one.
+        """
+        native = self.supports_tools and (native_tools is None or native_tools)
+        if native:
+            chat = [_openai_message(message) for message in messages]
+            tool_list: list[Any] | None = [dict(tool) for tool in tools] or None
+        else:
+            chat = _prompted_messages(messages, tools)
+            tool_list = None
+        if not self.system_role:
+            chat = _fold_system(chat)
+        return self._render(chat, tool_list)
+
+    def _render(self, chat: list[dict[str, Any]], tools: list[Any] | None) -> str:
+        context = {
+            "messages": chat,
+            "tools": tools,
+            "add_generation_prompt": True,
+            **self._specials,
+        }
+        try:
+            return _collect(self._template.generate(context), self.label)
+        except SecurityError as error:
+            raise ChatTemplateError(
+                f"The chat template of {self.label} tried to reach Python internals or change "
+                f"its inputs ({error}); it was stopped in its sandbox. Use a model file from a "
+                "trustworthy source."
+            ) from error
+        except _TemplateRaised as error:
+            raise ChatTemplateError(
+                f"The chat template of {self.label} refused the conversation: {error}"
+            ) from error
+        except (jinja2.TemplateError, RecursionError, TypeError, ValueError, LookupError) as error:
+            raise ChatTemplateError(
+                f"The chat template of {self.label} failed: {type(error).__name__}: {error}"
+            ) from error
+
+
+def _collect(pieces: Iterator[str], label: str) -> str:
+    """The rendered text, stopped once it passes the size or time limit."""
+    started = time.monotonic()
+    collected: list[str] = []
+    size = 0
+    for piece in pieces:
+        collected.append(piece)
+        size += len(piece)
+        if size > MAX_RENDER_CHARS or time.monotonic() - started > MAX_RENDER_SECONDS:
+            raise ChatTemplateError(
+                f"The chat template of {label} produced too much text; it was stopped."
+            )
+    return "".join(collected)
+
+
+def _mentions(parsed: nodes.Template, name: str) -> bool:
+    """True when the template reads ``name`` anywhere (also when it also assigns it)."""
+    return any(node.name == name for node in parsed.find_all(nodes.Name) if node.ctx == "load")
+
+
+def _openai_message(message: Message) -> dict[str, Any]:
+    """The message as templates with tool support expect it: call arguments as objects."""
+    shaped = message.to_openai()
+    if message.tool_calls:
+        shaped["tool_calls"] = [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": _arguments_value(call.arguments)},
+            }
+            for call in message.tool_calls
+        ]
+    return shaped
+
+
+def _arguments_value(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except (json.JSONDecodeError, RecursionError):
+        return arguments
+
+
+def _prompted_messages(
+    messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The history in plain roles: calls as ``<tool_call>`` text, results as user turns."""
+    chat: list[dict[str, Any]] = []
+    if tools:
+        described = "\n".join(
+            json.dumps(dict(tool_function(tool)), ensure_ascii=False) for tool in tools
+        )
+        preamble = TOOLS_PREAMBLE.format(tools=described)
+        if messages and messages[0].role == "system":
+            system = messages[0].content.rstrip()
+            chat.append({"role": "system", "content": f"{system}\n\n{preamble}"})
+            messages = messages[1:]
+        else:
+            chat.append({"role": "system", "content": preamble})
+    for message in messages:
+        if message.role == "tool":
+            response = f"<tool_response>\n{message.content}\n</tool_response>"
+            if chat and chat[-1].get("tool_results"):
+                chat[-1]["content"] += "\n" + response
+            else:
+                chat.append({"role": "user", "content": response, "tool_results": True})
+        elif message.role == "assistant" and message.tool_calls:
+            calls = format_tool_calls(message.tool_calls)
+            content = f"{message.content.rstrip()}\n{calls}" if message.content.strip() else calls
+            chat.append({"role": "assistant", "content": content})
+        else:
+            chat.append({"role": message.role, "content": message.content})
+    for entry in chat:
+        entry.pop("tool_results", None)
+    return chat
+
+
+def _fold_system(chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For templates without a system role: the system text opens the first user message."""
+    system = [entry["content"] for entry in chat if entry["role"] == "system"]
+    rest = [dict(entry) for entry in chat if entry["role"] != "system"]
+    if not system:
+        return rest
+    text = "\n\n".join(system)
+    for entry in rest:
+        if entry["role"] == "user":
+            entry["content"] = f"{text}\n\n{entry['content']}"
+            return rest
+    return [{"role": "user", "content": text}, *rest]
