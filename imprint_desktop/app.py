@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QApplication
 
 from imprint_desktop import APP_ID, APP_NAME, __version__
 from imprint_desktop.core import resources
+from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
@@ -43,7 +44,12 @@ def build_window(store: SettingsStore, secrets: SecretStore) -> MainWindow:
             apply_theme(app, str(store.get("ui.theme")))
 
     store.subscribe(settings_changed)
-    return MainWindow(store, secrets)
+    window = MainWindow(store, secrets)
+    downloads = DownloadManager(store.snapshot, window)
+    window.attach_downloads(downloads)
+    downloads.restore()  # paused or failed downloads of an earlier run come back to the queue
+    app.aboutToQuit.connect(downloads.shutdown)
+    return window
 
 
 def run(

@@ -374,7 +374,8 @@ class DownloadManager(QObject):
     @Slot()
     def _publish_progress(self) -> None:
         with self._latest_lock:
-            fresh, self._latest = self._latest, {}
+            fresh = dict(self._latest)  # the workers hold this very dict: empty it, keep it
+            self._latest.clear()
         for ident, event in fresh.items():
             if ident not in self._items or ident not in self._controls:
                 continue

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QPushButton,
     QVBoxLayout,
@@ -23,8 +24,11 @@ from PySide6.QtWidgets import (
 
 from imprint_desktop import APP_NAME, __version__
 from imprint_desktop.core import resources
+from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui.download_status import DownloadStatusWidget
+from imprint_desktop.ui.model_manager import ModelManagerWindow
 from imprint_desktop.ui.preferences import PreferencesDialog
 
 
@@ -69,6 +73,8 @@ class MainWindow(QMainWindow):
         self._store = store
         self._secrets = secrets
         self.preferences: PreferencesDialog | None = None
+        self.downloads: DownloadManager | None = None
+        self.model_manager: ModelManagerWindow | None = None
 
         self.banner = ProblemsBanner()
         self.banner.open_button.clicked.connect(self.open_preferences)
@@ -114,6 +120,31 @@ class MainWindow(QMainWindow):
         about.setMenuRole(QAction.MenuRole.AboutRole)
         about.triggered.connect(self._about)
         help_menu.addAction(about)
+
+    def attach_downloads(self, downloads: DownloadManager) -> None:
+        """Add the Model menu (Ctrl+M opens the model manager) and the download status."""
+        self.downloads = downloads
+        model_menu = QMenu("&Model", self)
+        self.menuBar().insertMenu(self.menuBar().actions()[-1], model_menu)  # before Help
+        self.models_action = QAction("&Models…", self)
+        self.models_action.setShortcut(QKeySequence("Ctrl+M"))
+        self.models_action.triggered.connect(self.open_model_manager)
+        model_menu.addAction(self.models_action)
+        self.download_status = DownloadStatusWidget(downloads)
+        self.download_status.sig_open_requested.connect(self.open_model_manager)
+        self.statusBar().addPermanentWidget(self.download_status)
+
+    @Slot()
+    def open_model_manager(self) -> ModelManagerWindow | None:
+        """Show the model manager (one per window; closing it leaves downloads running)."""
+        if self.downloads is None:
+            return None
+        if self.model_manager is None:
+            self.model_manager = ModelManagerWindow(self.downloads, self._store, self)
+        self.model_manager.show()
+        self.model_manager.raise_()
+        self.model_manager.activateWindow()
+        return self.model_manager
 
     @Slot()
     def open_preferences(self) -> PreferencesDialog:
@@ -173,6 +204,8 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         self._unsubscribe()
+        if self.downloads is not None:
+            self.downloads.shutdown()  # pauses downloads (partials kept) and joins the workers
         super().closeEvent(event)
 
 
