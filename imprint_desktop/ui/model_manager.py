@@ -156,6 +156,20 @@ class ModelManagerWindow(QWidget):
         left_layout.addWidget(self.results, 1)
         left_layout.addLayout(pages)
 
+        right = self._build_files_panel()
+
+        splitter = QSplitter()
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setSizes([390, 590])
+        page = QWidget()
+        layout = QVBoxLayout(page)
+        layout.addLayout(top)
+        layout.addWidget(splitter, 1)
+        self._update_find_buttons()
+        return page
+
+    def _build_files_panel(self) -> QWidget:
         self.repo_label = QLabel("Choose a repository to see its models.")
         self.files = _table(("Model", "Quant", "Size", "Fit on this computer"), "repoFiles")
         self.files.setColumnWidth(0, 230)
@@ -170,17 +184,7 @@ class ModelManagerWindow(QWidget):
         right_layout.addWidget(self.repo_label)
         right_layout.addWidget(self.files, 1)
         right_layout.addWidget(self.download_button, 0, Qt.AlignmentFlag.AlignRight)
-
-        splitter = QSplitter()
-        splitter.addWidget(left)
-        splitter.addWidget(right)
-        splitter.setSizes([390, 590])
-        page = QWidget()
-        layout = QVBoxLayout(page)
-        layout.addLayout(top)
-        layout.addWidget(splitter, 1)
-        self._update_find_buttons()
-        return page
+        return right
 
     @Slot()
     def search(self, page: int = 0) -> None:
