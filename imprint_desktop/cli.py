@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from imprint_desktop import __version__
+from imprint_desktop.commands import ask as ask_command
 from imprint_desktop.commands import models as models_command
 from imprint_desktop.commands import settings as settings_command
 from imprint_desktop.commands import workspace as workspace_command
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gui.set_defaults(handler=_run_gui)
 
+    ask_command.add_parser(subparsers)
     settings_command.add_parser(subparsers)
     workspace_command.add_parser(subparsers)
     models_command.add_parser(subparsers)

@@ -10,6 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.openai_server import openai_server
+
+__all__ = ["openai_server"]
+
 Imprint = Callable[..., subprocess.CompletedProcess[str]]
 
 

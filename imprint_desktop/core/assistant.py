@@ -1,0 +1,102 @@
+"""Putting a reply together: provider, workspace, toolbox and engine.
+
+The command line and the window's engine thread build replies the same way through these functions,
+so a reply from ``imprint ask`` and one from the window are the same reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from imprint_desktop.core import resources
+from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.errors import WorkspaceMissingError
+from imprint_desktop.core.providers.base import Message, Provider
+from imprint_desktop.core.research.engine import (
+    AskPerson,
+    EventSink,
+    ResearchEngine,
+    ResearchSettings,
+)
+from imprint_desktop.core.research.events import ReplyResult
+from imprint_desktop.core.tools.toolbox import Toolbox
+from imprint_desktop.core.workspace import Workspace
+
+
+def workspace_root(settings: Mapping[str, Any], override: Path | None = None) -> Path:
+    """The folder to research: ``override``, else ``workspace.path``, else the sample workspace."""
+    if override is not None:
+        root = override
+    elif str(settings.get("workspace.path") or "").strip():
+        root = Path(str(settings["workspace.path"])).expanduser()
+    else:
+        root = resources.resource("sample-workspace")
+    if not root.is_dir():
+        raise WorkspaceMissingError(
+            f"The workspace folder {root} does not exist. Choose a folder in Preferences → "
+            "Workspace or pass --workspace."
+        )
+    return root
+
+
+async def open_provider(
+    settings: Mapping[str, Any],
+    http: httpx.AsyncClient,
+    *,
+    api_key: str | None = None,
+    cancel: CancelToken | None = None,
+) -> Provider:
+    """The provider the settings choose; a local model is loaded here (outside research time)."""
+    if settings.get("model.provider") == "remote":
+        from imprint_desktop.core.providers.remote import RemoteProvider  # noqa: PLC0415
+
+        return RemoteProvider(
+            http,
+            str(settings["remote.base_url"]),
+            str(settings.get("remote.model") or ""),
+            api_key,
+            int(settings["remote.context_window"]),
+        )
+    from imprint_desktop.core.providers.local.provider import (  # noqa: PLC0415 - loads llama.cpp
+        open_local_provider,
+    )
+
+    path = str(settings.get("model.path") or "").strip()
+    return await open_local_provider(Path(path) if path else None, settings, cancel=cancel)
+
+
+async def prepare_workspace(workspace: Workspace) -> None:
+    """Bring the workspace index up to date before research time starts counting."""
+    await asyncio.to_thread(workspace.index.update)
+
+
+async def research(
+    question: str,
+    *,
+    provider: Provider,
+    settings: Mapping[str, Any],
+    workspace: Workspace,
+    http: httpx.AsyncClient | None,
+    cancel: CancelToken,
+    ask: AskPerson | None = None,
+    sink: EventSink | None = None,
+    history: Sequence[Message] = (),
+) -> ReplyResult:
+    """Run one reply on the current loop; research time starts here, after the provider is ready."""
+    engine = ResearchEngine(
+        provider, ResearchSettings.from_mapping(settings), cancel=cancel, ask=ask, sink=sink
+    )
+    toolbox = Toolbox(
+        workspace,
+        settings,
+        http,
+        ask_user=engine.ask_user if ask is not None else None,
+        research_sections=engine.research_sections,
+        refresh_index=False,  # brought up to date by prepare_workspace, outside research time
+    )
+    return await engine.run(question, toolbox, history)

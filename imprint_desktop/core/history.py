@@ -1,0 +1,315 @@
+"""Chat history: conversations, messages and each reply's record, in SQLite (WAL).
+
+A reply is written *as it happens*: the question and a ``running`` reply row first, then every trace
+line and every piece of new evidence the moment the engine reports it, then the answer (or the
+labelled fallback) and the stop reason. A process killed mid-reply therefore leaves a reply that
+:meth:`HistoryStore.mark_interrupted` turns into ``interrupted`` on the next start, with the
+evidence found up to the kill.
+
+Each thread gets its own connection (SQLite connections are not shared across threads); WAL lets
+the window read while the engine thread writes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from imprint_desktop.core import paths
+from imprint_desktop.core.providers.base import Message
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research.trace import trace_line
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS conversations (
+    id INTEGER PRIMARY KEY,
+    title TEXT NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS replies (
+    id INTEGER PRIMARY KEY,
+    conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+    question TEXT NOT NULL,
+    status TEXT NOT NULL,          -- running | finished | interrupted
+    stop_reason TEXT,
+    final_mode TEXT,
+    answer TEXT,
+    error TEXT,
+    result TEXT,                   -- the ReplyResult as JSON
+    started REAL NOT NULL,
+    finished REAL
+);
+CREATE TABLE IF NOT EXISTS reply_trace (
+    reply_id INTEGER NOT NULL REFERENCES replies(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    line TEXT NOT NULL,
+    PRIMARY KEY (reply_id, seq)
+);
+CREATE TABLE IF NOT EXISTS evidence (
+    reply_id INTEGER NOT NULL REFERENCES replies(id) ON DELETE CASCADE,
+    id INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    location TEXT NOT NULL,
+    excerpt TEXT NOT NULL,
+    PRIMARY KEY (reply_id, id)
+);
+CREATE INDEX IF NOT EXISTS replies_by_conversation ON replies(conversation_id, id);
+PRAGMA user_version = 1;
+"""
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    id: int
+    title: str
+    updated: float
+    replies: int
+
+
+@dataclass(frozen=True)
+class StoredReply:
+    id: int
+    conversation_id: int
+    question: str
+    status: str
+    stop_reason: str | None
+    final_mode: str | None
+    answer: str | None
+    error: str | None
+    started: float
+    finished: float | None
+    evidence: tuple[ev.EvidenceItemView, ...]
+
+    @property
+    def interrupted(self) -> bool:
+        return self.status == "interrupted"
+
+
+class HistoryStore:
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path if path is not None else paths.data_dir() / "history.sqlite3"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._db().executescript(SCHEMA)  # executescript manages its own transaction
+
+    # --- connections ----------------------------------------------------------------------------
+
+    def _db(self) -> sqlite3.Connection:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            self._local.db = db
+            with self._lock:
+                self._all.append(db)
+        return db
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        db = self._db()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every connection this store opened (call once, when no thread uses it)."""
+        with self._lock:
+            connections, self._all = self._all, []
+        for db in connections:
+            db.close()
+        self._local = threading.local()
+
+    # --- conversations ----------------------------------------------------------------------
+
+    def create_conversation(self, title: str) -> int:
+        now = time.time()
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO conversations (title, created, updated) VALUES (?, ?, ?)",
+                (title.strip() or "New conversation", now, now),
+            )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def conversations(self, search: str = "") -> list[ConversationSummary]:
+        """Newest first; ``search`` matches titles and questions."""
+        pattern = f"%{search.strip()}%"
+        rows = (
+            self._db()
+            .execute(
+                """SELECT c.id, c.title, c.updated, COUNT(r.id) FROM conversations c
+               LEFT JOIN replies r ON r.conversation_id = c.id
+               WHERE ? = '%%' OR c.title LIKE ? OR EXISTS (
+                   SELECT 1 FROM replies q WHERE q.conversation_id = c.id AND q.question LIKE ?)
+               GROUP BY c.id ORDER BY c.updated DESC, c.id DESC""",
+                (pattern, pattern, pattern),
+            )
+            .fetchall()
+        )
+        return [ConversationSummary(*row) for row in rows]
+
+    def rename(self, conversation_id: int, title: str) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE conversations SET title = ? WHERE id = ?",
+                (title.strip() or "Untitled", conversation_id),
+            )
+
+    def delete(self, conversation_id: int) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM conversations WHERE id = ?", (conversation_id,))
+
+    # --- replies ----------------------------------------------------------------------------
+
+    def replies(self, conversation_id: int) -> list[StoredReply]:
+        rows = (
+            self._db()
+            .execute(
+                """SELECT id, conversation_id, question, status, stop_reason, final_mode, answer,
+                      error, started, finished
+               FROM replies WHERE conversation_id = ? ORDER BY id""",
+                (conversation_id,),
+            )
+            .fetchall()
+        )
+        return [_reply(row, self._evidence(row[0])) for row in rows]
+
+    def reply(self, reply_id: int) -> StoredReply:
+        row = (
+            self._db()
+            .execute(
+                """SELECT id, conversation_id, question, status, stop_reason, final_mode, answer,
+                      error, started, finished FROM replies WHERE id = ?""",
+                (reply_id,),
+            )
+            .fetchone()
+        )
+        if row is None:
+            raise KeyError(reply_id)
+        return _reply(row, self._evidence(reply_id))
+
+    def trace(self, reply_id: int) -> list[dict[str, object]]:
+        rows = (
+            self._db()
+            .execute("SELECT line FROM reply_trace WHERE reply_id = ? ORDER BY seq", (reply_id,))
+            .fetchall()
+        )
+        return [json.loads(line) for (line,) in rows]
+
+    def chat_messages(self, conversation_id: int) -> list[Message]:
+        """Earlier questions and answers, for the next reply's prompt."""
+        messages: list[Message] = []
+        for reply in self.replies(conversation_id):
+            if reply.answer:
+                messages += [Message("user", reply.question), Message("assistant", reply.answer)]
+        return messages
+
+    def mark_interrupted(self) -> int:
+        """Replies left ``running`` by a process that died are ``interrupted``; returns how many."""
+        with self.transaction() as db:
+            cursor = db.execute(
+                "UPDATE replies SET status = 'interrupted', finished = ? WHERE status = 'running'",
+                (time.time(),),
+            )
+        return cursor.rowcount
+
+    def start_reply(self, conversation_id: int, question: str) -> ReplyRecorder:
+        now = time.time()
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO replies (conversation_id, question, status, started) "
+                "VALUES (?, ?, 'running', ?)",
+                (conversation_id, question, now),
+            )
+            db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id))
+        assert cursor.lastrowid is not None
+        return ReplyRecorder(self, cursor.lastrowid)
+
+    def _evidence(self, reply_id: int) -> tuple[ev.EvidenceItemView, ...]:
+        rows = (
+            self._db()
+            .execute(
+                "SELECT id, source, location, excerpt FROM evidence WHERE reply_id = ? ORDER BY id",
+                (reply_id,),
+            )
+            .fetchall()
+        )
+        return tuple(ev.EvidenceItemView(*row) for row in rows)
+
+
+def _reply(row: tuple[Any, ...], evidence: tuple[ev.EvidenceItemView, ...]) -> StoredReply:
+    reply_id, conversation_id, question, status, stop, mode, answer, error, started, ended = row
+    return StoredReply(
+        reply_id,
+        conversation_id,
+        question,
+        status,
+        stop,
+        mode,
+        answer,
+        error,
+        started,
+        ended,
+        evidence,
+    )
+
+
+class ReplyRecorder:
+    """An event sink that writes one reply into the history as it happens."""
+
+    def __init__(self, store: HistoryStore, reply_id: int) -> None:
+        self.store = store
+        self.reply_id = reply_id
+        self._seq = 0
+
+    def __call__(self, event: ev.Event) -> None:
+        line = trace_line(event)
+        evidence = event.evidence if isinstance(event, ev.ToolFinished) else ()
+        if line is None and not evidence and not isinstance(event, ev.ReplyFinished):
+            return
+        with self.store.transaction() as db:
+            if line is not None:
+                self._seq += 1
+                db.execute(
+                    "INSERT INTO reply_trace (reply_id, seq, line) VALUES (?, ?, ?)",
+                    (self.reply_id, self._seq, json.dumps(line, ensure_ascii=False)),
+                )
+            db.executemany(
+                "INSERT OR REPLACE INTO evidence (reply_id, id, source, location, excerpt) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [
+                    (self.reply_id, item.id, item.source, item.location, item.excerpt)
+                    for item in evidence
+                ],
+            )
+            if isinstance(event, ev.ReplyFinished):
+                result = event.result
+                db.execute(
+                    """UPDATE replies SET status = 'finished', stop_reason = ?, final_mode = ?,
+                       answer = ?, error = ?, result = ?, finished = ? WHERE id = ?""",
+                    (
+                        result.stop_reason,
+                        result.final_mode,
+                        result.answer,
+                        result.error,
+                        json.dumps(result.to_json(), ensure_ascii=False),
+                        time.time(),
+                        self.reply_id,
+                    ),
+                )

@@ -1,0 +1,126 @@
+"""Chat history: conversations, replies written as they happen, interrupted replies."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from imprint_desktop.core.history import HistoryStore
+from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
+from imprint_desktop.core.research.final import FALLBACK_LABEL
+from tests.support.fake_tools import FakeTools, passage
+from tests.support.scripted_provider import ScriptedProvider, Step
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def record_reply(store: HistoryStore, conversation: int, script: list[Step], question: str) -> None:
+    recorder = store.start_reply(conversation, question)
+    engine = ResearchEngine(ScriptedProvider(script), ResearchSettings(), sink=recorder)
+    tools = FakeTools(lambda name, values: passage(f"Evidence for {values['query']}."))
+    asyncio.run(engine.run(question, tools, store.chat_messages(conversation)))
+
+
+def test_conversations_and_replies_round_trip(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "history.sqlite3")
+    first = store.create_conversation("Lighthouses")
+    record_reply(
+        store,
+        first,
+        [Step(calls=[("search_workspace", {"query": "keepers"})]), Step("Keepers rowed out [1].")],
+        "Who kept the light?",
+    )
+    second = store.create_conversation("Fog signals")
+    assert [c.title for c in store.conversations()] == ["Fog signals", "Lighthouses"]
+    assert [c.id for c in store.conversations("KEPT the")] == [first]  # matches the question
+
+    [reply] = store.replies(first)
+    assert (reply.status, reply.stop_reason, reply.final_mode) == ("finished", "answered", "model")
+    assert reply.answer == "Keepers rowed out [1]."
+    assert [item.id for item in reply.evidence] == [1]
+    assert store.trace(reply.id)[0]["type"] == "run_start"
+    assert [m.role for m in store.chat_messages(first)] == ["user", "assistant"]
+
+    store.rename(second, "Sirens")
+    store.delete(first)
+    assert [c.title for c in store.conversations()] == ["Sirens"]
+    store.close()
+    again = HistoryStore(tmp_path / "history.sqlite3")
+    assert [c.title for c in again.conversations()] == ["Sirens"]
+    again.close()
+
+
+def test_the_fallback_is_persisted_like_an_answer(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "h.sqlite3")
+    conversation = store.create_conversation("x")
+    recorder = store.start_reply(conversation, "q")
+    same = passage("Only fact.")
+    script = [Step(calls=[("search_workspace", {"query": "a"})])] * 2 + [Step(fail=True)]
+    engine = ResearchEngine(
+        ScriptedProvider(list(script)), ResearchSettings(no_progress_rounds=1), sink=recorder
+    )
+    asyncio.run(engine.run("q", FakeTools(lambda name, values: same)))
+    [reply] = store.replies(conversation)
+    assert reply.final_mode == "fallback" and reply.answer is not None
+    assert reply.answer.startswith(FALLBACK_LABEL)
+    store.close()
+
+
+KILLED_CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from imprint_desktop.core.history import HistoryStore
+    from imprint_desktop.core.research import events as ev
+    from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
+    from tests.support.fake_tools import FakeTools, passage
+    from tests.support.scripted_provider import ScriptedProvider, Step
+
+    store = HistoryStore(Path(sys.argv[1]))
+    conversation = store.create_conversation("Killed")
+    recorder = store.start_reply(conversation, "Will this survive?")
+
+    def sink(event):
+        recorder(event)
+        if isinstance(event, ev.ToolFinished):
+            print("evidence recorded", flush=True)
+
+    script = [Step(calls=[("search_workspace", {"query": "a"})]), Step(hang=True)]
+    engine = ResearchEngine(ScriptedProvider(script), ResearchSettings(timeout_sec=600),
+                            sink=sink)
+    tools = FakeTools(lambda name, values: passage("The keeper's cat was called Lamp."))
+    asyncio.run(engine.run("Will this survive?", tools))
+    """
+)
+
+
+def test_a_killed_reply_reopens_interrupted_with_its_evidence(tmp_path: Path) -> None:
+    database = tmp_path / "h.sqlite3"
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_CHILD, str(database)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "evidence recorded"
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    child.stdout.close()
+
+    store = HistoryStore(database)
+    assert store.mark_interrupted() == 1
+    [conversation] = store.conversations()
+    [reply] = store.replies(conversation.id)
+    assert reply.interrupted and reply.answer is None
+    assert [item.excerpt for item in reply.evidence] == ["The keeper's cat was called Lamp."]
+    assert json.dumps(store.trace(reply.id))  # the trace up to the kill is readable
+    assert store.mark_interrupted() == 0
+    store.close()
