@@ -248,7 +248,7 @@ class ModelLibrary:
 
     def import_file(self, path: Path) -> InstalledModel:
         """Register a GGUF file where it is (no copy); it must pass the loadability check."""
-        resolved = path.expanduser().resolve()
+        resolved = path.expanduser().absolute()  # a link stays the link the person chose
         if not resolved.is_file():
             raise ModelStoreError(f"{path} is not a file.")
         split = split_name(resolved.name)

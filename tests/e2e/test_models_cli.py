@@ -1,0 +1,129 @@
+"""``imprint models`` as a subprocess against a hub on 127.0.0.1 (``HF_ENDPOINT``)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from imprint_desktop.core.resources import starter_model_path
+from tests.e2e.conftest import Imprint
+from tests.support.hub_server import STARTER_FILE, STARTER_REPO, HubServer, starter_hub
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def hub() -> Iterator[HubServer]:
+    with starter_hub() as server:
+        yield server
+
+
+@pytest.fixture
+def env(hub: HubServer, tmp_path: Path) -> dict[str, str]:
+    return {"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(tmp_path / "hf-cache")}
+
+
+def test_search_and_files(imprint: Imprint, env: dict[str, str]) -> None:
+    found = imprint("models", "search", "smol", "--json", env=env)
+    assert found.returncode == 0, found.stderr
+    assert [row["repo_id"] for row in json.loads(found.stdout)["results"]] == [STARTER_REPO]
+
+    plain = imprint("models", "search", "", env=env)
+    assert plain.stdout.index(STARTER_REPO) < plain.stdout.index("example/Tiny-Split-GGUF")
+
+    files = imprint("models", "files", STARTER_REPO, "--json", env=env)
+    assert files.returncode == 0, files.stderr
+    [model] = json.loads(files.stdout)["models"]
+    assert (model["name"], model["quantization"]) == (STARTER_FILE, "Q4_1")
+    assert model["fit"] == "fits"
+
+    split = imprint("models", "files", "example/Tiny-Split-GGUF", env=env)
+    assert "tiny-Q8_0.gguf  Q8_0  128 B, 2 parts" in split.stdout
+
+
+def test_download_list_remove(imprint: Imprint, env: dict[str, str], hub: HubServer) -> None:
+    done = imprint("models", "download", STARTER_REPO, STARTER_FILE, "--json", env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["verified"] is True
+    assert Path(result["path"]).stat().st_size == result["size"]
+
+    listed = imprint("models", "list", "--json", env=env)
+    rows = {row["source"]: row for row in json.loads(listed.stdout)}
+    assert rows["hf-cache"]["path"] == result["path"]
+    assert rows["hf-cache"]["usable"] is True
+
+    again = imprint("models", "download", STARTER_REPO, STARTER_FILE, env=env, timeout=120)
+    assert again.returncode == 0 and "Verified" in again.stdout
+
+    starter = imprint("models", "remove", rows["starter"]["name"], env=env)
+    assert starter.returncode == 1 and "not removed" in starter.stderr
+
+    removed = imprint("models", "remove", rows["hf-cache"]["name"], env=env)
+    assert removed.returncode == 0, removed.stderr
+    assert "freeing 93.8 MiB" in removed.stdout
+    assert not Path(result["path"]).exists()
+
+
+def test_import_links_in_place_and_remove_forgets(
+    imprint: Imprint, env: dict[str, str], tmp_path: Path
+) -> None:
+    original = starter_model_path()
+    assert original is not None
+    copy = tmp_path / "mine.Q4_1.gguf"
+    copy.symlink_to(original)
+    imported = imprint("models", "import", str(copy), env=env)
+    assert imported.returncode == 0, imported.stderr
+    listed = json.loads(imprint("models", "list", "--json", env=env).stdout)
+    assert any(row["source"] == "imported" for row in listed)
+
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"<html>404</html>")
+    refused = imprint("models", "import", str(broken), env=env)
+    assert refused.returncode == 1 and "not a GGUF" in refused.stderr
+
+    forgot = imprint("models", "remove", str(copy), env=env)
+    assert forgot.returncode == 0, forgot.stderr
+    assert "stays" in forgot.stdout and copy.exists() and original.exists()
+    listed = json.loads(imprint("models", "list", "--json", env=env).stdout)
+    assert not any(row["source"] == "imported" for row in listed)
+
+
+def test_missing_repository_and_corrupted_bytes_exit_1(
+    imprint: Imprint, env: dict[str, str], hub: HubServer, tmp_path: Path
+) -> None:
+    missing = imprint("models", "download", "nobody/nothing", "x.gguf", env=env)
+    assert missing.returncode == 1
+    assert "no such repository" in missing.stderr
+
+    hub.faults.corrupt_at = 1234567
+    damaged = imprint("models", "download", STARTER_REPO, STARTER_FILE, env=env, timeout=120)
+    assert damaged.returncode == 1
+    assert "quarantine" in damaged.stderr
+    assert not list((tmp_path / "hf-cache").rglob("*.gguf"))
+
+
+def test_bad_usage_exits_2(imprint: Imprint, env: dict[str, str]) -> None:
+    assert imprint("models", "search", "x", "--page", "0", env=env).returncode == 2
+    assert imprint("models", "frobnicate", env=env).returncode == 2
+
+
+def test_models_dir_setting_is_honoured(
+    imprint: Imprint, env: dict[str, str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "my models"
+    done = imprint(
+        "models",
+        "download",
+        STARTER_REPO,
+        STARTER_FILE,
+        env={**env, "IMPRINT_DOWNLOADS_MODELS_DIR": str(folder)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (folder / STARTER_REPO / STARTER_FILE).is_file()
+    shutil.rmtree(folder)
