@@ -273,7 +273,10 @@ def _token_text(vocab: Any, token: int) -> str:
 
 # --- llama.cpp's log, into Python logging ----------------------------------------------------
 
-_LEVELS = {1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.DEBUG}
+# ggml's levels: 1 debug, 2 info, 3 warn, 4 error, 5 continuation. Loading is chatty at "info",
+# and llama.cpp warns about settings it then copes with, so both go one level down here.
+_LEVELS = {1: logging.DEBUG, 2: logging.DEBUG, 3: logging.INFO, 4: logging.WARNING}
+_ERROR = 4
 _capture = threading.local()
 _router_lock = threading.Lock()
 _router_installed = False
@@ -285,7 +288,7 @@ def _route_llama_log(level: int, text: bytes | None, _data: ctypes.c_void_p) -> 
     if not message:
         return
     lines: list[str] | None = getattr(_capture, "lines", None)
-    if lines is not None and level == 3:
+    if lines is not None and level == _ERROR:
         lines.append(message)
     llama_log.log(_LEVELS.get(level, logging.DEBUG), "%s", message)
 

@@ -139,6 +139,10 @@ class LocalProvider:
 
     # --- diagnostics -------------------------------------------------------------------------
 
+    async def render_prompt(self, request: CompletionRequest) -> str:
+        """The exact prompt text ``request`` becomes (for traces, bug reports and tests)."""
+        return await self._call(self._render, request)
+
     async def evaluated_tokens(self) -> int:
         """llama.cpp's own count of tokens evaluated on this model so far (perf counters)."""
         return await self._call(self._session.evaluated_total)
@@ -152,14 +156,16 @@ class LocalProvider:
     def _uses_grammar(self, request: CompletionRequest) -> bool:
         return bool(request.tools) and not self.native_tools
 
+    def _render(self, request: CompletionRequest) -> str:
+        return self._session.loaded.template.render(
+            request.messages, request.tools, native_tools=self.native_tools
+        )
+
     def _tokens(self, request: CompletionRequest) -> list[int]:
         last = self._last_count
         if last is not None and last[0] is request:
             return last[1]
-        prompt = self._session.loaded.template.render(
-            request.messages, request.tools, native_tools=self.native_tools
-        )
-        tokens = self._session.tokenize(prompt)
+        tokens = self._session.tokenize(self._render(request))
         self._last_count = (request, tokens)
         return tokens
 
