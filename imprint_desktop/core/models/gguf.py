@@ -187,8 +187,7 @@ def _parse(
                 raise InvalidModelFileError(
                     f"The GGUF array {key!r} claims {count} items: corrupt."
                 )
-            for _ in range(count):
-                _value(handle, element_kind, key)
+            _skip_array(handle, element_kind, count, key)
             lengths[key] = count
         else:
             metadata[key] = _value(handle, kind, key)
@@ -227,6 +226,28 @@ def _value(handle: BinaryIO, kind: int, key: str) -> Scalar:
         raise InvalidModelFileError(f"The GGUF key {key!r} has an unknown value type {kind}.")
     value: Scalar = struct.unpack(scalar, _read(handle, struct.calcsize(scalar)))[0]
     return value
+
+
+def _skip_array(handle: BinaryIO, kind: int, count: int, key: str) -> None:
+    """Step over an array (the tokenizer's are large) without decoding its items."""
+    scalar = _SCALARS.get(kind)
+    if scalar is not None:
+        _skip(handle, struct.calcsize(scalar) * count)
+    elif kind == _STRING:
+        for _ in range(count):
+            (length,) = struct.unpack("<Q", _read(handle, 8))
+            if length > _MAX_STRING:
+                raise InvalidModelFileError(f"A GGUF string claims {length} bytes: corrupt header.")
+            _skip(handle, length)
+    elif kind == _ARRAY:
+        raise InvalidModelFileError(f"The GGUF array {key!r} nests arrays, which GGUF does not.")
+    else:
+        raise InvalidModelFileError(f"The GGUF array {key!r} has an unknown item type {kind}.")
+
+
+def _skip(handle: BinaryIO, count: int) -> None:
+    if count and len(handle.read(count)) < count:
+        raise _TruncatedError
 
 
 def _string(handle: BinaryIO) -> str:
