@@ -7,9 +7,7 @@ small tmpfs (we run as root in CI).
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import signal
 import subprocess
 import sys

@@ -427,7 +427,7 @@ STARTER_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def starter_hub() -> HubServer:
-    """A hub (not started) serving the starter model's real bytes, plus a few repositories to find."""
+    """A hub (not started) serving the starter model's real bytes, and a few repos to find."""
     from imprint_desktop.core.resources import starter_model_path
 
     model = starter_model_path()

@@ -126,7 +126,7 @@ def inspect_gguf(path: Path) -> GgufInfo:
         ) from error
     alignment = int(info.metadata.get("general.alignment", DEFAULT_ALIGNMENT) or DEFAULT_ALIGNMENT)
     data_start = -(-header_end // alignment) * alignment
-    needed = data_start + max((end for end in data_offsets), default=0)
+    needed = data_start + max(data_offsets) if data_offsets else header_end
     if needed > size:
         raise InvalidModelFileError(
             f"{path.name} is {size:,} bytes but its tensors need {needed:,}: the file is "
