@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,3 +53,9 @@ def no_leaked_threads() -> Iterator[None]:
         thread.join(timeout=5)
     still_running = [thread.name for thread in leaked if thread.is_alive()]
     assert not still_running, f"threads left running: {still_running}"
+    # Engine QThreads are not Python threads; the engine keeps a registry of the live ones. Only
+    # look when the engine was imported at all, so the tests without Qt never load it.
+    host = sys.modules.get("imprint_desktop.engine.host")
+    if host is not None:
+        engines = [thread.objectName() for thread in host.running_hosts()]
+        assert not engines, f"engine QThreads left running: {engines}"

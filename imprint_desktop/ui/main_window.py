@@ -1,109 +1,172 @@
-"""The main window.
+"""The main window: conversations, the transcript and composer, and the research panel.
 
-For now it shows what research will run on (model, workspace), tells the person about settings that
-could not be used, and opens the preferences dialog. The chat arrives with the research engine.
+Layout, left to right: the conversation list; the chat column (transcript, the model's question
+card, the composer); the research panel with the live budgets and the evidence. The toolbar chooses
+the model and the workspace. Everything slow goes through the :class:`EngineBridge`; the window only
+lays out, forwards and shows. Window geometry and the splitter are remembered in the data folder.
 """
 
 from __future__ import annotations
 
 from html import escape
+from pathlib import Path
 
-from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtCore import QSettings, Qt, QUrl, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
-    QFrame,
-    QHBoxLayout,
+    QFileDialog,
     QLabel,
     QMainWindow,
     QMenu,
     QMessageBox,
-    QPushButton,
+    QSplitter,
+    QToolBar,
     QVBoxLayout,
     QWidget,
 )
 
 from imprint_desktop import APP_NAME, __version__
-from imprint_desktop.core import resources
-from imprint_desktop.engine.downloads import DownloadManager
+from imprint_desktop.core import paths, resources
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.engine import payloads as p
+from imprint_desktop.engine.bridge import EngineBridge
+from imprint_desktop.engine.downloads import DownloadManager, JobEnded, Outcome
+from imprint_desktop.engine.work import describe_model
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui.banner import ProblemsBanner
+from imprint_desktop.ui.chat_view import ChatView
+from imprint_desktop.ui.composer import Composer
+from imprint_desktop.ui.conversations import ConversationsPane
 from imprint_desktop.ui.download_status import DownloadStatusWidget
 from imprint_desktop.ui.model_manager import ModelManagerWindow
 from imprint_desktop.ui.preferences import PreferencesDialog
+from imprint_desktop.ui.question_card import QuestionCard
+from imprint_desktop.ui.record import DocumentViewer, cited_lines
+from imprint_desktop.ui.research_panel import ResearchPanel
+from imprint_desktop.ui.session import ChatSession
+from imprint_desktop.ui.toolbar import ResearchToolbar
 
-
-class ProblemsBanner(QFrame):
-    """A dismissable strip that lists settings problems found at start-up."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setObjectName("problemsBanner")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setStyleSheet(
-            "#problemsBanner { background: #fff4ce; color: #3d2e00; border: 1px solid #e0c36c; }"
-        )
-        self.text = QLabel()
-        self.text.setWordWrap(True)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.open_button = QPushButton("Open Preferences")
-        self.dismiss_button = QPushButton("Dismiss")
-        self.dismiss_button.clicked.connect(self.hide)
-        buttons = QVBoxLayout()
-        buttons.addWidget(self.open_button)
-        buttons.addWidget(self.dismiss_button)
-        buttons.addStretch(1)
-        layout = QHBoxLayout(self)
-        layout.addWidget(self.text, 1)
-        layout.addLayout(buttons)
-
-    def show_problems(self, messages: list[str]) -> None:
-        items = "".join(f"<li>{escape(message)}</li>" for message in messages)
-        self.text.setText(f"<b>Some settings could not be used.</b><ul>{items}</ul>")
-        self.setVisible(bool(messages))
+VIEWABLE = {".md", ".txt", ".rst", ".csv", ".py", ".json", ".toml", ".yaml", ".yml", ".log"}
+VIEWABLE_BYTES = 2 << 20
 
 
 class MainWindow(QMainWindow):
-    def __init__(
-        self, store: SettingsStore, secrets: SecretStore, parent: QWidget | None = None
+    def __init__(  # noqa: PLR0915 - laying out a window is a list of statements
+        self,
+        store: SettingsStore,
+        secrets: SecretStore,
+        bridge: EngineBridge,
+        parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("mainWindow")
         self.setWindowTitle(APP_NAME)
-        self.resize(960, 640)
+        self.resize(1180, 760)
         self._store = store
         self._secrets = secrets
+        self.bridge = bridge
         self.preferences: PreferencesDialog | None = None
         self.downloads: DownloadManager | None = None
         self.model_manager: ModelManagerWindow | None = None
+        self.viewer: DocumentViewer | None = None
 
         self.banner = ProblemsBanner()
         self.banner.open_button.clicked.connect(self.open_preferences)
         self.banner.show_problems([problem.message for problem in store.problems])
+        self.toolbar_row = ResearchToolbar(store, lambda: describe_model(store.snapshot()))
+        toolbar = QToolBar("Model and workspace")
+        toolbar.setObjectName("researchToolbar")
+        toolbar.setMovable(False)
+        toolbar.addWidget(self.toolbar_row)
+        self.addToolBar(toolbar)
 
+        self.conversations = ConversationsPane()
         self.summary = QLabel()
         self.summary.setObjectName("summary")
         self.summary.setWordWrap(True)
-        self.summary.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.summary.setAccessibleName("Welcome")
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.transcript = ChatView()
+        self.card = QuestionCard()
+        self.composer = Composer()
+        self.panel = ResearchPanel()
 
+        chat = QWidget()
+        chat_layout = QVBoxLayout(chat)
+        chat_layout.setContentsMargins(0, 0, 0, 0)
+        chat_layout.addWidget(self.summary)
+        chat_layout.addWidget(self.transcript, 1)
+        chat_layout.addWidget(self.card)
+        chat_layout.addWidget(self.composer)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("mainSplitter")
+        self.splitter.addWidget(self.conversations)
+        self.splitter.addWidget(chat)
+        self.splitter.addWidget(self.panel)
+        self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([240, 620, 320])
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.addWidget(self.banner)
-        layout.addWidget(self.summary, 1)
+        layout.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
+
+        self.session = ChatSession(
+            bridge,
+            view=self.transcript,
+            panel=self.panel,
+            composer=self.composer,
+            card=self.card,
+            conversations=self.conversations,
+            parent=self,
+        )
+        self.session.sig_problem.connect(self.show_problem)
+        self.composer.sig_question_sent.connect(lambda _question: self._show_summary())
+        self.panel.sig_evidence_opened.connect(self.open_evidence)
+        self.toolbar_row.model.sig_manage_requested.connect(self.open_model_manager)
+        self.toolbar_row.model.sig_remote_settings_requested.connect(self.open_preferences)
+        bridge.sig_model_status.connect(self.toolbar_row.show_model)
+        bridge.sig_index_progress.connect(self._index_progress)
+        bridge.sig_engine_problem.connect(lambda problem: self.show_problem(problem.message))
+        bridge.sig_file_saved.connect(self._saved)
+        bridge.sig_reply_ended.connect(lambda _ended: self._show_summary())
+        bridge.sig_conversation_loaded.connect(lambda _record: self._show_summary())
         self._build_menus()
         self.statusBar().showMessage(f"Settings: {store.path}")
         self._unsubscribe = store.subscribe(self._settings_changed)
         self._show_summary()
+        self._restore_geometry()
+        self.setTabOrder(self.composer.edit, self.composer.button)
+        bridge.list_conversations("")
+
+    # --- menus --------------------------------------------------------------------------------
+
+    def _action(self, menu: QMenu, text: str, slot: object, *keys: str) -> QAction:
+        action = QAction(text, self)
+        if keys:
+            action.setShortcuts([QKeySequence(key) for key in keys])
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
 
     def _build_menus(self) -> None:
-        file_menu = self.menuBar().addMenu("&File")
-        self.quit_action = QAction("&Quit", self)
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        self.new_action = self._action(
+            file_menu, "&New Conversation", self.session.new_conversation, "Ctrl+N"
+        )
+        self.export_action = self._action(
+            file_menu, "&Export Conversation…", self.export_conversation, "Ctrl+E"
+        )
+        file_menu.addSeparator()
+        self.quit_action = self._action(file_menu, "&Quit", self.close)
         self.quit_action.setShortcuts(_shortcuts("Ctrl+Q", QKeySequence.StandardKey.Quit))
-        self.quit_action.triggered.connect(self.close)
-        file_menu.addAction(self.quit_action)
 
-        edit_menu = self.menuBar().addMenu("&Edit")
+        edit_menu = bar.addMenu("&Edit")
+        self.copy_answer_action = self._action(
+            edit_menu, "&Copy Last Answer", self._copy_last, "Ctrl+Shift+C"
+        )
         self.preferences_action = QAction("&Preferences…", self)
         self.preferences_action.setShortcuts(
             [
@@ -115,7 +178,28 @@ class MainWindow(QMainWindow):
         self.preferences_action.triggered.connect(self.open_preferences)
         edit_menu.addAction(self.preferences_action)
 
-        help_menu = self.menuBar().addMenu("&Help")
+        chat_menu = bar.addMenu("&Chat")
+        self.stop_action = self._action(chat_menu, "&Stop", self.session.stop, "Esc")
+        self.record_action = self._action(
+            chat_menu,
+            "Research &Record of the Last Answer",
+            lambda: self.session.open_record(self.session.last_answer_index()),
+            "Ctrl+R",
+        )
+        chat_menu.addSeparator()
+        self._action(chat_menu, "Go to &Question Box", self.composer.edit.setFocus, "Ctrl+L")
+        self._action(chat_menu, "Go to &Transcript", self.transcript.setFocus, "Ctrl+T")
+        self._action(chat_menu, "Go to &Conversations", self.conversations.list.setFocus, "Ctrl+1")
+        self._action(
+            chat_menu, "Search Conversations", self.conversations.search.setFocus, "Ctrl+K"
+        )
+        self._action(chat_menu, "Go to &Evidence", self.panel.evidence.setFocus, "Ctrl+3")
+        self._action(chat_menu, "Choose &Model", self.toolbar_row.model.showPopup, "Ctrl+Shift+M")
+        self._action(
+            chat_menu, "Choose &Workspace…", self.toolbar_row.workspace.choose_folder, "Ctrl+O"
+        )
+
+        help_menu = bar.addMenu("&Help")
         about = QAction(f"&About {APP_NAME}", self)
         about.setMenuRole(QAction.MenuRole.AboutRole)
         about.triggered.connect(self._about)
@@ -133,6 +217,18 @@ class MainWindow(QMainWindow):
         self.download_status = DownloadStatusWidget(downloads)
         self.download_status.sig_open_requested.connect(self.open_model_manager)
         self.statusBar().addPermanentWidget(self.download_status)
+        downloads.sig_job_ended.connect(self._download_job_ended)
+        downloads.list_installed()  # fills the model picker (read on a worker)
+
+    @Slot(object)
+    def _download_job_ended(self, job: JobEnded) -> None:
+        if job.kind == "installed" and job.outcome is Outcome.FINISHED:
+            models = job.value if isinstance(job.value, tuple | list) else ()
+            self.toolbar_row.model.set_installed(tuple(models))
+        elif job.kind in ("download", "remove", "import") and self.downloads is not None:
+            self.downloads.list_installed()
+
+    # --- dialogs ------------------------------------------------------------------------------
 
     @Slot()
     def open_model_manager(self) -> ModelManagerWindow | None:
@@ -163,11 +259,81 @@ class MainWindow(QMainWindow):
             self.preferences.deleteLater()
             self.preferences = None
 
-    def _settings_changed(self, _keys: frozenset[str]) -> None:
+    @Slot()
+    def export_conversation(self) -> None:
+        conversation = self.session.conversation_id
+        if conversation is None:
+            self.statusBar().showMessage("Open a conversation to export it.", 5000)
+            return
+        path, _filter = QFileDialog.getSaveFileName(
+            self, "Export conversation", "conversation.md", "Markdown (*.md)"
+        )
+        if path:
+            self.bridge.export_conversation(conversation, Path(path))
+
+    @Slot()
+    def _copy_last(self) -> None:
+        index = self.session.last_answer_index()
+        if index >= 0:
+            self.transcript.copy_message(index)
+            self.statusBar().showMessage("Answer copied.", 3000)
+
+    @Slot(object)
+    def open_evidence(self, item: ev.EvidenceItemView) -> None:
+        """Open the cited document at the cited lines (web pages in the browser)."""
+        if item.source.startswith(("http://", "https://")):
+            QDesktopServices.openUrl(QUrl(item.source))
+            return
+        root = (
+            Path(str(self._store.get("workspace.path") or ""))
+            if self._store.get("workspace.path")
+            else resources.resource("sample-workspace")
+        )
+        path = root / item.source
+        if not path.is_file():
+            self.statusBar().showMessage(f"{item.source} is not a file in the workspace.", 5000)
+            return
+        if path.suffix.lower() in VIEWABLE and path.stat().st_size <= VIEWABLE_BYTES:
+            text = path.read_text(encoding="utf-8", errors="replace")  # one small file, asked for
+            self.viewer = DocumentViewer(item.source, text, cited_lines(item.location), self)
+            self.viewer.show()
+        else:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+
+    # --- reactions ----------------------------------------------------------------------------
+
+    @Slot(str)
+    def show_problem(self, message: str) -> None:
+        self.banner.show_error(message)
+        self.statusBar().showMessage(message, 10_000)
+
+    @Slot(object)
+    def _index_progress(self, status: p.IndexStatus) -> None:
+        self.toolbar_row.show_index(status)
+        if status.outcome is p.Outcome.FAILED:
+            self.show_problem(status.message)
+        elif status.outcome is p.Outcome.FINISHED:
+            self.statusBar().showMessage(f"Workspace indexed: {status.root}", 5000)
+
+    @Slot(object)
+    def _saved(self, saved: p.FileSaved) -> None:
+        self.statusBar().showMessage(f"Saved the {saved.what} to {saved.path}", 8000)
+
+    def _settings_changed(self, keys: frozenset[str]) -> None:
+        if any(key.startswith(("model.", "remote.")) for key in keys):
+            self.toolbar_row.model.rebuild()
+            self.bridge.load_model()
+        if any(key.startswith("workspace.") for key in keys):
+            self.toolbar_row.workspace.refresh()
+            self.bridge.index_workspace()
         self._show_summary()
 
     def _show_summary(self) -> None:
         store = self._store
+        empty = not self.transcript.messages and not self.transcript.live
+        self.summary.setVisible(empty)
+        if not empty:
+            return
         if store.get("model.provider") == "remote":
             model = f"Remote server {store.get('remote.base_url')}"
             name = store.get("remote.model")
@@ -187,10 +353,10 @@ class MainWindow(QMainWindow):
         )
         self.summary.setText(
             f"<h2>{APP_NAME}</h2>"
-            "<p>Ask questions; the model researches your documents and answers with sources.</p>"
+            "<p>Ask a question below; the model researches your documents and answers with "
+            "sources.</p>"
             f"<p><b>Model:</b> {escape(str(model))}<br>"
             f"<b>Workspace:</b> {escape(str(workspace))}</p>"
-            "<p>Change either in <i>Edit → Preferences</i> (Ctrl+,).</p>"
         )
 
     @Slot()
@@ -202,10 +368,30 @@ class MainWindow(QMainWindow):
             "running on your computer.</p>",
         )
 
+    # --- geometry and closing ---------------------------------------------------------------
+
+    def _geometry_store(self) -> QSettings:
+        return QSettings(str(paths.data_dir() / "window.ini"), QSettings.Format.IniFormat)
+
+    def _restore_geometry(self) -> None:
+        saved = self._geometry_store()
+        geometry = saved.value("geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        splitter = saved.value("splitter")
+        if splitter is not None:
+            self.splitter.restoreState(splitter)
+
     def closeEvent(self, event: QCloseEvent) -> None:
+        saved = self._geometry_store()
+        saved.setValue("geometry", self.saveGeometry())
+        saved.setValue("splitter", self.splitter.saveState())
+        saved.sync()
         self._unsubscribe()
+        self.panel.stop_clock()
         if self.downloads is not None:
             self.downloads.shutdown()  # pauses downloads (partials kept) and joins the workers
+        self.bridge.shutdown()  # cancels the reply and joins the engine thread
         super().closeEvent(event)
 
 

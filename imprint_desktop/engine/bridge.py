@@ -1,0 +1,294 @@
+"""The GUI thread's one door to the research engine.
+
+:class:`EngineBridge` lives on the GUI thread. Its methods are the whole API the window uses; each
+returns at once and queues work on the engine thread (:class:`~.host.EngineHost`). Results come back
+as frozen payloads (:mod:`.payloads`) on these signals, always delivered on the GUI thread:
+
+=============================  =================================================================
+signal                         payload
+=============================  =================================================================
+``sig_reply_opened``           :class:`ReplyOpened` — question saved, conversation id known
+``sig_reply_preparing``        :class:`ReplyPreparing` — loading the model, updating the index
+``sig_reply_event``            :class:`ReplyEvent` — one research event (budgets, text, tools…)
+``sig_reply_ended``            :class:`ReplyEnded` — one per reply: finished/failed/cancelled
+``sig_model_status``           :class:`ModelStatus` — loading / ready / failed
+``sig_index_progress``         :class:`IndexStatus` — workspace indexing progress and its end
+``sig_conversations_listed``   :class:`ConversationList`
+``sig_conversation_loaded``    :class:`ConversationRecord`
+``sig_trace_loaded``           :class:`TraceRecord`
+``sig_file_saved``             :class:`FileSaved` — an export or a saved trace was written
+``sig_connection_tested``      :class:`ConnectionTest`
+``sig_engine_problem``         :class:`EngineProblem` — a failure outside a reply, in words
+=============================  =================================================================
+
+"Latest wins": every reply gets a new id; starting a reply cancels the one before, and payloads of
+a superseded reply are dropped here, so a slow old reply can never paint over the new one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
+
+from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.engine import jobs
+from imprint_desktop.engine import payloads as p
+from imprint_desktop.engine.host import EngineHost
+from imprint_desktop.engine.work import ProviderFactory, sentence
+
+log = logging.getLogger(__name__)
+
+
+class _Relay(QObject):
+    """Emitted on the engine thread; the bridge (GUI thread) receives it queued."""
+
+    sig_payload = Signal(object)
+
+
+class EngineBridge(QObject):
+    sig_reply_opened = Signal(object)
+    sig_reply_preparing = Signal(object)
+    sig_reply_event = Signal(object)
+    sig_reply_ended = Signal(object)
+    sig_model_status = Signal(object)
+    sig_index_progress = Signal(object)
+    sig_conversations_listed = Signal(object)
+    sig_conversation_loaded = Signal(object)
+    sig_trace_loaded = Signal(object)
+    sig_file_saved = Signal(object)
+    sig_connection_tested = Signal(object)
+    sig_engine_problem = Signal(object)
+
+    def __init__(
+        self,
+        settings: Callable[[], Mapping[str, Any]],
+        *,
+        api_key: Callable[[], str | None] = lambda: None,
+        provider_factory: ProviderFactory | None = None,
+        history_path: Path | None = None,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._settings = settings
+        self._relay = _Relay()
+        self._relay.sig_payload.connect(self._dispatch)
+        self._host = EngineHost(
+            self._relay.sig_payload.emit,
+            provider_factory=provider_factory,
+            history_path=history_path,
+            api_key=api_key,
+        )
+        self._ids = itertools.count(1)
+        self._requests = itertools.count(1)
+        self._reply_id = 0
+        self._running = False
+        self._cancel: CancelToken | None = None
+        self._search = ""
+        self._closed = False
+        self._routes: dict[type, SignalInstance] = {
+            p.ReplyOpened: self.sig_reply_opened,
+            p.ReplyPreparing: self.sig_reply_preparing,
+            p.ReplyEvent: self.sig_reply_event,
+            p.ReplyEnded: self.sig_reply_ended,
+            p.ModelStatus: self.sig_model_status,
+            p.IndexStatus: self.sig_index_progress,
+            p.ConversationList: self.sig_conversations_listed,
+            p.ConversationRecord: self.sig_conversation_loaded,
+            p.TraceRecord: self.sig_trace_loaded,
+            p.FileSaved: self.sig_file_saved,
+            p.ConnectionTest: self.sig_connection_tested,
+            p.EngineProblem: self.sig_engine_problem,
+        }
+        self._host.start()
+
+    # --- replies ------------------------------------------------------------------------------
+
+    @property
+    def reply_running(self) -> bool:
+        return self._running
+
+    @property
+    def current_reply_id(self) -> int:
+        return self._reply_id
+
+    def start_reply(self, conversation_id: int | None, question: str) -> int:
+        """Research ``question`` in the conversation (a new one when None); returns the reply id.
+
+        A reply still running is cancelled and superseded: its later payloads are dropped.
+        """
+        if self._cancel is not None:
+            self._cancel.cancel()
+        reply_id = next(self._ids)
+        cancel = CancelToken()
+        self._reply_id, self._cancel, self._running = reply_id, cancel, True
+        settings = self._settings()
+        host = self._host
+        emit = self._relay.sig_payload.emit
+        self._host.submit(
+            lambda: jobs.run_reply(
+                host,
+                emit,
+                reply_id,
+                conversation_id=conversation_id,
+                question=question,
+                settings=settings,
+                cancel=cancel,
+            )
+        )
+        return reply_id
+
+    def cancel_reply(self) -> None:
+        """Stop the running reply; it still ends with one ``sig_reply_ended`` (cancelled)."""
+        if self._cancel is not None:
+            self._cancel.cancel()
+
+    def answer_question(self, text: str) -> None:
+        """Answer the model's ``ask_user`` question; research time resumes."""
+        self._host.answer(text)
+
+    def shutdown(self, timeout_ms: int = 15_000) -> bool:
+        """Cancel everything, close the engine's resources on its thread and join it.
+
+        Returns False only when the thread did not end in time (it is never terminated).
+        """
+        if self._closed:
+            return not self._host.isRunning()
+        self._closed = True
+        if self._cancel is not None:
+            self._cancel.cancel()
+        self._host.stop()
+        finished = self._host.wait(timeout_ms)
+        if not finished:
+            log.error("the engine thread did not stop within %d ms", timeout_ms)
+        return bool(finished)
+
+    # --- model, workspace, connection ------------------------------------------------------
+
+    def load_model(self) -> None:
+        """Load (or reload) the model the settings choose, outside any reply's research time."""
+        settings = self._settings()
+        host = self._host
+
+        async def job() -> None:
+            try:
+                await host.provider(settings)
+            except Exception as error:
+                # ModelStatus(FAILED) already went out; this is the sentence to show.
+                self._relay.sig_payload.emit(p.EngineProblem(sentence(error, settings)))
+
+        host.submit(job)
+
+    def index_workspace(self) -> None:
+        """Bring the chosen workspace's index up to date, reporting progress and its end."""
+        settings = self._settings()
+        host = self._host
+        emit = self._relay.sig_payload.emit
+
+        async def job() -> None:
+            root = str(settings.get("workspace.path") or "")
+            try:
+                await host.update_index(settings, emit)  # ends with its own terminal status
+            except Exception as error:
+                emit(p.IndexStatus(root, 0, 0, outcome=p.Outcome.FAILED, message=sentence(error)))
+
+        host.submit(job)
+
+    def test_connection(self) -> None:
+        settings = self._settings()
+        host = self._host
+
+        async def job() -> None:
+            self._relay.sig_payload.emit(await host.test_connection(settings))
+
+        host.submit(job)
+
+    # --- history --------------------------------------------------------------------------------
+
+    def list_conversations(self, search: str = "") -> None:
+        self._search = search
+        self._history_job(lambda emit: jobs.list_conversations(self._host, emit, search))
+
+    def load_conversation(self, conversation_id: int) -> int:
+        """Read one conversation; returns the request number its ConversationRecord carries."""
+        request = next(self._requests)
+        self._history_job(
+            lambda emit: jobs.load_conversation(self._host, emit, conversation_id, request)
+        )
+        return request
+
+    def rename_conversation(self, conversation_id: int, title: str) -> None:
+        search = self._search
+
+        def work(emit: Callable[[object], None]) -> None:
+            self._host.history.rename(conversation_id, title)
+            jobs.list_conversations(self._host, emit, search)
+
+        self._history_job(work)
+
+    def delete_conversation(self, conversation_id: int) -> None:
+        search = self._search
+
+        def work(emit: Callable[[object], None]) -> None:
+            self._host.history.delete(conversation_id)
+            jobs.list_conversations(self._host, emit, search)
+
+        self._history_job(work)
+
+    def load_trace(self, stored_id: int, save_to: Path | None = None) -> None:
+        """The reply's trace on ``sig_trace_loaded``, or written to ``save_to`` (JSON Lines)."""
+        host, emit = self._host, self._relay.sig_payload.emit
+
+        async def job() -> None:
+            try:
+                await jobs.save_trace(host, emit, stored_id, save_to)
+            except Exception as error:
+                emit(p.EngineProblem(f"The trace could not be saved: {sentence(error)}"))
+
+        host.submit(job)
+
+    def export_conversation(self, conversation_id: int, path: Path) -> None:
+        host, emit = self._host, self._relay.sig_payload.emit
+
+        async def job() -> None:
+            try:
+                await jobs.export_conversation(host, emit, conversation_id, path)
+            except OSError as error:
+                emit(
+                    p.EngineProblem(
+                        f"The conversation could not be saved to {path}: {error.strerror}. "
+                        "Choose another folder."
+                    )
+                )
+
+        host.submit(job)
+
+    def _history_job(self, work: Callable[[Callable[[object], None]], None]) -> None:
+        emit = self._relay.sig_payload.emit
+
+        async def job() -> None:
+            try:
+                work(emit)
+            except Exception as error:
+                log.exception("history job failed")
+                emit(p.EngineProblem(f"The chat history could not be read or saved: {error}"))
+
+        self._host.submit(job)
+
+    # --- delivery on the GUI thread --------------------------------------------------------
+
+    @Slot(object)
+    def _dispatch(self, payload: object) -> None:
+        reply_id = getattr(payload, "reply_id", None)
+        if reply_id is not None and reply_id != self._reply_id:
+            return  # a superseded reply: latest wins
+        if isinstance(payload, p.ReplyEnded):
+            self._running = False
+            self._cancel = None
+        signal = self._routes.get(type(payload))
+        if signal is not None:
+            signal.emit(payload)

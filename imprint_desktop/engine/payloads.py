@@ -1,0 +1,149 @@
+"""The immutable payloads the engine bridge's signals carry to the GUI thread.
+
+Each ``sig_<subject>_<event>`` signal of
+:class:`~imprint_desktop.engine.bridge.EngineBridge` carries exactly one of these frozen
+dataclasses, built on the engine thread and read on the GUI thread, so nothing is shared mutably
+across threads. Research events themselves (:mod:`imprint_desktop.core.research.events`) are
+already frozen and travel inside :class:`ReplyEvent` unchanged.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from imprint_desktop.core.history import ConversationSummary, StoredReply
+from imprint_desktop.core.research import events as ev
+
+
+class Outcome(enum.Enum):
+    """How a job ended: every job ends in exactly one of these."""
+
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyOpened:
+    """A reply has begun: its question is saved and research is about to start."""
+
+    reply_id: int  # the bridge's call number ("latest wins")
+    conversation_id: int
+    stored_id: int  # the reply's row in the history
+    question: str
+    conversation_created: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyPreparing:
+    """What has to happen before research time starts (loading a model, updating the index)."""
+
+    reply_id: int
+    what: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyEvent:
+    """One research event of reply ``reply_id``."""
+
+    reply_id: int
+    event: ev.Event
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyEnded:
+    """The one terminal payload of a reply: finished (an answer or the fallback), failed, cancelled.
+
+    ``result`` is present whenever the engine produced one (also for a reply stopped with Stop,
+    whose evidence is kept); ``message`` is a sentence for the person when the reply failed.
+    """
+
+    reply_id: int
+    outcome: Outcome
+    result: ev.ReplyResult | None = field(default=None, compare=False)
+    message: str = ""
+    conversation_id: int | None = None
+    stored_id: int | None = None
+
+
+class ModelState(enum.Enum):
+    NONE = "none"
+    LOADING = "loading"
+    READY = "ready"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStatus:
+    """The model the next reply will use, and whether it is ready."""
+
+    state: ModelState
+    description: str
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    """Progress of a workspace index update; ``outcome`` is set once, when it ends."""
+
+    root: str
+    done: int
+    total: int
+    path: str = ""
+    outcome: Outcome | None = None
+    message: str = ""
+
+    @property
+    def fraction(self) -> float:
+        return self.done / self.total if self.total else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationList:
+    """The conversations matching ``search``, newest first."""
+
+    search: str
+    conversations: tuple[ConversationSummary, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRecord:
+    """One conversation's saved replies (questions, answers, evidence, interrupted marks)."""
+
+    conversation_id: int
+    title: str
+    replies: tuple[StoredReply, ...]
+    request: int = 0  # the number the request was made with, so a stale answer can be ignored
+
+
+@dataclass(frozen=True, slots=True)
+class TraceRecord:
+    """The saved trace of one reply, for the research record and bug reports."""
+
+    stored_id: int
+    lines: tuple[dict[str, object], ...]
+    purpose: str = "view"  # "view" or a file path it was written to
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionTest:
+    """The result of trying the remote server with the current settings."""
+
+    ok: bool
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class EngineProblem:
+    """Something that went wrong outside a reply, as a sentence the person can act on."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileSaved:
+    """A file the person asked for (an exported conversation, a trace) was written."""
+
+    path: str
+    what: str

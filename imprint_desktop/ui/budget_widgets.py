@@ -1,0 +1,96 @@
+"""Small widgets of the research panel: a two-segment bar and plain-word labels for stop reasons.
+
+A token budget has two parts worth seeing at once — what is already charged and what the request in
+flight has reserved — which a QProgressBar cannot draw, hence :class:`SegmentBar`. Its text is also
+its accessible description, so a screen reader hears what a sighted person sees.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+STOP_WORDS = {
+    "answered": "The model answered.",
+    "no_progress": "Research stopped: recent rounds found no new evidence.",
+    "time_budget": "Research stopped: the research time ran out.",
+    "token_budget": "Research stopped: the research token budget ran out.",
+    "context_full": "Research stopped: the model's context window is full.",
+    "cancelled": "Stopped.",
+    "error": "The model failed.",
+}
+
+
+def stop_words(reason: str | None) -> str:
+    return STOP_WORDS.get(reason or "", "")
+
+
+def seconds_text(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes}:{rest:02d} min"
+
+
+class SegmentBar(QWidget):
+    """A horizontal bar: a solid first segment, a lighter second one, against a total."""
+
+    def __init__(self, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName(name)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.setFocusPolicy(Qt.FocusPolicy.TabFocus)  # reachable by keyboard to be read out
+        self.first = 0.0
+        self.second = 0.0
+        self.total = 1.0
+        self.warn = False
+
+    def set_values(self, first: float, second: float, total: float, description: str) -> None:
+        changed = (first, second, total) != (self.first, self.second, self.total)
+        self.first, self.second, self.total = first, second, max(total, 1e-9)
+        self.setToolTip(description)
+        self.setAccessibleDescription(description)
+        if changed:
+            self.update()
+
+    def sizeHint(self) -> QSize:
+        return QSize(160, 12)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        del event
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        palette = self.palette()
+        rect = QRectF(self.rect()).adjusted(0.5, 0.5, -0.5, -0.5)
+        painter.setPen(palette.color(QPalette.ColorRole.Mid))
+        painter.setBrush(palette.color(QPalette.ColorRole.Base))
+        painter.drawRoundedRect(rect, 3, 3)
+        inner = rect.adjusted(1.5, 1.5, -1.5, -1.5)
+        first = min(1.0, self.first / self.total)
+        second = min(1.0 - first, self.second / self.total)
+        colour = QColor("#c0392b") if self.warn else palette.color(QPalette.ColorRole.Highlight)
+        painter.setPen(Qt.PenStyle.NoPen)
+        if first > 0:
+            painter.setBrush(colour)
+            painter.drawRoundedRect(
+                QRectF(inner.left(), inner.top(), inner.width() * first, inner.height()), 2, 2
+            )
+        if second > 0:
+            light = QColor(colour)
+            light.setAlpha(90)
+            painter.setBrush(light)
+            painter.drawRect(
+                QRectF(
+                    inner.left() + inner.width() * first,
+                    inner.top(),
+                    inner.width() * second,
+                    inner.height(),
+                )
+            )
+        if self.hasFocus():
+            painter.setPen(palette.color(QPalette.ColorRole.Highlight))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(rect, 3, 3)
+        painter.end()

@@ -1,0 +1,264 @@
+"""The transcript: a conversation rendered as Markdown in one read-only document.
+
+One :class:`QTextBrowser` holds the whole conversation, so opening 500 messages is one Markdown
+parse and one layout rather than hundreds of widgets. The reply being written lives at the end of
+the document as a *live region*; streamed text only accumulates in a string, and a single-shot
+30 ms timer re-renders just that region — the GUI repaints at most ~33 times a second however
+fast tokens arrive, and never re-lays out the finished messages above.
+
+Links inside the document drive the actions of each message: ``cite:<message>:<n>`` (a citation
+``[n]``, to its evidence), ``copy:<message>`` and ``record:<message>`` (the research record).
+Links are reachable with Tab and followed with Enter, like every link in a text browser.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from PySide6.QtCore import QTimer, QUrl, Signal, Slot
+from PySide6.QtGui import QColor, QGuiApplication, QPalette, QTextCursor, QTextFormat
+from PySide6.QtWidgets import QTextBrowser, QWidget
+
+from imprint_desktop.core.research import events as ev
+
+RENDER_DELAY_MS = 30
+Role = Literal["you", "assistant", "asked", "answered", "notice"]
+
+_CITATION = re.compile(r"(?<![\\\w\]])\[(\d{1,3})\](?![(\[])")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message of the transcript; assistant messages carry what their record needs."""
+
+    role: Role
+    text: str
+    stored_id: int | None = None
+    stop_reason: str | None = None
+    evidence: tuple[ev.EvidenceItemView, ...] = field(default=(), compare=False)
+    result: ev.ReplyResult | None = field(default=None, compare=False)
+    interrupted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    message: int
+    number: int
+
+
+def link_citations(text: str, message: int) -> str:
+    """``[n]`` outside code becomes a link to evidence n of ``message``."""
+    out: list[str] = []
+    in_fence = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            out.append(line)
+            continue
+        if in_fence:
+            out.append(line)
+            continue
+        pieces = line.split("`")
+        for index in range(0, len(pieces), 2):  # even pieces are outside inline code
+            pieces[index] = _CITATION.sub(
+                lambda m: f"[\\[{m.group(1)}\\]](cite:{message}:{m.group(1)})", pieces[index]
+            )
+        out.append("`".join(pieces))
+    return "\n".join(out)
+
+
+def message_markdown(message: ChatMessage, index: int) -> str:
+    copy = f"[Copy](copy:{index})"
+    if message.role == "you":
+        return f"**You** · {copy}\n\n{message.text}\n"
+    if message.role == "asked":
+        return f"**Imprint asks:** {message.text}\n"
+    if message.role == "answered":
+        return f"**You answered:** {message.text}\n"
+    if message.role == "notice":
+        return f"*{message.text}*\n"
+    record = f" · [Research record](record:{index})" if message.stored_id is not None else ""
+    label = " · *interrupted*" if message.interrupted else ""
+    body = link_citations(message.text, index) if message.text else "*(no answer)*"
+    return f"**Imprint**{label} · {copy}{record}\n\n{body}\n"
+
+
+class ChatView(QTextBrowser):
+    """The conversation, with one live (streaming) message at the end while a reply runs."""
+
+    sig_citation_activated = Signal(object)  # Citation
+    sig_record_requested = Signal(int)  # message index
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("transcript")
+        self.setAccessibleName("Transcript")
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.anchorClicked.connect(self._follow)
+        self.document().setDocumentMargin(12)
+        self.messages: list[ChatMessage] = []
+        self._live_start: int | None = None
+        self._live_header = ""
+        self._live_text = ""
+        self._status = ""
+        self.renders = 0  # live renders so far (the tests and the benchmark count them)
+        self._render_timer = QTimer(self)
+        self._render_timer.setSingleShot(True)
+        self._render_timer.setInterval(RENDER_DELAY_MS)
+        self._render_timer.timeout.connect(self._render_live)
+
+    # --- whole conversations ----------------------------------------------------------------
+
+    def show_messages(self, messages: Sequence[ChatMessage]) -> None:
+        """Replace the transcript (one parse, one layout)."""
+        self._render_timer.stop()
+        self._live_start = None
+        self.messages = list(messages)
+        text = "\n\n---\n\n".join(
+            message_markdown(message, index) for index, message in enumerate(self.messages)
+        )
+        self.setMarkdown(text)
+        self._shade_code(0)
+        self.moveCursor(QTextCursor.MoveOperation.End)
+        self.ensureCursorVisible()
+
+    def add_message(self, message: ChatMessage) -> int:
+        """Append a finished message (before the live one, if any, would be wrong: call it idle)."""
+        index = len(self.messages)
+        self.messages.append(message)
+        self._insert_at_end(message_markdown(message, index))
+        return index
+
+    # --- the live message ---------------------------------------------------------------------
+
+    def begin_live(self, status: str) -> None:
+        """Start the reply being written; ``status`` shows until text arrives."""
+        cursor = self._end_cursor()
+        self._live_start = cursor.position()
+        self._live_header = "**Imprint**"
+        self._live_text = ""
+        self.set_live_status(status)
+
+    def set_live_status(self, status: str) -> None:
+        if self._live_start is None:
+            return
+        self._status = status
+        self._schedule()
+
+    def append_text(self, text: str) -> None:
+        """Streamed text: accumulated now, painted on the next coalesced render."""
+        self._live_text += text
+        self._schedule()
+
+    def clear_live_text(self) -> None:
+        """A new model request starts: what the previous one wrote was not the answer."""
+        if self._live_text:
+            self._live_text = ""
+            self._schedule()
+
+    @property
+    def live(self) -> bool:
+        return self._live_start is not None
+
+    @property
+    def live_text(self) -> str:
+        return self._live_text
+
+    def end_live(self, message: ChatMessage | None) -> int | None:
+        """Replace the live region with the finished message (or remove it)."""
+        self._render_timer.stop()
+        if self._live_start is None:
+            return None
+        self._replace_live("")
+        self._live_start = None
+        return self.add_message(message) if message is not None else None
+
+    def _schedule(self) -> None:
+        if not self._render_timer.isActive():
+            self._render_timer.start()
+
+    @Slot()
+    def _render_live(self) -> None:
+        if self._live_start is None:
+            return
+        body = self._live_text if self._live_text.strip() else f"*{self._status}*"
+        self._replace_live(f"{self._live_header}\n\n{body}\n")
+        self.renders += 1
+
+    def _replace_live(self, markdown: str) -> None:
+        assert self._live_start is not None
+        bar = self.verticalScrollBar()
+        at_bottom = bar.value() >= bar.maximum() - 4
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(self._live_start)
+        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        cursor.beginEditBlock()
+        cursor.removeSelectedText()
+        if markdown:
+            if self._live_start > 0:
+                cursor.insertBlock()
+            cursor.insertMarkdown(markdown)
+        cursor.endEditBlock()
+        self._shade_code(self._live_start)
+        if at_bottom:
+            bar.setValue(bar.maximum())
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _end_cursor(self) -> QTextCursor:
+        cursor = QTextCursor(self.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        return cursor
+
+    def _insert_at_end(self, markdown: str) -> None:
+        cursor = self._end_cursor()
+        start = cursor.position()
+        cursor.beginEditBlock()
+        if not self.document().isEmpty():
+            cursor.insertBlock()
+            markdown = f"---\n\n{markdown}"
+        cursor.insertMarkdown(markdown)
+        cursor.endEditBlock()
+        self._shade_code(start)
+        self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
+
+    def _shade_code(self, start: int) -> None:
+        """Give code blocks a background: Markdown import marks them but does not paint them."""
+        shade = QColor(self.palette().color(QPalette.ColorRole.AlternateBase))
+        if shade == self.palette().color(QPalette.ColorRole.Base):
+            shade = shade.darker(106)
+        block = self.document().findBlock(start)
+        while block.isValid():
+            block_format = block.blockFormat()
+            if block_format.hasProperty(QTextFormat.Property.BlockCodeFence) or (
+                block_format.nonBreakableLines()
+            ):
+                cursor = QTextCursor(block)
+                block_format.setBackground(shade)
+                cursor.setBlockFormat(block_format)
+            block = block.next()
+
+    def message_text(self, index: int) -> str:
+        return self.messages[index].text if 0 <= index < len(self.messages) else ""
+
+    def copy_message(self, index: int) -> None:
+        QGuiApplication.clipboard().setText(self.message_text(index))
+
+    @Slot(QUrl)
+    def _follow(self, url: QUrl) -> None:
+        scheme, rest = url.scheme(), url.path()
+        try:
+            if scheme == "cite":
+                message, number = (int(part) for part in rest.split(":"))
+                self.sig_citation_activated.emit(Citation(message, number))
+            elif scheme == "copy":
+                self.copy_message(int(rest))
+            elif scheme == "record":
+                self.sig_record_requested.emit(int(rest))
+        except ValueError:
+            return

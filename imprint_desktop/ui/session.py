@@ -1,0 +1,294 @@
+"""The chat session: wires the bridge's signals to the transcript, the panel and the composer.
+
+It holds what the window needs to remember between events — the open conversation, the reply in
+flight, which transcript message is which saved reply — and nothing the engine owns. Choosing
+another conversation while a reply runs stops that reply first (it is saved, stopped, with its
+evidence), so the transcript on screen is always the conversation the reply belongs to.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtWidgets import QWidget
+
+from imprint_desktop.core.history import StoredReply
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.engine import payloads as p
+from imprint_desktop.engine.bridge import EngineBridge
+from imprint_desktop.ui.chat_view import ChatMessage, ChatView, Citation
+from imprint_desktop.ui.composer import Composer
+from imprint_desktop.ui.conversations import ConversationsPane
+from imprint_desktop.ui.question_card import QuestionCard
+from imprint_desktop.ui.record import RecordDialog
+from imprint_desktop.ui.research_panel import ResearchPanel
+
+INTERRUPTED_NOTE = (
+    "This reply was interrupted before it finished (Imprint was closed or stopped). The evidence "
+    "it had found is kept in its research record."
+)
+
+
+def messages_for(replies: tuple[StoredReply, ...]) -> list[ChatMessage]:
+    messages: list[ChatMessage] = []
+    for reply in replies:
+        messages.append(ChatMessage("you", reply.question))
+        if reply.interrupted:
+            text = (reply.answer or "").strip() or INTERRUPTED_NOTE
+        else:
+            text = (reply.answer or "").strip() or (reply.error or "").strip()
+        messages.append(
+            ChatMessage(
+                "assistant",
+                text,
+                reply.id,
+                reply.stop_reason,
+                reply.evidence,
+                interrupted=reply.interrupted,
+            )
+        )
+    return messages
+
+
+class ChatSession(QObject):
+    """Controller of one window's chat (GUI thread only)."""
+
+    sig_status = Signal(str)  # a short line for the status bar
+    sig_problem = Signal(str)  # a sentence the person should read
+
+    def __init__(
+        self,
+        bridge: EngineBridge,
+        *,
+        view: ChatView,
+        panel: ResearchPanel,
+        composer: Composer,
+        card: QuestionCard,
+        conversations: ConversationsPane,
+        parent: QWidget,
+    ) -> None:
+        super().__init__(parent)
+        self.bridge, self.view, self.panel = bridge, view, panel
+        self.composer, self.card, self.conversations = composer, card, conversations
+        self._window = parent
+        self.conversation_id: int | None = None
+        self._request = 0
+        self._live_stored: int | None = None
+        self.record: RecordDialog | None = None
+        self._record_message = -1
+
+        composer.sig_question_sent.connect(self.send)
+        composer.sig_stop_requested.connect(self.stop)
+        card.sig_answered.connect(self._answered)
+        view.sig_citation_activated.connect(self._citation)
+        view.sig_record_requested.connect(self.open_record)
+        conversations.sig_conversation_chosen.connect(self.open_conversation)
+        conversations.sig_new_requested.connect(self.new_conversation)
+        conversations.sig_rename_requested.connect(bridge.rename_conversation)
+        conversations.sig_delete_requested.connect(self._delete)
+        conversations.sig_search_changed.connect(bridge.list_conversations)
+        bridge.sig_conversations_listed.connect(conversations.show_list)
+        bridge.sig_conversation_loaded.connect(self._loaded)
+        bridge.sig_reply_opened.connect(self._opened)
+        bridge.sig_reply_preparing.connect(self._preparing)
+        bridge.sig_reply_event.connect(self._event)
+        bridge.sig_reply_ended.connect(self._ended)
+        bridge.sig_trace_loaded.connect(self._trace_loaded)
+
+    # --- asking -------------------------------------------------------------------------------
+
+    @Slot(str)
+    def send(self, question: str) -> None:
+        """Start a reply; one still running is superseded (latest wins)."""
+        if self.view.live:
+            self.view.end_live(ChatMessage("notice", "Stopped: a new question was asked."))
+        self.card.hide()
+        self.view.add_message(ChatMessage("you", question))
+        self.view.begin_live("Starting…")
+        self.panel.begin("Starting…")
+        self.composer.set_running(True)
+        self._live_stored = None
+        self.bridge.start_reply(self.conversation_id, question)
+
+    @Slot()
+    def stop(self) -> None:
+        """Stop the reply; the composer is usable at once, the record arrives when it ends."""
+        if not self.bridge.reply_running:
+            return
+        self.bridge.cancel_reply()
+        self.composer.set_running(False)
+        self.card.hide()
+        self.panel.set_now("Stopping…")
+        self.view.set_live_status("Stopping…")
+        self.composer.edit.setFocus()
+
+    @Slot(str)
+    def _answered(self, text: str) -> None:
+        self.bridge.answer_question(text)
+        self.view.set_live_status(f"You answered: {text}")
+        self.composer.edit.setFocus()
+
+    # --- the reply's payloads ---------------------------------------------------------------
+
+    @Slot(object)
+    def _opened(self, opened: p.ReplyOpened) -> None:
+        self._live_stored = opened.stored_id
+        if self.conversation_id != opened.conversation_id:
+            self.conversation_id = opened.conversation_id
+            self.conversations.select(opened.conversation_id)
+        if opened.conversation_created:
+            self.bridge.list_conversations(self.conversations.search.text())
+
+    @Slot(object)
+    def _preparing(self, preparing: p.ReplyPreparing) -> None:
+        self.panel.set_now(preparing.what)
+        self.view.set_live_status(preparing.what)
+
+    @Slot(object)
+    def _event(self, payload: p.ReplyEvent) -> None:
+        event = payload.event
+        if isinstance(event, ev.TextDelta):
+            self.view.append_text(event.text)
+            return
+        self.panel.apply(event)
+        if isinstance(event, ev.RequestStarted):
+            self.view.clear_live_text()
+            self.view.set_live_status(self.panel.now_label.text())
+        elif isinstance(event, ev.ToolStarted):
+            self.view.set_live_status(f"{event.summary}…")
+        elif isinstance(event, ev.FinalStarted):
+            self.view.clear_live_text()
+            self.view.set_live_status("Writing the final answer…")
+        elif isinstance(event, ev.QuestionAsked):
+            self.view.set_live_status(f"Imprint asks: {event.question}")
+            self.card.ask(event.question)
+
+    @Slot(object)
+    def _ended(self, ended: p.ReplyEnded) -> None:
+        self.card.hide()
+        self.composer.set_running(False)
+        result = ended.result
+        if result is not None:
+            text = result.answer.strip() or (
+                ended.message if ended.outcome is p.Outcome.FAILED else ""
+            )
+            message = ChatMessage(
+                "assistant",
+                text or "Stopped before an answer was written.",
+                ended.stored_id,
+                result.stop_reason,
+                result.evidence,
+                result,
+            )
+            self.panel.finish(result.stop_reason, result.evidence)
+        else:
+            reason = "cancelled" if ended.outcome is p.Outcome.CANCELLED else "error"
+            message = ChatMessage(
+                "assistant",
+                ended.message or "Stopped before research began.",
+                ended.stored_id,
+                reason,
+            )
+            self.panel.finish(reason, ())
+        self.view.end_live(message)
+        if ended.outcome is p.Outcome.FAILED and ended.message:
+            self.sig_problem.emit(ended.message)
+        self.bridge.list_conversations(self.conversations.search.text())
+
+    # --- conversations ------------------------------------------------------------------------
+
+    @Slot()
+    def new_conversation(self) -> None:
+        self._leave_reply()
+        self.conversation_id = None
+        self.conversations.select(None)
+        self.view.show_messages([])
+        self.panel.reset()
+        self.panel.set_now("Ask a question to start research.")
+        self.composer.edit.setFocus()
+
+    @Slot(int)
+    def open_conversation(self, conversation_id: int) -> None:
+        if conversation_id == self.conversation_id and self.view.messages:
+            return
+        self._leave_reply()
+        self.conversation_id = conversation_id
+        self._request = self.bridge.load_conversation(conversation_id)
+
+    def _leave_reply(self) -> None:
+        if self.bridge.reply_running:
+            self.bridge.cancel_reply()
+            self.composer.set_running(False)
+            self.card.hide()
+
+    @Slot(object)
+    def _loaded(self, record: p.ConversationRecord) -> None:
+        if record.request != self._request or record.conversation_id != self.conversation_id:
+            return
+        messages = messages_for(record.replies)
+        self.view.show_messages(messages)
+        if record.replies:
+            last = record.replies[-1]
+            note = "This reply was interrupted." if last.interrupted else "The last reply."
+            self.panel.show_record(last.stop_reason, last.evidence, note)
+        else:
+            self.panel.reset()
+
+    @Slot(int)
+    def _delete(self, conversation_id: int) -> None:
+        if conversation_id == self.conversation_id:
+            self.new_conversation()
+        self.bridge.delete_conversation(conversation_id)
+
+    # --- citations and records ----------------------------------------------------------------
+
+    @Slot(object)
+    def _citation(self, citation: Citation) -> None:
+        if not 0 <= citation.message < len(self.view.messages):
+            return
+        message = self.view.messages[citation.message]
+        if not self.view.live:
+            self.panel.show_record(message.stop_reason, message.evidence, "Cited evidence.")
+        if self.panel.select_evidence(citation.number):
+            self.panel.evidence.setFocus()
+
+    @Slot(int)
+    def open_record(self, index: int) -> None:
+        """Ask for the trace of message ``index``; the dialog opens when it arrives."""
+        if not 0 <= index < len(self.view.messages):
+            return
+        stored = self.view.messages[index].stored_id
+        if stored is None:
+            return
+        self._record_message = index
+        self.bridge.load_trace(stored)
+
+    def last_answer_index(self) -> int:
+        for index in range(len(self.view.messages) - 1, -1, -1):
+            if self.view.messages[index].role == "assistant":
+                return index
+        return -1
+
+    @Slot(object)
+    def _trace_loaded(self, trace: p.TraceRecord) -> None:
+        index = self._record_message
+        if not 0 <= index < len(self.view.messages):
+            return
+        message = self.view.messages[index]
+        if message.stored_id != trace.stored_id:
+            return
+        question = next(
+            (m.text for m in reversed(self.view.messages[:index]) if m.role == "you"), ""
+        )
+        stored = trace.stored_id
+        if self.record is not None:
+            self.record.close()
+        self.record = RecordDialog(
+            question,
+            message.evidence,
+            trace.lines,
+            lambda path: self.bridge.load_trace(stored, save_to=Path(path)),
+            self._window,
+        )
+        self.record.show()

@@ -1,0 +1,209 @@
+"""The toolbar: which model answers, which folder is researched, and the indexing progress.
+
+Choosing here writes the settings (the same keys Preferences edits), and the window reacts to the
+settings change — a model reload or a workspace index update on the engine thread — so the toolbar,
+the dialog and the command line can never disagree about what is in use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QProgressBar,
+    QToolButton,
+    QWidget,
+)
+
+from imprint_desktop.core import resources
+from imprint_desktop.core.models import InstalledModel, Source
+from imprint_desktop.engine.payloads import IndexStatus, ModelState, ModelStatus, Outcome
+from imprint_desktop.settings.store import SettingsStore
+
+_ACTION = "action"
+
+
+class ModelPicker(QComboBox):
+    """Starter model, installed models, the remote server, and ways to get more."""
+
+    sig_manage_requested = Signal()
+    sig_remote_settings_requested = Signal()
+
+    def __init__(self, store: SettingsStore, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("modelPicker")
+        self.setAccessibleName("Model")
+        self.setToolTip("The model that researches and answers")
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.setMinimumContentsLength(24)
+        self._store = store
+        self._installed: tuple[InstalledModel, ...] = ()
+        self.activated.connect(self._chosen)
+        self.rebuild()
+
+    def set_installed(self, models: tuple[InstalledModel, ...]) -> None:
+        self._installed = tuple(m for m in models if m.source is not Source.STARTER and m.usable)
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        self.blockSignals(True)
+        self.clear()
+        starter = resources.starter_model_path()
+        if starter is not None:
+            self.addItem(
+                f"Starter: {resources.STARTER_NAME}", {"model.provider": "local", "model.path": ""}
+            )
+        for model in self._installed:
+            self.addItem(model.name, {"model.provider": "local", "model.path": str(model.path)})
+        path = str(self._store.get("model.path") or "")
+        if path and all(str(m.path) != path for m in self._installed) and Path(path) != starter:
+            self.addItem(Path(path).name, {"model.provider": "local", "model.path": path})
+        base = self._store.get("remote.base_url")
+        self.addItem(f"Remote server: {base}", {"model.provider": "remote"})
+        self.insertSeparator(self.count())
+        self.addItem("Import a model file…", {_ACTION: "import"})
+        self.addItem("Download models… (Ctrl+M)", {_ACTION: "manage"})
+        self.addItem("Remote server settings…", {_ACTION: "remote"})
+        self.setCurrentIndex(self._current_index())
+        self.blockSignals(False)
+
+    def _current_index(self) -> int:
+        provider = self._store.get("model.provider")
+        path = str(self._store.get("model.path") or "")
+        for index in range(self.count()):
+            data = self.itemData(index)
+            if not isinstance(data, dict) or _ACTION in data:
+                continue
+            if data.get("model.provider") != provider:
+                continue
+            if provider == "remote" or data.get("model.path") == path:
+                return index
+        return 0
+
+    @Slot(int)
+    def _chosen(self, index: int) -> None:
+        data: dict[str, Any] = self.itemData(index) or {}
+        action = data.get(_ACTION)
+        self.setCurrentIndex(self._current_index())  # an action is not a model
+        if action == "import":
+            self._import()
+        elif action == "manage":
+            self.sig_manage_requested.emit()
+        elif action == "remote":
+            self.sig_remote_settings_requested.emit()
+        elif data:
+            self._store.update(data)
+            self.rebuild()
+
+    def _import(self) -> None:
+        path, _filter = QFileDialog.getOpenFileName(
+            self, "Choose a GGUF model file", "", "GGUF models (*.gguf);;All files (*)"
+        )
+        if path:
+            self._store.update({"model.provider": "local", "model.path": path})
+            self.rebuild()
+
+
+class WorkspacePicker(QToolButton):
+    """The researched folder; a menu offers the sample workspace or another folder."""
+
+    def __init__(self, store: SettingsStore, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("workspacePicker")
+        self.setAccessibleName("Workspace folder")
+        self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self._store = store
+        menu = QMenu(self)
+        self.choose_action = QAction("Choose a &folder…", self)
+        self.choose_action.triggered.connect(self.choose_folder)
+        self.sample_action = QAction("Use the &sample workspace", self)
+        self.sample_action.triggered.connect(lambda: self._store.set("workspace.path", ""))
+        menu.addAction(self.choose_action)
+        menu.addAction(self.sample_action)
+        self.setMenu(menu)
+        self.refresh()
+
+    def refresh(self) -> None:
+        path = str(self._store.get("workspace.path") or "")
+        shown = Path(path).name if path else "Sample workspace"
+        self.setText(f"Workspace: {shown}")
+        self.setToolTip(path or str(resources.resource("sample-workspace")))
+
+    @Slot()
+    def choose_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(
+            self, "Choose the folder to research", str(self._store.get("workspace.path") or "")
+        )
+        if folder:
+            self._store.set("workspace.path", folder)
+
+
+class ResearchToolbar(QWidget):
+    """Model picker, workspace picker, model state and index progress, in one row."""
+
+    def __init__(
+        self,
+        store: SettingsStore,
+        describe: Callable[[], str],
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.model = ModelPicker(store)
+        self.workspace = WorkspacePicker(store)
+        self.model_state = QLabel()
+        self.model_state.setAccessibleName("Model state")
+        self.index_bar = QProgressBar()
+        self.index_bar.setAccessibleName("Workspace indexing")
+        self.index_bar.setMaximumWidth(220)
+        self.index_bar.hide()
+        self._describe = describe
+        model_label = QLabel("&Model:")
+        model_label.setBuddy(self.model)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(4, 2, 4, 2)
+        layout.addWidget(model_label)
+        layout.addWidget(self.model)
+        layout.addWidget(self.model_state)
+        layout.addSpacing(12)
+        layout.addWidget(self.workspace)
+        layout.addWidget(self.index_bar)
+        layout.addStretch(1)
+
+    @Slot(object)
+    def show_model(self, status: ModelStatus) -> None:
+        text = {
+            ModelState.LOADING: "loading…",
+            ModelState.READY: "ready",
+            ModelState.FAILED: "could not be loaded",
+            ModelState.NONE: "",
+        }[status.state]
+        self.model_state.setText(text)
+        self.model_state.setToolTip(status.message or status.description)
+
+    @Slot(object)
+    def show_index(self, status: IndexStatus) -> None:
+        if status.outcome is not None:
+            self.index_bar.hide()
+            return
+        self.index_bar.show()
+        self.index_bar.setRange(0, max(1, status.total))
+        self.index_bar.setValue(status.done)
+        self.index_bar.setFormat(f"Indexing {status.done} of {status.total}")
+        self.index_bar.setToolTip(status.path)
+
+    @property
+    def indexing(self) -> bool:
+        return self.index_bar.isVisible()
+
+
+def finished_index(status: IndexStatus) -> bool:
+    return status.outcome is Outcome.FINISHED
