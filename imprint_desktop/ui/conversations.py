@@ -84,7 +84,7 @@ class ConversationsPane(QWidget):
         rename = QShortcut(QKeySequence(Qt.Key.Key_F2), self.list)
         rename.setContext(Qt.ShortcutContext.WidgetShortcut)
         rename.activated.connect(self.ask_rename)
-        delete = QShortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.list)
+        delete = QShortcut(QKeySequence(Qt.Key.Key_Delete), self.list)
         delete.setContext(Qt.ShortcutContext.WidgetShortcut)
         delete.activated.connect(self.ask_delete)
         self._update_buttons()
@@ -114,6 +114,7 @@ class ConversationsPane(QWidget):
         self._selected = conversation_id
         self.list.blockSignals(True)
         self.list.clearSelection()
+        self.list.setCurrentRow(-1)
         for row in range(self.list.count()):
             if self.list.item(row).data(ID_ROLE) == conversation_id:
                 self.list.setCurrentRow(row)

@@ -1,0 +1,83 @@
+"""The real window on the real engine thread, with a scripted model and a small workspace."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+from imprint_desktop.app import build_window
+from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.providers.base import CompletionRequest, Provider
+from imprint_desktop.settings.secrets import SecretStore
+from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui.main_window import MainWindow
+from tests.support.scripted_provider import ScriptedProvider, Step
+
+Script = Sequence[Step] | Callable[[CompletionRequest], Step]
+
+
+def write_corpus(root: Path) -> Path:
+    """Three documents whose words never overlap, so each search finds exactly one passage."""
+    files = {
+        "alpha.md": "# Alpha\n\nThe harbour wall was rebuilt in granite.\n",
+        "beta.txt": "Beta notes.\n\nThe master kept a ledger of ships.\n",
+        "deep/gamma.md": "# Gamma\n\nA quokka was seen near the pier once.\n",
+    }
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def search(query: str) -> tuple[str, dict[str, Any]]:
+    return ("search_workspace", {"query": query})
+
+
+def ask(question: str) -> tuple[str, dict[str, Any]]:
+    return ("ask_user", {"question": question})
+
+
+class Opened:
+    """A window and the scripted model behind it."""
+
+    def __init__(self, window: MainWindow, provider: ScriptedProvider) -> None:
+        self.window = window
+        self.provider = provider
+
+
+def open_window(
+    qtbot: QtBot,
+    store: SettingsStore,
+    script: Script = (),
+    *,
+    factory: Callable[..., Any] | None = None,
+) -> Opened:
+    provider = ScriptedProvider(script)
+
+    async def scripted(
+        settings: object, http: httpx.AsyncClient, api_key: str | None, cancel: CancelToken
+    ) -> Provider:
+        del settings, http, api_key, cancel
+        return provider
+
+    window = build_window(store, SecretStore(), provider_factory=factory or scripted)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    return Opened(window, provider)
+
+
+def type_question(qtbot: QtBot, window: MainWindow, text: str) -> None:
+    """Type into the composer and press Enter, as a person would."""
+    window.composer.edit.setFocus()
+    qtbot.keyClicks(window.composer.edit, text)
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)

@@ -1,0 +1,366 @@
+"""The research chat through the real bridge and engine thread, with a scripted model.
+
+Each test drives the window with keyboard and mouse and watches the widgets, not the engine: what
+the person sees is what is checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt, QUrl
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication
+from pytestqt.qtbot import QtBot
+
+from imprint_desktop.core.history import HistoryStore
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.engine import payloads as p
+from imprint_desktop.engine.host import running_hosts
+from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui.main_window import MainWindow
+from tests.qt.research_harness import ask, open_window, search, type_question, write_corpus
+from tests.support.scripted_provider import Step
+
+WAIT_MS = 10_000
+
+
+@pytest.fixture
+def research_store(store: SettingsStore, tmp_path: Path) -> SettingsStore:
+    store.set("workspace.path", str(write_corpus(tmp_path / "corpus")))
+    return store
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The panel's widgets right after one budget update was shown."""
+
+    charged: float
+    reserved: float
+    patience: float
+    paused: bool
+    time_text: str
+
+
+def watch_budgets(window: MainWindow) -> list[Seen]:
+    """Record the panel after each BudgetUpdate (connected after the window's own slots)."""
+    seen: list[Seen] = []
+    panel = window.panel
+
+    def record(payload: p.ReplyEvent) -> None:
+        if isinstance(payload.event, ev.BudgetUpdate):
+            seen.append(
+                Seen(
+                    panel.token_bar.first,
+                    panel.token_bar.second,
+                    panel.patience_bar.first,
+                    panel.time_paused,
+                    panel.time_bar.format(),
+                )
+            )
+
+    window.bridge.sig_reply_event.connect(record)
+    return seen
+
+
+def test_a_reply_drives_every_widget(qtbot: QtBot, research_store: SettingsStore) -> None:
+    script = [
+        Step(calls=[search("granite")]),  # new evidence
+        Step(calls=[search("granite")]),  # the same passage again: a round without progress
+        Step(calls=[search("quokka")]),  # new evidence: patience resets
+        Step(calls=[ask("Which wall do you mean?")]),
+        Step("The harbour wall is granite [1]; a quokka was seen [2]."),
+    ]
+    window = open_window(qtbot, research_store, script).window
+    seen = watch_budgets(window)
+
+    type_question(qtbot, window, "What is the wall made of?")
+    assert window.composer.button.text() == "S&top"
+    qtbot.waitUntil(window.card.isVisible, timeout=WAIT_MS)
+
+    # Research time is paused while the question waits: the bar says so and does not move.
+    assert window.panel.time_paused
+    assert "(paused)" in window.panel.time_bar.format()
+    frozen = window.panel.shown_seconds
+    for _ in range(2):
+        with qtbot.waitSignal(window.panel._tick.timeout, timeout=WAIT_MS):
+            pass
+    assert window.panel.shown_seconds == frozen
+    assert "Waiting for your answer" in window.panel.now_label.text()
+    assert window.card.answer.hasFocus()
+
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS) as ended:
+        qtbot.keyClicks(window.card.answer, "The harbour wall")
+        qtbot.keyClick(window.card.answer, Qt.Key.Key_Return)
+    assert ended.args[0].outcome is p.Outcome.FINISHED
+
+    # Tokens: a reservation shows as the second segment, then turns into a charge.
+    reserved_at = next(i for i, s in enumerate(seen) if s.reserved > 0)
+    charged_after = next(s for s in seen[reserved_at:] if s.reserved == 0)
+    assert charged_after.charged > seen[reserved_at].charged
+    # Patience: counts a round without new evidence, then resets when evidence is new.
+    patience = [s.patience for s in seen]
+    first_count = patience.index(1)
+    assert 0 in patience[first_count:]
+    assert any(s.paused for s in seen) and not seen[-1].paused
+
+    panel = window.panel
+    assert panel.stop_label.text() == "The model answered."
+    assert panel.evidence.count() == 3  # granite, quokka, and the person's answer
+    assert "Round 4" in panel.counters.text()
+    assert not window.card.isVisible()
+    assert window.composer.button.text() == "&Send"
+    assert "granite" in window.transcript.toPlainText()
+    assert window.transcript.messages[-1].role == "assistant"
+    qtbot.waitUntil(lambda: window.conversations.list.count() == 1, timeout=WAIT_MS)
+
+
+def test_stop_ends_a_hanging_reply_quickly_and_the_window_is_usable(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    hang = Step(hang=True)
+    window = open_window(qtbot, research_store, [hang, Step("Second answer.")]).window
+    type_question(qtbot, window, "A question the model never finishes")
+    qtbot.waitUntil(hang.started.is_set, timeout=WAIT_MS)
+
+    # While the model works, the clock runs between budget events (extrapolated by the GUI).
+    start = window.panel.shown_seconds
+    for _ in range(2):
+        with qtbot.waitSignal(window.panel._tick.timeout, timeout=WAIT_MS):
+            pass
+    assert window.panel.shown_seconds > start
+
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=250) as ended:
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)
+        assert window.composer.button.text() == "&Send"  # usable at once
+    assert ended.args[0].outcome is p.Outcome.CANCELLED
+    assert window.panel.stop_label.text() == "Stopped."
+
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS) as second:
+        type_question(qtbot, window, "And now?")
+    assert second.args[0].result.answer == "Second answer."
+    assert "Second answer." in window.transcript.toPlainText()
+
+
+def test_a_new_question_supersedes_the_running_reply(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    hang = Step(hang=True)
+    window = open_window(qtbot, research_store, [hang, Step("Fresh answer.")]).window
+    bridge = window.bridge
+    type_question(qtbot, window, "Old question")
+    qtbot.waitUntil(hang.started.is_set, timeout=WAIT_MS)
+    first = bridge.current_reply_id
+    delivered: list[int] = []
+    bridge.sig_reply_event.connect(lambda payload: delivered.append(payload.reply_id))
+    ends: list[p.ReplyEnded] = []
+    bridge.sig_reply_ended.connect(ends.append)
+
+    type_question(qtbot, window, "New question")
+    qtbot.waitUntil(lambda: bool(ends), timeout=WAIT_MS)
+    assert [end.reply_id for end in ends] == [first + 1]
+    assert delivered and set(delivered) == {first + 1}  # the old reply's events were dropped
+    assert ends[0].result is not None and ends[0].result.answer == "Fresh answer."
+
+
+def test_history_is_restored_after_a_restart(qtbot: QtBot, research_store: SettingsStore) -> None:
+    script = [Step(calls=[search("ledger")]), Step("Ships were kept in a ledger [1].")]
+    window = open_window(qtbot, research_store, script).window
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        type_question(qtbot, window, "What did the master keep?")
+    window.close()
+    assert not running_hosts()
+
+    again = open_window(qtbot, research_store).window
+    conversations = again.conversations.list
+    qtbot.waitUntil(lambda: conversations.count() == 1, timeout=WAIT_MS)
+    assert conversations.item(0).text().startswith("What did the master keep?")
+    conversations.setFocus()
+    with qtbot.waitSignal(again.bridge.sig_conversation_loaded, timeout=WAIT_MS):
+        qtbot.keyClick(conversations, Qt.Key.Key_Down)
+    text = again.transcript.toPlainText()
+    assert "What did the master keep?" in text and "Ships were kept in a ledger" in text
+    assert again.panel.evidence.count() == 1
+    assert "beta.txt" in again.panel.evidence.item(0).text()
+
+
+def test_a_killed_processs_reply_reopens_interrupted_with_its_evidence(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    history = HistoryStore()  # the data folder the window will use
+    conversation = history.create_conversation("Killed mid-reply")
+    recorder = history.start_reply(conversation, "Where is the quokka?")
+    found = ev.EvidenceItemView(1, "deep/gamma.md", "lines 3-3", "A quokka was seen near the pier")
+    recorder(
+        ev.ToolFinished(0.5, 1, "call_1", "search_workspace", "read", "ok", 1, 0, 0.1, (found,))
+    )
+    history.close()  # and then the process died: the reply is still "running"
+
+    window = open_window(qtbot, research_store).window
+    qtbot.waitUntil(lambda: window.conversations.list.count() == 1, timeout=WAIT_MS)
+    window.conversations.list.setFocus()
+    with qtbot.waitSignal(window.bridge.sig_conversation_loaded, timeout=WAIT_MS) as loaded:
+        qtbot.keyClick(window.conversations.list, Qt.Key.Key_Down)
+    reply = loaded.args[0].replies[0]
+    assert reply.status == "interrupted"
+    assert "interrupted" in window.transcript.toPlainText()
+    assert window.transcript.messages[-1].interrupted
+    assert window.panel.evidence.count() == 1
+    assert "deep/gamma.md" in window.panel.evidence.item(0).text()
+
+
+def test_citations_copy_and_the_research_record(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    script = [
+        Step(calls=[search("granite")]),
+        Step(calls=[search("quokka")]),
+        Step("Granite [1], and a quokka [2]."),
+    ]
+    window = open_window(qtbot, research_store, script).window
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        type_question(qtbot, window, "Tell me two things")
+    index = window.session.last_answer_index()
+    assert "cite:" in window.transcript.toHtml()
+
+    window.transcript.anchorClicked.emit(QUrl(f"cite:{index}:2"))
+    current = window.panel.evidence.currentItem()
+    assert current is not None and current.text().startswith("[2] deep/gamma.md")
+
+    window.transcript.anchorClicked.emit(QUrl(f"copy:{index}"))
+    assert QGuiApplication.clipboard().text() == "Granite [1], and a quokka [2]."
+
+    with qtbot.waitSignal(window.bridge.sig_trace_loaded, timeout=WAIT_MS):
+        qtbot.keyClick(window, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
+    record = window.session.record
+    assert record is not None and record.isVisible()
+    assert '"type": "run_start"' in record.trace.toPlainText()
+    assert "The model answered." in record.summary.text()
+    record.close()
+
+
+def test_conversations_rename_search_and_delete_with_confirmation(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    window = open_window(qtbot, research_store).window
+    pane = window.conversations
+    for question in ("First about granite", "Second about ships"):
+        with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+            type_question(qtbot, window, question)
+        qtbot.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: pane.list.count() == 2, timeout=WAIT_MS)
+
+    pane.list.setFocus()
+    with qtbot.waitSignal(window.bridge.sig_conversation_loaded, timeout=WAIT_MS):
+        pane.list.setCurrentRow(0)
+    qtbot.keyClick(pane.list, Qt.Key.Key_F2)
+    assert pane.rename_dialog is not None
+    pane.rename_dialog.setTextValue("Ships, renamed")
+    with qtbot.waitSignal(window.bridge.sig_conversations_listed, timeout=WAIT_MS):
+        pane.rename_dialog.accept()
+    qtbot.waitUntil(lambda: pane.list.item(0).text().startswith("Ships, renamed"))
+
+    pane.search.setText("granite")
+    qtbot.waitUntil(lambda: pane.list.count() == 1, timeout=WAIT_MS)
+    assert pane.list.item(0).text().startswith("First about granite")
+    pane.search.clear()
+    qtbot.waitUntil(lambda: pane.list.count() == 2, timeout=WAIT_MS)
+
+    window.activateWindow()  # the rename dialog had the focus; shortcuts need the window
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    pane.list.setFocus()
+    with qtbot.waitSignal(window.bridge.sig_conversation_loaded, timeout=WAIT_MS):
+        pane.list.setCurrentRow(1)
+    qtbot.keyClick(pane.list, Qt.Key.Key_Delete)
+    assert pane.delete_box is not None
+    pane.delete_box.reject()  # Cancel keeps it
+    assert pane.list.count() == 2
+    qtbot.keyClick(pane.list, Qt.Key.Key_Delete)
+    assert pane.delete_box is not None
+    with qtbot.waitSignal(window.bridge.sig_conversations_listed, timeout=WAIT_MS):
+        pane.delete_box.done(pane.delete_box.StandardButton.Yes)
+    qtbot.waitUntil(lambda: pane.list.count() == 1, timeout=WAIT_MS)
+    assert pane.list.item(0).text().startswith("Ships, renamed")
+
+
+def test_a_model_that_cannot_load_is_explained_in_a_sentence(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    from imprint_desktop.core.errors import ModelFileError
+
+    async def broken(*_args: object) -> None:
+        raise ModelFileError("The model file /models/x.gguf is truncated.")
+
+    window = open_window(qtbot, research_store, factory=broken).window
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS) as ended:
+        type_question(qtbot, window, "Anything")
+    assert ended.args[0].outcome is p.Outcome.FAILED
+    text = window.banner.text.text()
+    assert "truncated" in text and "Choose another model" in text
+    assert "Traceback" not in text and window.banner.isVisible()
+    assert window.composer.button.text() == "&Send"
+
+
+def test_streamed_text_is_coalesced_into_few_repaints(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    view = open_window(qtbot, research_store).window.transcript
+    view.begin_live("Thinking…")
+    with qtbot.waitSignal(view._render_timer.timeout, timeout=WAIT_MS):
+        pass
+    before = view.renders
+    for index in range(200):
+        view.append_text(f"token{index} ")
+    assert view.renders == before  # nothing painted per token
+    with qtbot.waitSignal(view._render_timer.timeout, timeout=WAIT_MS):
+        pass
+    assert view.renders == before + 1
+    assert "token199" in view.toPlainText()
+
+
+def test_window_geometry_is_remembered(qtbot: QtBot, research_store: SettingsStore) -> None:
+    window = open_window(qtbot, research_store).window
+    window.resize(740, 520)  # inside the offscreen screen, which restoreGeometry respects
+    qtbot.waitUntil(lambda: window.width() == 740)
+    window.close()
+    again = open_window(qtbot, research_store).window
+    assert (again.width(), again.height()) == (740, 520)
+
+
+def test_every_control_has_an_accessible_name(qtbot: QtBot, research_store: SettingsStore) -> None:
+    from PySide6.QtWidgets import (
+        QAbstractButton,
+        QAbstractItemView,
+        QComboBox,
+        QLineEdit,
+        QPlainTextEdit,
+        QProgressBar,
+        QTextEdit,
+        QWidget,
+    )
+
+    window = open_window(qtbot, research_store).window
+    kinds = (
+        QAbstractButton,
+        QComboBox,
+        QLineEdit,
+        QPlainTextEdit,
+        QTextEdit,
+        QProgressBar,
+        QAbstractItemView,
+    )
+    controls = [w for w in window.findChildren(QWidget) if isinstance(w, kinds) and w.isVisible()]
+    assert len(controls) > 10
+    unnamed = [
+        f"{type(widget).__name__} {widget.objectName()}"
+        for widget in controls
+        if not widget.accessibleName() and not _has_text(widget)
+    ]
+    assert not unnamed
+
+
+def _has_text(widget: object) -> bool:
+    text = getattr(widget, "text", None)
+    return bool(callable(text) and str(text()).replace("&", "").strip())
