@@ -18,10 +18,9 @@ hashes with numpy, modulo 2**64, so the per-shingle work runs in C; that is what
 enough to run on every tool result (``bench/bench_engine.py`` measures it). ``hash`` of a string
 differs between processes, which is fine: fingerprints live only as long as the reply.
 
-Memory is bounded: the store keeps at most :data:`MAX_FINGERPRINTS` 8-byte fingerprints (8 MB of
-sorted array, plus the same again in chunks for forgetting in order). Past the bound, the oldest
-fingerprints are forgotten first; a reply would have to read far more than fits any context window
-to get there.
+Memory is bounded: the store keeps at most :data:`MAX_FINGERPRINTS` 8-byte fingerprints (4 MB in
+one sorted array, plus the same again in arrival order for forgetting the oldest first: 8 MB).
+A reply would have to read far more than fits any context window to reach the bound.
 
 Novelty is a heuristic for deciding when research stalls, not a judgement of truth.
 """
@@ -79,7 +78,13 @@ class Novelty:
 
 
 class EvidenceStore:
-    """Fingerprints of everything a reply has seen, bounded (see the module docstring)."""
+    """Fingerprints of everything a reply has seen, bounded (see the module docstring).
+
+    One sorted array answers "seen before?" with a single binary search per batch; new
+    fingerprints are inserted in place. The same fingerprints are also kept in arrival order, in
+    chunks, so that past the bound the oldest are forgotten first (in batches, down to 90 % of the
+    bound, so forgetting is rare).
+    """
 
     def __init__(self, max_fingerprints: int = MAX_FINGERPRINTS) -> None:
         self.max_fingerprints = max_fingerprints
@@ -107,55 +112,61 @@ class EvidenceStore:
         order = np.argsort(prints, kind="stable")
         ordered = prints[order]
         starts = np.concatenate(([True], ordered[1:] != ordered[:-1]))
-        known = self._known(prints, units, order, starts)
+        distinct = ordered[starts]
+        positions = np.searchsorted(self._sorted, distinct)
+        clipped = np.minimum(positions, max(self._sorted.size - 1, 0))
+        if self._sorted.size:
+            held = self._sorted[clipped] == distinct
+        else:
+            held = np.zeros(distinct.size, dtype=bool)
+        # Back from distinct values to every fingerprint: group number of each, in input order.
+        group = np.empty_like(order)
+        group[order] = np.cumsum(starts) - 1
+        known = held[group] | _seen_in_earlier_unit(units, order, starts)
         total = np.bincount(units)
         known_count = np.bincount(units, weights=known.astype(np.float64))
         repeated_unit = known_count >= CONTAINED * total
         repeated = np.bincount(unit_owner, weights=repeated_unit, minlength=len(texts))
         all_units = np.bincount(unit_owner, minlength=len(texts))
-        self._remember(ordered[starts])
+        fresh = ~held
+        self._remember(distinct[fresh], positions[fresh])
         return [
             Novelty(int(count - again), int(again))
             for count, again in zip(all_units.tolist(), repeated.tolist(), strict=True)
         ]
 
-    def _known(
-        self,
-        prints: Hashes,
-        units: npt.NDArray[np.int64],
-        order: npt.NDArray[np.intp],
-        starts: npt.NDArray[np.bool_],
-    ) -> npt.NDArray[np.bool_]:
-        """Which fingerprints were seen before: in the store, or in an earlier unit of this batch.
-
-        ``order`` sorts ``prints`` stably and ``starts`` marks where each distinct value begins in
-        that order, so the first position of every value is found without another sort.
-        """
-        if self._sorted.size:
-            where = np.searchsorted(self._sorted, prints)
-            where[where == self._sorted.size] = 0
-            in_store = self._sorted[where] == prints
-        else:
-            in_store = np.zeros(prints.size, dtype=bool)
-        group = np.cumsum(starts) - 1
-        first = np.empty_like(order)
-        first[order] = order[np.flatnonzero(starts)][group]
-        earlier = units[first] < units
-        known: npt.NDArray[np.bool_] = in_store | earlier
-        return known
-
-    def _remember(self, distinct: Hashes) -> None:
-        """Add sorted, distinct fingerprints; forget the oldest past the bound."""
-        fresh = np.setdiff1d(distinct, self._sorted, assume_unique=True)
+    def _remember(self, fresh: Hashes, positions: npt.NDArray[np.intp]) -> None:
+        """Insert sorted fingerprints not held yet; forget the oldest past the bound."""
         if fresh.size == 0:
             return
+        self._sorted = np.insert(self._sorted, positions, fresh)
         self._chunks.append(fresh)
-        self._sorted = np.union1d(self._sorted, fresh)
-        while self._sorted.size > self.max_fingerprints and len(self._chunks) > 1:
-            self._sorted = np.setdiff1d(self._sorted, self._chunks.popleft(), assume_unique=True)
-        if self._sorted.size > self.max_fingerprints:  # one chunk larger than the whole bound
-            self._sorted = self._sorted[-self.max_fingerprints :]
-            self._chunks = deque([self._sorted.copy()])
+        if self._sorted.size > self.max_fingerprints:
+            self._forget_oldest()
+
+    def _forget_oldest(self) -> None:
+        target = int(self.max_fingerprints * 0.9)
+        count = int(self._sorted.size)
+        while count > target and len(self._chunks) > 1:
+            count -= int(self._chunks.popleft().size)
+        if count > target:  # one chunk alone is larger than the bound: keep part of it
+            self._chunks.append(self._chunks.pop()[:target])
+        self._sorted = np.sort(np.concatenate(list(self._chunks)))
+
+
+def _seen_in_earlier_unit(
+    units: npt.NDArray[np.int64], order: npt.NDArray[np.intp], starts: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """Which fingerprints already occurred in an earlier unit of the same batch.
+
+    ``order`` sorts the fingerprints stably and ``starts`` marks where each distinct value begins
+    in that order, so the first position of every value is found without another sort.
+    """
+    group = np.cumsum(starts) - 1
+    first = np.empty_like(order)
+    first[order] = order[np.flatnonzero(starts)][group]
+    earlier: npt.NDArray[np.bool_] = units[first] < units
+    return earlier
 
 
 def normalize(text: str) -> str:
@@ -217,12 +228,13 @@ def _fingerprint(
     unit_owner = np.asarray(owners, dtype=np.int64)[piece[unit_first_word]]
 
     span = SHINGLE_WORDS - 1
-    shingles = np.zeros(max(total - span, 0), dtype=np.uint64)
+    count = max(total - span, 0)
+    shingles = np.zeros(count, dtype=np.uint64)
     for offset, factor in enumerate(_POSITION):
-        shingles += word_hashes[offset : total - span + offset] * np.uint64(factor)
-    inside = unit[: total - span] == unit[span:]
+        shingles += word_hashes[offset : offset + count] * np.uint64(factor)
+    inside = unit[:count] == unit[span : span + count]
     prints = [shingles[inside]]
-    units = [unit[: total - span][inside]]
+    units = [unit[:count][inside]]
 
     # Units shorter than one shingle get one fingerprint of all their words.
     unit_sizes = np.bincount(unit)
