@@ -47,6 +47,12 @@ from imprint_desktop.core.providers.local.template import ChatTemplate
 log = logging.getLogger(__name__)
 llama_log = logging.getLogger("imprint_desktop.llama_cpp")
 
+#: Largest micro-batch llama.cpp computes at once. ggml checks the abort callback between graph
+#: nodes, and a node's work grows with the micro-batch (a 512-token attention product late in a long
+#: prompt is tens of milliseconds on a laptop CPU); capping it keeps Stop and deadlines prompt
+#: whatever ``model.n_batch`` is. An aborted decode keeps its finished micro-batches.
+MAX_UBATCH = 128
+
 #: ``progress(fraction in [0, 1], stage)``, called on the model thread while loading.
 LoadProgress = Callable[[float, str], None]
 
@@ -236,8 +242,7 @@ def _new_context(model: Any, options: ModelOptions, name: str) -> Any:
     params = llama_cpp.llama_context_default_params()
     params.n_ctx = options.n_ctx
     params.n_batch = min(options.n_batch, options.n_ctx)
-    # One micro-batch per decode call: an aborted decode then rolls back exactly one chunk.
-    params.n_ubatch = params.n_batch
+    params.n_ubatch = min(params.n_batch, MAX_UBATCH)
     params.n_threads = options.threads
     params.n_threads_batch = options.threads
     params.no_perf = False
@@ -290,6 +295,9 @@ def _route_llama_log(level: int, text: bytes | None, _data: ctypes.c_void_p) -> 
     lines: list[str] | None = getattr(_capture, "lines", None)
     if lines is not None and level == _ERROR:
         lines.append(message)
+    quiet: Callable[[], bool] | None = getattr(_capture, "quiet", None)
+    if level == _ERROR and quiet is not None and quiet():
+        level = 1  # a decode we aborted on purpose: llama.cpp reports it as a failure
     llama_log.log(_LEVELS.get(level, logging.DEBUG), "%s", message)
 
 
@@ -301,6 +309,12 @@ def _install_log_router() -> None:
             llama_cpp.llama_backend_init()
             llama_cpp.llama_log_set(_route_llama_log, ctypes.c_void_p(0))
             _router_installed = True
+
+
+def quiet_errors_while(predicate: Callable[[], bool]) -> None:
+    """On this thread, log llama.cpp's errors as debug lines while ``predicate()`` holds (the
+    model thread: a decode stopped by the abort callback is not an error to show anyone)."""
+    _capture.quiet = predicate
 
 
 @contextmanager

@@ -34,7 +34,7 @@ import llama_cpp
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import ProviderError
-from imprint_desktop.core.providers.local.loader import LoadedModel
+from imprint_desktop.core.providers.local.loader import LoadedModel, quiet_errors_while
 
 Interruption = Literal["deadline", "cancelled"]
 #: ``on_prefill(evaluated, to_evaluate)`` after each prefill chunk, on the model thread.
@@ -104,7 +104,10 @@ class RunResult:
 
 
 class ModelSession:
-    """One context and the exact token list of its KV cache (see the module docstring)."""
+    """One context and the exact token list of its KV cache (see the module docstring).
+
+    Made on the model thread, and used only there.
+    """
 
     def __init__(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
@@ -112,6 +115,7 @@ class ModelSession:
         self.cached: list[int] = []
         self.abort = AbortSwitch()
         self.abort.install(loaded.context)
+        quiet_errors_while(lambda: self.abort.reason() is not None)
         self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
         self._memory = llama_cpp.llama_get_memory(loaded.context)
         self._piece = ctypes.create_string_buffer(256)
