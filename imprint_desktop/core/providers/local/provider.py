@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.core.errors import ContextOverflowError, ModelFileError
+from imprint_desktop.core.errors import ChatTemplateError, ContextOverflowError, ModelFileError
 from imprint_desktop.core.providers.base import (
     Completion,
     CompletionRequest,
@@ -178,6 +178,8 @@ class LocalProvider:
     ) -> Completion:
         tokens = self._tokens(request)
         self._last_count = None
+        if not tokens:
+            raise ChatTemplateError(f"The chat template of {self.name} produced an empty prompt.")
         if len(tokens) + request.max_tokens > self.context_window:
             raise ContextOverflowError(
                 f"The prompt ({len(tokens):,} tokens) plus {request.max_tokens:,} tokens of output "
