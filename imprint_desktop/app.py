@@ -1,26 +1,43 @@
-"""Composition root of the window: the QApplication, the qasync loop, wiring and shutdown."""
+"""Composition root of the window: the QApplication, the qasync loop, wiring and shutdown.
+
+Startup is ordered for a fast first paint: the window is built from light modules and shown; only
+then does the heavy part start — the model store (for the download manager) is imported on a
+helper thread and attached when ready, and the engine thread loads the model and indexes the
+workspace. Nothing of that runs on the GUI thread before the person sees the window.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import qasync
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from imprint_desktop import APP_ID, APP_NAME, __version__
 from imprint_desktop.core import resources
 from imprint_desktop.engine.bridge import EngineBridge
-from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.engine.work import ProviderFactory
-from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
 from imprint_desktop.ui.theme import apply_theme
+
+if TYPE_CHECKING:
+    from imprint_desktop.settings.secrets import SecretStore
+
+
+def new_secret_store() -> SecretStore:
+    """The keyring-backed store, made when first needed (loading keyring is slow)."""
+    from imprint_desktop.settings.secrets import SecretStore  # noqa: PLC0415
+
+    return SecretStore()
 
 
 def create_application(argv: list[str] | None = None) -> QApplication:
@@ -37,27 +54,30 @@ def create_application(argv: list[str] | None = None) -> QApplication:
     return app
 
 
-def _api_key_reader(secrets: SecretStore) -> Callable[[], str | None]:
+def _api_key_reader(secrets: SecretStore | Callable[[], SecretStore]) -> Callable[[], str | None]:
     """Reads the remote API key on the engine's worker thread (a keyring call may block)."""
 
     def read() -> str | None:
-        return secrets.get("remote.api_key") if secrets.available() else None
+        store = secrets() if callable(secrets) else secrets
+        return store.get("remote.api_key") if store.available() else None
 
     return read
 
 
 def build_window(
     store: SettingsStore,
-    secrets: SecretStore,
+    secrets: SecretStore | Callable[[], SecretStore],
     *,
     provider_factory: ProviderFactory | None = None,
     history_path: Path | None = None,
     warm_up: bool = False,
+    downloads: bool = True,
 ) -> MainWindow:
     """The main window wired to the settings and the engine; also used by the Qt tests.
 
     ``provider_factory`` replaces the real model (tests use a scripted one); ``warm_up`` loads the
     model and indexes the workspace at once, so the first question does not wait for either.
+    ``downloads=False`` leaves the download manager to :func:`attach_downloads` (after showing).
     """
     app = create_application()
     apply_theme(app, str(store.get("ui.theme")))
@@ -75,14 +95,68 @@ def build_window(
     )
     window = MainWindow(store, secrets, bridge)
     bridge.setParent(window)
-    downloads = DownloadManager(store.snapshot, window)
-    window.attach_downloads(downloads)
-    downloads.restore()  # paused or failed downloads of an earlier run come back to the queue
-    app.aboutToQuit.connect(downloads.shutdown)
     app.aboutToQuit.connect(bridge.shutdown)
+    if downloads:
+        attach_downloads(window, store)
     if warm_up:
         bridge.load_model()
         bridge.index_workspace()
+    return window
+
+
+def attach_downloads(window: MainWindow, store: SettingsStore) -> None:
+    """The download manager, its Model menu and its status widget."""
+    from imprint_desktop.engine.downloads import DownloadManager  # noqa: PLC0415 - heavy
+
+    app = create_application()
+    manager = DownloadManager(store.snapshot, window)
+    window.attach_downloads(manager)
+    manager.restore()  # paused or failed downloads of an earlier run come back to the queue
+    app.aboutToQuit.connect(manager.shutdown)
+
+
+class _FirstPaint(QObject):
+    """Runs the heavy part of startup once the window has painted for the first time."""
+
+    sig_imported = Signal()
+
+    def __init__(self, window: MainWindow, store: SettingsStore) -> None:
+        super().__init__(window)
+        self._window, self._store = window, store
+        self._started = False
+        self.sig_imported.connect(self._attach)
+        window.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint and not self._started:
+            self._started = True
+            QTimer.singleShot(0, self._after_paint)
+        return False
+
+    def _after_paint(self) -> None:
+        self._window.removeEventFilter(self)
+        self._window.bridge.load_model()
+        self._window.bridge.index_workspace()
+
+        def preload() -> None:  # module imports only; every object is made on the GUI thread
+            importlib.import_module("imprint_desktop.engine.downloads")
+            importlib.import_module("imprint_desktop.settings.secrets")
+            self.sig_imported.emit()
+
+        threading.Thread(target=preload, name="imprint-preload", daemon=True).start()
+
+    def _attach(self) -> None:
+        attach_downloads(self._window, self._store)
+
+
+def open_main_window(
+    store: SettingsStore, secrets: SecretStore | Callable[[], SecretStore]
+) -> MainWindow:
+    """Show the window as a person starts it: first paint first, then the heavy startup work."""
+    window = build_window(store, secrets, downloads=False)
+    window.startup = _FirstPaint(window, store)  # type: ignore[attr-defined]
+    window.show()
+    window.composer.edit.setFocus()
     return window
 
 
@@ -92,9 +166,7 @@ def run(
     """Open the window and run until it closes; returns the exit code."""
     app = create_application()
     store = SettingsStore(config)
-    window = build_window(store, SecretStore(), warm_up=True)
-    window.show()
-    window.composer.edit.setFocus()
+    window = open_main_window(store, new_secret_store)
     if quit_after is not None:
 
         def finish() -> None:

@@ -20,17 +20,11 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 from PySide6.QtCore import QThread
 
-from imprint_desktop.core import assistant
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.core.history import HistoryStore
-from imprint_desktop.core.net import make_async_client
-from imprint_desktop.core.providers.base import Provider
-from imprint_desktop.core.workspace import Workspace
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.work import (
     ProviderFactory,
@@ -42,6 +36,13 @@ from imprint_desktop.engine.work import (
     test_remote,
     workspace_key,
 )
+
+if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep startup fast
+    import httpx
+
+    from imprint_desktop.core.history import HistoryStore
+    from imprint_desktop.core.providers.base import Provider
+    from imprint_desktop.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,8 @@ class EngineHost(QThread):
             self.loop.close()
 
     async def _serve(self) -> None:
+        from imprint_desktop.core.history import HistoryStore  # noqa: PLC0415 - engine thread
+
         try:
             self._history = HistoryStore(self._history_path)
             interrupted = self._history.mark_interrupted()
@@ -163,6 +166,8 @@ class EngineHost(QThread):
 
     def http(self, settings: Mapping[str, Any]) -> httpx.AsyncClient:
         """The client for ``settings``' network options (made again when they change)."""
+        from imprint_desktop.core.net import make_async_client  # noqa: PLC0415 - engine thread
+
         key = network_key(settings)
         if self._http is None or key != self._http_key:
             old, self._http = self._http, make_async_client(settings)
@@ -204,6 +209,9 @@ class EngineHost(QThread):
 
     def workspace(self, settings: Mapping[str, Any]) -> Workspace:
         """The workspace ``settings`` choose, opened once and kept while they stay the same."""
+        from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread
+        from imprint_desktop.core.workspace import Workspace  # noqa: PLC0415
+
         root = assistant.workspace_root(settings)
         key = workspace_key(root, settings)
         if self._workspace is None or key != self._workspace_key:

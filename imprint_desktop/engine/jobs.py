@@ -13,16 +13,17 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from imprint_desktop.core import assistant
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import Cancelled
-from imprint_desktop.core.history import ReplyRecorder, StoredReply
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.host import EngineHost
 from imprint_desktop.engine.work import sentence
+
+if TYPE_CHECKING:
+    from imprint_desktop.core.history import ReplyRecorder, StoredReply
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,8 @@ async def _research(
     cancel: CancelToken,
     state: dict[str, Any],
 ) -> ev.ReplyResult:
+    from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
+
     history = host.history
     created = state["conversation"] is None
     if created:

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from imprint_desktop.core.history import ConversationSummary, StoredReply
 from imprint_desktop.core.research import events as ev
+
+if TYPE_CHECKING:  # the history store itself is only ever imported on the engine thread
+    from imprint_desktop.core.history import ConversationSummary, StoredReply
 
 
 class Outcome(enum.Enum):

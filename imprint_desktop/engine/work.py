@@ -10,11 +10,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from imprint_desktop.core import assistant, resources
+from imprint_desktop.core import resources
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import (
     ImprintError,
@@ -26,13 +24,17 @@ from imprint_desktop.core.errors import (
     SecretStoreError,
     WorkspaceError,
 )
-from imprint_desktop.core.providers.base import Provider
 from imprint_desktop.engine.payloads import ConnectionTest
+
+if TYPE_CHECKING:  # the engine thread imports these when it first needs them
+    import httpx
+
+    from imprint_desktop.core.providers.base import Provider
 
 log = logging.getLogger(__name__)
 
 ProviderFactory = Callable[
-    [Mapping[str, Any], httpx.AsyncClient, str | None, CancelToken], Awaitable[Provider]
+    [Mapping[str, Any], "httpx.AsyncClient", str | None, CancelToken], Awaitable["Provider"]
 ]
 """Builds the provider for a settings snapshot on the engine loop (tests pass a scripted one)."""
 
@@ -40,6 +42,8 @@ ProviderFactory = Callable[
 async def open_default_provider(
     settings: Mapping[str, Any], http: httpx.AsyncClient, api_key: str | None, cancel: CancelToken
 ) -> Provider:
+    from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
+
     return await assistant.open_provider(settings, http, api_key=api_key, cancel=cancel)
 
 
@@ -119,6 +123,8 @@ async def test_remote(
     http: httpx.AsyncClient, settings: Mapping[str, Any], api_key: str | None
 ) -> ConnectionTest:
     """Ask the remote server for its models, the cheapest request that proves address and key."""
+    import httpx  # noqa: PLC0415 - engine thread, not startup
+
     base = str(settings.get("remote.base_url") or "").rstrip("/")
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:

@@ -19,12 +19,20 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from PySide6.QtCore import QTimer, QUrl, Signal, Slot
-from PySide6.QtGui import QColor, QGuiApplication, QPalette, QTextCursor, QTextFormat
+from PySide6.QtGui import (
+    QColor,
+    QGuiApplication,
+    QPalette,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+)
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
 from imprint_desktop.core.research import events as ev
 
 RENDER_DELAY_MS = 30
+RECENT_MESSAGES = 120  # shown at once when a conversation opens; earlier ones on request
 Role = Literal["you", "assistant", "asked", "answered", "notice"]
 
 _CITATION = re.compile(r"(?<![\\\w\]])\[(\d{1,3})\](?![(\[])")
@@ -102,10 +110,12 @@ class ChatView(QTextBrowser):
         self.anchorClicked.connect(self._follow)
         self.document().setDocumentMargin(12)
         self.messages: list[ChatMessage] = []
+        self._document: QTextDocument | None = None
         self._live_start: int | None = None
-        self._live_header = ""
+        self._first_shown = 0
         self._live_text = ""
         self._status = ""
+        self._live_rendered = ""
         self.renders = 0  # live renders so far (the tests and the benchmark count them)
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
@@ -114,16 +124,34 @@ class ChatView(QTextBrowser):
 
     # --- whole conversations ----------------------------------------------------------------
 
-    def show_messages(self, messages: Sequence[ChatMessage]) -> None:
-        """Replace the transcript (one parse, one layout)."""
+    def show_messages(self, messages: Sequence[ChatMessage], recent: int = RECENT_MESSAGES) -> None:
+        """Replace the transcript with the latest ``recent`` messages (earlier ones on request).
+
+        The document is built detached and handed to the view whole: one parse, one layout, and
+        the code-block shading does not relay out the view once per block. Laying out only the
+        recent messages keeps opening a long conversation fast; a link at the top brings the
+        earlier ones (message indices, and so every link, stay the same).
+        """
         self._render_timer.stop()
         self._live_start = None
         self.messages = list(messages)
-        text = "\n\n---\n\n".join(
-            message_markdown(message, index) for index, message in enumerate(self.messages)
-        )
-        self.setMarkdown(text)
-        self._shade_code(0)
+        self._first_shown = max(0, len(self.messages) - recent)
+        parts = [
+            message_markdown(self.messages[index], index)
+            for index in range(self._first_shown, len(self.messages))
+        ]
+        if self._first_shown:
+            parts.insert(0, f"[Show {self._first_shown} earlier messages](earlier:more)\n")
+        text = "\n\n---\n\n".join(parts)
+        document = QTextDocument(self)
+        document.setDefaultFont(self.font())
+        document.setDocumentMargin(12)
+        document.setMarkdown(text)
+        self._shade_code(0, document)
+        previous, self._document = self._document, document
+        self.setDocument(document)
+        if previous is not None:
+            previous.deleteLater()  # ours; the first, built-in document is the control's own
         self.moveCursor(QTextCursor.MoveOperation.End)
         self.ensureCursorVisible()
 
@@ -136,12 +164,23 @@ class ChatView(QTextBrowser):
 
     # --- the live message ---------------------------------------------------------------------
 
+    def show_earlier(self) -> None:
+        """Render more of the conversation above what is shown."""
+        if self._first_shown and not self.live:
+            self.show_messages(self.messages, len(self.messages) - self._first_shown + 200)
+            self.verticalScrollBar().setValue(0)
+
     def begin_live(self, status: str) -> None:
-        """Start the reply being written; ``status`` shows until text arrives."""
+        """Start the reply being written; ``status`` shows until text arrives.
+
+        The live region is drawn exactly as the finished message will be (header, citation
+        links), so when the streamed text turns out to be the answer, ending the reply costs
+        nothing but bookkeeping — no re-parse of a long answer at the very moment it finishes.
+        """
         cursor = self._end_cursor()
         self._live_start = cursor.position()
-        self._live_header = "**Imprint**"
         self._live_text = ""
+        self._live_rendered = ""
         self.set_live_status(status)
 
     def set_live_status(self, status: str) -> None:
@@ -174,9 +213,21 @@ class ChatView(QTextBrowser):
         self._render_timer.stop()
         if self._live_start is None:
             return None
+        index = len(self.messages)
+        if message is not None and message.role == "assistant":
+            final = self._live_markdown(message)
+            if final != self._live_rendered:
+                self._replace_live(final)
+            self._live_start = None
+            self.messages.append(message)
+            return index
         self._replace_live("")
         self._live_start = None
         return self.add_message(message) if message is not None else None
+
+    def _live_markdown(self, message: ChatMessage) -> str:
+        markdown = message_markdown(message, len(self.messages))
+        return f"---\n\n{markdown}" if self._live_start else markdown
 
     def _schedule(self) -> None:
         if not self._render_timer.isActive():
@@ -186,9 +237,14 @@ class ChatView(QTextBrowser):
     def _render_live(self) -> None:
         if self._live_start is None:
             return
-        body = self._live_text if self._live_text.strip() else f"*{self._status}*"
-        self._replace_live(f"{self._live_header}\n\n{body}\n")
-        self.renders += 1
+        text = self._live_text.strip()
+        if text:
+            markdown = self._live_markdown(ChatMessage("assistant", text))
+        else:
+            markdown = self._live_markdown(ChatMessage("notice", self._status))
+        if markdown != self._live_rendered:
+            self._replace_live(markdown)
+            self.renders += 1
 
     def _replace_live(self, markdown: str) -> None:
         assert self._live_start is not None
@@ -204,6 +260,7 @@ class ChatView(QTextBrowser):
                 cursor.insertBlock()
             cursor.insertMarkdown(markdown)
         cursor.endEditBlock()
+        self._live_rendered = markdown
         self._shade_code(self._live_start)
         if at_bottom:
             bar.setValue(bar.maximum())
@@ -227,12 +284,15 @@ class ChatView(QTextBrowser):
         self._shade_code(start)
         self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
 
-    def _shade_code(self, start: int) -> None:
+    def _shade_code(self, start: int, document: QTextDocument | None = None) -> None:
         """Give code blocks a background: Markdown import marks them but does not paint them."""
         shade = QColor(self.palette().color(QPalette.ColorRole.AlternateBase))
         if shade == self.palette().color(QPalette.ColorRole.Base):
             shade = shade.darker(106)
-        block = self.document().findBlock(start)
+        document = document or self.document()
+        edit = QTextCursor(document)
+        edit.beginEditBlock()  # one relayout for all the blocks, not one per block
+        block = document.findBlock(start)
         while block.isValid():
             block_format = block.blockFormat()
             if block_format.hasProperty(QTextFormat.Property.BlockCodeFence) or (
@@ -242,6 +302,7 @@ class ChatView(QTextBrowser):
                 block_format.setBackground(shade)
                 cursor.setBlockFormat(block_format)
             block = block.next()
+        edit.endEditBlock()
 
     def message_text(self, index: int) -> str:
         return self.messages[index].text if 0 <= index < len(self.messages) else ""
@@ -260,5 +321,7 @@ class ChatView(QTextBrowser):
                 self.copy_message(int(rest))
             elif scheme == "record":
                 self.sig_record_requested.emit(int(rest))
+            elif scheme == "earlier":
+                self.show_earlier()
         except ValueError:
             return

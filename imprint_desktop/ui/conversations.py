@@ -9,6 +9,7 @@ slot and the tests can answer them like a person would.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -24,8 +25,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from imprint_desktop.core.history import ConversationSummary
 from imprint_desktop.engine.payloads import ConversationList
+
+if TYPE_CHECKING:
+    from imprint_desktop.core.history import ConversationSummary
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 SEARCH_DELAY_MS = 200

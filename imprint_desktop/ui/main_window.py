@@ -8,8 +8,10 @@ lays out, forwards and shows. Window geometry and the splitter are remembered in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings, Qt, QUrl, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
@@ -30,22 +32,23 @@ from imprint_desktop.core import paths, resources
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
-from imprint_desktop.engine.downloads import DownloadManager, JobEnded, Outcome
 from imprint_desktop.engine.work import describe_model
-from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.banner import ProblemsBanner
 from imprint_desktop.ui.chat_view import ChatView
 from imprint_desktop.ui.composer import Composer
 from imprint_desktop.ui.conversations import ConversationsPane
-from imprint_desktop.ui.download_status import DownloadStatusWidget
-from imprint_desktop.ui.model_manager import ModelManagerWindow
-from imprint_desktop.ui.preferences import PreferencesDialog
 from imprint_desktop.ui.question_card import QuestionCard
 from imprint_desktop.ui.record import DocumentViewer, cited_lines
 from imprint_desktop.ui.research_panel import ResearchPanel
 from imprint_desktop.ui.session import ChatSession
 from imprint_desktop.ui.toolbar import ResearchToolbar
+
+if TYPE_CHECKING:  # the model store and the dialogs load after the first paint, when needed
+    from imprint_desktop.engine.downloads import DownloadManager, JobEnded
+    from imprint_desktop.settings.secrets import SecretStore
+    from imprint_desktop.ui.model_manager import ModelManagerWindow
+    from imprint_desktop.ui.preferences import PreferencesDialog
 
 VIEWABLE = {".md", ".txt", ".rst", ".csv", ".py", ".json", ".toml", ".yaml", ".yml", ".log"}
 VIEWABLE_BYTES = 2 << 20
@@ -55,7 +58,7 @@ class MainWindow(QMainWindow):
     def __init__(  # noqa: PLR0915 - laying out a window is a list of statements
         self,
         store: SettingsStore,
-        secrets: SecretStore,
+        secrets: SecretStore | Callable[[], SecretStore],
         bridge: EngineBridge,
         parent: QWidget | None = None,
     ) -> None:
@@ -64,7 +67,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APP_NAME)
         self.resize(1180, 760)
         self._store = store
-        self._secrets = secrets
+        self._secrets = secrets  # or how to make it: the keyring loads when first needed
         self.bridge = bridge
         self.preferences: PreferencesDialog | None = None
         self.downloads: DownloadManager | None = None
@@ -207,6 +210,8 @@ class MainWindow(QMainWindow):
 
     def attach_downloads(self, downloads: DownloadManager) -> None:
         """Add the Model menu (Ctrl+M opens the model manager) and the download status."""
+        from imprint_desktop.ui.download_status import DownloadStatusWidget  # noqa: PLC0415
+
         self.downloads = downloads
         model_menu = QMenu("&Model", self)
         self.menuBar().insertMenu(self.menuBar().actions()[-1], model_menu)  # before Help
@@ -222,7 +227,7 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _download_job_ended(self, job: JobEnded) -> None:
-        if job.kind == "installed" and job.outcome is Outcome.FINISHED:
+        if job.kind == "installed" and job.outcome.value == "finished":
             models = job.value if isinstance(job.value, tuple | list) else ()
             self.toolbar_row.model.set_installed(tuple(models))
         elif job.kind in ("download", "remove", "import") and self.downloads is not None:
@@ -235,6 +240,8 @@ class MainWindow(QMainWindow):
         """Show the model manager (one per window; closing it leaves downloads running)."""
         if self.downloads is None:
             return None
+        from imprint_desktop.ui.model_manager import ModelManagerWindow  # noqa: PLC0415
+
         if self.model_manager is None:
             self.model_manager = ModelManagerWindow(self.downloads, self._store, self)
         self.model_manager.show()
@@ -245,7 +252,11 @@ class MainWindow(QMainWindow):
     @Slot()
     def open_preferences(self) -> PreferencesDialog:
         """Show the preferences dialog (one at a time) and return it."""
+        from imprint_desktop.ui.preferences import PreferencesDialog  # noqa: PLC0415
+
         if self.preferences is None:
+            if callable(self._secrets):
+                self._secrets = self._secrets()
             self.preferences = PreferencesDialog(self._store, self._secrets, self)
             self.preferences.finished.connect(self._preferences_closed)
         self.preferences.show()

@@ -9,11 +9,11 @@ evidence), so the transcript on screen is always the conversation the reply belo
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
-from imprint_desktop.core.history import StoredReply
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
@@ -23,6 +23,9 @@ from imprint_desktop.ui.conversations import ConversationsPane
 from imprint_desktop.ui.question_card import QuestionCard
 from imprint_desktop.ui.record import RecordDialog
 from imprint_desktop.ui.research_panel import ResearchPanel
+
+if TYPE_CHECKING:
+    from imprint_desktop.core.history import StoredReply
 
 INTERRUPTED_NOTE = (
     "This reply was interrupted before it finished (Imprint was closed or stopped). The evidence "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtGui import QAction
@@ -25,9 +25,11 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.core import resources
-from imprint_desktop.core.models import InstalledModel, Source
 from imprint_desktop.engine.payloads import IndexStatus, ModelState, ModelStatus, Outcome
 from imprint_desktop.settings.store import SettingsStore
+
+if TYPE_CHECKING:  # the model store is imported by the download manager, after the first paint
+    from imprint_desktop.core.models import InstalledModel
 
 _ACTION = "action"
 
@@ -51,7 +53,7 @@ class ModelPicker(QComboBox):
         self.rebuild()
 
     def set_installed(self, models: tuple[InstalledModel, ...]) -> None:
-        self._installed = tuple(m for m in models if m.source is not Source.STARTER and m.usable)
+        self._installed = tuple(m for m in models if m.source.value != "starter" and m.usable)
         self.rebuild()
 
     def rebuild(self) -> None:
