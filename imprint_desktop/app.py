@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -135,6 +137,7 @@ class _FirstPaint(QObject):
 
     def _after_paint(self) -> None:
         self._window.removeEventFilter(self)
+        report("ready")
         self._window.bridge.load_model()
         self._window.bridge.index_workspace()
 
@@ -149,11 +152,57 @@ class _FirstPaint(QObject):
         attach_downloads(self._window, self._store)
 
 
+def report(event: str, **fields: object) -> None:
+    """One JSON line on stdout when ``IMPRINT_GUI_EVENTS=1``: how end-to-end tests follow the
+    window without sleeping (they block on reading the next line)."""
+    if os.environ.get("IMPRINT_GUI_EVENTS") == "1":
+        print(json.dumps({"event": event, **fields}), flush=True)
+
+
+def _report_events(window: MainWindow) -> None:
+    from imprint_desktop.core.research import events as ev  # noqa: PLC0415
+    from imprint_desktop.engine import payloads as p  # noqa: PLC0415
+
+    bridge = window.bridge
+
+    def reply_event(payload: p.ReplyEvent) -> None:
+        if isinstance(payload.event, ev.ToolStarted):
+            report("tool", name=payload.event.name)
+        elif isinstance(payload.event, ev.QuestionAsked):
+            report("question-asked", question=payload.event.question)
+
+    def ended(payload: p.ReplyEnded) -> None:
+        answer = payload.result.answer if payload.result else ""
+        report("reply-ended", outcome=payload.outcome.value, answer=answer, message=payload.message)
+
+    def loaded(record: p.ConversationRecord) -> None:
+        report(
+            "conversation-loaded",
+            replies=[
+                {"status": r.status, "evidence": len(r.evidence), "answer": r.answer or ""}
+                for r in record.replies
+            ],
+        )
+
+    bridge.sig_reply_opened.connect(lambda o: report("reply-opened", stored_id=o.stored_id))
+    bridge.sig_reply_event.connect(reply_event)
+    bridge.sig_reply_ended.connect(ended)
+    bridge.sig_model_status.connect(
+        lambda s: report("model", state=s.state.value, message=s.message)
+    )
+    bridge.sig_conversations_listed.connect(
+        lambda c: report("conversations", count=len(c.conversations))
+    )
+    bridge.sig_conversation_loaded.connect(loaded)
+
+
 def open_main_window(
     store: SettingsStore, secrets: SecretStore | Callable[[], SecretStore]
 ) -> MainWindow:
     """Show the window as a person starts it: first paint first, then the heavy startup work."""
     window = build_window(store, secrets, downloads=False)
+    if os.environ.get("IMPRINT_GUI_EVENTS") == "1":
+        _report_events(window)
     window.startup = _FirstPaint(window, store)  # type: ignore[attr-defined]
     window.show()
     window.composer.edit.setFocus()
