@@ -211,8 +211,14 @@ def measure_streaming(seconds: float) -> tuple[float, float, int, int]:  # noqa:
     provider.on_budget = budget
 
     ended: list[object] = []
-    window.bridge.sig_reply_ended.connect(ended.append)
-    window.bridge.sig_reply_ended.connect(lambda _e: app.quit())
+
+    def reply_ended(payload: object) -> None:
+        ended.append(payload)
+        # Stop measuring first: quitting closes the window, which joins the engine thread.
+        QTimer.singleShot(0, probe.stop)
+        QTimer.singleShot(0, app.quit)
+
+    window.bridge.sig_reply_ended.connect(reply_ended)
 
     def start() -> None:
         clock.start()

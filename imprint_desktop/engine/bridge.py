@@ -31,12 +31,12 @@ import itertools
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
 
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.engine import jobs
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.host import EngineHost
 from imprint_desktop.engine.work import ProviderFactory, sentence
@@ -129,8 +129,11 @@ class EngineBridge(QObject):
         settings = self._settings()
         host = self._host
         emit = self._relay.sig_payload.emit
-        self._host.submit(
-            lambda: jobs.run_reply(
+
+        async def job() -> None:
+            from imprint_desktop.engine import jobs  # noqa: PLC0415 - on the engine thread
+
+            await jobs.run_reply(
                 host,
                 emit,
                 reply_id,
@@ -139,7 +142,8 @@ class EngineBridge(QObject):
                 settings=settings,
                 cancel=cancel,
             )
-        )
+
+        self._host.submit(job)
         return reply_id
 
     def cancel_reply(self) -> None:
@@ -211,20 +215,20 @@ class EngineBridge(QObject):
 
     def list_conversations(self, search: str = "") -> None:
         self._search = search
-        self._history_job(lambda emit: jobs.list_conversations(self._host, emit, search))
+        self._history_job(lambda jobs, emit: jobs.list_conversations(self._host, emit, search))
 
     def load_conversation(self, conversation_id: int) -> int:
         """Read one conversation; returns the request number its ConversationRecord carries."""
         request = next(self._requests)
         self._history_job(
-            lambda emit: jobs.load_conversation(self._host, emit, conversation_id, request)
+            lambda jobs, emit: jobs.load_conversation(self._host, emit, conversation_id, request)
         )
         return request
 
     def rename_conversation(self, conversation_id: int, title: str) -> None:
         search = self._search
 
-        def work(emit: Callable[[object], None]) -> None:
+        def work(jobs: ModuleType, emit: Callable[[object], None]) -> None:
             self._host.history.rename(conversation_id, title)
             jobs.list_conversations(self._host, emit, search)
 
@@ -233,7 +237,7 @@ class EngineBridge(QObject):
     def delete_conversation(self, conversation_id: int) -> None:
         search = self._search
 
-        def work(emit: Callable[[object], None]) -> None:
+        def work(jobs: ModuleType, emit: Callable[[object], None]) -> None:
             self._host.history.delete(conversation_id)
             jobs.list_conversations(self._host, emit, search)
 
@@ -244,6 +248,8 @@ class EngineBridge(QObject):
         host, emit = self._host, self._relay.sig_payload.emit
 
         async def job() -> None:
+            from imprint_desktop.engine import jobs  # noqa: PLC0415 - on the engine thread
+
             try:
                 await jobs.save_trace(host, emit, stored_id, save_to)
             except Exception as error:
@@ -255,6 +261,8 @@ class EngineBridge(QObject):
         host, emit = self._host, self._relay.sig_payload.emit
 
         async def job() -> None:
+            from imprint_desktop.engine import jobs  # noqa: PLC0415 - on the engine thread
+
             try:
                 await jobs.export_conversation(host, emit, conversation_id, path)
             except OSError as error:
@@ -267,12 +275,14 @@ class EngineBridge(QObject):
 
         host.submit(job)
 
-    def _history_job(self, work: Callable[[Callable[[object], None]], None]) -> None:
+    def _history_job(self, work: Callable[[ModuleType, Callable[[object], None]], None]) -> None:
         emit = self._relay.sig_payload.emit
 
         async def job() -> None:
+            from imprint_desktop.engine import jobs  # noqa: PLC0415 - on the engine thread
+
             try:
-                work(emit)
+                work(jobs, emit)
             except Exception as error:
                 log.exception("history job failed")
                 emit(p.EngineProblem(f"The chat history could not be read or saved: {error}"))

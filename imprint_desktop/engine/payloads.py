@@ -13,10 +13,9 @@ import enum
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from imprint_desktop.core.research import events as ev
-
-if TYPE_CHECKING:  # the history store itself is only ever imported on the engine thread
+if TYPE_CHECKING:  # imported where used (engine thread, event handlers): startup stays light
     from imprint_desktop.core.history import ConversationSummary, StoredReply
+    from imprint_desktop.core.research import events as ev
 
 
 class Outcome(enum.Enum):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from PySide6.QtCore import QTimer, QUrl, Signal, Slot
 from PySide6.QtGui import (
@@ -29,7 +29,9 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from imprint_desktop.core.research import events as ev
+if TYPE_CHECKING:
+    from imprint_desktop.core.research import events as ev
+
 
 RENDER_DELAY_MS = 30
 RECENT_MESSAGES = 120  # shown at once when a conversation opens; earlier ones on request

@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
 
 from imprint_desktop import APP_NAME, __version__
 from imprint_desktop.core import paths, resources
-from imprint_desktop.core.research import events as ev
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.engine.work import describe_model
@@ -44,7 +43,10 @@ from imprint_desktop.ui.research_panel import ResearchPanel
 from imprint_desktop.ui.session import ChatSession
 from imprint_desktop.ui.toolbar import ResearchToolbar
 
-if TYPE_CHECKING:  # the model store and the dialogs load after the first paint, when needed
+if TYPE_CHECKING:
+    from imprint_desktop.core.research import (
+        events as ev,
+    )  # the model store and the dialogs load after the first paint, when needed
     from imprint_desktop.engine.downloads import DownloadManager, JobEnded
     from imprint_desktop.settings.secrets import SecretStore
     from imprint_desktop.ui.model_manager import ModelManagerWindow

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QColor, QTextCursor, QTextFormat
@@ -24,8 +25,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from imprint_desktop.core.research import events as ev
 from imprint_desktop.ui.budget_widgets import stop_words
+
+if TYPE_CHECKING:
+    from imprint_desktop.core.research import events as ev
 
 _LINES = re.compile(r"lines?\s+(\d+)(?:\s*[-–]\s*(\d+))?")
 

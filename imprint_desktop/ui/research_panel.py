@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
@@ -24,8 +25,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from imprint_desktop.core.research import events as ev
 from imprint_desktop.ui.budget_widgets import SegmentBar, seconds_text, stop_words
+
+if TYPE_CHECKING:
+    from imprint_desktop.core.research import events as ev
 
 TICK_MS = 100
 EVIDENCE_ROLE = Qt.ItemDataRole.UserRole
@@ -152,6 +155,8 @@ class ResearchPanel(QWidget):
 
     def apply(self, event: ev.Event) -> None:
         """Reflect one research event."""
+        from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - after startup
+
         if isinstance(event, ev.ReplyStarted):
             self.set_now("Thinking…")
             self._tick.start()

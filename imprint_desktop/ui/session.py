@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
-from imprint_desktop.core.research import events as ev
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.ui.chat_view import ChatMessage, ChatView, Citation
@@ -150,6 +149,8 @@ class ChatSession(QObject):
 
     @Slot(object)
     def _event(self, payload: p.ReplyEvent) -> None:
+        from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - after startup
+
         event = payload.event
         if isinstance(event, ev.TextDelta):
             self.view.append_text(event.text)
