@@ -1,0 +1,132 @@
+"""The final stage, exports, saved traces, and the toolbar's model and workspace choices."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pytestqt.qtbot import QtBot
+
+from imprint_desktop.core.providers.base import CompletionRequest
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.engine import payloads as p
+from imprint_desktop.settings.store import SettingsStore
+from tests.qt.research_harness import open_window, search, type_question, write_corpus
+from tests.support.scripted_provider import Step
+
+WAIT_MS = 10_000
+
+
+@pytest.fixture
+def research_store(store: SettingsStore, tmp_path: Path) -> SettingsStore:
+    store.set("workspace.path", str(write_corpus(tmp_path / "corpus")))
+    store.set("chat.research_no_progress_rounds", 2)
+    return store
+
+
+def same_search_then_final(request: CompletionRequest) -> Step:
+    if request.phase == "final":
+        return Step("From what was found: granite [1].")
+    return Step(calls=[search("granite")])
+
+
+def test_patience_runs_out_and_the_final_stage_is_shown_apart(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    window = open_window(qtbot, research_store, same_search_then_final).window
+    panel = window.panel
+    during_final: list[tuple[bool, str, str]] = []
+    warned: list[bool] = []
+
+    def watch(payload: p.ReplyEvent) -> None:
+        if isinstance(payload.event, ev.FinalStarted):
+            during_final.append(
+                (
+                    panel.final_group.isVisibleTo(window),
+                    panel.final_text.text(),
+                    panel.now_label.text(),
+                )
+            )
+        elif isinstance(payload.event, ev.BudgetUpdate):
+            warned.append(panel.patience_bar.warn)
+
+    window.bridge.sig_reply_event.connect(watch)
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS) as ended:
+        type_question(qtbot, window, "What is the wall made of?")
+    assert ended.args[0].result.stop_reason == "no_progress"
+    ((visible, allowance, now),) = during_final
+    assert visible and "2,048 tokens" in allowance and "120 s" in allowance
+    assert now == "Writing the final answer…"
+    assert any(warned)  # the patience bar warns before it runs out
+    assert panel.stop_label.text() == "Research stopped: recent rounds found no new evidence."
+    assert panel.final_text.text().startswith("Done in")
+    assert "From what was found: granite" in window.transcript.toPlainText()
+
+
+def test_export_and_trace_files(
+    qtbot: QtBot, research_store: SettingsStore, tmp_path: Path
+) -> None:
+    script = [Step(calls=[search("quokka")]), Step("A quokka was seen [1].")]
+    window = open_window(qtbot, research_store, script).window
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS) as ended:
+        type_question(qtbot, window, "Which animal was seen?")
+    conversation = window.session.conversation_id
+    assert conversation is not None
+
+    exported = tmp_path / "conversation.md"
+    with qtbot.waitSignal(window.bridge.sig_file_saved, timeout=WAIT_MS):
+        window.bridge.export_conversation(conversation, exported)
+    text = exported.read_text(encoding="utf-8")
+    assert "## Which animal was seen?" in text
+    assert "A quokka was seen [1]." in text and "1. deep/gamma.md" in text
+
+    trace = tmp_path / "trace.jsonl"
+    stored = ended.args[0].stored_id
+    with qtbot.waitSignal(window.bridge.sig_file_saved, timeout=WAIT_MS):
+        window.bridge.load_trace(stored, save_to=trace)
+    kinds = [json.loads(line)["type"] for line in trace.read_text(encoding="utf-8").splitlines()]
+    assert kinds[0] == "run_start"
+    assert "tool" in kinds and "stop" in kinds
+
+
+def test_choosing_a_workspace_indexes_it_with_visible_progress(
+    qtbot: QtBot, research_store: SettingsStore, tmp_path: Path
+) -> None:
+    window = open_window(qtbot, research_store).window
+    folder = tmp_path / "other"
+    for number in range(30):
+        (folder / f"n{number}").mkdir(parents=True)
+        (folder / f"n{number}" / "doc.md").write_text(f"# Note {number}\n\nText {number}.\n")
+    shown: list[bool] = []
+
+    def progress(status: p.IndexStatus) -> None:
+        if status.outcome is None:
+            shown.append(window.toolbar_row.index_bar.isVisible())
+
+    window.bridge.sig_index_progress.connect(progress)
+    with qtbot.waitSignal(
+        window.bridge.sig_index_progress,
+        timeout=WAIT_MS,
+        check_params_cb=lambda status: status.outcome is p.Outcome.FINISHED,
+    ):
+        research_store.set("workspace.path", str(folder))
+    assert shown and all(shown)
+    assert not window.toolbar_row.index_bar.isVisible()
+    assert window.toolbar_row.workspace.text() == "Workspace: other"
+
+
+def test_choosing_a_model_in_the_toolbar_loads_it(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    window = open_window(qtbot, research_store).window
+    picker = window.toolbar_row.model
+    remote = next(i for i in range(picker.count()) if picker.itemText(i).startswith("Remote"))
+    with qtbot.waitSignal(
+        window.bridge.sig_model_status,
+        timeout=WAIT_MS,
+        check_params_cb=lambda status: status.state is p.ModelState.READY,
+    ):
+        picker.activated.emit(remote)
+    assert research_store.get("model.provider") == "remote"
+    assert window.toolbar_row.model_state.text() == "ready"
