@@ -69,6 +69,8 @@ def test_duplicates_within_one_batch_count_once() -> None:
 
 def test_short_texts_and_empty_texts() -> None:
     store = EvidenceStore()
+    for words in ("one", "one two", "one two three", "one two three four", "a b c d e"):
+        assert store.add(words).is_new and not store.add(words.upper()).is_new
     assert store.add("Open daily.").is_new
     assert not store.add("open daily").is_new
     empty = store.add("  \n\n !!! ")
