@@ -56,6 +56,8 @@ class ConversationsPane(QWidget):
         self.list.setObjectName("conversationList")
         self.list.setAccessibleName("Conversations")
         self.list.setAccessibleDescription("F2 renames, Delete deletes the selected conversation")
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.new_button = QPushButton("&New")
         self.new_button.setAccessibleName("New conversation")
         self.rename_button = QPushButton("&Rename")

@@ -13,8 +13,8 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QSettings, Qt, QUrl, Slot
-from PySide6.QtGui import QAction, QCloseEvent, QDesktopServices, QKeySequence
+from PySide6.QtCore import QSettings, Qt, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QFileDialog,
     QLabel,
@@ -38,7 +38,7 @@ from imprint_desktop.ui.chat_view import ChatView
 from imprint_desktop.ui.composer import Composer
 from imprint_desktop.ui.conversations import ConversationsPane
 from imprint_desktop.ui.question_card import QuestionCard
-from imprint_desktop.ui.record import DocumentViewer, cited_lines
+from imprint_desktop.ui.record import DocumentViewer, open_document
 from imprint_desktop.ui.research_panel import ResearchPanel
 from imprint_desktop.ui.session import ChatSession
 from imprint_desktop.ui.toolbar import ResearchToolbar
@@ -51,9 +51,6 @@ if TYPE_CHECKING:
     from imprint_desktop.settings.secrets import SecretStore
     from imprint_desktop.ui.model_manager import ModelManagerWindow
     from imprint_desktop.ui.preferences import PreferencesDialog
-
-VIEWABLE = {".md", ".txt", ".rst", ".csv", ".py", ".json", ".toml", ".yaml", ".yml", ".log"}
-VIEWABLE_BYTES = 2 << 20
 
 
 class MainWindow(QMainWindow):
@@ -294,24 +291,13 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def open_evidence(self, item: ev.EvidenceItemView) -> None:
         """Open the cited document at the cited lines (web pages in the browser)."""
-        if item.source.startswith(("http://", "https://")):
-            QDesktopServices.openUrl(QUrl(item.source))
-            return
-        root = (
-            Path(str(self._store.get("workspace.path") or ""))
-            if self._store.get("workspace.path")
-            else resources.resource("sample-workspace")
-        )
-        path = root / item.source
-        if not path.is_file():
-            self.statusBar().showMessage(f"{item.source} is not a file in the workspace.", 5000)
-            return
-        if path.suffix.lower() in VIEWABLE and path.stat().st_size <= VIEWABLE_BYTES:
-            text = path.read_text(encoding="utf-8", errors="replace")  # one small file, asked for
-            self.viewer = DocumentViewer(item.source, text, cited_lines(item.location), self)
-            self.viewer.show()
-        else:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+        saved = str(self._store.get("workspace.path") or "")
+        root = Path(saved) if saved else resources.resource("sample-workspace")
+        opened = open_document(item, root, self)
+        if isinstance(opened, DocumentViewer):
+            self.viewer = opened
+        elif opened:
+            self.statusBar().showMessage(opened, 5000)
 
     # --- reactions ----------------------------------------------------------------------------
 

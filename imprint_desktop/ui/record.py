@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QColor, QTextCursor, QTextFormat
+from PySide6.QtCore import Qt, QUrl, Slot
+from PySide6.QtGui import QColor, QDesktopServices, QTextCursor, QTextFormat
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -30,6 +30,8 @@ from imprint_desktop.ui.budget_widgets import stop_words
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
 
+VIEWABLE = {".md", ".txt", ".rst", ".csv", ".py", ".json", ".toml", ".yaml", ".yml", ".log"}
+VIEWABLE_BYTES = 2 << 20
 _LINES = re.compile(r"lines?\s+(\d+)(?:\s*[-–]\s*(\d+))?")
 
 
@@ -187,3 +189,26 @@ class DocumentViewer(QDialog):
         self.view.setExtraSelections([selection])
         self.view.setTextCursor(QTextCursor(start))
         self.view.centerCursor()
+
+
+def open_document(
+    item: ev.EvidenceItemView, root: Path, parent: QWidget
+) -> DocumentViewer | str | None:
+    """Show a piece of evidence where it came from: a text file in the viewer at the cited lines,
+    anything else (PDF, HTML) in the system's application, a web page in the browser.
+
+    Returns the viewer it opened, or a sentence when the file is gone.
+    """
+    if item.source.startswith(("http://", "https://")):
+        QDesktopServices.openUrl(QUrl(item.source))
+        return None
+    path = root / item.source
+    if not path.is_file():
+        return f"{item.source} is no longer in the workspace folder {root}."
+    if path.suffix.lower() in VIEWABLE and path.stat().st_size <= VIEWABLE_BYTES:
+        text = path.read_text(encoding="utf-8", errors="replace")  # one small file, asked for
+        viewer = DocumentViewer(item.source, text, cited_lines(item.location), parent)
+        viewer.show()
+        return viewer
+    QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+    return None

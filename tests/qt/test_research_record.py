@@ -130,3 +130,24 @@ def test_choosing_a_model_in_the_toolbar_loads_it(
         picker.activated.emit(remote)
     assert research_store.get("model.provider") == "remote"
     assert window.toolbar_row.model_state.text() == "ready"
+
+
+def test_evidence_opens_the_document_at_the_cited_lines(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    from PySide6.QtCore import Qt
+
+    script = [Step(calls=[search("quokka")]), Step("A quokka [1].")]
+    window = open_window(qtbot, research_store, script).window
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        type_question(qtbot, window, "Which animal?")
+    evidence = window.panel.evidence
+    evidence.setFocus()
+    evidence.setCurrentRow(0)
+    qtbot.keyClick(evidence, Qt.Key.Key_Return)
+    viewer = window.viewer
+    assert viewer is not None and viewer.isVisible()
+    assert viewer.windowTitle() == "deep/gamma.md"
+    (highlight,) = viewer.view.extraSelections()
+    assert "quokka" in highlight.cursor.selectedText()
+    viewer.close()
