@@ -57,5 +57,5 @@ def no_leaked_threads() -> Iterator[None]:
     # look when the engine was imported at all, so the tests without Qt never load it.
     host = sys.modules.get("imprint_desktop.engine.host")
     if host is not None:
-        engines = [thread.objectName() for thread in host.running_hosts()]
+        engines = host.stop_running_hosts()  # stopped, so the next test starts clean
         assert not engines, f"engine QThreads left running: {engines}"

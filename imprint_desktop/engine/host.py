@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,12 +47,26 @@ log = logging.getLogger(__name__)
 
 Emit = Callable[[object], None]
 
-_live: weakref.WeakSet[EngineHost] = weakref.WeakSet()
+# Strong references: a QThread object destroyed while its thread runs aborts the process, so a
+# forgotten engine stays alive here until its thread ends — and the tests can report it.
+_live: set[EngineHost] = set()
+_live_lock = threading.Lock()
 
 
 def running_hosts() -> list[EngineHost]:
     """Engine threads still running (the tests fail when one outlives its test)."""
-    return [host for host in list(_live) if host.isRunning()]
+    with _live_lock:
+        return [host for host in _live if host.isRunning()]
+
+
+def stop_running_hosts(timeout_ms: int = 15_000) -> list[str]:
+    """Stop and join every engine thread still running; returns their names (for the tests)."""
+    names = []
+    for host in running_hosts():
+        names.append(host.objectName())
+        host.stop()
+        host.wait(timeout_ms)
+    return names
 
 
 class EngineHost(QThread):
@@ -87,7 +100,8 @@ class EngineHost(QThread):
         self._workspace_key: tuple[object, ...] = ()
         self._answer: asyncio.Future[str] | None = None
         self._index_cancel = threading.Event()
-        _live.add(self)
+        with _live_lock:
+            _live.add(self)
 
     # --- called from the GUI thread ----------------------------------------------------------
 
@@ -119,6 +133,8 @@ class EngineHost(QThread):
         finally:
             asyncio.set_event_loop(None)
             self.loop.close()
+            with _live_lock:
+                _live.discard(self)
 
     async def _serve(self) -> None:
         from imprint_desktop.core.history import HistoryStore  # noqa: PLC0415 - engine thread

@@ -132,6 +132,7 @@ class MainWindow(QMainWindow):
         bridge.sig_index_progress.connect(self._index_progress)
         bridge.sig_engine_problem.connect(lambda problem: self.show_problem(problem.message))
         bridge.sig_file_saved.connect(self._saved)
+        bridge.sig_connection_tested.connect(self._connection_tested)
         bridge.sig_reply_ended.connect(lambda _ended: self._show_summary())
         bridge.sig_conversation_loaded.connect(lambda _record: self._show_summary())
         self._build_menus()
@@ -200,6 +201,7 @@ class MainWindow(QMainWindow):
         self._action(
             chat_menu, "Choose &Workspace…", self.toolbar_row.workspace.choose_folder, "Ctrl+O"
         )
+        self._action(chat_menu, "Test the Remote &Server", self.bridge.test_connection)
 
         help_menu = bar.addMenu("&Help")
         about = QAction(f"&About {APP_NAME}", self)
@@ -313,6 +315,13 @@ class MainWindow(QMainWindow):
             self.show_problem(status.message)
         elif status.outcome is p.Outcome.FINISHED:
             self.statusBar().showMessage(f"Workspace indexed: {status.root}", 5000)
+
+    @Slot(object)
+    def _connection_tested(self, test: p.ConnectionTest) -> None:
+        if test.ok:
+            self.statusBar().showMessage(test.message, 8000)
+        else:
+            self.show_problem(test.message)
 
     @Slot(object)
     def _saved(self, saved: p.FileSaved) -> None:

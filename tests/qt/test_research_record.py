@@ -151,3 +151,25 @@ def test_evidence_opens_the_document_at_the_cited_lines(
     (highlight,) = viewer.view.extraSelections()
     assert "quokka" in highlight.cursor.selectedText()
     viewer.close()
+
+
+def test_the_remote_server_test_reports_in_words(
+    qtbot: QtBot, research_store: SettingsStore, memory_keyring: object
+) -> None:
+    from tests.support.openai_server import OpenAIServer
+
+    with OpenAIServer(api_key="right") as server:
+        research_store.update({"remote.base_url": server.base_url})
+        window = open_window(qtbot, research_store).window
+        with qtbot.waitSignal(window.bridge.sig_connection_tested, timeout=WAIT_MS) as wrong:
+            window.bridge.test_connection()
+        assert not wrong.args[0].ok
+        assert "API key is invalid" in window.banner.text.text()
+        assert "Preferences → Remote" in window.banner.text.text()
+
+        from imprint_desktop.settings.secrets import SecretStore
+
+        SecretStore().set("remote.api_key", "right")
+        with qtbot.waitSignal(window.bridge.sig_connection_tested, timeout=WAIT_MS) as right:
+            window.bridge.test_connection()
+        assert right.args[0].ok and server.base_url in right.args[0].message
