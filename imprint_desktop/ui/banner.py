@@ -1,4 +1,4 @@
-"""A dismissable strip at the top of the window: settings problems, or an error to act on."""
+"""What the window says before any chat: settings problems, errors to act on, the welcome."""
 
 from __future__ import annotations
 
@@ -6,6 +6,37 @@ from html import escape
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from imprint_desktop import APP_NAME
+from imprint_desktop.core import resources
+from imprint_desktop.settings.store import SettingsStore
+
+
+def welcome_html(store: SettingsStore) -> str:
+    """The empty conversation's text: what to do, and what model and folder will be used."""
+    if store.get("model.provider") == "remote":
+        model = f"Remote server {store.get('remote.base_url')}"
+        name = store.get("remote.model")
+        model += f", model “{name}”" if name else ", the server's default model"
+    elif store.get("model.path"):
+        model = f"Local model {store.get('model.path')}"
+    else:
+        starter = resources.starter_model_path()
+        model = (
+            f"{resources.STARTER_NAME}, {starter}"
+            if starter
+            else "No model yet: choose one in Preferences → Model"
+        )
+    workspace = (
+        store.get("workspace.path") or f"Sample workspace, {resources.resource('sample-workspace')}"
+    )
+    return (
+        f"<h2>{APP_NAME}</h2>"
+        "<p>Ask a question below; the model researches your documents and answers with "
+        "sources.</p>"
+        f"<p><b>Model:</b> {escape(str(model))}<br>"
+        f"<b>Workspace:</b> {escape(str(workspace))}</p>"
+    )
 
 
 class ProblemsBanner(QFrame):

@@ -9,7 +9,6 @@ lays out, forwards and shows. Window geometry and the splitter are remembered in
 from __future__ import annotations
 
 from collections.abc import Callable
-from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,7 +32,7 @@ from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.engine.work import describe_model
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.banner import ProblemsBanner
+from imprint_desktop.ui.banner import ProblemsBanner, welcome_html
 from imprint_desktop.ui.chat_view import ChatView
 from imprint_desktop.ui.composer import Composer
 from imprint_desktop.ui.conversations import ConversationsPane
@@ -342,30 +341,7 @@ class MainWindow(QMainWindow):
         self.summary.setVisible(empty)
         if not empty:
             return
-        if store.get("model.provider") == "remote":
-            model = f"Remote server {store.get('remote.base_url')}"
-            name = store.get("remote.model")
-            model += f", model “{name}”" if name else ", the server's default model"
-        elif store.get("model.path"):
-            model = f"Local model {store.get('model.path')}"
-        else:
-            starter = resources.starter_model_path()
-            model = (
-                f"{resources.STARTER_NAME}, {starter}"
-                if starter
-                else "No model yet: choose one in Preferences → Model"
-            )
-        workspace = (
-            store.get("workspace.path")
-            or f"Sample workspace, {resources.resource('sample-workspace')}"
-        )
-        self.summary.setText(
-            f"<h2>{APP_NAME}</h2>"
-            "<p>Ask a question below; the model researches your documents and answers with "
-            "sources.</p>"
-            f"<p><b>Model:</b> {escape(str(model))}<br>"
-            f"<b>Workspace:</b> {escape(str(workspace))}</p>"
-        )
+        self.summary.setText(welcome_html(store))
 
     @Slot()
     def _about(self) -> None:
