@@ -99,6 +99,7 @@ def build_window(
     bridge.setParent(window)
     app.aboutToQuit.connect(bridge.shutdown)
     if downloads:
+        window.set_starter(resources.starter_model_path())
         attach_downloads(window, store)
     if warm_up:
         bridge.load_model()
@@ -120,7 +121,7 @@ def attach_downloads(window: MainWindow, store: SettingsStore) -> None:
 class _FirstPaint(QObject):
     """Runs the heavy part of startup once the window has painted for the first time."""
 
-    sig_imported = Signal()
+    sig_imported = Signal(object)  # the starter model's path, or None
 
     def __init__(self, window: MainWindow, store: SettingsStore) -> None:
         super().__init__(window)
@@ -141,14 +142,15 @@ class _FirstPaint(QObject):
         self._window.bridge.load_model()
         self._window.bridge.index_workspace()
 
-        def preload() -> None:  # module imports only; every object is made on the GUI thread
+        def preload() -> None:  # imports and a package scan; every object is made on the GUI thread
             importlib.import_module("imprint_desktop.engine.downloads")
             importlib.import_module("imprint_desktop.settings.secrets")
-            self.sig_imported.emit()
+            self.sig_imported.emit(resources.starter_model_path())
 
         threading.Thread(target=preload, name="imprint-preload", daemon=True).start()
 
-    def _attach(self) -> None:
+    def _attach(self, starter: Path | None) -> None:
+        self._window.set_starter(starter)
         attach_downloads(self._window, self._store)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from html import escape
+from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
@@ -12,21 +13,24 @@ from imprint_desktop.core import resources
 from imprint_desktop.settings.store import SettingsStore
 
 
-def welcome_html(store: SettingsStore) -> str:
-    """The empty conversation's text: what to do, and what model and folder will be used."""
+def welcome_html(store: SettingsStore, starter: Path | bool | None) -> str:
+    """The empty conversation's text: what to do, and what model and folder will be used.
+
+    ``starter`` is the starter model's file, None when it is not installed, or True while that
+    is still being checked (off the GUI thread: finding it scans the installed packages).
+    """
     if store.get("model.provider") == "remote":
         model = f"Remote server {store.get('remote.base_url')}"
         name = store.get("remote.model")
         model += f", model “{name}”" if name else ", the server's default model"
     elif store.get("model.path"):
         model = f"Local model {store.get('model.path')}"
+    elif starter is True:
+        model = resources.STARTER_NAME
+    elif starter is not None and starter is not False:
+        model = f"{resources.STARTER_NAME}, {starter}"
     else:
-        starter = resources.starter_model_path()
-        model = (
-            f"{resources.STARTER_NAME}, {starter}"
-            if starter
-            else "No model yet: choose one in Preferences → Model"
-        )
+        model = "No model yet: choose one in Preferences → Model"
     workspace = (
         store.get("workspace.path") or f"Sample workspace, {resources.resource('sample-workspace')}"
     )
@@ -64,9 +68,10 @@ class ProblemsBanner(QFrame):
         layout.addLayout(buttons)
 
     def show_problems(self, messages: list[str]) -> None:
-        items = "".join(f"<li>{escape(message)}</li>" for message in messages)
-        self.text.setText(f"<b>Some settings could not be used.</b><ul>{items}</ul>")
         self.setVisible(bool(messages))
+        if messages:  # laying out rich text costs; most starts have nothing to say
+            items = "".join(f"<li>{escape(message)}</li>" for message in messages)
+            self.text.setText(f"<b>Some settings could not be used.</b><ul>{items}</ul>")
 
     def show_error(self, message: str) -> None:
         """One sentence about something that went wrong, with what to do about it."""

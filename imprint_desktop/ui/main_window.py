@@ -335,13 +335,18 @@ class MainWindow(QMainWindow):
             self.bridge.index_workspace()
         self._show_summary()
 
+    def set_starter(self, path: Path | None) -> None:
+        """Tell the window whether the starter model is installed (found off the GUI thread)."""
+        self.toolbar_row.model.set_starter(path)
+        self._show_summary()
+
     def _show_summary(self) -> None:
         store = self._store
         empty = not self.transcript.messages and not self.transcript.live
         self.summary.setVisible(empty)
         if not empty:
             return
-        self.summary.setText(welcome_html(store))
+        self.summary.setText(welcome_html(store, self.toolbar_row.model.starter))
 
     @Slot()
     def _about(self) -> None:

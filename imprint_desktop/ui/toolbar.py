@@ -49,7 +49,13 @@ class ModelPicker(QComboBox):
         self.setMinimumContentsLength(24)
         self._store = store
         self._installed: tuple[InstalledModel, ...] = ()
+        self.starter: Path | bool | None = True  # True: not checked yet, assumed present
         self.activated.connect(self._chosen)
+        self.rebuild()
+
+    def set_starter(self, path: Path | None) -> None:
+        """What the off-thread check found: the starter model's file, or None."""
+        self.starter = path
         self.rebuild()
 
     def set_installed(self, models: tuple[InstalledModel, ...]) -> None:
@@ -59,8 +65,8 @@ class ModelPicker(QComboBox):
     def rebuild(self) -> None:
         self.blockSignals(True)
         self.clear()
-        starter = resources.starter_model_path()
-        if starter is not None:
+        starter = self.starter if isinstance(self.starter, Path) else None
+        if self.starter is not None:
             self.addItem(
                 f"Starter: {resources.STARTER_NAME}", {"model.provider": "local", "model.path": ""}
             )
