@@ -18,6 +18,7 @@ from pathlib import Path
 
 from imprint_desktop import __version__
 from imprint_desktop.commands import ask as ask_command
+from imprint_desktop.commands import desktop as desktop_command
 from imprint_desktop.commands import models as models_command
 from imprint_desktop.commands import settings as settings_command
 from imprint_desktop.commands import workspace as workspace_command
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     settings_command.add_parser(subparsers)
     workspace_command.add_parser(subparsers)
     models_command.add_parser(subparsers)
+    desktop_command.add_parser(subparsers)
     return parser
 
 

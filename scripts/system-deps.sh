@@ -13,7 +13,7 @@ packages=(
     libxcb-render-util0 libxcb-image0 libxcb-xinerama0 libxcb-xkb1 fonts-dejavu-core
 )
 if [[ $purpose == test ]]; then
-    packages+=(xvfb xauth xdotool dbus dbus-x11 gnome-keyring nsis)
+    packages+=(xvfb xauth xdotool dbus dbus-x11 gnome-keyring nsis desktop-file-utils)
 fi
 
 if ! command -v apt-get >/dev/null 2>&1; then
