@@ -32,10 +32,17 @@ class ResearchClock:
         self._started: float | None = None
         self._paused_at: float | None = None
         self._paused_total = 0.0
+        self._stopped_at: float | None = None
 
     def start(self) -> None:
         if self._started is None:
             self._started = self._clock()
+
+    def stop(self) -> None:
+        """Research is over: elapsed time stays where it is (the final stage is not research)."""
+        if self._stopped_at is None:
+            self.resume()
+            self._stopped_at = self._clock()
 
     @property
     def started(self) -> bool:
@@ -66,7 +73,8 @@ class ResearchClock:
         """Research seconds so far, pauses excluded."""
         if self._started is None:
             return 0.0
-        return max(0.0, self._clock() - self._started - self.user_wait)
+        now = self._stopped_at if self._stopped_at is not None else self._clock()
+        return max(0.0, now - self._started - self.user_wait)
 
     @property
     def remaining(self) -> float:

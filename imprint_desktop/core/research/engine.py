@@ -207,12 +207,14 @@ class ResearchEngine:
         try:
             answer = await self._research(coordinator)
         except ResearchStop as stop:
+            self.clock.stop()
             self.emit(ev.ResearchStopped(self.now_t(), stop.reason, stop.detail))
             if stop.reason in ("cancelled", "error"):
                 return self._finish(final.fallback_for(stop.reason, stop.detail), stop.reason)
-            outcome = await final.run(coordinator.messages, stop.reason)
+            outcome = await final.run(coordinator.messages, stop.reason, coordinator.tool_schemas)
             # Cancellation wins, also when Stop comes during the final stage.
             return self._finish(outcome, "cancelled" if self.cancel.cancelled else stop.reason)
+        self.clock.stop()
         self.emit(ev.ResearchStopped(self.now_t(), "answered"))
         return self._finish((answer, "model", None), "answered")
 

@@ -9,8 +9,8 @@ does not fit, or the final request fails, the answer is the labelled evidence fa
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from imprint_desktop.core.errors import ProviderError
 from imprint_desktop.core.providers.base import CompletionRequest, Message
@@ -39,12 +39,23 @@ _REASONS: dict[ev.StopReason, str] = {
 class FinalStage:
     def __init__(self, engine: ResearchEngine) -> None:
         self.engine = engine
+        self._tools: tuple[Mapping[str, Any], ...] = ()
 
-    async def run(self, messages: Sequence[Message], reason: ev.StopReason) -> Outcome:
+    async def run(
+        self,
+        messages: Sequence[Message],
+        reason: ev.StopReason,
+        tools: tuple[Mapping[str, Any], ...] = (),
+    ) -> Outcome:
+        """The final answer. ``tools`` are the research tools, sent with ``tool_choice="none"``:
+        a local model's prompt then stays the same and its research prefix is reused, while a
+        remote provider leaves them out of the request."""
+        self._tools = tools
         engine = self.engine
         settings = engine.settings
         allowance = settings.max_tokens
-        final_messages = [*messages, Message("user", prompts.FINAL)]
+        instruction = prompts.FINAL if engine.ledger.items else prompts.FINAL_NO_EVIDENCE
+        final_messages = [*messages, Message("user", instruction)]
         request = self._request(final_messages, allowance)
         prompt_tokens = await engine.provider.count_prompt(request)
         if prompt_tokens + allowance > engine.provider.context_window:
@@ -53,6 +64,7 @@ class FinalStage:
                 return self._fallback(
                     reason, "the evidence could not be condensed to fit the model's context window"
                 )
+            self._tools = ()  # a new, short prompt: nothing to reuse, so no room spent on tools
             request = self._request(condensed, allowance)
             prompt_tokens = await engine.provider.count_prompt(request)
             if prompt_tokens + allowance > engine.provider.context_window:

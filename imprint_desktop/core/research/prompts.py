@@ -32,6 +32,11 @@ Research is over: no more tools can be used. Write your final answer to the pers
 using only the evidence above. Cite evidence numbers like [3]. If the evidence does not answer the \
 question, say so plainly and say what is missing."""
 
+FINAL_NO_EVIDENCE = """\
+Research is over: no more tools can be used, and no evidence was found in the person's documents. \
+Tell the person plainly that you could not find the answer in their documents. Do not guess or \
+make up facts."""
+
 CONDENSE = """\
 Condense the evidence below into short notes that keep every fact relevant to the question, each \
 with its evidence number like [3]. Leave out what does not bear on the question. Write only the \

@@ -31,6 +31,9 @@ def test_clock_counts_from_start_and_excludes_pauses() -> None:
     assert clock.deadline() == fake.now + 30
     fake.now += 31
     assert clock.expired and clock.remaining == 0
+    clock.stop()
+    fake.now += 500  # the final stage is not research time
+    assert clock.elapsed == 61
 
 
 def test_tokens_reserve_charge_net_of_prefix_and_refund() -> None:

@@ -15,6 +15,7 @@ import pytest
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.providers.base import CompletionRequest
 from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
 from imprint_desktop.core.research.final import FALLBACK_LABEL
 from imprint_desktop.core.research.trace import TraceWriter, read_trace
@@ -158,10 +159,12 @@ def test_changing_errors_and_empty_results_are_not_progress() -> None:
         return ToolResult.error(name, f"index busy (attempt {index}, code {index * 13})")
 
     script = [Step(calls=[search(f"x{index}")]) for index in range(10)]
-    engine, tools, _, _ = make(script, respond, no_progress_rounds=3)
+    engine, tools, provider, _ = make(script, respond, no_progress_rounds=3)
     result = run(engine.run("?", tools))
     assert result.stop_reason == "no_progress" and result.rounds == 3
     assert result.evidence == ()
+    # With nothing found, the final instruction forbids guessing.
+    assert provider.requests[-1].messages[-1].content == prompts.FINAL_NO_EVIDENCE
 
 
 def test_write_rounds_are_excluded_and_writes_never_deduplicated() -> None:
@@ -226,7 +229,7 @@ def test_time_budget_cuts_an_in_flight_request() -> None:
     engine, tools, provider, _ = make(script, new_passage_each_time(), timeout_sec=0.3)
     result = run(engine.run("?", tools))
     assert result.stop_reason == "time_budget"
-    assert 0.3 <= result.research_seconds < 1.5
+    assert 0.3 <= result.research_seconds < 0.6, "the final stage is not research time"
     assert provider.requests[-1].phase == "final"
     assert result.answer == "Final from evidence [1]." and result.final_mode == "model"
 
