@@ -99,7 +99,14 @@ class GuiProcess:
         self.process.wait(timeout=30)
         self._close_pipes()
 
+    def close(self) -> None:
+        """Whatever happened: the process is gone and its pipes are closed."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=30)
+        self._close_pipes()
+
     def _close_pipes(self) -> None:
-        if self.process.stdout is not None:
+        if self.process.stdout is not None and not self.process.stdout.closed:
             self.process.stdout.close()
         self._stderr.close()

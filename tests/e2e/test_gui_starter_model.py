@@ -58,8 +58,7 @@ def test_a_question_typed_on_the_keyboard_is_answered_by_the_starter_model(
         assert drew_something(gui.screenshot(tmp_path / "finished.png"))
         assert gui.quit() == 0
     finally:
-        if gui.process.poll() is None:
-            gui.kill()
+        gui.close()
 
 
 def test_a_killed_window_reopens_its_reply_interrupted_with_the_evidence(
@@ -84,6 +83,7 @@ def test_a_killed_window_reopens_its_reply_interrupted_with_the_evidence(
         openai_server.wait_for_stall()
     finally:
         gui.kill()  # mid-reply, like a crash
+        gui.close()
     openai_server.release()
 
     again = GuiProcess(display, env, tmp_path / "second.log")
@@ -97,5 +97,4 @@ def test_a_killed_window_reopens_its_reply_interrupted_with_the_evidence(
         assert reply["evidence"] >= 1
         assert again.quit() == 0
     finally:
-        if again.process.poll() is None:
-            again.kill()
+        again.close()
