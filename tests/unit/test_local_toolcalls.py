@@ -243,3 +243,14 @@ def test_stream_holds_back_calls(pieces: list[str], shown: str) -> None:
 
 def test_stream_without_tools_shows_everything() -> None:
     assert stream(["<tool_call>", "x"], holding=False) == "<tool_call>x"
+
+
+def test_the_grammar_for_the_real_tools_parses_in_llama_cpp() -> None:
+    """Bounds such as maxLength must not blow the grammar up past what llama.cpp accepts."""
+    import llama_cpp
+
+    from imprint_desktop.core.tools.specs import SPECS
+
+    grammar = build_tool_grammar([spec.schema() for spec in SPECS.values()])
+    assert len(grammar) < 20_000
+    assert llama_cpp.LlamaGrammar.from_string(grammar, verbose=False) is not None

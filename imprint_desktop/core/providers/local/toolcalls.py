@@ -152,11 +152,36 @@ def _arguments_rule(converter: Any, schema: object, name: str) -> str:
     """The converter's rule for a tool's parameters; any JSON object for an unusual schema."""
     if isinstance(schema, Mapping) and schema:
         try:
-            resolved = converter.resolve_refs(dict(schema), name)
+            resolved = converter.resolve_refs(_without_bounds(schema), name)
             return str(converter.visit(resolved, name))
         except (KeyError, ValueError, TypeError, AssertionError, NotImplementedError):
             pass  # a schema feature the converter lacks: fall back to any object
     return str(converter.visit({"type": "object"}, name))
+
+
+#: Schema keywords left out of the grammar. Bounds such as ``maxLength: 500`` become hundreds of
+#: nested optional repetitions, which llama.cpp's grammar parser refuses (and llama-cpp-python
+#: then crashes on); the toolbox checks every bound anyway and answers with a readable error.
+_BOUND_KEYWORDS = frozenset(
+    {"maxLength", "minLength", "maxItems", "minItems", "pattern", "format", "minimum", "maximum"}
+)
+
+
+def _without_bounds(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` without size, range and pattern bounds, at every depth."""
+    relaxed: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _BOUND_KEYWORDS:
+            continue
+        if isinstance(value, Mapping):
+            relaxed[key] = _without_bounds(value)
+        elif isinstance(value, list):
+            relaxed[key] = [
+                _without_bounds(item) if isinstance(item, Mapping) else item for item in value
+            ]
+        else:
+            relaxed[key] = value
+    return relaxed
 
 
 def _gbnf_literal(text: str) -> str:
