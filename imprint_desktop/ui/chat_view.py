@@ -23,6 +23,8 @@ from PySide6.QtGui import (
     QColor,
     QGuiApplication,
     QPalette,
+    QTextBlockFormat,
+    QTextCharFormat,
     QTextCursor,
     QTextDocument,
     QTextFormat,
@@ -81,6 +83,27 @@ def link_citations(text: str, message: int) -> str:
     return "\n".join(out)
 
 
+def assistant_header(index: int, *, record: bool, interrupted: bool = False) -> str:
+    label = " · *interrupted*" if interrupted else ""
+    links = f" · [Research record](record:{index})" if record else ""
+    return f"**Imprint**{label} · [Copy](copy:{index}){links}"
+
+
+def settle_point(text: str) -> int:
+    """Where the streamed text's finished paragraphs end: after the last blank line that is not
+    inside a code fence (0 when there is none). What comes before never changes again."""
+    cut = 0
+    in_fence = False
+    position = 0
+    for line in text.splitlines(keepends=True):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        position += len(line)
+        if not in_fence and not line.strip() and position < len(text):
+            cut = position
+    return cut
+
+
 def message_markdown(message: ChatMessage, index: int) -> str:
     copy = f"[Copy](copy:{index})"
     if message.role == "you":
@@ -91,10 +114,25 @@ def message_markdown(message: ChatMessage, index: int) -> str:
         return f"**You answered:** {message.text}\n"
     if message.role == "notice":
         return f"*{message.text}*\n"
-    record = f" · [Research record](record:{index})" if message.stored_id is not None else ""
-    label = " · *interrupted*" if message.interrupted else ""
+    header = assistant_header(
+        index, record=message.stored_id is not None, interrupted=message.interrupted
+    )
     body = link_citations(message.text, index) if message.text else "*(no answer)*"
-    return f"**Imprint**{label} · {copy}{record}\n\n{body}\n"
+    return f"{header}\n\n{body}\n"
+
+
+def _first_block_format(markdown: str) -> QTextBlockFormat:
+    scratch = QTextDocument()
+    scratch.setMarkdown(markdown)
+    return scratch.begin().blockFormat()
+
+
+def _new_block(cursor: QTextCursor) -> None:
+    """A plain new block: not a continuation of the list, code block or heading before it."""
+    cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
+    current = cursor.currentList()
+    if current is not None:
+        current.remove(cursor.block())
 
 
 class ChatView(QTextBrowser):
@@ -118,6 +156,9 @@ class ChatView(QTextBrowser):
         self._live_text = ""
         self._status = ""
         self._live_rendered = ""
+        self._tail_start: int | None = None
+        self._settled = 0
+        self._tail_rendered = ""
         self.renders = 0  # live renders so far (the tests and the benchmark count them)
         self._render_timer = QTimer(self)
         self._render_timer.setSingleShot(True)
@@ -175,14 +216,18 @@ class ChatView(QTextBrowser):
     def begin_live(self, status: str) -> None:
         """Start the reply being written; ``status`` shows until text arrives.
 
-        The live region is drawn exactly as the finished message will be (header, citation
-        links), so when the streamed text turns out to be the answer, ending the reply costs
-        nothing but bookkeeping — no re-parse of a long answer at the very moment it finishes.
+        The live region is drawn as the finished message will be (header, citation links), and
+        streamed text is laid out incrementally: paragraphs that are finished (a blank line
+        follows) are rendered once, and each coalesced render redoes only the paragraph still being
+        written. Ending a reply whose streamed text is the answer is then only bookkeeping.
         """
         cursor = self._end_cursor()
         self._live_start = cursor.position()
         self._live_text = ""
         self._live_rendered = ""
+        self._tail_start = None
+        self._settled = 0
+        self._tail_rendered = ""
         self.set_live_status(status)
 
     def set_live_status(self, status: str) -> None:
@@ -217,9 +262,16 @@ class ChatView(QTextBrowser):
             return None
         index = len(self.messages)
         if message is not None and message.role == "assistant":
-            final = self._live_markdown(message)
-            if final != self._live_rendered:
-                self._replace_live(final)
+            streamed = (
+                self._tail_start is not None
+                and message.stored_id is not None
+                and not message.interrupted
+                and message.text.strip() == self._live_text.strip()
+            )
+            if streamed:
+                self._render_live()  # whatever the timer had not painted yet
+            else:
+                self._replace_live(self._live_markdown(message))
             self._live_start = None
             self.messages.append(message)
             return index
@@ -239,14 +291,61 @@ class ChatView(QTextBrowser):
     def _render_live(self) -> None:
         if self._live_start is None:
             return
-        text = self._live_text.strip()
-        if text:
-            markdown = self._live_markdown(ChatMessage("assistant", text))
-        else:
+        if not self._live_text.strip():
+            self._tail_start = None
             markdown = self._live_markdown(ChatMessage("notice", self._status))
-        if markdown != self._live_rendered:
-            self._replace_live(markdown)
-            self.renders += 1
+            if markdown != self._live_rendered:
+                self._replace_live(markdown)
+                self.renders += 1
+            return
+        index = len(self.messages)
+        if self._tail_start is None:  # the first text: the header, then paragraphs below it
+            separator = "---\n\n" if self._live_start else ""
+            self._replace_live(f"{separator}{assistant_header(index, record=True)}\n")
+            self._tail_start = self._end_cursor().position()
+            self._settled, self._tail_rendered = 0, ""
+        text = self._live_text
+        cut = settle_point(text)
+        if cut > self._settled:
+            chunk = text[self._settled : cut].rstrip()
+            self._replace_from(self._tail_start, link_citations(chunk, index))
+            self._tail_start = self._end_cursor().position()
+            self._settled, self._tail_rendered = cut, ""
+        tail = text[self._settled :]
+        if tail != self._tail_rendered:
+            self._replace_from(
+                self._tail_start, link_citations(tail, index) if tail.strip() else ""
+            )
+            self._tail_rendered = tail
+        self.renders += 1
+
+    def _replace_from(self, start: int, markdown: str) -> None:
+        """Replace the document from ``start`` to its end with ``markdown`` in a new block."""
+        bar = self.verticalScrollBar()
+        at_bottom = bar.value() >= bar.maximum() - 4
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(start)
+        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        cursor.beginEditBlock()
+        cursor.removeSelectedText()
+        if markdown:
+            _new_block(cursor)
+            first = cursor.block()
+            cursor.insertMarkdown(markdown)
+            if first.length() == 1 and first.next().isValid() and first.position() > 0:
+                # Markdown that opens with a list or table leaves the new block empty above it.
+                gap = QTextCursor(self.document())
+                gap.setPosition(first.position() - 1)
+                gap.setPosition(first.position(), QTextCursor.MoveMode.KeepAnchor)
+                gap.removeSelectedText()
+            else:
+                # The first paragraph went into the plain block made for it: give it the block
+                # format Markdown gives it (a code block, a heading).
+                QTextCursor(first).setBlockFormat(_first_block_format(markdown))
+        cursor.endEditBlock()
+        self._shade_code(start)
+        if at_bottom:
+            bar.setValue(bar.maximum())
 
     def _replace_live(self, markdown: str) -> None:
         assert self._live_start is not None
@@ -259,7 +358,7 @@ class ChatView(QTextBrowser):
         cursor.removeSelectedText()
         if markdown:
             if self._live_start > 0:
-                cursor.insertBlock()
+                _new_block(cursor)
             cursor.insertMarkdown(markdown)
         cursor.endEditBlock()
         self._live_rendered = markdown
@@ -279,7 +378,7 @@ class ChatView(QTextBrowser):
         start = cursor.position()
         cursor.beginEditBlock()
         if not self.document().isEmpty():
-            cursor.insertBlock()
+            _new_block(cursor)
             markdown = f"---\n\n{markdown}"
         cursor.insertMarkdown(markdown)
         cursor.endEditBlock()

@@ -364,3 +364,29 @@ def test_every_control_has_an_accessible_name(qtbot: QtBot, research_store: Sett
 def _has_text(widget: object) -> bool:
     text = getattr(widget, "text", None)
     return bool(callable(text) and str(text()).replace("&", "").strip())
+
+
+def test_streaming_lays_out_only_the_paragraph_being_written(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    from imprint_desktop.ui.chat_view import ChatMessage
+
+    view = open_window(qtbot, research_store).window.transcript
+    view.add_message(ChatMessage("you", "q"))
+    view.begin_live("Thinking…")
+    answer = "First paragraph [1].\n\n1. one\n2. two\n\nLast paragraph, still being written"
+    view.append_text(answer[:30])
+    with qtbot.waitSignal(view._render_timer.timeout, timeout=WAIT_MS):
+        pass
+    first_block = view.document().findBlock(view._tail_start or 0)
+    view.append_text(answer[30:])
+    with qtbot.waitSignal(view._render_timer.timeout, timeout=WAIT_MS):
+        pass
+    assert view._settled == answer.rindex("\n\n") + 2  # the list is settled, the tail is not
+    assert view.document().findBlock(first_block.position()).text() == first_block.text()
+    view.end_live(ChatMessage("assistant", answer, stored_id=1))
+    full = open_window(qtbot, research_store).window.transcript
+    full.add_message(ChatMessage("you", "q"))
+    full.add_message(ChatMessage("assistant", answer, stored_id=1))
+    assert view.toPlainText() == full.toPlainText()
+    assert "cite:1:1" in view.toHtml()
