@@ -4,7 +4,7 @@
 PYTHON_BIN := .venv/bin
 PYTEST_ARGS ?=
 
-.PHONY: run test setup setup-test lint pytest bench clean
+.PHONY: run test setup setup-test lint pytest bench package clean
 
 run: setup
 	$(PYTHON_BIN)/python -m imprint_desktop
@@ -30,6 +30,10 @@ pytest:
 
 bench: setup-test
 	for script in bench/bench_*.py; do $(PYTHON_BIN)/python "$$script" || exit 1; done
+
+# The frozen bundle, its smoke test and the installer (packaging/README.md).
+package: setup-test
+	$(PYTHON_BIN)/python packaging/build.py
 
 clean:
 	rm -rf .venv build dist .pytest_cache .mypy_cache .ruff_cache
