@@ -354,7 +354,8 @@ def test_retries_stop_at_the_deadline(openai_server: OpenAIServer) -> None:
     started = time.monotonic()
     with pytest.raises(ProviderUnavailableError):
         run(openai_server.base_url, ask(seconds=1.0), retry=slow)
-    assert time.monotonic() - started < 1.2
+    # Well short of 50 retries × 0.2 s; the margin is for a loaded machine, not for sleeping on.
+    assert time.monotonic() - started < 2.0
     assert 2 <= len(openai_server.chat_requests()) < 10
 
 
@@ -657,13 +658,14 @@ def test_an_unusable_ca_bundle_names_the_setting(tmp_path: Path, content: str | 
 # --- the real server ----------------------------------------------------------------------------
 
 
+@pytest.mark.timeout(400)  # a CPU model on a shared two-core machine reads slowly
 def test_real_llama_cpp_server_streams_and_counts(real_llama_server: LlamaServer) -> None:
     document = resource("sample-workspace", "README.md").read_text(encoding="utf-8")[:3000]
     question = f"{document}\n\nIn one short sentence: what is this workspace about?"
     request = CompletionRequest(
         messages=(Message("user", question),),
         max_tokens=24,
-        deadline=time.monotonic() + 60,
+        deadline=time.monotonic() + 300,
         temperature=0.0,
     )
     completion, texts = run(real_llama_server.base_url, request, model=real_llama_server.model)
@@ -688,7 +690,7 @@ def test_real_llama_cpp_server_streams_and_counts(real_llama_server: LlamaServer
             "messages": [{"role": "user", "content": question}],
             "max_tokens": 1,
         },
-        timeout=60,
+        timeout=300,
         trust_env=False,
     ).json()["usage"]["prompt_tokens"]
     estimate = asyncio.run(count(real_llama_server.base_url, request))
