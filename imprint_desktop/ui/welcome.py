@@ -29,7 +29,8 @@ from PySide6.QtWidgets import (
 
 from imprint_desktop import APP_NAME
 from imprint_desktop.core import resources
-from imprint_desktop.core.errors import SettingsError
+from imprint_desktop.core.errors import SettingsError, SettingValueError
+from imprint_desktop.settings import schema
 from imprint_desktop.settings.store import SettingsStore
 
 
@@ -188,10 +189,15 @@ class WelcomeDialog(QDialog):
     def accept(self) -> None:
         try:
             self._store.update(self.changes())
-        except SettingsError as error:
-            self.problem.setText(f"That did not work: {error}")
+        except SettingValueError as error:
+            reason = str(error).removeprefix(f"{error.key}: ")
+            self.problem.setText(f"{schema.get(error.key).title}: {reason}")
             self.problem.show()
             (self.server_url if self.remote_option.isChecked() else self.start_button).setFocus()
+            return
+        except SettingsError as error:  # the file could not be written
+            self.problem.setText(f"Could not save the settings: {error}")
+            self.problem.show()
             return
         self.result_value = WelcomeResult(self.choice(), self.sample_option.isChecked())
         super().accept()

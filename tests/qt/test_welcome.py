@@ -111,7 +111,7 @@ def test_a_bad_server_address_is_explained_and_nothing_is_saved(
     qtbot.keyClick(dialog.server_url, Qt.Key.Key_Return)
 
     assert dialog.isVisible() and dialog.result() != QDialog.DialogCode.Accepted
-    assert dialog.problem.isVisible() and "remote.base_url" in dialog.problem.text()
+    assert dialog.problem.isVisible() and dialog.problem.text().startswith("Server address: ")
     assert dialog.server_url.hasFocus()
     assert not store.path.exists()
 
@@ -171,3 +171,16 @@ def test_maybe_show_welcome_shows_it_once(
     assert result == WelcomeResult(WelcomeChoice.STARTER, sample_workspace=True)
     assert store.get("model.path") == str(starter)
     assert maybe_show_welcome(None, store, starter_model=starter, sample_workspace=sample) is None
+
+
+def test_a_settings_file_that_cannot_be_written_is_said_and_the_dialog_stays(
+    qtbot: QtBot, tmp_path: Path, starter: Path, sample: Path
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the settings folder should be", encoding="utf-8")
+    store = SettingsStore(blocker / "config.toml", environ={})
+    dialog = show(qtbot, WelcomeDialog(store, starter_model=starter, sample_workspace=sample))
+    qtbot.keyClick(dialog.starter_option, Qt.Key.Key_Return)
+
+    assert dialog.isVisible() and dialog.problem.isVisible()
+    assert dialog.problem.text().startswith("Could not save the settings")
