@@ -180,8 +180,13 @@ Section "${APP_NAME} (required)" SecApp
   Call WaitUntilClosed
   ${If} ${FileExists} "$INSTDIR\${UNINSTALLER}"
     DetailPrint "Removing the previous version (your settings, conversations and models stay)"
+    ${If} $AllUsers == 1
+      StrCpy $1 "/ALLUSERS"
+    ${Else}
+      StrCpy $1 "/CURRENTUSER"
+    ${EndIf}
     ClearErrors
-    ExecWait '"$INSTDIR\${UNINSTALLER}" /S /UPGRADE _?=$INSTDIR' $0
+    ExecWait '"$INSTDIR\${UNINSTALLER}" /S /UPGRADE $1 _?=$INSTDIR' $0
     ${If} ${Errors}
     ${OrIf} $0 != 0
       MessageBox MB_ICONSTOP "The previous version could not be removed (code $0). Nothing was changed." /SD IDOK
@@ -289,8 +294,14 @@ Function ModePageLeave
     Call UseMode
     Return
   ${EndIf}
-  ; Start again with administrator rights; this unelevated copy ends.
+  ; Start again with administrator rights; this unelevated copy ends. When the person declines
+  ; the elevation prompt, stay on this page.
+  ClearErrors
   ExecShell "runas" "$EXEPATH" "/ALLUSERS"
+  ${If} ${Errors}
+    MessageBox MB_ICONINFORMATION "Installing for everyone needs administrator rights. Choose $\"Just for me$\" to install without them."
+    Abort
+  ${EndIf}
   Quit
 FunctionEnd
 
