@@ -4,13 +4,15 @@
   PNG-compressed image per size, which Windows reads since Vista.
 * ``resources/linux/icons/<n>x<n>/imprint-desktop.png``: the hicolor theme sizes for Linux.
 
-The files are committed; ``python packaging/icons.py`` renders them again after the SVG changes
-(build.py does it when one is missing or older than the SVG). Qt renders the SVG, so no imaging
-library is needed.
+The files are committed with the SHA-256 of the SVG they were rendered from
+(``resources/icons/imprint.svg.sha256``); build.py renders them again when one is missing or the SVG
+changed (``python packaging/icons.py`` does it by hand). A hash rather than file times, because a
+fresh clone gives every file the same time. Qt renders the SVG, so no imaging library is needed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import struct
 import sys
@@ -19,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SVG = ROOT / "resources" / "icons" / "imprint.svg"
 ICO = ROOT / "resources" / "icons" / "imprint.ico"
+STAMP = ROOT / "resources" / "icons" / "imprint.svg.sha256"
 LINUX_ICONS = ROOT / "resources" / "linux" / "icons"
 ICO_SIZES = (16, 24, 32, 48, 64, 128, 256)
 PNG_SIZES = (48, 128, 256)
@@ -29,10 +32,15 @@ def outputs() -> list[Path]:
     return [ICO, *(LINUX_ICONS / f"{n}x{n}" / f"{ICON_NAME}.png" for n in PNG_SIZES)]
 
 
+def _svg_hash() -> str:
+    return hashlib.sha256(SVG.read_bytes()).hexdigest()
+
+
 def stale() -> bool:
-    """True when an output is missing or older than the SVG."""
-    source_time = SVG.stat().st_mtime
-    return any(not p.is_file() or p.stat().st_mtime < source_time for p in outputs())
+    """True when an output is missing or was rendered from another SVG."""
+    if not STAMP.is_file() or STAMP.read_text(encoding="ascii").strip() != _svg_hash():
+        return True
+    return not all(path.is_file() for path in outputs())
 
 
 def _render_png(size: int) -> bytes:
@@ -81,6 +89,7 @@ def render() -> list[Path]:
         target = LINUX_ICONS / f"{size}x{size}" / f"{ICON_NAME}.png"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(pngs[size])
+    STAMP.write_text(_svg_hash() + "\n", encoding="ascii")
     return outputs()
 
 

@@ -7,6 +7,7 @@ The build itself, its smoke test of the frozen app and the installer compile run
 from __future__ import annotations
 
 import importlib.util
+import struct
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -86,3 +87,19 @@ def test_the_llama_cpp_hook_keeps_one_copy_of_each_library() -> None:
     ]
     assert {dest for _source, dest in hook.binaries} == {"llama_cpp/lib"}
     assert "llama_cpp.server" in hook.excludedimports
+
+
+def test_the_committed_icons_are_current_and_well_formed() -> None:
+    icons = _load("imprint_icons", ROOT / "packaging" / "icons.py")
+    assert not icons.stale(), "imprint.svg changed: run python packaging/icons.py and commit"
+    data = icons.ICO.read_bytes()
+    reserved, kind, count = struct.unpack_from("<HHH", data)
+    assert (reserved, kind, count) == (0, 1, len(icons.ICO_SIZES))
+    sides = []
+    for index in range(count):
+        side, _h, _c, _r, _p, _bits, size, offset = struct.unpack_from(
+            "<BBBBHHII", data, 6 + 16 * index
+        )
+        assert data[offset : offset + 8] == b"\x89PNG\r\n\x1a\n" and offset + size <= len(data)
+        sides.append(side or 256)
+    assert sides == list(icons.ICO_SIZES)
