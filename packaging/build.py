@@ -24,6 +24,7 @@ passed, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -87,6 +88,11 @@ def render_icons_if_stale() -> None:
 def build_bundle() -> float:
     """Run PyInstaller; returns the seconds it took."""
     step("PyInstaller: dist/imprint/")
+    if importlib.util.find_spec("PyInstaller") is None:
+        raise BuildError(
+            f"PyInstaller is not installed for {sys.executable}: run `make package`, or install "
+            "the dev extras (pip install -e '.[dev]') and run this with that Python"
+        )
     started = time.monotonic()
     command = [
         sys.executable,
