@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import qasync
-from PySide6.QtCore import QEvent, QObject, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -30,6 +30,7 @@ from imprint_desktop.engine.work import ProviderFactory
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
 from imprint_desktop.ui.theme import apply_theme
+from imprint_desktop.ui.welcome import maybe_show_welcome
 
 if TYPE_CHECKING:
     from imprint_desktop.settings.secrets import SecretStore
@@ -217,7 +218,17 @@ def run(
     """Open the window and run until it closes; returns the exit code."""
     app = create_application()
     store = SettingsStore(config)
+    apply_theme(app, str(store.get("ui.theme")))
+    # First run: a short welcome (starter model, model manager or a server; sample workspace).
+    # Scripted runs (--quit-after, the end-to-end event hook) never stop for it.
+    scripted = quit_after is not None or os.environ.get("IMPRINT_GUI_EVENTS") == "1"
+    welcome = maybe_show_welcome(None, store, enabled=not scripted)
     window = open_main_window(store, new_secret_store)
+    if welcome is not None and welcome.open_model_manager:
+        # The manager needs the download machinery, which attaches after the first paint.
+        window.startup.sig_imported.connect(  # type: ignore[attr-defined]
+            lambda _starter: window.open_model_manager(), Qt.ConnectionType.QueuedConnection
+        )
     if quit_after is not None:
 
         def finish() -> None:
