@@ -43,6 +43,9 @@ PrefillObserver = Callable[[int, int], None]
 PieceSink = Callable[[str], None]
 
 
+_NO_CALLBACK = llama_cpp.ggml_abort_callback()  # a NULL function pointer
+
+
 class AbortSwitch:
     """The abort callback of one context: true once the deadline passes or the token is set.
 
@@ -60,6 +63,9 @@ class AbortSwitch:
 
     def install(self, context: llama_cpp.llama_context_p) -> None:
         llama_cpp.llama_set_abort_callback(context, self.callback, None)
+
+    def uninstall(self, context: llama_cpp.llama_context_p) -> None:
+        llama_cpp.llama_set_abort_callback(context, _NO_CALLBACK, None)
 
     def arm(self, deadline: float, token: CancelToken, abandoned: threading.Event) -> None:
         self._token, self._abandoned, self._deadline = token, abandoned, deadline
@@ -195,9 +201,14 @@ class ModelSession:
         if interrupted is not None:
             return RunResult("", interrupted, reused, evaluated, 0)
         sampler = self._sampler(sampling)
+        # One-token decodes are short: the loop checks for Stop between tokens, so the callback
+        # (a Python call from ggml's threads at every graph node) is switched off while
+        # generating; it costs generation speed and buys nothing there.
+        self.abort.uninstall(self.loaded.context)
         try:
             return self._generate(sampler, max_tokens, reused, evaluated, on_piece)
         finally:
+            self.abort.install(self.loaded.context)
             llama_cpp.llama_sampler_free(sampler)
 
     def _reuse_prefix(self, prompt: Sequence[int]) -> int:
