@@ -43,7 +43,7 @@ def make_async_client(
     """
     proxy = str(settings.get("network.proxy") or "").strip()
     ca_bundle = str(settings.get("network.ca_bundle") or "").strip()
-    verify: ssl.SSLContext | bool = _ssl_context(ca_bundle) if ca_bundle else True
+    verify: ssl.SSLContext | bool = ssl_context(ca_bundle) if ca_bundle else True
     # A mount with no transport means "no proxy" for the hosts it matches, env proxies included.
     direct: dict[str, httpx.AsyncBaseTransport | None] = {
         f"all://{host}": None for host in LOOPBACK_HOSTS
@@ -70,7 +70,7 @@ def make_async_client(
         ) from None
 
 
-def _ssl_context(ca_bundle: str) -> ssl.SSLContext:
+def ssl_context(ca_bundle: str) -> ssl.SSLContext:
     """The default trust (certifi's authorities) plus those in the ``ca_bundle`` PEM file."""
     path = Path(ca_bundle).expanduser()
     context = ssl.create_default_context(cafile=certifi.where())

@@ -20,6 +20,8 @@ import httpx2
 import huggingface_hub
 from huggingface_hub.utils import _http as hub_http
 
+from imprint_desktop.core.net import ssl_context
+
 DEFAULT_ENDPOINT = "https://huggingface.co"
 ENDPOINT_ENV = "HF_ENDPOINT"
 
@@ -50,11 +52,8 @@ class HubConfig:
         )
 
     def _verify(self) -> ssl.SSLContext | bool:
-        if not self.ca_bundle:
-            return True
-        context = ssl.create_default_context()
-        context.load_verify_locations(cafile=self.ca_bundle)
-        return context
+        """The same trust as every other client of Imprint (:func:`core.net.ssl_context`)."""
+        return ssl_context(self.ca_bundle) if self.ca_bundle else True
 
     def _timeouts(self) -> dict[str, float]:
         return {
