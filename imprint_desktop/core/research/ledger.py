@@ -83,5 +83,10 @@ class EvidenceLedger:
 
 
 def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
+    """The start of ``text`` on one line, at most :data:`EXCERPT_CHARS` characters."""
+    # Only the start is ever shown, so only the start is flattened (unless it is mostly space).
+    head = text[: EXCERPT_CHARS * 2]
+    flat = " ".join(head.split())
+    if len(flat) <= EXCERPT_CHARS and len(head) < len(text):
+        flat = " ".join(text.split())
     return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1].rstrip() + "…"

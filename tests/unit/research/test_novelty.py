@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import random
+import re
 
-from imprint_desktop.core.research.novelty import EvidenceStore, normalize
+import pytest
+
+from imprint_desktop.core.research import novelty
+from imprint_desktop.core.research.novelty import (
+    CONTAINED,
+    SHINGLE_WORDS,
+    UNIT_WORDS,
+    EvidenceStore,
+    normalize,
+)
 
 PARAGRAPH = (
     "The Harbour Light at Greyness Point was first lit in 1862 and converted to electric "
@@ -87,3 +97,109 @@ def test_memory_is_bounded_and_oldest_is_forgotten_first() -> None:
         store.add(" ".join(rng.choice(vocabulary) for _ in range(300)))
         assert len(store) <= 2000
     assert store.add(first).is_new, "forgotten past the bound"
+
+
+def test_long_words_that_differ_only_in_the_middle_are_different() -> None:
+    store = EvidenceStore()
+    for length in (12, 16, 17, 40):  # two overlapping loads, and the polynomial past 16 bytes
+        words = [f"a{index:02d}" + "x" * (length - 4) + "b" for index in range(8)]
+        store.add(" ".join(words))
+        changed = [word[: length // 2] + "y" + word[length // 2 + 1 :] for word in words]
+        assert store.add(" ".join(changed)).is_new, length
+
+
+def test_unicode_spaces_and_control_characters_separate_words() -> None:
+    store = EvidenceStore()
+    store.add("The museum is open daily from spring to autumn.")
+    assert not store.add("The\u00a0museum is\u3000open\u2009daily from\tspring to\x00autumn").is_new
+    assert not store.add("the museum\x01is open\x02daily from spring to autumn").is_new
+
+
+def test_a_text_longer_than_one_batch_is_judged_in_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(novelty, "_BATCH_CHARS", 300)
+    long_text = "\n\n".join([PARAGRAPH, OTHER, "Keepers rowed out to the light every week."])
+    assert len(long_text) > 300
+    store = EvidenceStore()
+    first, short = store.add_many([long_text, "Fog came in from the east."])
+    # One verdict per text; the slice boundary cut one of the paragraphs into two units.
+    assert first.new_units == 4 and first.repeated_units == 0
+    assert short.new_units == 1
+    other, again = store.add_many(["Something else entirely, said nobody.", long_text])
+    assert other.is_new
+    assert (again.new_units, again.repeated_units) == (0, 4)
+
+
+def _reference_units(text: str) -> list[list[str]]:
+    """Units of ``text`` by the rules in the module docstring, in plain Python."""
+    units: list[list[str]] = []
+    for paragraph in re.split(r"\n[ \t\r\f\v]*\n", text):
+        pieces: list[str] = []
+        for line in paragraph.split("\n"):
+            marker = re.match(r"[^\S\n]*(?:[-*+•]|[0-9]{1,3}[.)])[^\S\n]+", line)
+            if marker or not pieces:
+                pieces.append(line[marker.end() :] if marker else line)
+            else:
+                pieces[-1] += "\n" + line
+        for piece in pieces:
+            words = [word for word in re.split(r"[\x00-\x20]+", normalize(piece)) if word]
+            if not words:
+                continue
+            full, tail = divmod(len(words), UNIT_WORDS)
+            windows = max(full + (tail >= UNIT_WORDS // 4), 1)
+            for window in range(windows):
+                end = (window + 1) * UNIT_WORDS if window < windows - 1 else len(words)
+                units.append(words[window * UNIT_WORDS : end])
+    return units
+
+
+def _reference_shingles(words: list[str]) -> list[tuple[str, ...]]:
+    if len(words) < SHINGLE_WORDS:
+        return [tuple(words)]
+    return [tuple(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)]
+
+
+class _ReferenceStore:
+    """The same judgement with exact sets of word tuples: slow, obviously right, unbounded."""
+
+    def __init__(self) -> None:
+        self.seen: set[tuple[str, ...]] = set()
+
+    def add_many(self, texts: list[str]) -> list[tuple[int, int]]:
+        verdicts = []
+        batch_seen: set[tuple[str, ...]] = set()
+        for text in texts:
+            new = repeated = 0
+            for unit in _reference_units(text):
+                shingles = _reference_shingles(unit)
+                known = sum(s in self.seen or s in batch_seen for s in shingles)
+                if known >= CONTAINED * len(shingles):
+                    repeated += 1
+                else:
+                    new += 1
+                batch_seen.update(shingles)
+            verdicts.append((new, repeated))
+        self.seen |= batch_seen
+        return verdicts
+
+
+def test_the_vectorized_store_agrees_with_a_plain_reference() -> None:
+    rng = random.Random(11)
+    vocabulary = [f"w{index}" for index in range(40)] + [
+        "Ünïcode", "naïve", "x" * 20, "keeper's", "2026-11-30T10:00:00Z", "10:30 pm", "1938",
+        "- ", "* ", "12. ", "• ", "\n", "\n\n", "\r\n", "\t", "   ", "!!!", "a\u00a0b", "§",
+        "internationalization", "internationalisation", "abcdefghij", "abcdefghik",
+    ]  # fmt: skip
+    for _ in range(400):
+        store, reference = EvidenceStore(), _ReferenceStore()
+        pool: list[str] = []
+        for _ in range(4):
+            texts = []
+            for _ in range(rng.randint(1, 4)):
+                if pool and rng.random() < 0.3:
+                    texts.append(rng.choice(pool))  # the same text again, for repeats
+                else:
+                    length = rng.choice([0, 3, 8, 30, 120])
+                    texts.append(" ".join(rng.choice(vocabulary) for _ in range(length)))
+            pool += texts
+            got = [(v.new_units, v.repeated_units) for v in store.add_many(texts)]
+            assert got == reference.add_many(texts), texts
