@@ -38,6 +38,7 @@ import json
 import re
 import socket
 import ssl
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -369,6 +370,12 @@ class _HTTPServer(ThreadingHTTPServer):
         with self.sockets_lock:
             self.open_sockets.discard(request)
         super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up (Stop, a timeout, a test ending) is normal here, not news."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def drop_connections(self) -> None:
         with self.sockets_lock:

@@ -24,7 +24,8 @@ measures the throughput.
 
 Memory is bounded: the store keeps at most :data:`MAX_FINGERPRINTS` 8-byte fingerprints (4 MB in
 sorted arrays, plus the same again in arrival order for forgetting the oldest first) and a 1 MB
-presence map: 9 MB in all (:data:`MAX_BYTES`).
+presence map: 9 MB in all (:data:`MAX_BYTES`). Merging sorted arrays and forgetting briefly need
+a copy of what they merge on top of that (``bench/bench_engine.py`` prints the traced peak).
 A reply would have to read far more than fits any context window to reach the bound.
 
 Novelty is a heuristic for deciding when research stalls, not a judgement of truth: a new shingle
