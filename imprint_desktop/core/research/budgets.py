@@ -6,7 +6,8 @@
 * :class:`TokenBudget` — reserve the formatted prompt plus the full output allowance before a
   request is sent; after it, charge the prompt tokens actually processed (the reused prefix is
   free) plus the tokens generated, and refund the rest of the reservation. A request whose
-  reservation does not fit is not sent.
+  reservation does not fit is not sent. When a server reports more than the estimate reserved,
+  the whole reported amount is charged (the overrun is kept), so the next reservation sees it.
 * :class:`Patience` — consecutive read rounds that added no new evidence. Rounds with a write are
   excluded: they neither count nor reset.
 
@@ -33,6 +34,7 @@ class ResearchClock:
         self._paused_at: float | None = None
         self._paused_total = 0.0
         self._stopped_at: float | None = None
+        self._stopped_total = 0.0  # between stop() and reopen(): neither research nor waiting
 
     def start(self) -> None:
         if self._started is None:
@@ -43,6 +45,12 @@ class ResearchClock:
         if self._stopped_at is None:
             self.resume()
             self._stopped_at = self._clock()
+
+    def reopen(self) -> None:
+        """Count again after :meth:`stop` (evidence condensing is charged to research time)."""
+        if self._stopped_at is not None:
+            self._stopped_total += self._clock() - self._stopped_at
+            self._stopped_at = None
 
     @property
     def started(self) -> bool:
@@ -74,7 +82,7 @@ class ResearchClock:
         if self._started is None:
             return 0.0
         now = self._stopped_at if self._stopped_at is not None else self._clock()
-        return max(0.0, now - self._started - self.user_wait)
+        return max(0.0, now - self._started - self.user_wait - self._stopped_total)
 
     @property
     def remaining(self) -> float:
@@ -111,6 +119,7 @@ class Settlement:
     charged: int
     refunded: int
     budget_left: int
+    overrun: int = 0  # charged beyond the reservation (a remote estimate that ran low)
 
 
 class TokenBudget:
@@ -124,8 +133,8 @@ class TokenBudget:
 
     @property
     def left(self) -> int:
-        """What is neither charged nor reserved."""
-        return self.total - self.charged - self.reserved
+        """What is neither charged nor reserved (never below zero, even after an overrun)."""
+        return max(0, self.total - self.charged - self.reserved)
 
     def fits(self, prompt_tokens: int, output_allowance: int) -> bool:
         return prompt_tokens + output_allowance <= self.left
@@ -145,21 +154,24 @@ class TokenBudget:
     ) -> Settlement:
         """Charge what the request really processed and generated; refund the rest.
 
-        The charge is never more than the reservation: a provider that reports more than it was
-        allowed (an estimate off by a few tokens) is charged the reservation.
+        A remote reservation rests on an estimate; when the server reports more, the reported
+        amount is charged all the same (and shows as ``overrun``): the budget counts real tokens.
         """
-        charged = min(max(0, prompt_evaluated) + max(0, output_tokens), reservation.tokens)
-        refunded = reservation.tokens - charged
+        charged_prompt = max(0, prompt_evaluated)
+        output = max(0, output_tokens)
+        charged = charged_prompt + output
+        refunded = max(0, reservation.tokens - charged)
         self.reserved = 0
         self.charged += charged
         self.refunded += refunded
         return Settlement(
             reserved=reservation.tokens,
-            charged_prompt=min(max(0, prompt_evaluated), charged),
-            output_tokens=max(0, output_tokens),
+            charged_prompt=charged_prompt,
+            output_tokens=output,
             charged=charged,
             refunded=refunded,
             budget_left=self.left,
+            overrun=max(0, charged - reservation.tokens),
         )
 
 

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import ProviderError
@@ -97,6 +97,7 @@ class _Loop:
     patience: Patience
     tool_schemas: tuple[Mapping[str, Any], ...]
     allowed: frozenset[ToolKind]
+    round: int = 0  # the reply-wide number of this loop's current round
 
 
 class ResearchEngine:
@@ -127,7 +128,8 @@ class ResearchEngine:
         self.question = ""
         self._coordinator_patience = Patience(settings.no_progress_rounds)
         self._current_call = ""
-        self._worker_progress = False
+        # A reply-wide stop met inside a section worker, carried out to the coordinator's batch.
+        self._worker_stop: ResearchStop | None = None
         self.final_charged = 0  # tokens of the final request, outside the research budget
 
     # --- the handlers the toolbox calls back --------------------------------------------------
@@ -174,8 +176,12 @@ class ResearchEngine:
                 summaries.append(f"Section “{section}”:\n{text or '(no summary)'}")
             except ResearchStop as stop:
                 summaries.append(f"Section “{section}”: stopped ({stop.reason}).")
-                if stop.reason != "no_progress":
-                    break  # a reply-wide budget ran out or Stop was pressed: no more workers
+                if stop.reason in ("no_progress", "context_full"):
+                    continue  # this worker's own conversation ended: the next section may go on
+                # A reply-wide budget ran out, the model failed or Stop was pressed: the reply
+                # stops, once this call has its result (see _run_batch).
+                self._worker_stop = stop
+                break
         return ToolResult("research_sections", "ok", "\n\n".join(summaries))
 
     # --- the reply ------------------------------------------------------------------------------
@@ -205,15 +211,26 @@ class ResearchEngine:
         )
         final = FinalStage(self)
         try:
-            answer = await self._research(coordinator)
-        except ResearchStop as stop:
+            try:
+                answer = await self._research(coordinator)
+            except ResearchStop as stop:
+                self.clock.stop()
+                self.emit(ev.ResearchStopped(self.now_t(), stop.reason, stop.detail))
+                if stop.reason in ("cancelled", "error"):
+                    return self._finish(final.fallback_for(stop.reason, stop.detail), stop.reason)
+                outcome = await final.run(
+                    coordinator.messages, stop.reason, coordinator.tool_schemas
+                )
+                if self.cancel.cancelled:  # Cancellation wins, also during the final stage.
+                    self.emit(ev.ResearchStopped(self.now_t(), "cancelled"))
+                    return self._finish(outcome, "cancelled")
+                return self._finish(outcome, stop.reason)
+        except Exception as error:  # a defect must still end the reply with what it has
+            log.exception("the research engine failed")
             self.clock.stop()
-            self.emit(ev.ResearchStopped(self.now_t(), stop.reason, stop.detail))
-            if stop.reason in ("cancelled", "error"):
-                return self._finish(final.fallback_for(stop.reason, stop.detail), stop.reason)
-            outcome = await final.run(coordinator.messages, stop.reason, coordinator.tool_schemas)
-            # Cancellation wins, also when Stop comes during the final stage.
-            return self._finish(outcome, "cancelled" if self.cancel.cancelled else stop.reason)
+            detail = f"internal error ({type(error).__name__}: {error})"
+            self.emit(ev.ResearchStopped(self.now_t(), "error", detail))
+            return self._finish(final.fallback_for("error", detail), "error")
         self.clock.stop()
         self.emit(ev.ResearchStopped(self.now_t(), "answered"))
         return self._finish((answer, "model", None), "answered")
@@ -238,23 +255,31 @@ class ResearchEngine:
                 self._end_round(loop, progress=False, excluded=False)
                 continue
             self.rounds += 1
-            self.emit(ev.RoundStarted(self.now_t(), self.rounds, loop.worker))
+            loop.round = self.rounds
+            self.emit(ev.RoundStarted(self.now_t(), loop.round, loop.worker))
             loop.messages.append(Message("assistant", completion.text, completion.tool_calls))
-            progress, excluded = await self._run_batch(loop, completion.tool_calls)
-            self._end_round(loop, progress=progress, excluded=excluded)
+            batch = _Batch()
+            try:
+                await self._run_batch(loop, completion.tool_calls, batch)
+            except ResearchStop:
+                # The round was cut short: it still ends, with what its finished calls found.
+                self._emit_round_end(loop, batch.progress, batch.excluded)
+                raise
+            self._end_round(loop, progress=batch.progress, excluded=batch.excluded)
 
     def _end_round(self, loop: _Loop, *, progress: bool, excluded: bool) -> None:
         loop.patience.record(progress=progress, excluded=excluded)
-        if loop.worker is not None and progress:
-            self._worker_progress = True
+        self._emit_round_end(loop, progress, excluded)
+        if loop.patience.exhausted:
+            raise ResearchStop("no_progress")
+
+    def _emit_round_end(self, loop: _Loop, progress: bool, excluded: bool) -> None:
         self.emit(
             ev.RoundEnded(
-                self.now_t(), self.rounds, progress, excluded, loop.patience.rounds_without_progress
+                self.now_t(), loop.round, progress, excluded, loop.patience.rounds_without_progress
             )
         )
         self._emit_budget()
-        if loop.patience.exhausted:
-            raise ResearchStop("no_progress")
 
     async def request(
         self,
@@ -275,7 +300,7 @@ class ResearchEngine:
             temperature=self.settings.temperature,
             phase=phase,
         )
-        prompt_tokens = await self.provider.count_prompt(request)
+        prompt_tokens = await self._provider_call(self.provider.count_prompt(request))
         if check_context and prompt_tokens + max_tokens > self.provider.context_window:
             raise ResearchStop(
                 "context_full",
@@ -287,15 +312,39 @@ class ResearchEngine:
                 "token_budget",
                 f"{prompt_tokens + max_tokens} tokens needed, {self.tokens.left} left",
             )
+        # A research or worker request opens the next round; condensing belongs to the last one.
+        round_number = self.rounds + 1 if phase in ("research", "worker") else self.rounds
         self.emit(
-            ev.RequestStarted(self.now_t(), phase, self.rounds, prompt_tokens, reservation.tokens)
+            ev.RequestStarted(self.now_t(), phase, round_number, prompt_tokens, reservation.tokens)
         )
         self._emit_budget()
         try:
-            completion = await self.provider.complete(request, self.cancel, self.text_sink(phase))
-        except ProviderError as error:
-            self.tokens.settle(reservation, 0, 0)
-            raise ResearchStop("error", str(error)) from error
+            completion = await self._provider_call(
+                self.provider.complete(request, self.cancel, self.text_sink(phase))
+            )
+        except ResearchStop as stop:
+            # The request failed: nothing is known to have been processed, so nothing is charged,
+            # but the trace still gets its line.
+            settlement = self.tokens.settle(reservation, 0, 0)
+            self.emit(
+                ev.RequestFinished(
+                    self.now_t(),
+                    phase,
+                    round_number,
+                    prompt_tokens,
+                    settlement.reserved,
+                    0,
+                    0,
+                    0,
+                    0,
+                    settlement.refunded,
+                    settlement.budget_left,
+                    not self.provider.exact_counts,
+                    None,
+                    stop.reason,
+                )
+            )
+            raise
         except BaseException:
             self.tokens.settle(reservation, 0, 0)
             raise
@@ -306,8 +355,8 @@ class ResearchEngine:
             ev.RequestFinished(
                 self.now_t(),
                 phase,
-                self.rounds,
-                completion.prompt_tokens,
+                round_number,
+                prompt_tokens,
                 settlement.reserved,
                 completion.reused_prefix,
                 settlement.charged_prompt,
@@ -327,30 +376,70 @@ class ResearchEngine:
             raise ResearchStop("time_budget", "the research time ran out during a model request")
         return completion
 
-    async def _run_batch(self, loop: _Loop, calls: Sequence[ToolCall]) -> tuple[bool, bool]:
-        """Run the calls in order, each getting exactly one result; (progress, excluded)."""
+    async def _run_batch(self, loop: _Loop, calls: Sequence[ToolCall], batch: _Batch) -> None:
+        """Run the calls in order, each getting exactly one result, noting progress in ``batch``.
+
+        Raises the stop that ended the batch early, after every call has its result.
+        """
         assert self._tools is not None
-        progress = excluded = False
         stop: ResearchStop | None = None
         for call in calls:
             kind = self._tools.kind(call.name)
             if stop is None:
-                stop = self._pending_stop()
+                stop = self._take_worker_stop() or self._pending_stop()
             if stop is not None:
                 result = ToolResult.not_executed(call.name, _NOT_EXECUTED[stop.reason])
+                self._report_unrun(loop, call, kind, result)
             elif kind is not None and kind not in loop.allowed:
                 result = ToolResult.error(call.name, "this tool is not available here.")
+                self._report_unrun(loop, call, kind, result)
             else:
                 result, is_progress = await self._run_call(loop, call, kind)
-                progress |= is_progress
-            if kind is ToolKind.WRITE and result.status != "not_executed":
-                excluded = True
+                batch.progress |= is_progress
+                # Only a write that was carried out takes the round out of the count (DESIGN §1).
+                if kind is ToolKind.WRITE and result.status == "ok":
+                    batch.excluded = True
             loop.messages.append(
                 Message("tool", result.content, tool_call_id=call.id, name=call.name)
             )
+        if stop is None:
+            stop = self._take_worker_stop()
         if stop is not None:
             raise stop
-        return progress, excluded
+
+    def _report_unrun(
+        self, loop: _Loop, call: ToolCall, kind: ToolKind | None, result: ToolResult
+    ) -> None:
+        """Trace and show a call that was answered without running."""
+        kind_name = kind.value if kind is not None else "unknown"
+        self.emit(
+            ev.ToolFinished(
+                self.now_t(),
+                loop.round,
+                call.id,
+                call.name,
+                kind_name,
+                result.status,
+                0,
+                0,
+                0.0,
+                (),
+            )
+        )
+
+    def _take_worker_stop(self) -> ResearchStop | None:
+        stop, self._worker_stop = self._worker_stop, None
+        return stop
+
+    async def _provider_call(self, call: Awaitable[_T]) -> _T:
+        """Await a provider call; any failure of it is the ``error`` stop (DESIGN §1)."""
+        try:
+            return await call
+        except ProviderError as error:
+            raise ResearchStop("error", str(error)) from error
+        except Exception as error:  # a provider defect or hostile input it did not expect
+            log.exception("the model provider failed")
+            raise ResearchStop("error", f"the model provider failed: {error!r}") from error
 
     async def _run_call(
         self, loop: _Loop, call: ToolCall, kind: ToolKind | None
@@ -360,11 +449,11 @@ class ResearchEngine:
         kind_name = kind.value if kind is not None else "unknown"
         self.emit(
             ev.ToolStarted(
-                self.now_t(), self.rounds, call.id, call.name, kind_name, _describe_call(call)
+                self.now_t(), loop.round, call.id, call.name, kind_name, _describe_call(call)
             )
         )
         started = self.clock_now()
-        self._worker_progress = False
+        evidence_before = len(self.ledger.items)
         execution = self._tools.execute(
             call.name,
             call.arguments,
@@ -379,13 +468,15 @@ class ResearchEngine:
         if kind is ToolKind.ASK:
             progress = result.status == "ok"  # the person's answer is progress (DESIGN §1)
         elif kind is ToolKind.COORDINATOR:
-            progress = self._worker_progress
+            # The workers' rounds judged their evidence against the reply-wide store: the
+            # coordinator's round is progress when any of them kept something new.
+            progress = len(self.ledger.items) > evidence_before
         else:
             progress = kind is ToolKind.READ and bool(judged.new)
         self.emit(
             ev.ToolFinished(
                 self.now_t(),
-                self.rounds,
+                loop.round,
                 call.id,
                 call.name,
                 kind_name,
@@ -483,6 +574,17 @@ class ResearchEngine:
     def now_t(self) -> float:
         """Seconds since the reply started (the ``t`` of events and trace lines)."""
         return self.clock_now() - self._started
+
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class _Batch:
+    """What the finished calls of one round found."""
+
+    progress: bool = False
+    excluded: bool = False
 
 
 _NOT_EXECUTED: dict[ev.StopReason, str] = {

@@ -9,6 +9,7 @@ does not fit, or the final request fails, the answer is the labelled evidence fa
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +22,13 @@ from imprint_desktop.core.research.stop import ResearchStop
 if TYPE_CHECKING:
     from imprint_desktop.core.research.engine import ResearchEngine
 
+log = logging.getLogger(__name__)
+
 Outcome = tuple[str, ev.FinalMode, str | None]
 
 FALLBACK_LABEL = "No final answer could be written"
+# The evidence texts in a fallback share this many characters; every item's source is listed.
+FALLBACK_EVIDENCE_CHARS = 20_000
 
 _REASONS: dict[ev.StopReason, str] = {
     "no_progress": "research stopped finding new evidence",
@@ -57,16 +62,34 @@ class FinalStage:
         instruction = prompts.FINAL if engine.ledger.items else prompts.FINAL_NO_EVIDENCE
         final_messages = [*messages, Message("user", instruction)]
         request = self._request(final_messages, allowance)
-        prompt_tokens = await engine.provider.count_prompt(request)
+        try:
+            prompt_tokens = await engine.provider.count_prompt(request)
+        except Exception as error:
+            log.exception("counting the final prompt failed")
+            return self._fallback(reason, f"the final request failed: {error}")
         if prompt_tokens + allowance > engine.provider.context_window:
-            condensed = await self._condense(allowance)
-            if condensed is None:
+            # Condensing is research work: its requests and its time come out of what is left.
+            engine.clock.reopen()
+            try:
+                condensed = await self._condense()
+            finally:
+                engine.clock.stop()
+            if isinstance(condensed, ResearchStop):
+                if condensed.reason == "cancelled":
+                    return self._fallback("cancelled", "")
+                why = _REASONS[condensed.reason]
                 return self._fallback(
-                    reason, "the evidence could not be condensed to fit the model's context window"
+                    reason,
+                    "the evidence could not be condensed to fit the model's context window "
+                    f"({why})",
                 )
             self._tools = ()  # a new, short prompt: nothing to reuse, so no room spent on tools
             request = self._request(condensed, allowance)
-            prompt_tokens = await engine.provider.count_prompt(request)
+            try:
+                prompt_tokens = await engine.provider.count_prompt(request)
+            except Exception as error:
+                log.exception("counting the condensed final prompt failed")
+                return self._fallback(reason, f"the final request failed: {error}")
             if prompt_tokens + allowance > engine.provider.context_window:
                 return self._fallback(
                     reason, "even the condensed evidence does not fit the model's context window"
@@ -96,6 +119,9 @@ class FinalStage:
             )
         except ProviderError as error:
             return self._fallback(reason, f"the final request failed: {error}", started)
+        except Exception as error:  # a provider defect must not lose the evidence
+            log.exception("the final request failed")
+            return self._fallback(reason, f"the final request failed: {error!r}", started)
         charged = completion.prompt_evaluated + completion.output_tokens
         engine.final_charged += charged
         engine.emit(
@@ -142,8 +168,9 @@ class FinalStage:
             phase="final",
         )
 
-    async def _condense(self, allowance: int) -> list[Message] | None:
-        """Notes from the evidence, made by requests charged to the research budgets."""
+    async def _condense(self) -> list[Message] | ResearchStop:
+        """Notes from the evidence, made by requests charged to the research budgets, or the stop
+        that ended condensing (a budget ran out, the model failed, or Stop was pressed)."""
         engine = self.engine
         notes: list[str] = []
         items = list(engine.ledger.items)
@@ -164,7 +191,7 @@ class FinalStage:
         if chunk:
             chunks.append("\n\n".join(chunk))
         if not chunks:
-            return None
+            return ResearchStop("context_full", "there is no evidence to condense")
         for body in chunks:
             messages = [
                 Message("system", prompts.CONDENSE),
@@ -174,8 +201,8 @@ class FinalStage:
                 completion = await engine.request(
                     messages, "condense", max_tokens=step_output, check_context=True
                 )
-            except ResearchStop:
-                return None
+            except ResearchStop as stop:
+                return stop
             notes.append(completion.text.strip())
         return [
             Message("system", prompts.research_system(engine.settings.system_prompt)),
@@ -198,8 +225,8 @@ class FinalStage:
         why = _REASONS[reason] + (f"; {detail}" if detail and reason != "error" else "")
         if reason == "error" and detail:
             why = f"{_REASONS['error']}: {detail}"
-        evidence = engine.ledger.as_text(limit_chars=20_000)
-        body = evidence if evidence else "No evidence was gathered."
+        evidence = engine.ledger.as_text(limit_chars=FALLBACK_EVIDENCE_CHARS)
+        body = evidence if engine.ledger.items else "No evidence was gathered."
         text = f"{FALLBACK_LABEL}: {why}.\n\nEvidence gathered:\n\n{body}"
         seconds = self.engine.clock_now() - started if started is not None else 0.0
         engine.emit(ev.FinalFinished(engine.now_t(), "fallback", seconds))

@@ -70,16 +70,38 @@ class EvidenceLedger:
         return Judged(tuple(new), len(items) - len(new))
 
     def as_text(self, limit_chars: int | None = None) -> str:
-        """The new evidence as numbered text, for the fallback and for condensing."""
-        parts: list[str] = []
-        used = 0
-        for view in self._new:
-            part = f"[{view.id}] {view.source}, {view.location}:\n{self._texts[view.id].strip()}"
-            if limit_chars is not None and used + len(part) > limit_chars:
-                break
-            parts.append(part)
-            used += len(part) + 2
-        return "\n\n".join(parts)
+        """The new evidence as numbered text, for the fallback.
+
+        Every item is listed with its source; with ``limit_chars`` the texts share that many
+        characters (each cut short with "…" where needed), so no item is ever left out.
+        """
+        if not self._new:
+            return ""
+        texts = [self._texts[view.id].strip() for view in self._new]
+        if limit_chars is not None:
+            texts = _fair_cut(texts, limit_chars)
+        return "\n\n".join(
+            f"[{view.id}] {view.source}, {view.location}:\n{text}"
+            for view, text in zip(self._new, texts, strict=True)
+        )
+
+
+def _fair_cut(texts: list[str], limit: int) -> list[str]:
+    """``texts`` cut so that together they fit ``limit`` characters, the longest cut first."""
+    if sum(map(len, texts)) <= limit:
+        return texts
+    # The largest equal share that fits: short texts keep all they have, long ones are cut to it.
+    sizes = sorted(len(text) for text in texts)
+    remaining, share = limit, 0
+    for index, size in enumerate(sizes):
+        even = remaining // (len(sizes) - index)
+        if size > even:
+            share = even
+            break
+        remaining -= size
+    return [
+        text if len(text) <= share else text[: max(share - 1, 0)].rstrip() + "…" for text in texts
+    ]
 
 
 def _excerpt(text: str) -> str:

@@ -2,8 +2,10 @@
 
 Written from the same events the window shows, so a trace is what the person saw. Each line is
 ``{"t": seconds since the reply started, "type": ..., ...}``; the types are ``run_start``,
-``request``, ``tool``, ``user_wait``, ``round_end``, ``stop`` and ``final``. Secrets never appear:
-the settings snapshot holds no secret settings (they live in the keyring) and no event carries one.
+``request``, ``tool``, ``user_wait``, ``round_end``, ``stop`` and ``final``, with exactly the fields
+DESIGN §5 lists. Secrets never appear: the settings snapshot holds no secret settings (they live in
+the keyring), no event carries one, and URLs in settings (a server or proxy address may hold
+``user:password@`` or a key in its query) are written without credentials or query values.
 Lines are flushed as they are written, so a trace of a killed process ends at the last event.
 """
 
@@ -13,6 +15,7 @@ import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from imprint_desktop.core.research import events as ev
 
@@ -25,8 +28,7 @@ def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one
             "t": t,
             "type": "run_start",
             "question": event.question,
-            "settings": dict(event.settings),
-            "provider": event.provider,
+            "settings": {key: _without_credentials(value) for key, value in event.settings.items()},
         }
     if isinstance(event, ev.RequestFinished):
         return {
@@ -44,7 +46,6 @@ def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one
             "budget_left": event.budget_left,
             "estimated": event.estimated,
             "provider_usage": dict(event.provider_usage) if event.provider_usage else None,
-            "stop": event.stop,
         }
     if isinstance(event, ev.ToolFinished):
         return {
@@ -75,6 +76,27 @@ def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one
     if isinstance(event, ev.FinalFinished):
         return {"t": t, "type": "final", "mode": event.mode, "seconds": round(event.seconds, 4)}
     return None
+
+
+def _without_credentials(value: Any) -> Any:
+    """A URL-valued setting without the password in it and with its query values hidden."""
+    if not isinstance(value, str) or "://" not in value:
+        return value
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        return "<not a valid URL>"
+    netloc = parts.netloc
+    if parts.username is not None or parts.password is not None:
+        host = parts.hostname or ""
+        host = f"[{host}]" if ":" in host else host
+        netloc = f"***@{host}" + (f":{port}" if port else "")
+    query = "&".join(
+        f"{name}=***" if sep else name
+        for name, sep, _ in (pair.partition("=") for pair in parts.query.split("&") if pair)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 class TraceWriter:

@@ -59,11 +59,34 @@ def test_one_reservation_at_a_time() -> None:
         budget.reserve(100, 100)
 
 
-def test_charge_never_exceeds_the_reservation() -> None:
-    budget = TokenBudget(5000)
-    reservation = budget.reserve(100, 100)
+def test_usage_beyond_the_estimate_is_charged_in_full_and_shows_as_overrun() -> None:
+    budget = TokenBudget(1000)
+    reservation = budget.reserve(100, 100)  # a remote estimate: the server processed more
     assert reservation is not None
-    assert budget.settle(reservation, 150, 150).charged == 200
+    settlement = budget.settle(reservation, 750, 150)
+    assert (settlement.charged, settlement.refunded, settlement.overrun) == (900, 0, 700)
+    assert (budget.charged, budget.left) == (900, 100)
+    assert budget.reserve(50, 60) is None, "the overrun is spent: the next reservation must fit"
+    second = budget.reserve(50, 50)
+    assert second is not None
+    assert budget.settle(second, 300, 0).budget_left == 0, "left never goes below zero"
+    assert budget.charged == 1200
+
+
+def test_the_clock_counts_again_when_reopened_for_condensing() -> None:
+    now = [0.0]
+    clock = ResearchClock(10, lambda: now[0])
+    clock.start()
+    now[0] = 4.0
+    clock.stop()
+    now[0] = 9.0  # the final stage's own time: not research
+    assert clock.elapsed == 4.0
+    clock.reopen()
+    now[0] = 11.0
+    assert clock.elapsed == 6.0 and clock.remaining == 4.0
+    clock.stop()
+    now[0] = 50.0
+    assert clock.elapsed == 6.0 and clock.user_wait == 0.0
 
 
 def test_patience_counts_stagnant_read_rounds_and_skips_writes() -> None:

@@ -18,7 +18,7 @@ from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
 from imprint_desktop.core.research.final import FALLBACK_LABEL
-from imprint_desktop.core.research.trace import TraceWriter, read_trace
+from imprint_desktop.core.research.trace import TraceWriter, read_trace, trace_line
 from imprint_desktop.core.tools.base import ToolResult
 from tests.support.fake_tools import FakeTools, passage
 from tests.support.scripted_provider import ScriptedProvider, Step
@@ -252,6 +252,9 @@ def test_calls_not_started_when_time_runs_out_are_answered_not_executed() -> Non
     assert_protocol_complete(final)
     tool_messages = [m.content for m in final.messages if m.role == "tool"]
     assert tool_messages[1:] == ["not executed: research time budget exhausted"] * 2
+    # The engine answered them itself: the toolbox was never asked to run them.
+    assert [name for name, _ in tools.calls] == ["search_workspace"]
+    assert statuses[1:] == ["not_executed"] * 2
     assert tools.writes == [], "the write was never started"
 
 
@@ -294,7 +297,14 @@ def test_stop_during_a_tool_leaves_no_call_unanswered() -> None:
 
     result = run(scenario())
     assert result.stop_reason == "cancelled"
-    assert [event.status for event in recorder.of(ev.ToolFinished)] == ["error"]
+    # The running call is given up ("stopped while running"), the next one is never started;
+    # both are answered and both are reported, and the cut round still ends.
+    finished = recorder.of(ev.ToolFinished)
+    assert [(event.call_id, event.status) for event in finished] == [
+        ("call_1_0", "error"),
+        ("call_1_1", "not_executed"),
+    ]
+    assert [event.round for event in recorder.of(ev.RoundEnded)] == [1]
 
 
 def test_stop_during_the_final_stage_wins() -> None:
@@ -457,10 +467,48 @@ def test_trace_has_the_documented_lines(tmp_path: Path) -> None:
         "request",
         "stop",
     ]
-    assert lines[0]["question"] == "Q?" and lines[0]["provider"] == "scripted"
-    assert "api_key" not in json.dumps(lines[0])
+    fields = {  # DESIGN §5, exactly
+        "run_start": {"question", "settings"},
+        "request": {
+            "phase", "round", "prompt_tokens", "reserved", "reused_prefix", "charged_prompt",
+            "output_tokens", "charged", "refunded", "budget_left", "estimated", "provider_usage",
+        },
+        "tool": {
+            "round", "call_id", "name", "kind", "status", "new_evidence", "repeated_evidence",
+            "seconds",
+        },
+        "round_end": {"round", "progress", "excluded", "no_progress_rounds"},
+        "stop": {"reason"},
+    }  # fmt: skip
+    for line in lines:
+        assert set(line) == {"t", "type"} | fields[line["type"]], line
+    assert lines[0]["question"] == "Q?"
+    # The request that opened round 1 is round 1's; the answering request would open round 2.
+    assert [line["round"] for line in lines if line["type"] != "run_start" and "round" in line] == [
+        1, 1, 1, 2,
+    ]  # fmt: skip
     assert lines[-1] == {"t": lines[-1]["t"], "type": "stop", "reason": "answered"}
     assert all(isinstance(line["t"], float) for line in lines)
+
+
+def test_the_trace_keeps_no_credentials_from_urls_in_settings() -> None:
+    settings = {
+        "remote.base_url": "https://alice:s3cr3t-token@llm.example:8443/v1?api_key=k3y&mode",
+        "network.proxy": "http://bob:hunter2@[::1]:3128",
+        "chat.max_tokens": 2048,
+        "workspace.path": "/home/alice/docs",
+    }
+    line = trace_line(ev.ReplyStarted(0.0, "Q?", settings, "remote"))
+    assert line is not None
+    text = json.dumps(line)
+    for secret in ("s3cr3t-token", "alice:", "k3y", "hunter2", "bob"):
+        assert secret not in text, secret
+    assert line["settings"] == {
+        "remote.base_url": "https://***@llm.example:8443/v1?api_key=***&mode",
+        "network.proxy": "http://***@[::1]:3128",
+        "chat.max_tokens": 2048,
+        "workspace.path": "/home/alice/docs",
+    }
 
 
 def test_an_empty_reply_is_nudged_and_counts_against_patience() -> None:
@@ -496,3 +544,178 @@ def test_json_result_shape(reason: str) -> None:
     }
     assert set(result["tokens"]) == {"budget", "charged", "refunded", "final_charged"}
     assert result["stop_reason"] == reason
+
+
+# --- behaviour an audit of DESIGN §1 found missing ---------------------------------------------
+
+
+def test_a_worker_that_finds_new_then_repeats_still_makes_the_coordinator_round_progress() -> None:
+    facts = iter(range(1000))
+
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        if values["query"].endswith("again"):
+            return passage("The same old fact about the keepers, once more.")
+        return passage(
+            f"New fact {next(facts)}: a supply boat called at the light in 18{next(facts)}."
+        )
+
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "worker":
+            worked = sum(1 for m in request.messages if m.role == "tool")
+            # Round 1 finds something new; rounds 2 and 3 only repeat it; then it sums up.
+            query = "fresh" if worked == 0 else "again"
+            return Step(calls=[search(query)]) if worked < 3 else Step("Summary.")
+        coordinator_rounds = sum(1 for m in request.messages if m.name == "research_sections")
+        if coordinator_rounds < 4:
+            return Step(calls=[("research_sections", {"sections": [f"part {coordinator_rounds}"]})])
+        return Step("Done.")
+
+    engine, tools, _, recorder = make(script, respond, no_progress_rounds=2)
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "answered", "every coordinator round found new evidence"
+    coordinator_ends = [
+        e
+        for e in recorder.of(ev.RoundEnded)
+        if e.round in {s.round for s in recorder.of(ev.RoundStarted) if s.worker is None}
+    ]
+    assert [e.progress for e in coordinator_ends] == [True] * 4
+
+
+def test_a_worker_whose_model_fails_stops_the_reply_with_an_error() -> None:
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "worker":
+            return Step(fail=True)
+        return Step(calls=[("research_sections", {"sections": ["one", "two"]}), search("after")])
+
+    engine, tools, provider, recorder = make(script, new_passage_each_time())
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "error" and result.final_mode == "fallback"
+    assert [r.phase for r in provider.requests] == ["research", "worker"], "no second worker"
+    statuses = [(e.name, e.status) for e in recorder.of(ev.ToolFinished)]
+    assert statuses == [("research_sections", "ok"), ("search_workspace", "not_executed")]
+
+
+def test_a_write_that_was_not_carried_out_does_not_exclude_the_round() -> None:
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        if name == "write_note":
+            return ToolResult.error(name, "the notes folder is not writable.")
+        return passage("Nothing new under the lamp.")
+
+    script = research_then_final(
+        lambda n: Step(calls=[search("same"), ("write_note", {"title": "t", "content": "c"})]),
+        "Final.",
+    )
+    engine, tools, _, recorder = make(script, respond, no_progress_rounds=3)
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "no_progress"
+    assert [e.excluded for e in recorder.of(ev.RoundEnded)] == [False] * 4
+
+
+def test_condensing_is_charged_to_research_time() -> None:
+    now = [0.0]
+
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        query = values["query"]
+        return passage(" ".join(f"{query}word{index}" for index in range(300)))
+
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "condense":
+            now[0] += 0.7  # each condensing request takes 0.7 s of a 1 s research budget
+            return Step("Notes [1].")
+        if request.phase == "final":
+            return Step("Answer.")
+        return Step(calls=[search(f"q{len(request.messages)}")])
+
+    provider = ScriptedProvider(script, context_window=2600)
+    settings = ResearchSettings(timeout_sec=1.0, research_max_output_tokens=200, max_tokens=1200)
+    recorder = Recorder()
+    engine = ResearchEngine(provider, settings, sink=recorder, clock=lambda: now[0])
+    tools = FakeTools(respond)
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "context_full"
+    condensing = [r for r in provider.requests if r.phase == "condense"]
+    assert len(condensing) == 2, "the second condensing request used the last of the time"
+    assert result.research_seconds == pytest.approx(1.4)
+    assert result.final_mode == "fallback"
+    assert "could not be condensed" in result.answer and "time budget ran out" in result.answer
+
+
+def test_stop_during_condensing_is_a_cancelled_reply() -> None:
+    cancel = CancelToken()
+
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        return passage(f"{values['query']} detail " + "lore " * 500)
+
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "condense":
+            return Step(hang=True)
+        if request.phase == "final":
+            raise AssertionError("no final request after Stop")
+        return Step(calls=[search(f"q{len(request.messages)}")])
+
+    engine, tools, provider, recorder = make(
+        script,
+        respond,
+        cancel=cancel,
+        context_window=2600,
+        research_max_output_tokens=200,
+        max_tokens=1200,
+    )
+
+    async def scenario() -> ev.ReplyResult:
+        task = asyncio.create_task(engine.run("?", tools))
+        while not any(r.phase == "condense" for r in provider.requests):
+            await asyncio.sleep(0)
+        cancel.cancel()
+        return await task
+
+    result = run(scenario())
+    assert result.stop_reason == "cancelled" and result.final_mode == "fallback"
+    assert result.answer.startswith(f"{FALLBACK_LABEL}: you stopped the reply")
+    assert [e.reason for e in recorder.of(ev.ResearchStopped)] == ["context_full", "cancelled"]
+
+
+def test_the_fallback_lists_every_item_and_never_claims_there_was_none() -> None:
+    sizes = iter([25_000] + [3_000] * 29)
+
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        return passage(f"{values['query']} " + "x" * next(sizes))
+
+    script = [Step(calls=[search(f"doc{n}") for n in range(30)]), Step(fail=True)]
+    engine, tools, _, _ = make(script, respond)
+    result = run(engine.run("?", tools))
+    assert result.final_mode == "fallback" and len(result.evidence) == 30
+    assert "No evidence was gathered" not in result.answer
+    for item in result.evidence:
+        assert f"[{item.id}] {item.source}, {item.location}:" in result.answer
+    assert len(result.answer) < 20_000 + 30 * 100
+
+
+def test_an_unexpected_provider_failure_ends_the_reply_instead_of_raising() -> None:
+    class Broken(ScriptedProvider):
+        async def complete(self, *args: Any, **kwargs: Any) -> Any:
+            raise RecursionError("maximum recursion depth exceeded while decoding a JSON array")
+
+    provider = Broken([])
+    recorder = Recorder()
+    engine = ResearchEngine(provider, ResearchSettings(), sink=recorder)
+    result = run(engine.run("?", FakeTools(new_passage_each_time())))
+    assert result.stop_reason == "error" and result.final_mode == "fallback"
+    assert result.error is not None and "RecursionError" in result.error
+    assert [e.phase for e in recorder.of(ev.RequestFinished)] == ["research"]
+    assert result.tokens.charged == 0 and result.tokens.refunded > 0
+
+
+def test_an_unexpected_failure_of_the_final_request_is_the_labelled_fallback() -> None:
+    class BrokenFinal(ScriptedProvider):
+        async def complete(self, request: CompletionRequest, *args: Any, **kwargs: Any) -> Any:
+            if request.phase == "final":
+                raise KeyError("choices")
+            return await super().complete(request, *args, **kwargs)
+
+    same = passage("The light keeper's name was Ada Quill.")
+    provider = BrokenFinal([Step(calls=[search("a")]), Step(calls=[search("a")])])
+    engine = ResearchEngine(provider, ResearchSettings(no_progress_rounds=1))
+    result = run(engine.run("?", FakeTools(lambda name, values: same)))
+    assert result.stop_reason == "no_progress" and result.final_mode == "fallback"
+    assert "the final request failed" in result.answer and "Ada Quill" in result.answer
