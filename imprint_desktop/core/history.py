@@ -25,7 +25,7 @@ from typing import Any
 from imprint_desktop.core import paths
 from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research.trace import trace_line
+from imprint_desktop.core.research.trace import trace_json, trace_line
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS conversations (
@@ -288,7 +288,7 @@ class ReplyRecorder:
                 self._seq += 1
                 db.execute(
                     "INSERT INTO reply_trace (reply_id, seq, line) VALUES (?, ?, ?)",
-                    (self.reply_id, self._seq, json.dumps(line, ensure_ascii=False)),
+                    (self.reply_id, self._seq, trace_json(line)),
                 )
             db.executemany(
                 "INSERT OR REPLACE INTO evidence (reply_id, id, source, location, excerpt) "

@@ -274,15 +274,10 @@ def test_malformed_arguments_each_get_their_own_error_and_the_valid_call_runs(
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="deeply nested tool-call arguments raise RecursionError while the engine describes "
-    "the call: the reply fails (exit 1, traceback on stderr) instead of a tool error result",
-)
 def test_deeply_nested_arguments_are_a_tool_error_not_a_crash(
     imprint: Imprint, openai_server: OpenAIServer, workspace: Path
 ) -> None:
-    deep = "[" * 50_000 + "]" * 50_000
+    deep = "[" * 5_000 + "]" * 5_000  # deep enough to exhaust a recursive parser, and still fits
     openai_server.script(
         Reply.tool_calls(ToolCall("deep", "search_workspace", deep), fragments=1),
         Reply.text("I could not search."),
@@ -420,11 +415,6 @@ def test_duplicate_ids_in_one_batch_are_each_answered_once(
     assert "Ada Quill" in results[ids[0]] and "diaphone" in results[ids[2]].lower()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a tool-call id the model reuses in a later round (or the generated call_0 of a "
-    "server that sends no ids) is sent back twice in one conversation",
-)
 @pytest.mark.parametrize("with_ids", [True, False], ids=["same-id", "no-id"])
 def test_an_id_reused_in_later_rounds_is_answered_in_every_round(
     imprint: Imprint, openai_server: OpenAIServer, workspace: Path, with_ids: bool

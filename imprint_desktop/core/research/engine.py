@@ -15,7 +15,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from imprint_desktop.core.cancel import CancelToken
@@ -98,6 +98,7 @@ class _Loop:
     tool_schemas: tuple[Mapping[str, Any], ...]
     allowed: frozenset[ToolKind]
     round: int = 0  # the reply-wide number of this loop's current round
+    call_ids: set[str] = field(default_factory=set)  # every tool call id in the conversation
 
 
 class ResearchEngine:
@@ -257,10 +258,11 @@ class ResearchEngine:
             self.rounds += 1
             loop.round = self.rounds
             self.emit(ev.RoundStarted(self.now_t(), loop.round, loop.worker))
-            loop.messages.append(Message("assistant", completion.text, completion.tool_calls))
+            calls = _unique_ids(completion.tool_calls, loop.call_ids, loop.round)
+            loop.messages.append(Message("assistant", completion.text, calls))
             batch = _Batch()
             try:
-                await self._run_batch(loop, completion.tool_calls, batch)
+                await self._run_batch(loop, calls, batch)
             except ResearchStop:
                 # The round was cut short: it still ends, with what its finished calls found.
                 self._emit_round_end(loop, batch.progress, batch.excluded)
@@ -598,11 +600,31 @@ _NOT_EXECUTED: dict[ev.StopReason, str] = {
 }
 
 
+def _unique_ids(
+    calls: Sequence[ToolCall], used: set[str], round_number: int
+) -> tuple[ToolCall, ...]:
+    """``calls`` with ids no earlier call of the conversation had (and none twice).
+
+    A model may reuse ``call_0`` in every round, and a server may send no id at all; the
+    conversation sent back must still pair every result with exactly one call.
+    """
+    unique: list[ToolCall] = []
+    for index, call in enumerate(calls):
+        call_id = call.id or f"call_{round_number}_{index}"
+        if call_id in used:
+            call_id = f"{call_id}_r{round_number}_{index}"
+            while call_id in used:
+                call_id += "_"
+        used.add(call_id)
+        unique.append(call if call_id == call.id else replace(call, id=call_id))
+    return tuple(unique)
+
+
 def _describe_call(call: ToolCall) -> str:
     """What a call does, in words for the status line ("Searching 'quarry'")."""
     try:
         arguments = json.loads(call.arguments) if call.arguments else {}
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # whatever the model sent, the toolbox will say so
         arguments = {}
     if not isinstance(arguments, dict):
         arguments = {}

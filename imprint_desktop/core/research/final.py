@@ -191,7 +191,11 @@ class FinalStage:
         if chunk:
             chunks.append("\n\n".join(chunk))
         if not chunks:
-            return ResearchStop("context_full", "there is no evidence to condense")
+            # Nothing was found: the question alone is the whole of what the final needs.
+            return [
+                Message("system", prompts.research_system(engine.settings.system_prompt)),
+                Message("user", f"{engine.question}\n\n{prompts.FINAL_NO_EVIDENCE}"),
+            ]
         for body in chunks:
             messages = [
                 Message("system", prompts.CONDENSE),
@@ -227,7 +231,7 @@ class FinalStage:
             why = f"{_REASONS['error']}: {detail}"
         evidence = engine.ledger.as_text(limit_chars=FALLBACK_EVIDENCE_CHARS)
         body = evidence if engine.ledger.items else "No evidence was gathered."
-        text = f"{FALLBACK_LABEL}: {why}.\n\nEvidence gathered:\n\n{body}"
+        text = f"{FALLBACK_LABEL}: {why.rstrip('.')}.\n\nEvidence gathered:\n\n{body}"
         seconds = self.engine.clock_now() - started if started is not None else 0.0
         engine.emit(ev.FinalFinished(engine.now_t(), "fallback", seconds))
         return text, "fallback", detail or None

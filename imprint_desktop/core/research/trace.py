@@ -12,6 +12,7 @@ Lines are flushed as they are written, so a trace of a killed process ends at th
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -78,6 +79,24 @@ def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one
     return None
 
 
+def trace_json(line: dict[str, Any]) -> str:
+    """One trace line as strict JSON: a NaN or infinity a server reported becomes null."""
+    try:
+        return json.dumps(line, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(line), ensure_ascii=False, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
 def _without_credentials(value: Any) -> Any:
     """A URL-valued setting without the password in it and with its query values hidden."""
     if not isinstance(value, str) or "://" not in value:
@@ -111,7 +130,7 @@ class TraceWriter:
         line = trace_line(event)
         if line is None or self._file is None:
             return
-        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+        self._file.write(trace_json(line) + "\n")
         self._file.flush()
 
     def close(self) -> None:

@@ -719,3 +719,23 @@ def test_an_unexpected_failure_of_the_final_request_is_the_labelled_fallback() -
     result = run(engine.run("?", FakeTools(lambda name, values: same)))
     assert result.stop_reason == "no_progress" and result.final_mode == "fallback"
     assert "the final request failed" in result.answer and "Ada Quill" in result.answer
+
+
+def test_context_full_without_evidence_asks_the_final_with_the_question_alone() -> None:
+    huge = "x" * 12_000  # arguments the model wrote that fill the context on their own
+
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "final":
+            return Step("I could not find it in your documents.")
+        return Step(calls=[("search_workspace", {"query": huge})])
+
+    engine, tools, provider, _ = make(
+        script, lambda name, values: ToolResult(name, "empty", "No results."), context_window=3500
+    )
+    result = run(engine.run("Who kept the light?", tools))
+    assert result.stop_reason == "context_full" and result.final_mode == "model"
+    assert result.answer == "I could not find it in your documents."
+    final = provider.requests[-1]
+    assert final.phase == "final" and huge not in str(final.messages)
+    assert final.messages[-1].content.startswith("Who kept the light?")
+    assert prompts.FINAL_NO_EVIDENCE in final.messages[-1].content
