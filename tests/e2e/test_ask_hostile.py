@@ -879,11 +879,6 @@ def test_an_impossibly_large_usage_report_is_not_believed(
     assert first["charged"] <= len(openai_server.chat_requests()[0].body), first
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="NaN/Infinity in the server's usage are copied into the trace's provider_usage, "
-    "so the trace line is not valid JSON",
-)
 def test_non_finite_usage_keeps_the_trace_valid_json(
     imprint: Imprint, openai_server: OpenAIServer, workspace: Path, tmp_path: Path
 ) -> None:
