@@ -15,6 +15,14 @@ One :meth:`RemoteProvider.complete` is one streamed ``POST {base_url}/chat/compl
   failing is an error the person should read, not a silent time-budget stop.
 * **Counting.** Prompts are estimated from UTF-8 bytes (:data:`BYTES_PER_TOKEN`) and reconciled
   with the server's ``usage`` when it reports it (``stream_options.include_usage``).
+* **Failures.** Whatever the server, the network or the settings do,
+  :meth:`~RemoteProvider.complete` returns a :class:`Completion` or raises a
+  :class:`ProviderError` in words for people; only cancellation of the calling task passes
+  through as it is. An unusable server address or API key fails before anything is sent; a body
+  that breaks its ``Content-Encoding`` or the protocol is a :class:`ProviderResponseError` (not
+  retried: the same body would come again); an exception nobody foresaw (httpcore passes on what
+  it cannot map) is logged with its traceback and reported as a :class:`ProviderResponseError`.
+  Only what ``on_text`` itself raises is passed on unchanged: that is the caller's.
 
 The API key travels only in the ``Authorization`` header of this provider's own requests — never
 in the shared client's defaults (``fetch_url`` uses the same client), logs, errors or ``repr``.
@@ -29,6 +37,7 @@ import logging
 import math
 import random
 import time
+import traceback
 from asyncio import FIRST_COMPLETED
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -48,14 +57,17 @@ from imprint_desktop.core.errors import (
 )
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, StopKind, TextSink
 from imprint_desktop.core.providers.sse import (
+    ANSWER_LIMIT,
     ChunkAssembler,
     StreamProtocolError,
     StreamServerError,
     error_text,
     parse_json,
     read_answer,
+    read_bounded,
     read_limited,
     try_json,
+    valid_text,
 )
 
 log = logging.getLogger(__name__)
@@ -69,6 +81,11 @@ workspace, as JSON chat messages, is 3.75 bytes per token with the starter model
 Large-vocabulary tokenizers get more bytes per token; code and non-Latin scripts fewer, so the
 estimate runs low for them. It is only a reservation: the server's ``usage`` replaces it.
 """
+
+TEMPLATE_ALLOWANCE = 1024
+"""Tokens a server may add to a prompt beyond its bytes: the chat template's special tokens and a
+short system prompt of its own. A ``usage`` report of more prompt tokens than the request's
+UTF-8 bytes plus this is not a count (10**30 for a few kilobytes), and the estimate stands."""
 
 PREFERENCES = "Preferences → Remote server"
 _CONNECTING = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError)
@@ -126,13 +143,47 @@ def estimate_tokens(byte_count: int) -> int:
 
 
 def public_url(url: str) -> str:
-    """``url`` without user name, password, query or fragment: safe to show and to log."""
-    parts = urlsplit(url)
+    """``url`` without user name, password, query or fragment: safe to show and to log.
+    Never fails: an address too broken to parse is cut down by hand the same way."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a port out of range, an unclosed "[": show it, without credentials
+        head = url.split("#", 1)[0].split("?", 1)[0]
+        scheme, separator, rest = head.partition("://")
+        if not separator:
+            return head.rstrip("/")
+        netloc, slash, path = rest.partition("/")
+        return f"{scheme}://{netloc.rpartition('@')[2]}{slash}{path}".rstrip("/")
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
+    netloc = f"{host}:{port}" if port else host
     return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+
+def address_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a server address, or None when it can (as far as parsing tells)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsing the port is the check
+    except ValueError as error:
+        return str(error)
+    if parts.scheme.lower() not in ("http", "https"):
+        return "it must start with http:// or https://"
+    if not parts.hostname:
+        return "it names no server"
+    return None
+
+
+def key_problem(api_key: str) -> str | None:
+    """Why ``api_key`` cannot travel in an HTTP header, or None when it can."""
+    if all(" " <= character <= "~" for character in api_key):
+        return None
+    return (
+        "it contains characters that cannot be sent in a request (line breaks, control "
+        "characters or characters beyond plain ASCII, often picked up when copying it)"
+    )
 
 
 class _Retry(Exception):  # noqa: N818 - a signal between methods, never seen outside
@@ -165,7 +216,7 @@ class RemoteProvider:
         self._base_url = base_url.rstrip("/")
         self._where = public_url(base_url)
         self._model = model
-        self._api_key = api_key or None
+        self._api_key = (api_key or "").strip() or None  # a pasted key often ends in a newline
         self._context_window = context_window
         self._retry = retry or RetryPolicy()
 
@@ -218,7 +269,8 @@ class RemoteProvider:
             for task in (work, waiter):
                 task.cancel()
             await asyncio.wait({work, waiter})
-        # A Stop pressed while a failure was on its way wins: the person asked to stop.
+        # A Stop pressed while a failure was on its way wins: the person asked to stop. Any
+        # failure is a ProviderError by now (see _stream), or the text sink's own exception.
         if work.cancelled() or (_stopped_by(cancel) == "cancelled" and work.exception()):
             return self._result(assembler, _stopped_by(cancel), prompt_estimate, sent=True)
         if (failure := work.exception()) is not None:
@@ -230,7 +282,11 @@ class RemoteProvider:
         assembler: ChunkAssembler, stop: StopKind, prompt_estimate: int, *, sent: bool
     ) -> Completion:
         output_estimate = estimate_tokens(assembler.output_bytes())
-        return assembler.completion(stop, prompt_estimate, output_estimate, sent=sent)
+        # No tokenizer makes more tokens than the text has bytes; the template may add some.
+        ceiling = prompt_estimate * BYTES_PER_TOKEN + TEMPLATE_ALLOWANCE
+        return assembler.completion(
+            stop, prompt_estimate, output_estimate, sent=sent, prompt_ceiling=ceiling
+        )
 
     async def _attempts(self, request: CompletionRequest, assembler: ChunkAssembler) -> None:
         body = json.dumps(self._body(request), ensure_ascii=False).encode()
@@ -251,7 +307,12 @@ class RemoteProvider:
                 return
 
     async def _stream(self, body: bytes, deadline: float, assembler: ChunkAssembler) -> None:
-        """One attempt: send, check the status, read the answer into ``assembler``."""
+        """One attempt: send, check the status, read the answer into ``assembler``.
+
+        Raises a :class:`ProviderError`, or :class:`_Retry` when another attempt may help; never
+        anything else, except what ``on_text`` raised (see :meth:`_failure`).
+        """
+        self._check_settings()
         left = max(deadline - time.monotonic(), 0.001)
         connect = min(self._retry.connect_timeout, left)
         # The race in complete() ends the request at the deadline; these only bound the pieces.
@@ -262,27 +323,64 @@ class RemoteProvider:
             async with self._client.stream(
                 "POST", url, content=body, headers=headers, timeout=timeout
             ) as response:
-                if response.status_code != 200:
-                    raise await self._status_error(response, "chat/completions")
-                complete = await read_answer(response, assembler)
-        except StreamServerError as error:
-            message = self._redact(str(error))[:300]
-            log.warning("%s reported an error in the stream: %s", self._where, message)
-            raise ProviderResponseError(
-                f"The server at {self._where} reported an error while answering: {message}"
-            ) from None
-        except StreamProtocolError as error:
-            log.warning("%s broke the stream protocol: %s", self._where, self._redact(str(error)))
-            raise ProviderResponseError(self._unreadable(self._redact(str(error)))) from None
-        except (httpx.TransportError, httpx.StreamError) as error:
-            log.warning("connection to %s failed: %s", self._where, self._redact(repr(error)))
-            if isinstance(error, _CONNECTING):
-                raise _Retry(self._unreachable(error)) from None
-            dropped = self._dropped(str(error))
-            raise dropped if assembler.received_content else _Retry(dropped) from None
+                complete = await self._read_answer(response, assembler)
+        except (ProviderError, _Retry):
+            raise
+        except Exception as error:
+            if assembler.sink_failed:
+                raise
+            failure = self._failure(error, received=assembler.received_content)
+            raise failure from None
         if not complete:
             dropped = self._dropped("the stream ended before the answer did")
             raise dropped if assembler.received_content else _Retry(dropped)
+
+    async def _read_answer(self, response: httpx.Response, assembler: ChunkAssembler) -> bool:
+        if response.status_code != 200:
+            raise await self._status_error(response, "chat/completions")
+        return await read_answer(response, assembler)
+
+    def _failure(  # noqa: PLR0911 - one answer per kind of failure
+        self, error: Exception, *, received: bool
+    ) -> ProviderError | _Retry:
+        """What to raise for ``error``, raised while sending a request or reading its answer.
+
+        ``received``: content already streamed, so a retry would repeat it. Connection failures
+        are retried (as long as nothing streamed); everything else is final.
+        """
+        reason = self._redact(str(error)) or type(error).__name__
+        if isinstance(error, StreamServerError):
+            message = reason[:300]
+            log.warning("%s reported an error in the stream: %s", self._where, message)
+            return ProviderResponseError(
+                f"The server at {self._where} reported an error while answering: {message}"
+            )
+        if isinstance(error, StreamProtocolError):
+            log.warning("%s broke the stream protocol: %s", self._where, reason)
+            return ProviderResponseError(self._unreadable(reason))
+        if isinstance(error, httpx.UnsupportedProtocol | httpx.InvalidURL):
+            return self._bad_address(reason)
+        if isinstance(error, httpx.DecodingError):
+            log.warning("%s sent a body that does not decode: %s", self._where, reason)
+            return ProviderResponseError(
+                self._unreadable(f"its body could not be decoded as its headers say ({reason})")
+            )
+        if isinstance(error, httpx.TransportError | httpx.StreamError):
+            log.warning("connection to %s failed: %s", self._where, self._redact(repr(error)))
+            if isinstance(error, _CONNECTING):
+                return _Retry(self._unreachable(error))
+            dropped = self._dropped(str(error))
+            return dropped if received else _Retry(dropped)
+        if isinstance(error, httpx.HTTPError):  # too many redirects, and kinds to come
+            log.warning("request to %s failed: %s", self._where, self._redact(repr(error)))
+            return ProviderResponseError(self._unreadable(f"{type(error).__name__}: {reason}"))
+        details = self._redact("".join(traceback.format_exception(error)))
+        log.error("unexpected failure talking to %s:\n%s", self._where, details)
+        return ProviderResponseError(
+            f"The server at {self._where} could not be read: {type(error).__name__} "
+            f"({reason[:300]}). Ask again; if it keeps happening, check the server's log and "
+            "Imprint's."
+        )
 
     # --- request shape ------------------------------------------------------------------------
 
@@ -308,6 +406,15 @@ class RemoteProvider:
         counted = {key: sent[key] for key in ("messages", "tools") if key in sent}
         return json.dumps(counted, ensure_ascii=False, separators=(",", ":")).encode()
 
+    def _check_settings(self) -> None:
+        """Refuse, before sending anything, an address or an API key that cannot work."""
+        if (problem := address_problem(self._base_url)) is not None:
+            raise self._bad_address(problem)
+        if self._api_key and (problem := key_problem(self._api_key)) is not None:
+            raise ProviderAuthError(
+                f"The API key in {PREFERENCES} cannot be used: {problem}. Paste it again."
+            )
+
     def _headers(self, accept: str) -> dict[str, str]:
         headers = {"Accept": accept}
         if self._api_key:
@@ -319,24 +426,31 @@ class RemoteProvider:
     async def check_connection(self, timeout: float = 10.0) -> str:
         """Ask the server for its models: a short summary for "Test connection", or the
         :class:`ProviderError` that the same problem would raise during research."""
+        self._check_settings()
         try:
-            response = await self._client.get(
+            async with self._client.stream(
+                "GET",
                 f"{self._base_url}/models",
                 headers=self._headers(accept="application/json"),
                 timeout=timeout,
-            )
+            ) as response:
+                listing = await self._read_models(response)
+            models = [valid_text(str(item["id"])) for item in listing["data"]]
+        except ProviderError:
+            raise
+        except (StreamProtocolError, KeyError, TypeError, RecursionError) as error:
+            problem = self._redact(str(error) or type(error).__name__)[:300]
+            raise ProviderResponseError(
+                self._unreadable(f"its model list is not in the OpenAI format ({problem})")
+            ) from None
         except httpx.TransportError as error:
+            if isinstance(error, httpx.UnsupportedProtocol):
+                raise self._bad_address(self._redact(str(error))) from None
             log.warning("connection to %s failed: %s", self._where, self._redact(repr(error)))
             raise self._unreachable(error) from None
-        if response.status_code != 200:
-            failure = await self._status_error(response, "models")
-            raise failure.error if isinstance(failure, _Retry) else failure
-        try:
-            models = [str(item["id"]) for item in parse_json(response.content)["data"]]
-        except (StreamProtocolError, KeyError, TypeError) as error:
-            raise ProviderResponseError(
-                self._unreadable(f"its model list is not in the OpenAI format ({error})")
-            ) from None
+        except Exception as error:
+            failure = self._failure(error, received=False)
+            raise failure.error if isinstance(failure, _Retry) else failure from None
         if self._model and self._model not in models:
             offered = ", ".join(models[:10]) or "none"
             raise ProviderNotFoundError(
@@ -346,6 +460,12 @@ class RemoteProvider:
         shown = ", ".join(models[:3]) + (", …" if len(models) > 3 else "")
         count = f"{len(models)} model{'s' if len(models) != 1 else ''}"
         return f"Connected to {self._where}: {count} available ({shown or 'none listed'})."
+
+    async def _read_models(self, response: httpx.Response) -> Any:
+        if response.status_code != 200:
+            failure = await self._status_error(response, "models")
+            raise failure.error if isinstance(failure, _Retry) else failure
+        return parse_json(await read_bounded(response, ANSWER_LIMIT))
 
     # --- errors -------------------------------------------------------------------------------
 
@@ -366,7 +486,7 @@ class RemoteProvider:
         status = response.status_code
         try:
             raw = await read_limited(response)
-        except httpx.HTTPError:
+        except Exception:  # the body only adds detail: the status is the answer
             raw = b""
         detail = error_text(try_json(raw)) or raw[:300].decode("utf-8", "replace")
         detail = self._redact(detail).strip()[:300]
@@ -384,6 +504,12 @@ class RemoteProvider:
         if retried:
             return _Retry(error, _retry_after(response.headers.get("retry-after")))
         return error
+
+    def _bad_address(self, problem: str) -> ProviderUnavailableError:
+        return ProviderUnavailableError(
+            f"The server address {self._where} cannot be used ({problem}). Change Server "
+            f"address in {PREFERENCES}; it usually looks like http://127.0.0.1:8080/v1."
+        )
 
     def _unreachable(self, error: Exception) -> ProviderUnavailableError:
         reason = self._redact(str(error)) or type(error).__name__
@@ -414,7 +540,7 @@ def _retry_after(header: str | None) -> float | None:
         seconds = float(header)
         return seconds if seconds >= 0 else 0.0  # NaN too: a wait that makes no sense is none
     try:
-        when = parsedate_to_datetime(header)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
+        wait = parsedate_to_datetime(header).timestamp() - time.time()
+    except (TypeError, ValueError, IndexError, OverflowError, OSError):
+        return None  # not a date, or one out of any calendar's range
+    return max(wait, 0.0)

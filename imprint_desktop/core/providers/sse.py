@@ -8,17 +8,26 @@ It follows the event-stream rules servers actually rely on: lines end in ``\\r\\
 ``\\r``; a blank line ends an event; ``data`` lines of one event are joined with ``\\n``; lines that
 start with ``:`` are comments (keep-alives); one space after the colon is dropped; a byte order
 mark at the very start is ignored; unknown fields are ignored. An event without ``data`` is not
-dispatched (a keep-alive made of ``event:`` or ``id:`` lines alone carries nothing to read).
+dispatched (a keep-alive made of ``event:`` or ``id:`` lines alone carries nothing to read), nor
+is one whose data is empty (a lone ``data:`` line).
 
 :class:`ChunkAssembler` turns the JSON chunks into answer text, tool calls (assembled by index
 from id, name and argument fragments), a finish reason and the reported ``usage``. Anything that
 breaks the protocol raises :class:`StreamProtocolError`; the provider words it for people.
+
+The server is not trusted: whatever it sends — JSON nested too deeply for the parser, values of
+the wrong type anywhere, invalid UTF-8 or lone UTF-16 surrogates, lines that never end — is
+either read leniently or becomes a :class:`StreamProtocolError`, never another exception.
+Lines, events and whole JSON answers are bounded (:data:`EVENT_LIMIT`, :data:`ANSWER_LIMIT`).
 """
 
 from __future__ import annotations
 
 import codecs
+import itertools
 import json
+import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +35,11 @@ from typing import Any
 import httpx
 
 from imprint_desktop.core.providers.base import Completion, StopKind, ToolCall
+
+EVENT_LIMIT = 16 * 1024 * 1024
+"""Characters of one line or one event's data. Real chunks are a few hundred bytes; even a whole
+tool call sent in one delta is far below this. A server that sends more without a line break (or
+without ending the event) is broken or hostile, and its stream is refused rather than buffered."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,8 +56,10 @@ class SSEDecoder:
 
     def __init__(self) -> None:
         self._text = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buffer = ""
+        self._pending: list[str] = []  # the unfinished last line, in pieces: no quadratic joins
+        self._pending_size = 0
         self._data: list[str] = []
+        self._data_size = 0
         self._event = ""
         self._last_id: str | None = None
         self._started = False
@@ -60,10 +76,10 @@ class SSEDecoder:
         """The stream ended: a last line without its line break still counts, an unfinished
         event (no blank line after it) does not — the spec drops it, and so do we."""
         events = self._take(self._text.decode(b"", final=True))
-        if self._buffer:
-            self._line(self._buffer)
-            self._buffer = ""
-        self._data = []
+        if self._pending:
+            self._line("".join(self._pending))
+            self._pending, self._pending_size = [], 0
+        self._data, self._data_size = [], 0
         return events
 
     def _take(self, text: str) -> list[SSEEvent]:
@@ -73,7 +89,13 @@ class SSEDecoder:
         if self._skip_lf and text:
             self._skip_lf = False
             text = text.removeprefix("\n")
-        buffer = self._buffer + text
+        if "\n" not in text and "\r" not in text:  # more of the same line
+            if text:
+                self._pending.append(text)
+                self._pending_size += len(text)
+                self._check_line()
+            return []
+        buffer = "".join(self._pending) + text
         events: list[SSEEvent] = []
         start = 0
         length = len(buffer)
@@ -93,8 +115,14 @@ class SSEDecoder:
             if event is not None:
                 events.append(event)
             start = after
-        self._buffer = buffer[start:]
+        rest = buffer[start:]
+        self._pending, self._pending_size = ([rest] if rest else []), len(rest)
+        self._check_line()
         return events
+
+    def _check_line(self) -> None:
+        if self._pending_size > EVENT_LIMIT:
+            raise StreamProtocolError(f"a line of the stream is larger than {_size(EVENT_LIMIT)}")
 
     def _line(self, line: str) -> SSEEvent | None:
         if not line:
@@ -107,6 +135,11 @@ class SSEDecoder:
         self.saw_field = self.saw_field or name in ("data", "event", "id", "retry")
         if name == "data":
             self._data.append(value)
+            self._data_size += len(value) + 1
+            if self._data_size > EVENT_LIMIT:
+                raise StreamProtocolError(
+                    f"an event of the stream is larger than {_size(EVENT_LIMIT)}"
+                )
         elif name == "event":
             self._event = value
         elif name == "id" and "\0" not in value:
@@ -114,11 +147,12 @@ class SSEDecoder:
         return None
 
     def _dispatch(self) -> SSEEvent | None:
-        data, self._data = self._data, []
+        data, self._data, self._data_size = self._data, [], 0
         event, self._event = self._event, ""
-        if not data:
+        text = "\n".join(data)
+        if not text:  # a lone "data:" line: the spec's empty data buffer, nothing to dispatch
             return None
-        return SSEEvent("\n".join(data), event or "message", self._last_id)
+        return SSEEvent(text, event or "message", self._last_id)
 
 
 # --- chat completion chunks ------------------------------------------------------------------
@@ -147,6 +181,15 @@ class ChunkAssembler:
     JSON object instead of text, ``usage: null`` on every chunk, no ``[DONE]`` after the finish
     reason, and a whole non-streamed completion (:meth:`whole`) from servers that ignore
     ``stream``. A call the server gave no id gets ``call_<index>``, so every call can be answered.
+
+    Values of the wrong type are read leniently where the meaning is clear: a null ``delta`` or
+    ``function`` is empty; content, names, ids and finish reasons that are not strings are
+    ignored; arguments that are JSON but not text (an object, a list, a number) become their JSON
+    text, which the toolbox then rejects in words the model can act on; a tool-call ``index``
+    that is not an integer is inferred as if it were missing. Structure that cannot be read (a
+    chunk, choice, delta or tool call that is not an object, lists that are not lists, a negative
+    index) raises :class:`StreamProtocolError`. Calls are kept by index in a dictionary, so a
+    huge index allocates nothing.
     """
 
     def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
@@ -160,6 +203,7 @@ class ChunkAssembler:
         self.finish_reason: str | None = None
         self.usage: Mapping[str, Any] | None = None
         self.received_content = False  # text or tool-call fragments: a retry would repeat them
+        self.sink_failed = False  # ``on_text`` raised: that exception is the caller's, not ours
 
     @property
     def text(self) -> str:
@@ -193,17 +237,26 @@ class ChunkAssembler:
         return "stop"
 
     def completion(
-        self, stop: StopKind, prompt_estimate: int, output_estimate: int, *, sent: bool
+        self,
+        stop: StopKind,
+        prompt_estimate: int,
+        output_estimate: int,
+        *,
+        sent: bool,
+        prompt_ceiling: int | None = None,
     ) -> Completion:
         """What arrived, with the estimates reconciled with the server's ``usage`` where valid.
 
         Without usage (servers that ignore ``include_usage``, and every interrupted stream) the
         prompt is the estimate, nothing counts as reused, and output is the estimate of what
         streamed. A request that was ``sent`` is charged its whole prompt even when it was
-        stopped early: the server may well have read it all.
+        stopped early: the server may well have read it all. A reported prompt larger than
+        ``prompt_ceiling`` (the most tokens the request could make) is not believed either.
         """
         usage = self.usage or {}
         prompt, output = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+        if prompt is not None and prompt_ceiling is not None and prompt > prompt_ceiling:
+            prompt = None
         details = usage.get("prompt_tokens_details")
         cached = _count(details.get("cached_tokens")) if isinstance(details, Mapping) else None
         prompt_tokens = prompt if prompt is not None else prompt_estimate
@@ -217,25 +270,23 @@ class ChunkAssembler:
             prompt_evaluated=prompt_tokens - reused if sent else 0,
             output_tokens=output if output is not None else output_estimate,
             estimated=prompt is None or output is None,
-            provider_usage=dict(self.usage) if self.usage is not None else None,
+            provider_usage=_usage_record(self.usage) if self.usage is not None else None,
         )
 
     def event(self, data: str) -> bool:
         """Take one event's data; True at ``[DONE]``, the end of the stream."""
         if data.strip() == "[DONE]":
             return True
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise StreamProtocolError(f"a chunk is not JSON: {data[:80]!r}") from None
-        self.chunk(chunk)
+        if not data.strip():  # blank data lines carry nothing (some servers send them as pings)
+            return False
+        self.chunk(_loads(data, "a chunk"))
         return False
 
     def chunk(self, chunk: Any) -> None:
         if not isinstance(chunk, dict):
-            raise StreamProtocolError(f"a chunk is not a JSON object: {str(chunk)[:80]!r}")
+            raise StreamProtocolError(f"a chunk is not a JSON object: {data_excerpt(chunk, 80)}")
         if chunk.get("error"):
-            raise StreamServerError(error_text(chunk) or str(chunk["error"])[:300])
+            raise StreamServerError(error_text(chunk) or _json_text(chunk["error"], 300))
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self.usage = usage
@@ -245,9 +296,11 @@ class ChunkAssembler:
         if not isinstance(choices, list | None):
             raise StreamProtocolError(f"a chunk's choices are not a list: {data_excerpt(chunk)}")
         for choice in choices or ():
-            if not isinstance(choice, dict) or not isinstance(choice.get("delta", {}), dict):
+            if not isinstance(choice, dict):
                 raise StreamProtocolError(f"a choice is not an object: {data_excerpt(chunk)}")
-            if choice.get("index", 0) == 0:
+            if not isinstance(choice.get("delta") or {}, dict):
+                raise StreamProtocolError(f"a delta is not an object: {data_excerpt(chunk)}")
+            if choice.get("index") in (0, None):  # the first choice: n=1 is what we ask for
                 self._choice(choice)
 
     def whole(self, completion: Any) -> None:
@@ -275,26 +328,36 @@ class ChunkAssembler:
         delta = choice.get("delta") or {}
         content = delta.get("content")
         if isinstance(content, str) and content:
+            content = valid_text(content)
             self._text.append(content)
             self.received_content = True
             if self._on_text is not None:
-                self._on_text(content)
+                try:
+                    self._on_text(content)
+                except Exception:
+                    self.sink_failed = True
+                    raise
         calls = delta.get("tool_calls") or []
         if not isinstance(calls, list):
             raise StreamProtocolError(f"tool calls are not a list: {data_excerpt(delta)}")
         for call in calls:
             self._tool_delta(call)
         reason = choice.get("finish_reason")
-        if reason:
-            self.finish_reason = str(reason)
+        if isinstance(reason, str) and reason:
+            self.finish_reason = reason
 
     def _tool_delta(self, call: Any) -> None:
-        function = call.get("function", {}) if isinstance(call, dict) else None
+        function = call.get("function") if isinstance(call, dict) else None
+        if function is None and isinstance(call, dict):
+            function = {}
         if not isinstance(call, dict) or not isinstance(function, dict):
             raise StreamProtocolError(f"a tool call is not an object: {data_excerpt(call)}")
-        call_id = call.get("id") if isinstance(call.get("id"), str) else ""
+        call_id = valid_text(call["id"]) if isinstance(call.get("id"), str) else ""
         index = call.get("index")
-        if not isinstance(index, int) or isinstance(index, bool):
+        if isinstance(index, int) and not isinstance(index, bool):
+            if index < 0:
+                raise StreamProtocolError(f"a tool call has a negative index: {data_excerpt(call)}")
+        else:
             last = max(self._calls, default=-1)
             known = self._calls[last].id if last >= 0 else ""
             index = last + 1 if last < 0 or (call_id and known and call_id != known) else last
@@ -302,19 +365,21 @@ class ChunkAssembler:
         if call_id and not partial.id:
             partial.id = call_id
         name = function.get("name")
-        if isinstance(name, str) and name != partial.name:  # some servers repeat the whole name
+        name = valid_text(name) if isinstance(name, str) else None
+        if name is not None and name != partial.name:  # some servers repeat the whole name
             partial.name += name
         arguments = function.get("arguments")
-        if isinstance(arguments, dict):
-            arguments = json.dumps(arguments, ensure_ascii=False)
-        if isinstance(arguments, str):
-            partial.arguments.append(arguments)
+        if arguments is not None and not isinstance(arguments, str):
+            arguments = _dumps(arguments, "a tool call's arguments")
+        if arguments:
+            partial.arguments.append(valid_text(arguments))
         self.received_content = True
 
 
 # --- reading a response ------------------------------------------------------------------------
 
-BODY_LIMIT = 64 * 1024  # bytes of a JSON answer or an error body read, against hostile servers
+BODY_LIMIT = 64 * 1024  # bytes of an error body read, against hostile servers
+ANSWER_LIMIT = 16 * 1024 * 1024  # bytes of a whole JSON answer or model list
 
 
 async def read_limited(response: httpx.Response) -> bytes:
@@ -327,14 +392,23 @@ async def read_limited(response: httpx.Response) -> bytes:
     return bytes(data[:BODY_LIMIT])
 
 
+async def read_bounded(response: httpx.Response, limit: int) -> bytes:
+    """A whole body, refused when it is larger than ``limit`` bytes (never cut short: half a
+    JSON answer would only fail later, with a worse message)."""
+    data = bytearray()
+    async for chunk in response.aiter_bytes():
+        data += chunk
+        if len(data) > limit:
+            raise StreamProtocolError(f"the answer is larger than {_size(limit)}")
+    return bytes(data)
+
+
 def parse_json(raw: bytes) -> Any:
-    """A JSON body, where an OpenAI-style error object counts as an error reported in-band."""
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        raise StreamProtocolError(f"it is not JSON: {raw[:80]!r}") from None
+    """A JSON body, where an OpenAI-style error object counts as an error reported in-band.
+    Invalid UTF-8 is replaced, as in a stream, and a byte order mark is ignored."""
+    value = _loads(raw.decode("utf-8-sig", errors="replace"), "it", shown=raw[:80])
     if isinstance(value, dict) and value.get("error"):
-        raise StreamServerError(error_text(value) or str(value["error"])[:300])
+        raise StreamServerError(error_text(value) or _json_text(value["error"], 300))
     return value
 
 
@@ -345,7 +419,7 @@ async def read_answer(response: httpx.Response, assembler: ChunkAssembler) -> bo
     """
     content_type = response.headers.get("content-type", "").lower()
     if content_type.startswith("application/json"):
-        assembler.whole(parse_json(await read_limited(response)))
+        assembler.whole(parse_json(await read_bounded(response, ANSWER_LIMIT)))
         return True
     decoder = SSEDecoder()
     async for chunk in response.aiter_bytes():
@@ -359,28 +433,109 @@ async def read_answer(response: httpx.Response, assembler: ChunkAssembler) -> bo
 
 
 def try_json(raw: bytes) -> Any:
+    """``raw`` as JSON, or None when it is not (or is nested too deeply to read)."""
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
 def error_text(value: Any) -> str:
     """The human part of an OpenAI-style error object (``{"error": {"message": ...}}`` and
-    its variants), or "" when there is none."""
+    its variants), or "" when there is none; at most 1000 characters."""
     if not isinstance(value, dict):
         return ""
     error = value.get("error", value)
     if isinstance(error, dict):
-        return str(error.get("message") or error.get("detail") or "")
-    return str(error or value.get("detail") or "")
+        return _json_text(error.get("message") or error.get("detail") or "", 1000)
+    return _json_text(error or value.get("detail") or "", 1000)
+
+
+_MAX_COUNT = 2**31 - 1  # no request has more tokens: a larger "count" is nonsense, not usage
 
 
 def _count(value: Any) -> int | None:
-    """A reported token count, when it is one (a non-negative integer)."""
-    valid = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """A reported token count, when it is one (a non-negative integer of a possible size)."""
+    valid = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNT
     return value if valid else None
 
 
-def data_excerpt(value: Any) -> str:
-    return repr(json.dumps(value, ensure_ascii=False, default=str)[:120])
+_UNFIT = object()
+
+
+def _usage_record(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """The server's ``usage`` as reported, but only what any JSON writer can store: strings
+    (shortened), finite numbers of a safe size, booleans and nulls, objects one level deep, 32
+    fields each. Whether the counts are believable is :func:`_count`'s business."""
+
+    def plain(value: Any) -> Any:
+        if value is None or isinstance(value, bool | str):
+            return valid_text(value[:200]) if isinstance(value, str) else value
+        if isinstance(value, int):
+            return value if abs(value) <= 2**53 else _UNFIT
+        if isinstance(value, float):
+            return value if math.isfinite(value) else _UNFIT
+        return _UNFIT
+
+    def record(mapping: Mapping[str, Any], nested: bool) -> dict[str, Any]:
+        kept: dict[str, Any] = {}
+        for key, value in itertools.islice(mapping.items(), 32):
+            if nested and isinstance(value, dict):
+                kept[valid_text(str(key)[:64])] = record(value, nested=False)
+            elif (value := plain(value)) is not _UNFIT:
+                kept[valid_text(str(key)[:64])] = value
+        return kept
+
+    return record(usage, nested=True)
+
+
+def _loads(text: str, what: str, *, shown: bytes | str | None = None) -> Any:
+    """``text`` as JSON. Anything that is not, or that the parser cannot take (nesting deeper
+    than its recursion limit), is a :class:`StreamProtocolError`."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise StreamProtocolError(f"{what} is nested too deeply to read") from None
+    except ValueError:
+        shown = text[:80] if shown is None else shown
+        raise StreamProtocolError(f"{what} is not JSON: {shown!r}") from None
+
+
+def _dumps(value: Any, what: str) -> str:
+    """A parsed value as JSON text again (arguments sent as an object, for instance)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (RecursionError, ValueError):
+        raise StreamProtocolError(f"{what} are nested too deeply to read") from None
+
+
+def _as_json(value: Any) -> str:
+    """``value`` as JSON text for a message; never an exception, however deep it is."""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (RecursionError, ValueError):
+        return f"<{type(value).__name__} nested too deeply to show>"
+
+
+def _json_text(value: Any, limit: int) -> str:
+    """What to show of a value the server sent: a string as it is, anything else as JSON."""
+    return valid_text(value[:limit] if isinstance(value, str) else _as_json(value)[:limit])
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` as valid Unicode. JSON can carry half of a surrogate pair (a server that cut an
+    emoji apart, as ``\\ud83d``): it becomes U+FFFD, like invalid UTF-8 bytes, instead of text
+    that fails the moment anything encodes it."""
+    return text if text.isascii() else _SURROGATE.sub("\ufffd", text)
+
+
+def data_excerpt(value: Any, limit: int = 120) -> str:
+    return repr(_as_json(value)[:limit])
+
+
+def _size(limit: int) -> str:
+    mib = 1024 * 1024
+    return f"{limit / mib:g} MiB" if limit >= mib else f"{limit:,} bytes"
