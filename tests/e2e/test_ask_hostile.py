@@ -310,6 +310,8 @@ def test_huge_arguments_are_refused_and_nothing_is_written(
         "remote.context_window=2000000",
         "--set",
         "chat.research_token_budget=2000000",
+        "--set",  # an allowance the 350 KB of arguments fit in, so the toolbox sees them whole
+        "chat.research_max_output_tokens=32768",
     )
     answered(result, payload)
     results = tool_results(openai_server.chat_requests()[1])
@@ -317,6 +319,22 @@ def test_huge_arguments_are_refused_and_nothing_is_written(
     assert all(text.startswith("Error:") and "too long" in text for text in results.values())
     assert all(len(text) <= 6000 for text in results.values())  # tools.max_result_chars
     assert files_in(workspace) == before
+
+
+def test_arguments_past_the_output_allowance_are_cut_and_answered(
+    imprint: Imprint, openai_server: OpenAIServer, workspace: Path
+) -> None:
+    # A server that ignores max_tokens: the client stops reading (finish "length"), the cut-off
+    # call is answered with an error, and the reply goes on instead of paying for a megabyte.
+    huge = "fog " * 250_000
+    openai_server.script(
+        Reply.tool_calls(ToolCall("q", "search_workspace", json.dumps({"query": huge}))),
+        Reply.text("That search was too long."),
+    )
+    result, payload = ask(imprint, openai_server, workspace, "--set", "remote.context_window=65536")
+    answered(result, payload)
+    assert tool_results(openai_server.chat_requests()[1])["q"].startswith("Error:")
+    assert payload["tokens"]["charged"] < 20_000, payload["tokens"]
 
 
 def test_arguments_too_big_for_the_context_end_in_a_question_only_final(
@@ -327,7 +345,15 @@ def test_arguments_too_big_for_the_context_end_in_a_question_only_final(
         Reply.tool_calls(ToolCall("q", "search_workspace", json.dumps({"query": huge}))),
         Reply.text("I could not find that in your documents."),
     )
-    result, payload = ask(imprint, openai_server, workspace)
+    result, payload = ask(
+        imprint,
+        openai_server,
+        workspace,
+        "--set",  # room for the 32k allowance, none for the ~130k tokens of arguments
+        "remote.context_window=65536",
+        "--set",
+        "chat.research_max_output_tokens=32768",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert payload["stop_reason"] == "context_full" and payload["final_mode"] == "model"
     assert payload["answer"] == "I could not find that in your documents."

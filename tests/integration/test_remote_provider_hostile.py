@@ -11,6 +11,7 @@ import functools
 import json
 import sys
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from types import FrameType
 from typing import Any
 
@@ -28,7 +29,13 @@ from imprint_desktop.core.errors import (
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers import sse as sse_module
 from imprint_desktop.core.providers.base import Completion, ToolCall
-from imprint_desktop.core.providers.remote import RemoteProvider, RetryPolicy, public_url
+from imprint_desktop.core.providers.remote import (
+    RemoteProvider,
+    RetryPolicy,
+    estimate_tokens,
+    output_limit,
+    public_url,
+)
 from imprint_desktop.core.providers.sse import (
     ChunkAssembler,
     StreamProtocolError,
@@ -790,3 +797,30 @@ def test_a_lone_surrogate_in_a_model_name_is_shown_replaced(openai_server: OpenA
     summary = check(openai_server.base_url)
     assert "m\ufffd" in summary
     summary.encode()
+
+
+# --- a server that ignores max_tokens ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", ["text", "arguments", "one-huge-chunk"])
+def test_output_far_past_max_tokens_is_cut_as_length(
+    openai_server: OpenAIServer, shape: str
+) -> None:
+    piece = "lorem ipsum dolor sit amet " * 4  # 108 bytes a chunk
+    if shape == "text":
+        chunks: list[dict[str, Any]] = [chunk({"content": piece}) for _ in range(5000)]
+    elif shape == "arguments":
+        opening = tool_delta(index=0, id="c1", function={"name": "write_note", "arguments": ""})
+        chunks = [opening] + [
+            tool_delta(index=0, function={"arguments": piece}) for _ in range(5000)
+        ]
+    else:
+        chunks = [chunk({"content": piece * 10_000})]  # a megabyte in a single event
+    openai_server.script(Reply.events(*chunks, chunk(finish_reason="stop")))
+    request = replace(ask(), max_tokens=16)
+    completion, _ = run(openai_server.base_url, request)
+    limit = output_limit(16)
+    assert completion.stop == "length"
+    produced = len(completion.text) + sum(len(call.arguments) for call in completion.tool_calls)
+    assert limit - len("write_note") <= produced <= limit, "cut at the limit, not at the end"
+    assert completion.output_tokens <= estimate_tokens(limit)

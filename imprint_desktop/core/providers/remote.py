@@ -138,6 +138,13 @@ class RetryPolicy:
         return ceiling * random.uniform(0.5, 1.0)
 
 
+def output_limit(max_tokens: int) -> int:
+    """Bytes of output after which an answer is cut: four times what ``max_tokens`` tokens
+    usually make, and never less than 4 KiB, so a server that honours the allowance is never cut
+    (a token's text is rarely more than a few bytes) and one that ignores it is stopped."""
+    return max_tokens * BYTES_PER_TOKEN * 4 + 4096
+
+
 def estimate_tokens(byte_count: int) -> int:
     return math.ceil(byte_count / BYTES_PER_TOKEN)
 
@@ -247,7 +254,7 @@ class RemoteProvider:
         self, request: CompletionRequest, cancel: CancelToken, on_text: TextSink | None = None
     ) -> Completion:
         prompt_estimate = await self.count_prompt(request)
-        assembler = ChunkAssembler(on_text)
+        assembler = ChunkAssembler(on_text, output_limit=output_limit(request.max_tokens))
         remaining = request.deadline - time.monotonic()
         if remaining <= 0 or _stopped_by(cancel) == "cancelled":
             return self._result(assembler, _stopped_by(cancel), prompt_estimate, sent=False)

@@ -192,8 +192,13 @@ class ChunkAssembler:
     huge index allocates nothing.
     """
 
-    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, on_text: Callable[[str], None] | None = None, *, output_limit: int | None = None
+    ) -> None:
         self._on_text = on_text
+        # Bytes of output past which the answer is cut as if at ``max_tokens`` (finish "length"):
+        # a server that ignores the allowance must not run up the budget or the clock.
+        self.output_limit = output_limit
         self.reset()
 
     def reset(self) -> None:
@@ -203,6 +208,7 @@ class ChunkAssembler:
         self.finish_reason: str | None = None
         self.usage: Mapping[str, Any] | None = None
         self.received_content = False  # text or tool-call fragments: a retry would repeat them
+        self._generated = 0  # UTF-8 bytes of output so far
         self.sink_failed = False  # ``on_text`` raised: that exception is the caller's, not ours
 
     @property
@@ -227,6 +233,26 @@ class ChunkAssembler:
         for partial in self._calls.values():
             size += len(partial.name.encode()) + len("".join(partial.arguments).encode())
         return size
+
+    @property
+    def over_limit(self) -> bool:
+        return self.output_limit is not None and self._generated > self.output_limit
+
+    def cut_at_limit(self) -> None:
+        """Keep only :attr:`output_limit` bytes of output (text first, then the calls in order),
+        and finish as ``length``: what a server honouring ``max_tokens`` would have sent."""
+        budget = self.output_limit if self.output_limit is not None else self._generated
+        text = self.text.encode()
+        self._text = [text[:budget].decode(errors="ignore")]
+        budget = max(0, budget - len(text))
+        for index in sorted(self._calls):
+            partial = self._calls[index]
+            budget = max(0, budget - len(partial.name.encode()))
+            arguments = "".join(partial.arguments).encode()
+            partial.arguments = [arguments[:budget].decode(errors="ignore")]
+            budget = max(0, budget - len(arguments))
+        self._generated = min(self._generated, self.output_limit or self._generated)
+        self.finish_reason = "length"
 
     def finish(self) -> StopKind:
         """The finish reason as a :data:`StopKind`; calls without a reason still mean calls."""
@@ -330,6 +356,7 @@ class ChunkAssembler:
         if isinstance(content, str) and content:
             content = valid_text(content)
             self._text.append(content)
+            self._generated += len(content.encode())
             self.received_content = True
             if self._on_text is not None:
                 try:
@@ -368,11 +395,14 @@ class ChunkAssembler:
         name = valid_text(name) if isinstance(name, str) else None
         if name is not None and name != partial.name:  # some servers repeat the whole name
             partial.name += name
+            self._generated += len(name.encode())
         arguments = function.get("arguments")
         if arguments is not None and not isinstance(arguments, str):
             arguments = _dumps(arguments, "a tool call's arguments")
         if arguments:
-            partial.arguments.append(valid_text(arguments))
+            arguments = valid_text(arguments)
+            partial.arguments.append(arguments)
+            self._generated += len(arguments.encode())
         self.received_content = True
 
 
@@ -423,8 +453,12 @@ async def read_answer(response: httpx.Response, assembler: ChunkAssembler) -> bo
         return True
     decoder = SSEDecoder()
     async for chunk in response.aiter_bytes():
-        if any(assembler.event(event.data) for event in decoder.feed(chunk)):
-            return True
+        for event in decoder.feed(chunk):
+            if assembler.event(event.data):
+                return True
+            if assembler.over_limit:  # far past max_tokens: stop, as the server should have
+                assembler.cut_at_limit()
+                return True
     if any(assembler.event(event.data) for event in decoder.close()):
         return True
     if not decoder.saw_field:
