@@ -824,3 +824,31 @@ def test_output_far_past_max_tokens_is_cut_as_length(
     produced = len(completion.text) + sum(len(call.arguments) for call in completion.tool_calls)
     assert limit - len("write_note") <= produced <= limit, "cut at the limit, not at the end"
     assert completion.output_tokens <= estimate_tokens(limit)
+
+
+# --- a server that refuses stream_options ---------------------------------------------------
+
+
+def test_a_server_refusing_stream_options_is_asked_without_them(
+    openai_server: OpenAIServer,
+) -> None:
+    refusal = json.dumps(
+        {"error": {"message": "Unrecognized request argument supplied: stream_options"}}
+    ).encode()
+
+    async def main() -> list[Completion]:
+        async with make_async_client({}) as client:
+            provider = RemoteProvider(client, openai_server.base_url, "", None, 8192, retry=ONCE)
+            first = await provider.complete(ask(), CancelToken())
+            second = await provider.complete(ask(), CancelToken())
+            return [first, second]
+
+    openai_server.script(
+        Reply.error(400, body=refusal), Reply.text("Ada Quill."), Reply.text("Again.")
+    )
+    first, second = asyncio.run(main())
+    assert (first.text, second.text) == ("Ada Quill.", "Again.")
+    assert first.estimated and second.estimated  # no usage: the provider's own estimate
+    sent = [request.json for request in openai_server.chat_requests()]
+    assert "stream_options" in sent[0]
+    assert "stream_options" not in sent[1] and "stream_options" not in sent[2], "remembered"

@@ -202,6 +202,10 @@ class _Retry(Exception):  # noqa: N818 - a signal between methods, never seen ou
         self.retry_after = retry_after
 
 
+class _UsageRefused(_Retry):
+    """The server refused ``stream_options``: ask again without it, at once."""
+
+
 class RemoteProvider:
     """A model behind an OpenAI-compatible HTTP API (see the module docstring).
 
@@ -226,6 +230,9 @@ class RemoteProvider:
         self._api_key = (api_key or "").strip() or None  # a pasted key often ends in a newline
         self._context_window = context_window
         self._retry = retry or RetryPolicy()
+        # Some servers refuse ``stream_options`` (400 or 422 naming it): then the provider asks
+        # without it from then on, and charges by its own estimate.
+        self._ask_for_usage = True
 
     def __repr__(self) -> str:
         return f"RemoteProvider({self._where!r}, model={self._model!r})"
@@ -297,18 +304,25 @@ class RemoteProvider:
 
     async def _attempts(self, request: CompletionRequest, assembler: ChunkAssembler) -> None:
         body = json.dumps(self._body(request), ensure_ascii=False).encode()
-        for attempt in range(1, self._retry.attempts + 1):
+        attempt = 1
+        while True:
             try:
                 await self._stream(body, request.deadline, assembler)
+            except _UsageRefused:  # not a failed attempt: the same request, asked as it likes
+                log.info("%s refuses stream_options: asking without it", self._where)
+                self._ask_for_usage = False
+                body = json.dumps(self._body(request), ensure_ascii=False).encode()
+                assembler.reset()
             except _Retry as failure:
                 left = request.deadline - time.monotonic()
                 wait = failure.retry_after
                 wait = self._retry.delay(attempt) if wait is None else wait
-                if attempt == self._retry.attempts or wait >= left:
+                if attempt >= self._retry.attempts or wait >= left:
                     log.warning("giving up on %s after %d tries: %s", self._where, attempt, failure)
                     raise failure.error from None
                 log.info("retrying %s in %.2f s (try %d): %s", self._where, wait, attempt, failure)
                 assembler.reset()
+                attempt += 1
                 await asyncio.sleep(wait)
             else:
                 return
@@ -404,7 +418,8 @@ class RemoteProvider:
         body["max_tokens"] = request.max_tokens
         body["temperature"] = request.temperature
         body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
+        if self._ask_for_usage:
+            body["stream_options"] = {"include_usage": True}
         return body
 
     def _prompt_json(self, request: CompletionRequest) -> bytes:
@@ -498,6 +513,8 @@ class RemoteProvider:
         detail = error_text(try_json(raw)) or raw[:300].decode("utf-8", "replace")
         detail = self._redact(detail).strip()[:300]
         log.warning("%s answered %d to /%s: %s", self._where, status, endpoint, detail)
+        if status in (400, 422) and self._ask_for_usage and "stream_options" in detail:
+            return _UsageRefused(ProviderResponseError(detail))
         retried = status in _STATUS_RETRIED or status >= 500
         kind, message = _STATUS_MESSAGES.get(status) or _STATUS_MESSAGES[500 if retried else 0]
         if status == 401 and not self._api_key:
