@@ -13,8 +13,11 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -25,7 +28,9 @@ from imprint_desktop.core.errors import (
     ImprintError,
     SecretStoreError,
     SettingsError,
+    WorkspaceMissingError,
 )
+from imprint_desktop.core.history import HistoryStore, ReplyRecorder, conversation_title
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.trace import TraceWriter, fan_out
@@ -83,34 +88,57 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument("--trace", type=Path, metavar="FILE", help="write the trace (JSON Lines)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    parser.add_argument(
+        "--no-history",
+        action="store_true",
+        help="do not keep this reply in the chat history the window shows (kept by default, "
+        "written as it happens, so a reply cut short reopens marked interrupted)",
+    )
     parser.set_defaults(handler=run)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Everything one ``imprint ask`` needs, checked before anything is loaded or sent."""
+
+    args: argparse.Namespace
+    settings: Mapping[str, Any]
+    root: Path
+    trace: TraceWriter | None
 
 
 def run(args: argparse.Namespace) -> int:
     out, err = sys.stdout, sys.stderr
     try:
-        settings = _settings(args, err)
-    except SettingsError as error:
+        prepared = _prepare(args, err)
+    except (SettingsError, WorkspaceMissingError) as error:
         print(f"imprint: {error}", file=err)
         return EXIT_USAGE
-    try:
-        api_key = _api_key(args, settings)
-    except SecretStoreError as error:
-        print(f"imprint: {error}", file=err)
-        return EXIT_ERROR
     cancel = CancelToken()
     try:
-        result = asyncio.run(_ask(args, settings, api_key, cancel, err))
+        result = asyncio.run(_ask(prepared, _api_key(args, prepared.settings), cancel, err))
     except Cancelled:
         print("imprint: stopped before research began", file=err)
         return EXIT_INTERRUPTED
-    except ImprintError as error:
+    except ImprintError as error:  # the model cannot be loaded, the keyring refused, ...
         print(f"imprint: {error}", file=err)
         return EXIT_ERROR
+    finally:
+        if prepared.trace is not None:
+            prepared.trace.close()
     _print_result(result, args, out, err)
     if result.stop_reason == "cancelled":
         return EXIT_INTERRUPTED
     return EXIT_ERROR if result.stop_reason == "error" else EXIT_OK
+
+
+def _prepare(args: argparse.Namespace, err: TextIO) -> _Run:
+    """Settings, workspace and trace file; any of them unusable is bad usage (exit 2)."""
+    if not args.question.strip():
+        raise SettingsError("the question is empty")
+    settings = _settings(args, err)
+    root = assistant.workspace_root(settings, args.workspace)
+    return _Run(args, settings, root, _open_trace(args.trace))
 
 
 def _settings(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
@@ -156,18 +184,24 @@ def _api_key(args: argparse.Namespace, settings: Mapping[str, Any]) -> str | Non
     return secrets.get("remote.api_key")
 
 
+def _open_trace(path: Path | None) -> TraceWriter | None:
+    if path is None:
+        return None
+    try:
+        return TraceWriter(path)
+    except OSError as error:
+        raise SettingsError(
+            f"cannot write the trace to {path}: {error.strerror or error}. Choose another --trace."
+        ) from error
+
+
 async def _ask(
-    args: argparse.Namespace,
-    settings: Mapping[str, Any],
-    api_key: str | None,
-    cancel: CancelToken,
-    err: TextIO,
+    prepared: _Run, api_key: str | None, cancel: CancelToken, err: TextIO
 ) -> ev.ReplyResult:
+    args, settings, root, trace = prepared.args, prepared.settings, prepared.root, prepared.trace
     loop = asyncio.get_running_loop()
     _install_interrupt(loop, cancel, err)
-    root = assistant.workspace_root(settings, args.workspace)
     http = make_async_client(settings)
-    trace = TraceWriter(args.trace) if args.trace else None
     try:
         provider = await assistant.open_provider(settings, http, api_key=api_key, cancel=cancel)
         try:
@@ -179,20 +213,21 @@ async def _ask(
                     if answers:
                         return answers.pop(0)
                     print(f"\n{question}\n> ", end="", file=err, flush=True)
-                    line: str = await asyncio.to_thread(sys.stdin.readline)
+                    line = await _read_line()
                     return line.rstrip("\r\n")
 
                 progress = _Progress(err) if err.isatty() and not args.json else None
-                result = await assistant.research(
-                    args.question,
-                    provider=provider,
-                    settings=settings,
-                    workspace=workspace,
-                    http=http,
-                    cancel=cancel,
-                    ask=ask,
-                    sink=fan_out([trace, progress]),
-                )
+                with _history(args, err) as recorder:
+                    result = await assistant.research(
+                        args.question,
+                        provider=provider,
+                        settings=settings,
+                        workspace=workspace,
+                        http=http,
+                        cancel=cancel,
+                        ask=ask,
+                        sink=fan_out([trace, progress, recorder]),
+                    )
         finally:
             await provider.aclose()
     finally:
@@ -202,6 +237,50 @@ async def _ask(
     if args.trace:
         result = _with_trace(result, str(args.trace))
     return result
+
+
+@contextlib.contextmanager
+def _history(args: argparse.Namespace, err: TextIO) -> Iterator[ReplyRecorder | None]:
+    """The reply's recorder in the chat history (a new conversation named after the question),
+    or None with ``--no-history`` or when the history cannot be opened (then a warning)."""
+    if args.no_history:
+        yield None
+        return
+    try:
+        store = HistoryStore()
+        recorder = store.start_reply(
+            store.create_conversation(conversation_title(args.question)), args.question
+        )
+    except (OSError, sqlite3.Error) as error:
+        print(f"warning: the reply is not kept in the chat history: {error}", file=err)
+        yield None
+        return
+    try:
+        yield recorder
+    finally:
+        store.close()
+
+
+def _read_line() -> asyncio.Future[str]:
+    """A line of stdin, read on a daemon thread: when Ctrl+C stops the reply while the person is
+    still typing, the process ends at once instead of waiting for that line."""
+    loop = asyncio.get_running_loop()
+    line: asyncio.Future[str] = loop.create_future()
+
+    def deliver(text: str) -> None:
+        if not line.done():
+            line.set_result(text)
+
+    def read() -> None:
+        try:
+            text = sys.stdin.readline()
+        except (OSError, ValueError):  # stdin closed or not readable: no answer
+            text = ""
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(deliver, text)
+
+    threading.Thread(target=read, name="imprint-stdin", daemon=True).start()
+    return line
 
 
 def _install_interrupt(loop: asyncio.AbstractEventLoop, cancel: CancelToken, err: TextIO) -> None:
@@ -234,12 +313,19 @@ def _print_result(
         return
     print(result.answer, file=out, flush=True)
     tokens = result.tokens
+    if result.error:
+        print(f"imprint: {result.error}", file=err)
     print(
-        f"\n[{_STOP_WORDS[result.stop_reason]} · {result.rounds} rounds · "
-        f"{len(result.evidence)} pieces of evidence · {tokens.charged:,}/{tokens.budget:,} "
-        f"research tokens · {result.research_seconds:.1f} s]",
+        f"\n[{_STOP_WORDS[result.stop_reason]} · {_count(result.rounds, 'round')} · "
+        f"{_count(len(result.evidence), 'piece')} of evidence · "
+        f"{tokens.charged:,}/{tokens.budget:,} research tokens · "
+        f"{result.research_seconds:.1f} s]",
         file=err,
     )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
 class _Progress:

@@ -36,6 +36,11 @@ def workspace_root(settings: Mapping[str, Any], override: Path | None = None) ->
         root = Path(str(settings["workspace.path"])).expanduser()
     else:
         root = resources.resource("sample-workspace")
+    if root.exists() and not root.is_dir():
+        raise WorkspaceMissingError(
+            f"The workspace {root} is a file, not a folder. Choose a folder in Preferences → "
+            "Workspace or pass --workspace."
+        )
     if not root.is_dir():
         raise WorkspaceMissingError(
             f"The workspace folder {root} does not exist. Choose a folder in Preferences → "

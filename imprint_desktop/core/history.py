@@ -93,6 +93,15 @@ class StoredReply:
         return self.status == "interrupted"
 
 
+TITLE_LENGTH = 60
+
+
+def conversation_title(question: str) -> str:
+    """A new conversation is named after its first question."""
+    line = " ".join(question.split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1] + "…"
+
+
 class HistoryStore:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path if path is not None else paths.data_dir() / "history.sqlite3"

@@ -29,14 +29,6 @@ log = logging.getLogger(__name__)
 
 Emit = Callable[[object], None]
 
-TITLE_LENGTH = 60
-
-
-def title_for(question: str) -> str:
-    """A new conversation is named after its first question."""
-    line = " ".join(question.split())
-    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1] + "…"
-
 
 def _closing_result(reason: ev.StopReason, message: str) -> ev.ReplyResult:
     return ev.ReplyResult(
@@ -133,11 +125,12 @@ async def _research(
     state: dict[str, Any],
 ) -> ev.ReplyResult:
     from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
+    from imprint_desktop.core.history import conversation_title  # noqa: PLC0415 - likewise
 
     history = host.history
     created = state["conversation"] is None
     if created:
-        state["conversation"] = history.create_conversation(title_for(question))
+        state["conversation"] = history.create_conversation(conversation_title(question))
     conversation: int = state["conversation"]
     earlier = history.chat_messages(conversation)
     recorder = history.start_reply(conversation, question)

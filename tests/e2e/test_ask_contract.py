@@ -29,6 +29,7 @@ from typing import IO, Any
 
 import pytest
 
+from imprint_desktop.core.history import HistoryStore
 from imprint_desktop.core.providers.base import ToolCall
 from tests.e2e.conftest import Imprint
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, closed_port
@@ -529,11 +530,6 @@ def test_sigint_during_a_tool_prints_what_it_has_and_exits_130(
     assert of_type(records, "stop")[0]["reason"] == "cancelled"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Ctrl+C while a question waits on stdin hangs until stdin is closed "
-    "(the readline thread blocks asyncio.run's shutdown)",
-)
 def test_sigint_while_waiting_for_the_persons_answer_exits_130_at_once(
     imprint_env: dict[str, str], openai_server: OpenAIServer, workspace: Path
 ) -> None:
@@ -575,7 +571,6 @@ def test_without_json_the_answer_alone_is_on_stdout_and_the_status_on_stderr(
     assert "answered" in result.stderr, result.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="the status line says '1 rounds · 1 pieces of evidence'")
 def test_the_status_line_speaks_proper_english_for_one_round(
     imprint: Imprint, openai_server: OpenAIServer, workspace: Path
 ) -> None:
@@ -585,11 +580,6 @@ def test_the_status_line_speaks_proper_english_for_one_round(
     assert "1 round " in result.stderr and "1 piece of evidence" in result.stderr, result.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="without --json the reason of a failure is only inside the answer on stdout; "
-    "stderr says just 'the model failed'",
-)
 def test_without_json_an_error_says_why_on_stderr(
     imprint: Imprint, openai_server: OpenAIServer, workspace: Path
 ) -> None:
@@ -651,10 +641,6 @@ def test_an_api_key_given_with_set_is_refused_without_echoing_it(
     assert openai_server.requests == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a --workspace that does not exist is reported with exit 1 (error), not 2 (bad usage)",
-)
 def test_a_workspace_that_does_not_exist_is_bad_usage(
     imprint: Imprint, openai_server: OpenAIServer, tmp_path: Path
 ) -> None:
@@ -665,11 +651,6 @@ def test_a_workspace_that_does_not_exist_is_bad_usage(
     assert result.returncode == 2, (result.returncode, result.stderr)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a --workspace that is a file gets exit 1 and 'does not exist' instead of exit 2 "
-    "and 'not a folder'",
-)
 def test_a_workspace_that_is_a_file_is_bad_usage_and_said_so(
     imprint: Imprint, openai_server: OpenAIServer, workspace: Path
 ) -> None:
@@ -681,9 +662,6 @@ def test_a_workspace_that_is_a_file_is_bad_usage_and_said_so(
     assert result.returncode == 2, (result.returncode, result.stderr)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="an empty question is sent to the model instead of being refused (exit 2)"
-)
 def test_an_empty_question_is_bad_usage(
     imprint: Imprint, openai_server: OpenAIServer, workspace: Path
 ) -> None:
@@ -977,9 +955,6 @@ def test_a_trace_in_a_folder_that_does_not_exist_yet_is_written(
         assert openai_server.requests == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a --trace path that cannot be created ends in a Python traceback"
-)
 @pytest.mark.parametrize("where", ["parent-is-a-file", "is-a-folder"])
 def test_a_trace_path_that_cannot_be_written_is_a_clear_message_not_a_traceback(
     where: str, imprint: Imprint, openai_server: OpenAIServer, workspace: Path, tmp_path: Path
@@ -1082,9 +1057,6 @@ def sqlite_dumps(root: Path) -> dict[Path, str]:
     return dumps
 
 
-@pytest.mark.xfail(
-    strict=True, reason="imprint ask writes no chat history: the reply is not in the data folder"
-)
 def test_the_reply_is_kept_in_the_history_with_its_answer_and_evidence(
     imprint: Imprint, openai_server: OpenAIServer, workspace: Path, isolated_dirs: Path
 ) -> None:
@@ -1098,3 +1070,35 @@ def test_the_reply_is_kept_in_the_history_with_its_answer_and_evidence(
     (history,) = with_reply
     assert QUESTION in history and "answered" in history
     assert "keepers.md" in history and "Ada Quill, who left in 1971" in history
+
+
+def test_a_killed_ask_leaves_its_reply_to_reopen_interrupted_with_its_evidence(
+    imprint_env: dict[str, str], openai_server: OpenAIServer, workspace: Path, isolated_dirs: Path
+) -> None:
+    openai_server.script(Reply.tool_calls(search("s1", "last keeper")), Reply.stall())
+    args = ["ask", QUESTION, "--workspace", str(workspace), "--base-url", openai_server.base_url]
+    with spawn(imprint_env, *args, "--json") as (process, _out, _err):
+        assert openai_server.wait_for_stall(timeout=60), "the second request never came"
+        process.kill()  # SIGKILL: nothing of the process gets to run any more
+        process.wait(timeout=30)
+    openai_server.release()
+    # What the window does when it starts: replies still "running" were cut short.
+    store = HistoryStore(isolated_dirs / "data" / "history.sqlite3")
+    try:
+        assert store.mark_interrupted() == 1
+        (conversation,) = store.conversations()
+        (reply,) = store.replies(conversation.id)
+        assert (reply.question, reply.status, reply.answer) == (QUESTION, "interrupted", None)
+        assert [item.source for item in reply.evidence] == ["keepers.md"]
+        assert "Ada Quill" in reply.evidence[0].excerpt
+    finally:
+        store.close()
+
+
+def test_no_history_keeps_the_reply_out_of_the_history(
+    imprint: Imprint, openai_server: OpenAIServer, workspace: Path, isolated_dirs: Path
+) -> None:
+    openai_server.script(Reply.tool_calls(search("s1", "last keeper")), Reply.text(ANSWER))
+    result = ask(imprint, openai_server, workspace, "--no-history")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not (isolated_dirs / "data" / "history.sqlite3").exists()
