@@ -251,6 +251,11 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=2, maximum=20, unit="rounds",
     ),
     Setting(
+        "chat.research_first", Kind.BOOL, True, "Search before answering",
+        "The first step of every reply must use a tool (search or read the documents), so the "
+        "answer rests on them rather than on what the model happens to remember.",
+    ),
+    Setting(
         "chat.max_tokens", Kind.INT, 2048, "Final answer length",
         "Output allowance of the final answer, which has its own budget and deadline outside the "
         "research budgets.",

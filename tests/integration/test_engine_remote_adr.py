@@ -310,7 +310,10 @@ def check_requests(
             assert not request.tools, where
             assert body["max_tokens"] == research_max_tokens, where
         else:
-            assert request.tools and body.get("tool_choice", "auto") == "auto", where
+            # chat.research_first: a conversation's first step must use a tool, later ones may.
+            opening = not any(message["role"] == "tool" for message in request.messages)
+            expected = "required" if opening else "auto"
+            assert request.tools and body.get("tool_choice") == expected, where
             assert body["max_tokens"] == research_max_tokens, where
     return by_phase
 

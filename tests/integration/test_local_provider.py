@@ -422,3 +422,29 @@ def test_template_hostile_only_with_tools_fails_the_request_safely(tmp_path: Pat
         assert run(model.complete(ask("Hi", max_tokens=2), CancelToken())).output_tokens > 0
     finally:
         model.close()
+
+
+def test_a_required_first_step_makes_the_starter_model_use_a_tool(
+    provider: LocalProvider, tmp_path: Path
+) -> None:
+    """chat.research_first on the real starter model: left to itself it mostly answers from its
+    own weights; asked with tool_choice="required", its first step is a well-formed call."""
+    workspace_dir = shutil.copytree(resource("sample-workspace"), tmp_path / "ws")
+    with Workspace(workspace_dir) as workspace:
+        toolbox = Toolbox(workspace, {}, None)
+        tools = read_tools(toolbox)
+        request = CompletionRequest(
+            (
+                Message("system", "You research the person's documents with tools."),
+                Message("user", "When was the harbour light first lit?"),
+            ),
+            96,
+            time.monotonic() + 120,
+            tools=tools,
+            tool_choice="required",
+            temperature=0.0,
+        )
+        completion = run(provider.complete(request, CancelToken()))
+        assert completion.stop == "tool_calls" and completion.tool_calls
+        for call in completion.tool_calls:
+            parse_arguments(SPECS[call.name], call.arguments)  # valid for the toolbox

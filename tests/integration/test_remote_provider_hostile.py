@@ -852,3 +852,28 @@ def test_a_server_refusing_stream_options_is_asked_without_them(
     sent = [request.json for request in openai_server.chat_requests()]
     assert "stream_options" in sent[0]
     assert "stream_options" not in sent[1] and "stream_options" not in sent[2], "remembered"
+
+
+def test_a_required_tool_call_is_asked_for_and_dropped_if_the_server_refuses_it(
+    openai_server: OpenAIServer,
+) -> None:
+    refusal = json.dumps(
+        {"error": {"message": "tool_choice 'required' is not supported by this server"}}
+    ).encode()
+
+    async def main() -> list[Completion]:
+        async with make_async_client({}) as client:
+            provider = RemoteProvider(client, openai_server.base_url, "", None, 8192, retry=ONCE)
+            required = replace(ask(), tool_choice="required")
+            return [
+                await provider.complete(required, CancelToken()),
+                await provider.complete(required, CancelToken()),
+            ]
+
+    openai_server.script(
+        Reply.text("First."), Reply.error(422, body=refusal), Reply.text("Second.")
+    )
+    first, second = asyncio.run(main())
+    assert (first.text, second.text) == ("First.", "Second.")
+    sent = [request.json["tool_choice"] for request in openai_server.chat_requests()]
+    assert sent == ["required", "required", "auto"]

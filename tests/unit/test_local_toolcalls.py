@@ -254,3 +254,19 @@ def test_the_grammar_for_the_real_tools_parses_in_llama_cpp() -> None:
     grammar = build_tool_grammar([spec.schema() for spec in SPECS.values()])
     assert len(grammar) < 20_000
     assert llama_cpp.LlamaGrammar.from_string(grammar, verbose=False) is not None
+
+
+def test_grammar_with_required_calls_admits_only_calls() -> None:
+    rules = rules_of(build_tool_grammar(TOOLS, require_calls=True))
+    assert rules["root"] == "call-batch"
+    for name, body in rules.items():
+        assert not references(body) - set(rules), name
+
+
+def test_the_required_calls_grammar_parses_in_llama_cpp() -> None:
+    import llama_cpp
+
+    from imprint_desktop.core.tools.specs import SPECS
+
+    grammar = build_tool_grammar([s.schema() for s in SPECS.values()], require_calls=True)
+    assert llama_cpp.LlamaGrammar.from_string(grammar, verbose=False) is not None

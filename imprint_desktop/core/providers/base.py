@@ -79,7 +79,8 @@ class CompletionRequest:
     max_tokens: int
     deadline: float  # a time.monotonic() value; the provider stops there
     tools: tuple[Mapping[str, Any], ...] = ()  # OpenAI function declarations
-    tool_choice: Literal["auto", "none"] = "auto"
+    # "required": the reply must be tool calls (the first research step, chat.research_first).
+    tool_choice: Literal["auto", "none", "required"] = "auto"
     temperature: float = 0.2
     phase: Phase = "research"
 

@@ -202,8 +202,12 @@ class _Retry(Exception):  # noqa: N818 - a signal between methods, never seen ou
         self.retry_after = retry_after
 
 
-class _UsageRefused(_Retry):
-    """The server refused ``stream_options``: ask again without it, at once."""
+class _OptionRefused(_Retry):
+    """The server refused an optional part of the request: ask again without it, at once."""
+
+    def __init__(self, option: str, error: ProviderError) -> None:
+        super().__init__(error)
+        self.option = option
 
 
 class RemoteProvider:
@@ -233,6 +237,8 @@ class RemoteProvider:
         # Some servers refuse ``stream_options`` (400 or 422 naming it): then the provider asks
         # without it from then on, and charges by its own estimate.
         self._ask_for_usage = True
+        # Likewise ``tool_choice: "required"``: refused once, "auto" is sent instead from then on.
+        self._may_require = True
 
     def __repr__(self) -> str:
         return f"RemoteProvider({self._where!r}, model={self._model!r})"
@@ -308,9 +314,12 @@ class RemoteProvider:
         while True:
             try:
                 await self._stream(body, request.deadline, assembler)
-            except _UsageRefused:  # not a failed attempt: the same request, asked as it likes
-                log.info("%s refuses stream_options: asking without it", self._where)
-                self._ask_for_usage = False
+            except _OptionRefused as refused:  # not a failed attempt: asked again, as it likes
+                log.info("%s refuses %s: asking without it", self._where, refused.option)
+                if refused.option == "stream_options":
+                    self._ask_for_usage = False
+                else:
+                    self._may_require = False
                 body = json.dumps(self._body(request), ensure_ascii=False).encode()
                 assembler.reset()
             except _Retry as failure:
@@ -414,7 +423,8 @@ class RemoteProvider:
         body["messages"] = [message.to_openai() for message in request.messages]
         if request.offers_tools:
             body["tools"] = [dict(tool) for tool in request.tools]
-            body["tool_choice"] = "auto"
+            required = request.tool_choice == "required" and self._may_require
+            body["tool_choice"] = "required" if required else "auto"
         body["max_tokens"] = request.max_tokens
         body["temperature"] = request.temperature
         body["stream"] = True
@@ -513,8 +523,11 @@ class RemoteProvider:
         detail = error_text(try_json(raw)) or raw[:300].decode("utf-8", "replace")
         detail = self._redact(detail).strip()[:300]
         log.warning("%s answered %d to /%s: %s", self._where, status, endpoint, detail)
-        if status in (400, 422) and self._ask_for_usage and "stream_options" in detail:
-            return _UsageRefused(ProviderResponseError(detail))
+        if status in (400, 422) and endpoint == "chat/completions":
+            if self._ask_for_usage and "stream_options" in detail:
+                return _OptionRefused("stream_options", ProviderResponseError(detail))
+            if self._may_require and "tool_choice" in detail:
+                return _OptionRefused("tool_choice", ProviderResponseError(detail))
         retried = status in _STATUS_RETRIED or status >= 500
         kind, message = _STATUS_MESSAGES.get(status) or _STATUS_MESSAGES[500 if retried else 0]
         if status == 401 and not self._api_key:

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import ProviderError
@@ -71,6 +71,7 @@ class ResearchSettings:
     temperature: float = 0.2
     system_prompt: str = ""
     final_deadline_sec: float = 120.0
+    research_first: bool = True  # the first request of each research loop must call a tool
     snapshot: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -83,6 +84,7 @@ class ResearchSettings:
             research_max_output_tokens=int(settings["chat.research_max_output_tokens"]),
             temperature=float(settings["chat.temperature"]),
             system_prompt=str(settings["chat.system_prompt"]),
+            research_first=bool(settings.get("chat.research_first", True)),
             snapshot=dict(settings),
         )
 
@@ -239,10 +241,12 @@ class ResearchEngine:
     async def _research(self, loop: _Loop) -> str:
         """Rounds until the model answers (returned) or a budget stops it (ResearchStop)."""
         while True:
+            first = loop.round == 0 and self.settings.research_first
             completion = await self.request(
                 loop.messages,
                 loop.phase,
                 tools=loop.tool_schemas,
+                tool_choice="required" if first else "auto",
                 max_tokens=self.settings.research_max_output_tokens,
                 check_context=True,
             )
@@ -289,6 +293,7 @@ class ResearchEngine:
         phase: Phase,
         *,
         tools: tuple[Mapping[str, Any], ...] = (),
+        tool_choice: Literal["auto", "required"] = "auto",
         max_tokens: int,
         check_context: bool = False,
     ) -> Completion:
@@ -299,6 +304,7 @@ class ResearchEngine:
             max_tokens=max_tokens,
             deadline=self.clock.deadline(),
             tools=tools,
+            tool_choice=tool_choice if tools else "auto",
             temperature=self.settings.temperature,
             phase=phase,
         )

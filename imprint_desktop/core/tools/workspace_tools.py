@@ -86,13 +86,26 @@ def list_documents(workspace: Workspace, folder: str) -> Output:
     documents = workspace.index.documents(prefix)
     where = f"in {prefix}/" if prefix else "in the workspace"
     if not documents:
-        return Output(f"No documents {where}.", status="empty")
+        return Output(f"No documents {where}.{_where_to_look(workspace, prefix)}", status="empty")
     items = [
         EvidenceItem(document.path, "listing", f"{document.title} ({_size(document.size)})")
         for document in documents
     ]
     labels = [document.path for document in documents]
     return Output(f"{len(documents)} document(s) {where}:", items, labels=labels)
+
+
+def _where_to_look(workspace: Workspace, prefix: str) -> str:
+    """For an empty folder: the folders there are, so the model's next call can do better."""
+    if not prefix:
+        return ""
+    paths = (document.path for document in workspace.index.documents(""))
+    folders = sorted({path.split("/", 1)[0] + "/" for path in paths if "/" in path})
+    there = f" The workspace's folders are: {', '.join(folders[:20])}." if folders else ""
+    return (
+        f"{there} Call list_documents with no folder to list every document, or "
+        "search_workspace to find passages by their words."
+    )
 
 
 def _size(size: int) -> str:

@@ -741,3 +741,31 @@ def test_context_full_without_evidence_asks_the_final_with_the_question_alone() 
     assert final.phase == "final" and huge not in str(final.messages)
     assert final.messages[-1].content.startswith("Who kept the light?")
     assert prompts.FINAL_NO_EVIDENCE in final.messages[-1].content
+
+
+@pytest.mark.parametrize("research_first", [True, False])
+def test_the_first_step_of_each_conversation_must_use_a_tool(research_first: bool) -> None:
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "worker":
+            worked = sum(1 for m in request.messages if m.role == "tool")
+            return Step(calls=[search(f"w{worked}")]) if worked < 2 else Step("Section done.")
+        rounds = sum(1 for m in request.messages if m.role == "tool")
+        if rounds == 0:
+            return Step(calls=[("research_sections", {"sections": ["one"]})])
+        return Step(calls=[search("more")]) if rounds == 1 else Step("Answer.")
+
+    engine, tools, provider, _ = make(
+        script, new_passage_each_time(), research_first=research_first
+    )
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "answered"
+    choices = [(r.phase, r.tool_choice) for r in provider.requests]
+    opening = "required" if research_first else "auto"
+    assert choices == [
+        ("research", opening),  # the coordinator's first step
+        ("worker", opening),  # the worker's first step
+        ("worker", "auto"),
+        ("worker", "auto"),
+        ("research", "auto"),
+        ("research", "auto"),
+    ]

@@ -157,6 +157,24 @@ def test_search_returns_citable_evidence(workspace: Workspace) -> None:
     assert (empty.status, empty.evidence) == ("empty", ())
 
 
+def test_an_empty_folder_listing_says_where_to_look_instead(workspace: Workspace) -> None:
+    toolbox = Toolbox(workspace, {}, None)
+    workspace.index.update()
+    result = run_tool(toolbox, "list_documents", {"folder": "documents"})
+    assert result.status == "empty" and result.evidence == ()
+    assert "No documents in documents/." in result.content
+    assert "The workspace's folders are: deep/." in result.content
+    assert (
+        "list_documents with no folder" in result.content and "search_workspace" in result.content
+    )
+    everything = run_tool(toolbox, "list_documents", {})
+    assert [item.source for item in everything.evidence] == [
+        "alpha.md",
+        "beta.txt",
+        "deep/gamma.md",
+    ]
+
+
 def test_read_document_lines_and_continuation(workspace: Workspace, corpus: Path) -> None:
     write(corpus, "long.txt", "\n".join(f"line {n} " + "filler " * 20 for n in range(1, 201)))
     toolbox = Toolbox(workspace, {"tools.max_result_chars": 2000}, None)

@@ -154,7 +154,9 @@ class LocalProvider:
     # --- on the model thread -----------------------------------------------------------------
 
     def _uses_grammar(self, request: CompletionRequest) -> bool:
-        return bool(request.tools) and not self.native_tools
+        # A required call can only be made sure of with the grammar, native tool support or not.
+        required = request.tool_choice == "required"
+        return bool(request.tools) and (not self.native_tools or required)
 
     def _render(self, request: CompletionRequest) -> str:
         return self._session.loaded.template.render(
@@ -187,7 +189,11 @@ class LocalProvider:
             )
         grammar = None
         if self._uses_grammar(request):
-            grammar = build_tool_grammar(request.tools, allow_calls=request.offers_tools)
+            grammar = build_tool_grammar(
+                request.tools,
+                allow_calls=request.offers_tools,
+                require_calls=request.tool_choice == "required",
+            )
         stream = _AnswerStream(sink, holding=request.offers_tools) if sink else None
         result = self._session.run(
             tokens,

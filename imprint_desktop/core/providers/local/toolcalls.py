@@ -114,13 +114,16 @@ def format_tool_calls(calls: Sequence[ToolCall]) -> str:
     return f"{CALL_OPEN}[{items}]{CALL_CLOSE}"
 
 
-def build_tool_grammar(tools: Sequence[Mapping[str, Any]], *, allow_calls: bool = True) -> str:
+def build_tool_grammar(
+    tools: Sequence[Mapping[str, Any]], *, allow_calls: bool = True, require_calls: bool = False
+) -> str:
     """A GBNF grammar (root rule ``root``) for a reply that is an answer or a batch of calls.
 
     The answer branch is any text not starting with ``<`` (so it cannot begin a call); the call
     branch is ``<tool_call>[`` one to :data:`MAX_GRAMMAR_CALLS` call objects ``]</tool_call>``, each
     naming an offered tool with arguments that match its JSON schema. With ``allow_calls`` false
-    (``tool_choice="none"``) only the answer branch remains.
+    (``tool_choice="none"``) only the answer branch remains; with ``require_calls``
+    (``tool_choice="required"``) only the call branch.
     """
     answer = r"answer ::= [^<\x00] [^\x00]*"
     if not allow_calls or not tools:
@@ -137,7 +140,7 @@ def build_tool_grammar(tools: Sequence[Mapping[str, Any]], *, allow_calls: bool 
         alternatives.append(f'call-{index} ::= {head} {args_rule} "}}"')
     choice = " | ".join(f"call-{index}" for index in range(len(alternatives)))
     rules = [
-        "root ::= call-batch | answer",
+        "root ::= call-batch" if require_calls else "root ::= call-batch | answer",
         f"call-batch ::= {_gbnf_literal(CALL_OPEN + '[')} call-any "
         f'( ", " call-any ){{0,{MAX_GRAMMAR_CALLS - 1}}} {_gbnf_literal("]" + CALL_CLOSE)}',
         f"call-any ::= {choice}",
