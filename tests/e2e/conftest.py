@@ -39,3 +39,20 @@ def imprint(imprint_env: dict[str, str]) -> Imprint:
         )
 
     return run
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """Two small documents about one light: what the `imprint ask` tests research."""
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "keepers.md").write_text(
+        "# Keepers\n\nThe last keeper of Greyness Point was Ada Quill, who left in 1971.\n\n"
+        "Her logbook recorded 212 fog days in 1968.\n",
+        encoding="utf-8",
+    )
+    (root / "signals.md").write_text(
+        "# Fog signals\n\nThe diaphone at Greyness Point sounded two blasts every minute.\n",
+        encoding="utf-8",
+    )
+    return root

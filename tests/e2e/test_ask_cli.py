@@ -23,22 +23,6 @@ pytestmark = pytest.mark.e2e
 SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "sample-workspace"
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "docs"
-    root.mkdir()
-    (root / "keepers.md").write_text(
-        "# Keepers\n\nThe last keeper of Greyness Point was Ada Quill, who left in 1971.\n\n"
-        "Her logbook recorded 212 fog days in 1968.\n",
-        encoding="utf-8",
-    )
-    (root / "signals.md").write_text(
-        "# Fog signals\n\nThe diaphone at Greyness Point sounded two blasts every minute.\n",
-        encoding="utf-8",
-    )
-    return root
-
-
 def ask(
     imprint: Imprint, server: OpenAIServer, workspace: Path, *extra: str, stdin: str = ""
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:

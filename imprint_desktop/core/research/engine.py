@@ -32,7 +32,7 @@ from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.budgets import Patience, ResearchClock, TokenBudget
 from imprint_desktop.core.research.final import FinalStage
-from imprint_desktop.core.research.ledger import EvidenceLedger
+from imprint_desktop.core.research.ledger import EvidenceLedger, Judged
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.tools.base import ToolKind, ToolResult
 
@@ -419,6 +419,18 @@ class ResearchEngine:
         self, loop: _Loop, call: ToolCall, kind: ToolKind | None, result: ToolResult
     ) -> None:
         """Trace and show a call that was answered without running."""
+        self._tool_finished(loop, call, kind, result, judged=Judged((), 0), seconds=0.0)
+
+    def _tool_finished(
+        self,
+        loop: _Loop,
+        call: ToolCall,
+        kind: ToolKind | None,
+        result: ToolResult,
+        *,
+        judged: Judged,
+        seconds: float,
+    ) -> None:
         kind_name = kind.value if kind is not None else "unknown"
         self.emit(
             ev.ToolFinished(
@@ -428,10 +440,10 @@ class ResearchEngine:
                 call.name,
                 kind_name,
                 result.status,
-                0,
-                0,
-                0.0,
-                (),
+                len(judged.new),
+                judged.repeated,
+                seconds,
+                judged.new,
             )
         )
 
@@ -481,20 +493,8 @@ class ResearchEngine:
             progress = len(self.ledger.items) > evidence_before
         else:
             progress = kind is ToolKind.READ and bool(judged.new)
-        self.emit(
-            ev.ToolFinished(
-                self.now_t(),
-                loop.round,
-                call.id,
-                call.name,
-                kind_name,
-                result.status,
-                len(judged.new),
-                judged.repeated,
-                self.clock_now() - started,
-                judged.new,
-            )
-        )
+        seconds = self.clock_now() - started
+        self._tool_finished(loop, call, kind, result, judged=judged, seconds=seconds)
         return result, progress
 
     async def _unless_stopped(
