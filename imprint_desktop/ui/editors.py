@@ -252,10 +252,14 @@ class SecretEditor(QWidget):
 
     sig_value_changed = Signal()
 
-    def __init__(self, setting: Setting, stored: bool, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, setting: Setting, stored: bool | None, parent: QWidget | None = None
+    ) -> None:
+        """``stored`` None: not known yet (the keyring is being asked; see :meth:`set_stored`)."""
         super().__init__(parent)
         self.setting = setting
-        self.stored = stored
+        self.checking = stored is None
+        self.stored = bool(stored)
         self._pending: str | None = self.KEEP
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -271,6 +275,12 @@ class SecretEditor(QWidget):
         self.reveal.setAccessibleName(f"Show {setting.title}")
         self.reveal.toggled.connect(self._toggle_reveal)
         layout.addWidget(self.reveal)
+        self._update_placeholder()
+
+    def set_stored(self, stored: bool) -> None:
+        """What the keyring said: a secret is stored, or not."""
+        self.stored = stored
+        self.checking = False
         self._update_placeholder()
 
     def pending(self) -> str | None:
@@ -291,6 +301,7 @@ class SecretEditor(QWidget):
     def applied(self) -> None:
         """The pending change was saved: it is now the stored state."""
         self.stored = self.will_be_stored()
+        self.checking = False  # known now, whatever a keyring check still on its way says
         self._pending = self.KEEP
         self.line.clear()
         self._update_placeholder()
@@ -310,6 +321,8 @@ class SecretEditor(QWidget):
     def _update_placeholder(self) -> None:
         if self._pending == self.REMOVE:
             self.line.setPlaceholderText("Will be removed")
+        elif self.checking:
+            self.line.setPlaceholderText("Checking the keyring…")
         elif self.stored:
             self.line.setPlaceholderText("Stored; type a new key to replace it")
         else:

@@ -9,6 +9,7 @@ Apply; Cancel discards them and leaves the store untouched.
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal, Slot
@@ -56,6 +57,8 @@ class PreferencesDialog(QDialog):
 
     #: Settings were saved (OK or Apply). Payload: the keys that changed, as a frozenset.
     sig_settings_applied = Signal(object)
+    #: Internal: a keyring check finished on its thread. Payload: (key, stored or None, error).
+    _sig_secret_checked = Signal(str, object, str)
 
     def __init__(
         self, store: SettingsStore, secrets: SecretStore, parent: QWidget | None = None
@@ -68,6 +71,7 @@ class PreferencesDialog(QDialog):
         self._secrets = secrets
         self._fields: dict[str, _Field] = {}
         self._restart_pending: set[str] = set()
+        self._sig_secret_checked.connect(self._secret_checked, Qt.ConnectionType.QueuedConnection)
 
         self.sections = QListWidget()
         self.sections.setAccessibleName("Preference pages")
@@ -205,18 +209,44 @@ class PreferencesDialog(QDialog):
 
     def _make_secret_editor(self, setting: Setting, message: QLabel) -> SecretEditor:
         try:
-            stored = self._secrets.has(setting.key)
             where = f"Kept in {self._secrets.location(setting.key)}."
         except SecretStoreError as error:
             editor = SecretEditor(setting, stored=False)
-            editor.setEnabled(False)
-            message.setText(str(error))
-            message.setVisible(True)
+            _refuse_secret(editor, message, str(error))
             return editor
-        editor = SecretEditor(setting, stored=stored)
+        editor = SecretEditor(setting, stored=None)
         editor.setToolTip(where)
         editor.line.setAccessibleDescription(f"{setting.description} {where}")
+        self._check_secret(setting.key)
         return editor
+
+    def _check_secret(self, key: str) -> None:
+        """Ask the keyring whether a secret is stored, off the GUI thread: a keyring can be slow,
+        or locked and waiting for its own unlock prompt, and the dialog must stay responsive."""
+        secrets, done = self._secrets, self._sig_secret_checked
+
+        def check() -> None:
+            try:
+                stored, problem = secrets.has(key), ""
+            except SecretStoreError as error:
+                stored, problem = None, str(error)
+            with contextlib.suppress(RuntimeError):  # the dialog was closed meanwhile
+                done.emit(key, stored, problem)
+
+        threading.Thread(target=check, name=f"keyring-check-{key}", daemon=True).start()
+
+    @Slot(str, object, str)
+    def _secret_checked(self, key: str, stored: bool | None, problem: str) -> None:
+        field = self._fields.get(key)
+        if field is None or not isinstance(field.editor, SecretEditor):
+            return
+        if not field.editor.checking:  # saved meanwhile: that is the state now
+            return
+        if problem:
+            _refuse_secret(field.editor, field.message, problem)
+        else:
+            field.editor.set_stored(bool(stored))
+        self._refresh(field)
 
     def _description(self, setting: Setting) -> str:
         parts = [setting.description]
@@ -346,3 +376,10 @@ class PreferencesDialog(QDialog):
             self._refresh(field)
         self.sig_settings_applied.emit(frozenset(changed))
         return True
+
+
+def _refuse_secret(editor: SecretEditor, message: QLabel, problem: str) -> None:
+    """The keyring cannot be used: the field says why and takes no input."""
+    editor.setEnabled(False)
+    message.setText(problem)
+    message.setVisible(True)

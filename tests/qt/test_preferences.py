@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import keyring
@@ -241,6 +242,61 @@ def test_secret_field_writes_the_keyring_not_the_file(
     qtbot.mouseClick(remove, Qt.MouseButton.LeftButton)
     qtbot.mouseClick(button(dialog, OK), Qt.MouseButton.LeftButton)
     assert memory_keyring.passwords == {}
+
+
+class _SlowKeyring(MemoryKeyring):
+    """A keyring that answers only when the test lets it (a locked one, waiting for its prompt)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answer = threading.Event()
+
+    def get_password(self, service: str, username: str) -> str | None:
+        password = super().get_password(service, username)  # read now, answer later
+        assert self.answer.wait(timeout=30), "the test never let the keyring answer"
+        return password
+
+
+def test_a_slow_keyring_does_not_hold_up_the_dialog(qtbot: QtBot, store: SettingsStore) -> None:
+    slow = _SlowKeyring()
+    slow.passwords[(SERVICE, "remote.api_key")] = "sk-stored"
+    keyring.set_keyring(slow)
+    dialog = PreferencesDialog(store, SecretStore())  # returns while the keyring is still asked
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.show_section("remote")
+    editor = dialog.editor("remote.api_key")
+    assert isinstance(editor, SecretEditor)
+    assert editor.checking and editor.line.placeholderText() == "Checking the keyring…"
+    assert not dialog.reset_button("remote.api_key").isEnabled()
+    slow.answer.set()
+    qtbot.waitUntil(lambda: not editor.checking, timeout=10_000)
+    assert editor.stored and "Stored" in editor.line.placeholderText()
+    assert dialog.reset_button("remote.api_key").isEnabled()
+
+
+def test_a_key_saved_before_the_keyring_answers_is_not_undone_by_the_answer(
+    qtbot: QtBot, store: SettingsStore
+) -> None:
+    slow = _SlowKeyring()
+    keyring.set_keyring(slow)
+    dialog = PreferencesDialog(store, SecretStore())
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.show_section("remote")
+    editor = dialog.editor("remote.api_key")
+    assert isinstance(editor, SecretEditor)
+    qtbot.keyClicks(editor.line, "sk-new")
+    qtbot.mouseClick(button(dialog, APPLY), Qt.MouseButton.LeftButton)
+    slow.answer.set()  # now the check, begun before the save, reports "none stored"
+
+    def checked() -> bool:
+        return not any(t.name.startswith("keyring-check") for t in threading.enumerate())
+
+    qtbot.waitUntil(checked, timeout=10_000)
+    QApplication.processEvents()  # deliver the stale answer
+    assert slow.passwords == {(SERVICE, "remote.api_key"): "sk-new"}
+    assert editor.stored and "Stored" in editor.line.placeholderText()
 
 
 def test_without_a_keyring_the_secret_field_explains_and_refuses(
