@@ -30,7 +30,12 @@ from imprint_desktop.core.providers.base import (
 )
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
-from imprint_desktop.core.research.budgets import Patience, ResearchClock, TokenBudget
+from imprint_desktop.core.research.budgets import (
+    Patience,
+    ResearchClock,
+    Settlement,
+    TokenBudget,
+)
 from imprint_desktop.core.research.final import FinalStage
 from imprint_desktop.core.research.ledger import EvidenceLedger, Judged
 from imprint_desktop.core.research.stop import ResearchStop
@@ -334,23 +339,15 @@ class ResearchEngine:
             # The request failed: nothing is known to have been processed, so nothing is charged,
             # but the trace still gets its line.
             settlement = self.tokens.settle(reservation, 0, 0)
-            self.emit(
-                ev.RequestFinished(
-                    self.now_t(),
-                    phase,
-                    round_number,
-                    prompt_tokens,
-                    settlement.reserved,
-                    0,
-                    0,
-                    0,
-                    0,
-                    settlement.refunded,
-                    settlement.budget_left,
-                    not self.provider.exact_counts,
-                    None,
-                    stop.reason,
-                )
+            self.request_finished(
+                phase,
+                round_number,
+                prompt_tokens,
+                settlement,
+                reused_prefix=0,
+                estimated=not self.provider.exact_counts,
+                usage=None,
+                stop=stop.reason,
             )
             raise
         except BaseException:
@@ -359,23 +356,15 @@ class ResearchEngine:
         settlement = self.tokens.settle(
             reservation, completion.prompt_evaluated, completion.output_tokens
         )
-        self.emit(
-            ev.RequestFinished(
-                self.now_t(),
-                phase,
-                round_number,
-                prompt_tokens,
-                settlement.reserved,
-                completion.reused_prefix,
-                settlement.charged_prompt,
-                settlement.output_tokens,
-                settlement.charged,
-                settlement.refunded,
-                settlement.budget_left,
-                completion.estimated,
-                completion.provider_usage,
-                completion.stop,
-            )
+        self.request_finished(
+            phase,
+            round_number,
+            prompt_tokens,
+            settlement,
+            reused_prefix=completion.reused_prefix,
+            estimated=completion.estimated,
+            usage=completion.provider_usage,
+            stop=completion.stop,
         )
         self._emit_budget()
         if completion.stop == "cancelled" or self.cancel.cancelled:
@@ -383,6 +372,38 @@ class ResearchEngine:
         if completion.stop == "deadline":
             raise ResearchStop("time_budget", "the research time ran out during a model request")
         return completion
+
+    def request_finished(
+        self,
+        phase: Phase,
+        round_number: int,
+        prompt_tokens: int,
+        settlement: Settlement,
+        *,
+        reused_prefix: int,
+        estimated: bool,
+        usage: Mapping[str, Any] | None,
+        stop: str,
+    ) -> None:
+        """Report one finished request with its accounting (the trace's ``request`` line)."""
+        self.emit(
+            ev.RequestFinished(
+                self.now_t(),
+                phase,
+                round_number,
+                prompt_tokens,
+                settlement.reserved,
+                reused_prefix,
+                settlement.charged_prompt,
+                settlement.output_tokens,
+                settlement.charged,
+                settlement.refunded,
+                settlement.budget_left,
+                estimated,
+                usage,
+                stop,
+            )
+        )
 
     async def _run_batch(self, loop: _Loop, calls: Sequence[ToolCall], batch: _Batch) -> None:
         """Run the calls in order, each getting exactly one result, noting progress in ``batch``.

@@ -17,6 +17,7 @@ from imprint_desktop.core.errors import ProviderError
 from imprint_desktop.core.providers.base import CompletionRequest, Message
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
+from imprint_desktop.core.research.budgets import Settlement
 from imprint_desktop.core.research.stop import ResearchStop
 
 if TYPE_CHECKING:
@@ -124,23 +125,23 @@ class FinalStage:
             return self._fallback(reason, f"the final request failed: {error!r}", started)
         charged = completion.prompt_evaluated + completion.output_tokens
         engine.final_charged += charged
-        engine.emit(
-            ev.RequestFinished(
-                engine.now_t(),
-                "final",
-                engine.rounds,
-                completion.prompt_tokens,
-                prompt_tokens + request.max_tokens,
-                completion.reused_prefix,
-                completion.prompt_evaluated,
-                completion.output_tokens,
-                charged,
-                max(0, prompt_tokens + request.max_tokens - charged),
-                engine.tokens.left,
-                completion.estimated,
-                completion.provider_usage,
-                completion.stop,
-            )
+        allowed = prompt_tokens + request.max_tokens  # outside the research budget: not reserved
+        engine.request_finished(
+            "final",
+            engine.rounds,
+            completion.prompt_tokens,
+            Settlement(
+                reserved=allowed,
+                charged_prompt=completion.prompt_evaluated,
+                output_tokens=completion.output_tokens,
+                charged=charged,
+                refunded=max(0, allowed - charged),
+                budget_left=engine.tokens.left,
+            ),
+            reused_prefix=completion.reused_prefix,
+            estimated=completion.estimated,
+            usage=completion.provider_usage,
+            stop=completion.stop,
         )
         if completion.stop == "cancelled" or engine.cancel.cancelled:
             return self._fallback("cancelled", "", started)
