@@ -232,8 +232,6 @@ async def _ask(
             await provider.aclose()
     finally:
         await http.aclose()
-        if trace is not None:
-            trace.close()
     if args.trace:
         result = _with_trace(result, str(args.trace))
     return result

@@ -229,10 +229,7 @@ class ChunkAssembler:
 
     def output_bytes(self) -> int:
         """UTF-8 bytes the model generated: answer text, tool names and arguments."""
-        size = len(self.text.encode())
-        for partial in self._calls.values():
-            size += len(partial.name.encode()) + len("".join(partial.arguments).encode())
-        return size
+        return self._generated
 
     @property
     def over_limit(self) -> bool:
@@ -242,16 +239,16 @@ class ChunkAssembler:
         """Keep only :attr:`output_limit` bytes of output (text first, then the calls in order),
         and finish as ``length``: what a server honouring ``max_tokens`` would have sent."""
         budget = self.output_limit if self.output_limit is not None else self._generated
-        text = self.text.encode()
-        self._text = [text[:budget].decode(errors="ignore")]
-        budget = max(0, budget - len(text))
+        kept = self.text.encode()[:budget].decode(errors="ignore")
+        self._text = [kept]
+        self._generated = len(kept.encode())
         for index in sorted(self._calls):
             partial = self._calls[index]
-            budget = max(0, budget - len(partial.name.encode()))
-            arguments = "".join(partial.arguments).encode()
-            partial.arguments = [arguments[:budget].decode(errors="ignore")]
-            budget = max(0, budget - len(arguments))
-        self._generated = min(self._generated, self.output_limit or self._generated)
+            name = len(partial.name.encode())
+            room = max(0, budget - self._generated - name)
+            arguments = "".join(partial.arguments).encode()[:room].decode(errors="ignore")
+            partial.arguments = [arguments]
+            self._generated += name + len(arguments.encode())
         self.finish_reason = "length"
 
     def finish(self) -> StopKind:
