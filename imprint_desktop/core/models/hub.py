@@ -36,8 +36,9 @@ from imprint_desktop.core.errors import (
     HubUnavailableError,
     InvalidModelFileError,
 )
-from imprint_desktop.core.models.fit import FitHint, available_memory, fit_hint
+from imprint_desktop.core.models.fit import FitHint, fit_hint
 from imprint_desktop.core.models.gguf import parse_header_prefix
+from imprint_desktop.core.models.machine import available_memory
 from imprint_desktop.core.models.naming import ModelFiles, group_gguf_files, quantization
 from imprint_desktop.core.models.network import HubConfig, configure_hub_metadata
 

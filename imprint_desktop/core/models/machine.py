@@ -1,0 +1,182 @@
+"""What this computer offers a local model: free memory, a usable GPU, CPU cores, free disk.
+
+:func:`probe_machine` reads it once (``/proc``, ``nvidia-smi``, the disk), which takes a few
+milliseconds to a second, so it runs on a worker thread or in the CLI, never on the GUI thread. The
+result is a frozen :class:`Machine` that :mod:`.fit` judges models against; tests build one by hand.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import platform
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+NVIDIA_SMI_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    free_bytes: int
+    unified: bool = False  # Apple silicon: the GPU shares the main memory
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The parts of a computer that decide how well a model runs on it."""
+
+    available_memory: int | None  # bytes a new process can use now; None when unknown
+    cpu_cores: int  # cores llama.cpp computes on (``model.n_threads``, or the physical cores)
+    fast_cpu: bool  # AVX2 on x86, or an ARM core: llama.cpp's fast paths
+    gpu: Gpu | None  # a GPU llama.cpp can offload to, when this build of it can
+    disk_free: int | None  # bytes free where models are downloaded
+    models_folder: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "available_memory": self.available_memory,
+            "cpu_cores": self.cpu_cores,
+            "fast_cpu": self.fast_cpu,
+            "gpu": (
+                {
+                    "name": self.gpu.name,
+                    "free_bytes": self.gpu.free_bytes,
+                    "unified": self.gpu.unified,
+                }
+                if self.gpu is not None
+                else None
+            ),
+            "disk_free": self.disk_free,
+            "models_folder": self.models_folder,
+        }
+
+
+def probe_machine(models_folder: Path, *, threads: int = 0) -> Machine:
+    """This computer now; ``threads`` is ``model.n_threads`` (0: the physical cores)."""
+    return Machine(
+        available_memory=available_memory(),
+        cpu_cores=threads if threads > 0 else physical_cores(),
+        fast_cpu=_fast_cpu(),
+        gpu=_offload_gpu(),
+        disk_free=disk_free(models_folder),
+        models_folder=str(models_folder),
+    )
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new process now, or None when the system will not say."""
+    meminfo = Path("/proc/meminfo")
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        pages = os.sysconf("SC_AVPHYS_PAGES")
+        page_size = os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        return None
+    return int(pages) * int(page_size) if pages > 0 and page_size > 0 else None
+
+
+def physical_cores() -> int:
+    """Physical cores this process may run on (llama.cpp's default thread count)."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count() or 1
+    cores: set[tuple[str, str]] = set()
+    try:
+        physical = core = ""
+        for line in (
+            Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines()
+        ):
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key == "physical id":
+                physical = value.strip()
+            elif key == "core id":
+                core = value.strip()
+                cores.add((physical, core))
+    except OSError:
+        pass
+    return max(1, min(usable, len(cores))) if cores else max(1, usable)
+
+
+def disk_free(folder: Path) -> int | None:
+    """Free bytes on the disk that holds ``folder`` (or its nearest existing parent)."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            try:
+                return shutil.disk_usage(candidate).free
+            except OSError:
+                return None
+    return None
+
+
+def _fast_cpu() -> bool:
+    machine = platform.machine().lower()
+    if machine in ("arm64", "aarch64"):
+        return True
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return True  # not Linux: nearly every x86 CPU sold since 2013 has AVX2
+    flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
+    return " avx2" in flags or not flags
+
+
+def _offload_gpu() -> Gpu | None:
+    """A GPU with its free memory, when llama.cpp (as built here) can put layers on it."""
+    if platform.system() == "Darwin" and platform.machine() == "arm64":
+        memory = available_memory()
+        gpu = Gpu("Apple GPU (Metal)", memory, unified=True) if memory else None
+    else:
+        gpu = _nvidia_gpu()
+    if gpu is None or not _llama_can_offload():
+        return None
+    return gpu
+
+
+def _nvidia_gpu() -> Gpu | None:
+    tool = shutil.which("nvidia-smi")
+    if tool is None:
+        return None
+    try:
+        done = subprocess.run(
+            [tool, "--query-gpu=name,memory.free", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=NVIDIA_SMI_TIMEOUT,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        log.info("nvidia-smi failed: %s", error)
+        return None
+    best: Gpu | None = None
+    for line in done.stdout.splitlines():
+        name, _, free = line.rpartition(",")
+        try:
+            free_bytes = int(float(free.strip()) * 1024 * 1024)
+        except ValueError:
+            continue
+        if best is None or free_bytes > best.free_bytes:
+            best = Gpu(name.strip() or "NVIDIA GPU", free_bytes)
+    return best
+
+
+def _llama_can_offload() -> bool:
+    try:
+        import llama_cpp  # noqa: PLC0415 - loads the native library; only when a GPU is there
+
+        return bool(llama_cpp.llama_supports_gpu_offload())
+    except Exception as error:  # a broken native build must not break a listing
+        log.info("could not ask llama.cpp about GPU offload: %s", error)
+        return False
