@@ -7,6 +7,10 @@ file whose SHA-256 matched the hub's; Ctrl+C pauses it, keeping the partial for 
 
 Exit codes: 0 done, 1 an error (no such repository, the hub or the disk failed, a checksum
 mismatch), 2 bad usage, 130 interrupted (the partial is kept).
+
+``recommended`` lists the curated models of ``resources/models.toml`` with how each fits this
+computer (runs well, runs slowly, does not fit, and why); ``download --recommended`` downloads the
+best fit, or the entry named after it.
 """
 
 from __future__ import annotations
@@ -30,8 +34,11 @@ from imprint_desktop.core.models import (
     ModelLayout,
     ModelLibrary,
     Phase,
+    Recommendations,
+    Role,
     Sort,
     human_size,
+    recommend_here,
 )
 from imprint_desktop.settings.store import SettingsStore
 
@@ -39,6 +46,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+BEST_FIT = "best"
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -62,10 +70,29 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     files.add_argument("repo", metavar="REPO")
     files.add_argument("--json", action="store_true", help="print JSON")
 
-    download = actions.add_parser("download", help="download (or resume) and verify a model")
-    download.add_argument("repo", metavar="REPO")
-    download.add_argument("file", metavar="FILE", help="a GGUF file, or a split model's name")
+    download = actions.add_parser(
+        "download",
+        help="download (or resume) and verify a model",
+        usage="%(prog)s [-h] [--json] (REPO FILE | --recommended [ID])",
+    )
+    download.add_argument("repo", metavar="REPO", nargs="?")
+    download.add_argument(
+        "file", metavar="FILE", nargs="?", help="a GGUF file, or a split model's name"
+    )
+    download.add_argument(
+        "--recommended",
+        nargs="?",
+        const=BEST_FIT,
+        metavar="ID",
+        help="a recommended model instead of REPO FILE: the best fit for this computer, or the "
+        "one with this id (see `imprint models recommended`)",
+    )
     download.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    recommended = actions.add_parser(
+        "recommended", help="the models Imprint recommends, and how each fits this computer"
+    )
+    recommended.add_argument("--json", action="store_true", help="print JSON")
 
     listing = actions.add_parser("list", help="the models installed on this computer")
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -109,6 +136,8 @@ def _dispatch(
         return _files(settings, args, out)
     if args.action == "download":
         return _download(settings, args, out, err)
+    if args.action == "recommended":
+        return _recommended(recommend_here(settings), as_json=args.json, out=out)
     library = ModelLibrary(ModelLayout.from_settings(settings))
     if args.action == "list":
         return _list(library, as_json=args.json, out=out)
@@ -179,12 +208,89 @@ def _files(settings: Mapping[str, object], args: argparse.Namespace, out: TextIO
     return EXIT_OK
 
 
+def _recommended(found: Recommendations, *, as_json: bool, out: TextIO) -> int:
+    if as_json:
+        json.dump(found.to_json(), out, indent=2)
+        out.write("\n")
+        return EXIT_OK
+    print(f"Recommended for this computer ({_computer(found)}):\n", file=out)
+    for entry in found.entries:
+        model, fit = entry.model, entry.fit
+        mark = "*" if entry.role is Role.BEST else " "
+        role = f"  [{entry.role.words.lower()}]" if entry.role is not None else ""
+        here = "  [installed]" if entry.installed is not None else ""
+        print(
+            f"{mark} {model.id}  {model.name}  {human_size(model.size)}  "
+            f"{fit.verdict.words}{role}{here}",
+            file=out,
+        )
+        print(f"    {fit.reason}", file=out)
+        print(f"    {model.repo}  {model.file}  ({model.license})", file=out)
+    best = found.best
+    if best is None:
+        print("\nNone of them fits this computer now; see the reasons above.", file=out)
+    elif best.installed is None:
+        print(
+            f"\nDownload the best fit ({best.model.name}): imprint models download --recommended",
+            file=out,
+        )
+    return EXIT_OK
+
+
+def _computer(found: Recommendations) -> str:
+    machine = found.machine
+    cores = f"{machine.cpu_cores} CPU core{'s' if machine.cpu_cores != 1 else ''}"
+    memory = (
+        f"{human_size(machine.available_memory)} free memory"
+        if machine.available_memory is not None
+        else "free memory unknown"
+    )
+    gpu = (
+        f"{machine.gpu.name} with {human_size(machine.gpu.free_bytes)} free"
+        if machine.gpu is not None
+        else "no GPU that llama.cpp can use"
+    )
+    disk = f"{human_size(machine.disk_free)} free disk" if machine.disk_free is not None else ""
+    return ", ".join(part for part in (cores, memory, gpu, disk) if part)
+
+
+def _download_target(
+    settings: Mapping[str, object], args: argparse.Namespace, err: TextIO
+) -> tuple[str, str] | None:
+    """REPO and FILE, given or recommended; None (after saying why) for bad usage."""
+    if args.recommended is None:
+        if args.repo and args.file:
+            return args.repo, args.file
+        print("imprint models download: give REPO and FILE, or --recommended.", file=err)
+        return None
+    if args.repo or args.file:
+        print("imprint models download: --recommended takes no REPO or FILE.", file=err)
+        return None
+    found = recommend_here(settings)
+    if args.recommended == BEST_FIT:
+        entry = found.best
+        if entry is None:
+            raise ModelStoreError(
+                "None of the recommended models fits this computer now: "
+                + " ".join(f"{e.model.name}: {e.fit.reason}" for e in found.entries[-1:])
+                + " See `imprint models recommended`."
+            )
+    else:
+        entry = found.find(args.recommended)
+    if not args.json:
+        print(f"{entry.model.name}: {entry.fit.verdict.words}. {entry.fit.reason}", file=err)
+    return entry.model.repo, entry.model.file
+
+
 def _download(
     settings: Mapping[str, object], args: argparse.Namespace, out: TextIO, err: TextIO
 ) -> int:
+    target = _download_target(settings, args, err)
+    if target is None:
+        return EXIT_USAGE
     hub = HubClient(HubConfig.from_settings(settings))
     downloader = ModelDownloader(hub, ModelLayout.from_settings(settings))
-    model = hub.resolve_model(args.repo, args.file, int(str(settings.get("model.n_ctx", 8192))))
+    model = hub.resolve_model(*target, int(str(settings.get("model.n_ctx", 8192))))
     record = downloader.record_for(model)
     resumed = downloader.partial_bytes(record)
     if resumed and not args.json:

@@ -9,9 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from imprint_desktop.core.models.recommended import load_catalogue
 from imprint_desktop.core.resources import starter_model_path
 from tests.e2e.conftest import Imprint
-from tests.support.hub_server import STARTER_FILE, STARTER_REPO, HubServer, starter_hub
+from tests.support.hub_server import (
+    STARTER_FILE,
+    STARTER_REPO,
+    HubServer,
+    serve_recommended,
+    starter_hub,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -127,3 +134,70 @@ def test_models_dir_setting_is_honoured(
     assert done.returncode == 0, done.stderr
     assert (folder / STARTER_REPO / STARTER_FILE).is_file()
     shutil.rmtree(folder)
+
+
+def test_recommended_lists_every_entry_with_its_fit_here(
+    imprint: Imprint, env: dict[str, str]
+) -> None:
+    listed = imprint("models", "recommended", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    found = json.loads(listed.stdout)
+    catalogue = load_catalogue()
+    rows = found["models"]
+    assert [(row["repo"], row["file"], row["size"]) for row in rows] == [
+        (model.repo, model.file, model.size) for model in catalogue
+    ]
+    assert {row["fit"] for row in rows} <= {"runs_well", "runs_slowly", "does_not_fit"}
+    assert all(row["fit_reason"].endswith(".") for row in rows)
+    roles = {row["id"]: row["role"] for row in rows if row["role"]}
+    if found["best"] is not None:
+        assert roles[found["best"]] == "best"
+        assert set(roles) == {found["best"], *found["alternatives"]}
+        assert all(r["fit"] != "does_not_fit" for r in rows if r["id"] in roles)
+    assert found["computer"]["cpu_cores"] >= 1
+
+    text = imprint("models", "recommended", env=env)
+    assert text.returncode == 0 and text.stdout.startswith("Recommended for this computer (")
+    for model in catalogue:
+        assert f"{model.id}  {model.name}" in text.stdout
+
+
+def test_download_recommended_takes_the_best_fit(
+    imprint: Imprint, env: dict[str, str], hub: HubServer
+) -> None:
+    serve_recommended(hub)
+    found = json.loads(imprint("models", "recommended", "--json", env=env).stdout)
+    if found["best"] is None:  # a computer too small for any of them
+        refused = imprint("models", "download", "--recommended", env=env)
+        assert refused.returncode == 1 and "None of the recommended models" in refused.stderr
+        return
+    best = next(row for row in found["models"] if row["id"] == found["best"])
+
+    done = imprint("models", "download", "--recommended", "--json", env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["verified"] is True
+    assert Path(result["path"]).name == best["file"]
+    assert f"/models--{best['repo'].replace('/', '--')}/" in result["path"]
+
+    again = json.loads(imprint("models", "recommended", "--json", env=env).stdout)
+    row = next(row for row in again["models"] if row["id"] == best["id"])
+    assert row["installed"] == result["path"]
+
+
+def test_download_recommended_by_id_and_its_usage(
+    imprint: Imprint, env: dict[str, str], hub: HubServer
+) -> None:
+    serve_recommended(hub)
+    chosen = load_catalogue()[1]
+    done = imprint("models", "download", "--recommended", chosen.id, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"Verified {chosen.file}" in done.stdout
+    assert done.stderr.startswith(f"{chosen.name}: ")
+
+    unknown = imprint("models", "download", "--recommended", "nope", env=env)
+    assert unknown.returncode == 1 and "No recommended model is called 'nope'" in unknown.stderr
+    neither = imprint("models", "download", env=env)
+    assert neither.returncode == 2 and "give REPO and FILE, or --recommended" in neither.stderr
+    both = imprint("models", "download", STARTER_REPO, STARTER_FILE, "--recommended", env=env)
+    assert both.returncode == 2 and "--recommended takes no REPO or FILE" in both.stderr

@@ -452,3 +452,18 @@ def starter_hub() -> HubServer:
     )
     hub.add_repo("example/smol-notes", {"notes.txt": b"not a model"}, downloads=99, tags=("text",))
     return hub
+
+
+def serve_recommended(hub: HubServer) -> None:
+    """Serve the starter model's real bytes under every recommended model's repository and file.
+
+    The downloads then run the real path (listing, ranged bytes, SHA-256, header check) for any
+    entry in seconds; only the size differs from the hub's real file.
+    """
+    from imprint_desktop.core.models.recommended import load_catalogue
+
+    starter = hub.repos[STARTER_REPO].files[STARTER_FILE]
+    for model in load_catalogue():
+        hub.repos[model.repo] = HubRepo(
+            model.repo, {model.file: starter, "README.md": HubBlob(b"# GGUF\n")}, downloads=100
+        )
