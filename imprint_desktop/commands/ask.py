@@ -33,6 +33,7 @@ from imprint_desktop.core.errors import (
 from imprint_desktop.core.history import HistoryStore, ReplyRecorder, conversation_title
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research.report_html import report_writer
 from imprint_desktop.core.research.trace import TraceWriter, fan_out
 from imprint_desktop.core.workspace import Workspace
 from imprint_desktop.settings import schema
@@ -87,6 +88,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="answer the model's questions in order; then questions are read from stdin",
     )
     parser.add_argument("--trace", type=Path, metavar="FILE", help="write the trace (JSON Lines)")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE.html",
+        help="write the research record as a self-contained HTML report",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     parser.add_argument(
         "--no-history",
@@ -226,7 +233,7 @@ async def _ask(
                         http=http,
                         cancel=cancel,
                         ask=ask,
-                        sink=fan_out([trace, progress, recorder]),
+                        sink=fan_out([trace, progress, recorder, report_writer(args.report, err)]),
                     )
         finally:
             await provider.aclose()
