@@ -16,7 +16,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS replies (
     error TEXT,
     result TEXT,                   -- the ReplyResult as JSON
     started REAL NOT NULL,
-    finished REAL
+    finished REAL,
+    workspace TEXT                 -- the folder researched (citations open from it)
 );
 CREATE TABLE IF NOT EXISTS reply_trace (
     reply_id INTEGER NOT NULL REFERENCES replies(id) ON DELETE CASCADE,
@@ -87,6 +88,7 @@ class StoredReply:
     started: float
     finished: float | None
     evidence: tuple[ev.EvidenceItemView, ...]
+    workspace: str | None = None  # the folder researched; None in older histories
 
     @property
     def interrupted(self) -> bool:
@@ -110,6 +112,13 @@ class HistoryStore:
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._db().executescript(SCHEMA)  # executescript manages its own transaction
+        columns = {row[1] for row in self._db().execute("PRAGMA table_info(replies)")}
+        if "workspace" not in columns:  # a history written before replies kept their folder
+            try:
+                self._db().execute("ALTER TABLE replies ADD COLUMN workspace TEXT")
+            except sqlite3.OperationalError as error:  # another process added it just now
+                if "duplicate column" not in str(error):
+                    raise
 
     # --- connections ----------------------------------------------------------------------------
 
@@ -191,7 +200,7 @@ class HistoryStore:
             self._db()
             .execute(
                 """SELECT id, conversation_id, question, status, stop_reason, final_mode, answer,
-                      error, started, finished
+                      error, started, finished, workspace
                FROM replies WHERE conversation_id = ? ORDER BY id""",
                 (conversation_id,),
             )
@@ -204,7 +213,7 @@ class HistoryStore:
             self._db()
             .execute(
                 """SELECT id, conversation_id, question, status, stop_reason, final_mode, answer,
-                      error, started, finished FROM replies WHERE id = ?""",
+                      error, started, finished, workspace FROM replies WHERE id = ?""",
                 (reply_id,),
             )
             .fetchone()
@@ -238,13 +247,17 @@ class HistoryStore:
             )
         return cursor.rowcount
 
-    def start_reply(self, conversation_id: int, question: str) -> ReplyRecorder:
+    def start_reply(
+        self, conversation_id: int, question: str, workspace: Path | None = None
+    ) -> ReplyRecorder:
+        """A new ``running`` reply; ``workspace`` is the folder it researches (when not given,
+        the recorder takes it from the settings the reply starts with)."""
         now = time.time()
         with self.transaction() as db:
             cursor = db.execute(
-                "INSERT INTO replies (conversation_id, question, status, started) "
-                "VALUES (?, ?, 'running', ?)",
-                (conversation_id, question, now),
+                "INSERT INTO replies (conversation_id, question, status, started, workspace) "
+                "VALUES (?, ?, 'running', ?, ?)",
+                (conversation_id, question, now, str(workspace) if workspace else None),
             )
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id))
         assert cursor.lastrowid is not None
@@ -263,7 +276,9 @@ class HistoryStore:
 
 
 def _reply(row: tuple[Any, ...], evidence: tuple[ev.EvidenceItemView, ...]) -> StoredReply:
-    reply_id, conversation_id, question, status, stop, mode, answer, error, started, ended = row
+    reply_id, conversation_id, question, status, stop, mode, answer, error, started, ended = row[
+        :10
+    ]
     return StoredReply(
         reply_id,
         conversation_id,
@@ -276,6 +291,7 @@ def _reply(row: tuple[Any, ...], evidence: tuple[ev.EvidenceItemView, ...]) -> S
         started,
         ended,
         evidence,
+        row[10],
     )
 
 
@@ -288,6 +304,8 @@ class ReplyRecorder:
         self._seq = 0
 
     def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.ReplyStarted):
+            self._keep_workspace(event.settings)
         line = trace_line(event)
         evidence = event.evidence if isinstance(event, ev.ToolFinished) else ()
         if line is None and not evidence and not isinstance(event, ev.ReplyFinished):
@@ -322,3 +340,18 @@ class ReplyRecorder:
                         self.reply_id,
                     ),
                 )
+
+    def _keep_workspace(self, settings: Mapping[str, Any]) -> None:
+        """Note the folder the reply researches, unless :meth:`HistoryStore.start_reply` did."""
+        from imprint_desktop.core.assistant import workspace_root  # noqa: PLC0415 - loaded by now
+        from imprint_desktop.core.errors import ImprintError  # noqa: PLC0415
+
+        try:
+            root = str(workspace_root(settings))
+        except ImprintError:
+            return
+        with self.store.transaction() as db:
+            db.execute(
+                "UPDATE replies SET workspace = ? WHERE id = ? AND workspace IS NULL",
+                (root, self.reply_id),
+            )
