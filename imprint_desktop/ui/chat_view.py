@@ -6,9 +6,16 @@ the document as a *live region*; streamed text only accumulates in a string, and
 30 ms timer re-renders just that region — the GUI repaints at most ~33 times a second however
 fast tokens arrive, and never re-lays out the finished messages above.
 
-Links inside the document drive the actions of each message: ``cite:<message>:<n>`` (a citation
-``[n]``, to its evidence), ``copy:<message>`` and ``record:<message>`` (the research record).
-Links are reachable with Tab and followed with Enter, like every link in a text browser.
+Everything in it is untrusted: answers, the model's questions, quoted passages. It is rendered
+inert (DESIGN §2): Markdown is read without raw HTML (shown as the text it is), every image becomes
+its alt text before anything is laid out, link titles never become tooltips, and
+:meth:`ChatView.loadResource` hands out nothing — the transcript loads no resource, ever.
+
+Links drive the actions of each message: a citation ``[n]`` (its evidence), *Copy*, *Research
+record*. They are made by :class:`~imprint_desktop.ui.inert.AppLinks` and act only when they carry
+this transcript's token; any other link — whatever the model wrote — is passed on as
+``sig_link_requested`` and acts on nothing here. Links are reachable with Tab and followed with
+Enter, like every link in a text browser.
 """
 
 from __future__ import annotations
@@ -16,9 +23,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, assert_never
 
-from PySide6.QtCore import QTimer, QUrl, Signal, Slot
+from PySide6.QtCore import QByteArray, QTimer, QUrl, Signal, Slot
 from PySide6.QtGui import (
     QColor,
     QGuiApplication,
@@ -27,9 +34,12 @@ from PySide6.QtGui import (
     QTextCharFormat,
     QTextCursor,
     QTextDocument,
+    QTextDocumentFragment,
     QTextFormat,
 )
 from PySide6.QtWidgets import QTextBrowser, QWidget
+
+from imprint_desktop.ui.inert import AppLinks, escape_markdown, make_inert
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
@@ -41,6 +51,12 @@ Role = Literal["you", "assistant", "asked", "answered", "notice"]
 
 _CITATION = re.compile(r"(?<![\\\w\]])\[(\d{1,3})\](?![(\[])")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+#: GitHub's dialect (tables, strikethrough, task lists, autolinks) without raw HTML, which is then
+#: shown as the text it is.
+MARKDOWN = (
+    QTextDocument.MarkdownFeature.MarkdownDialectGitHub
+    | QTextDocument.MarkdownFeature.MarkdownNoHTML
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +70,7 @@ class ChatMessage:
     evidence: tuple[ev.EvidenceItemView, ...] = field(default=(), compare=False)
     result: ev.ReplyResult | None = field(default=None, compare=False)
     interrupted: bool = False
+    workspace: str | None = field(default=None, compare=False)  # the folder it researched
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +79,7 @@ class Citation:
     number: int
 
 
-def link_citations(text: str, message: int) -> str:
+def link_citations(text: str, message: int, links: AppLinks) -> str:
     """``[n]`` outside code becomes a link to evidence n of ``message``."""
     out: list[str] = []
     in_fence = False
@@ -77,16 +94,19 @@ def link_citations(text: str, message: int) -> str:
         pieces = line.split("`")
         for index in range(0, len(pieces), 2):  # even pieces are outside inline code
             pieces[index] = _CITATION.sub(
-                lambda m: f"[\\[{m.group(1)}\\]](cite:{message}:{m.group(1)})", pieces[index]
+                lambda m: f"[\\[{m.group(1)}\\]]({links.href('cite', message, int(m.group(1)))})",
+                pieces[index],
             )
         out.append("`".join(pieces))
     return "\n".join(out)
 
 
-def assistant_header(index: int, *, record: bool, interrupted: bool = False) -> str:
+def assistant_header(
+    index: int, links: AppLinks, *, record: bool, interrupted: bool = False
+) -> str:
     label = " · *interrupted*" if interrupted else ""
-    links = f" · [Research record](record:{index})" if record else ""
-    return f"**Imprint**{label} · [Copy](copy:{index}){links}"
+    more = f" · [Research record]({links.href('record', index)})" if record else ""
+    return f"**Imprint**{label} · [Copy]({links.href('copy', index)}){more}"
 
 
 def settle_point(text: str) -> int:
@@ -104,27 +124,22 @@ def settle_point(text: str) -> int:
     return cut
 
 
-def message_markdown(message: ChatMessage, index: int) -> str:
-    copy = f"[Copy](copy:{index})"
+def message_markdown(message: ChatMessage, index: int, links: AppLinks) -> str:
+    """One message as Markdown: the app's own links around text that is rendered inert."""
+    copy = f"[Copy]({links.href('copy', index)})"
     if message.role == "you":
         return f"**You** · {copy}\n\n{message.text}\n"
     if message.role == "asked":
         return f"**Imprint asks:** {message.text}\n"
     if message.role == "answered":
         return f"**You answered:** {message.text}\n"
-    if message.role == "notice":
-        return f"*{message.text}*\n"
+    if message.role == "notice":  # a status line: may quote tool arguments, so literal
+        return f"*{escape_markdown(message.text)}*\n"
     header = assistant_header(
-        index, record=message.stored_id is not None, interrupted=message.interrupted
+        index, links, record=message.stored_id is not None, interrupted=message.interrupted
     )
-    body = link_citations(message.text, index) if message.text else "*(no answer)*"
+    body = link_citations(message.text, index, links) if message.text else "*(no answer)*"
     return f"{header}\n\n{body}\n"
-
-
-def _first_block_format(markdown: str) -> QTextBlockFormat:
-    scratch = QTextDocument()
-    scratch.setMarkdown(markdown)
-    return scratch.begin().blockFormat()
 
 
 def _new_block(cursor: QTextCursor) -> None:
@@ -140,6 +155,8 @@ class ChatView(QTextBrowser):
 
     sig_citation_activated = Signal(object)  # Citation
     sig_record_requested = Signal(int)  # message index
+    #: A link the app did not make (the model wrote it): nothing here acts on it.
+    sig_link_requested = Signal(QUrl)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -149,6 +166,8 @@ class ChatView(QTextBrowser):
         self.setOpenExternalLinks(False)
         self.anchorClicked.connect(self._follow)
         self.document().setDocumentMargin(12)
+        self.links = AppLinks()
+        self._scratch = QTextDocument(self)  # where Markdown is parsed and made inert
         self.messages: list[ChatMessage] = []
         self._document: QTextDocument | None = None
         self._live_start: int | None = None
@@ -180,16 +199,18 @@ class ChatView(QTextBrowser):
         self.messages = list(messages)
         self._first_shown = max(0, len(self.messages) - recent)
         parts = [
-            message_markdown(self.messages[index], index)
+            message_markdown(self.messages[index], index, self.links)
             for index in range(self._first_shown, len(self.messages))
         ]
         if self._first_shown:
-            parts.insert(0, f"[Show {self._first_shown} earlier messages](earlier:more)\n")
+            earlier = self.links.href("earlier", 0)
+            parts.insert(0, f"[Show {self._first_shown} earlier messages]({earlier})\n")
         text = "\n\n---\n\n".join(parts)
         document = QTextDocument(self)
         document.setDefaultFont(self.font())
         document.setDocumentMargin(12)
-        document.setMarkdown(text)
+        document.setMarkdown(text, MARKDOWN)
+        make_inert(document, self.links)  # before the view ever lays it out
         self._shade_code(0, document)
         previous, self._document = self._document, document
         self.setDocument(document)
@@ -202,7 +223,7 @@ class ChatView(QTextBrowser):
         """Append a finished message (before the live one, if any, would be wrong: call it idle)."""
         index = len(self.messages)
         self.messages.append(message)
-        self._insert_at_end(message_markdown(message, index))
+        self._insert_at_end(message_markdown(message, index, self.links))
         return index
 
     # --- the live message ---------------------------------------------------------------------
@@ -280,7 +301,7 @@ class ChatView(QTextBrowser):
         return self.add_message(message) if message is not None else None
 
     def _live_markdown(self, message: ChatMessage) -> str:
-        markdown = message_markdown(message, len(self.messages))
+        markdown = message_markdown(message, len(self.messages), self.links)
         return f"---\n\n{markdown}" if self._live_start else markdown
 
     def _schedule(self) -> None:
@@ -301,20 +322,21 @@ class ChatView(QTextBrowser):
         index = len(self.messages)
         if self._tail_start is None:  # the first text: the header, then paragraphs below it
             separator = "---\n\n" if self._live_start else ""
-            self._replace_live(f"{separator}{assistant_header(index, record=True)}\n")
+            header = assistant_header(index, self.links, record=True)
+            self._replace_live(f"{separator}{header}\n")
             self._tail_start = self._end_cursor().position()
             self._settled, self._tail_rendered = 0, ""
         text = self._live_text
         cut = settle_point(text)
         if cut > self._settled:
             chunk = text[self._settled : cut].rstrip()
-            self._replace_from(self._tail_start, link_citations(chunk, index))
+            self._replace_from(self._tail_start, link_citations(chunk, index, self.links))
             self._tail_start = self._end_cursor().position()
             self._settled, self._tail_rendered = cut, ""
         tail = text[self._settled :]
         if tail != self._tail_rendered:
             self._replace_from(
-                self._tail_start, link_citations(tail, index) if tail.strip() else ""
+                self._tail_start, link_citations(tail, index, self.links) if tail.strip() else ""
             )
             self._tail_rendered = tail
         self.renders += 1
@@ -331,7 +353,8 @@ class ChatView(QTextBrowser):
         if markdown:
             _new_block(cursor)
             first = cursor.block()
-            cursor.insertMarkdown(markdown)
+            fragment, first_format = self._inert_fragment(markdown)
+            cursor.insertFragment(fragment)
             if first.length() == 1 and first.next().isValid() and first.position() > 0:
                 # Markdown that opens with a list or table leaves the new block empty above it.
                 gap = QTextCursor(self.document())
@@ -341,7 +364,7 @@ class ChatView(QTextBrowser):
             else:
                 # The first paragraph went into the plain block made for it: give it the block
                 # format Markdown gives it (a code block, a heading).
-                QTextCursor(first).setBlockFormat(_first_block_format(markdown))
+                QTextCursor(first).setBlockFormat(first_format)
         cursor.endEditBlock()
         self._shade_code(start)
         if at_bottom:
@@ -359,7 +382,7 @@ class ChatView(QTextBrowser):
         if markdown:
             if self._live_start > 0:
                 _new_block(cursor)
-            cursor.insertMarkdown(markdown)
+            cursor.insertFragment(self._inert_fragment(markdown)[0])
         cursor.endEditBlock()
         self._live_rendered = markdown
         self._shade_code(self._live_start)
@@ -367,6 +390,21 @@ class ChatView(QTextBrowser):
             bar.setValue(bar.maximum())
 
     # --- helpers ------------------------------------------------------------------------------
+
+    def _inert_fragment(self, markdown: str) -> tuple[QTextDocumentFragment, QTextBlockFormat]:
+        """``markdown`` parsed and made inert, and the block format of its first paragraph."""
+        scratch = self._scratch
+        scratch.setMarkdown(markdown, MARKDOWN)
+        make_inert(scratch, self.links)
+        return QTextDocumentFragment(scratch), scratch.begin().blockFormat()
+
+    def loadResource(self, kind: int, name: QUrl | str, /) -> object:
+        """Nothing: the transcript shows no images or style sheets, so no name is loaded.
+
+        An empty value, not None: with None, QTextDocument would read a local file itself.
+        """
+        del kind, name
+        return QByteArray()
 
     def _end_cursor(self) -> QTextCursor:
         cursor = QTextCursor(self.document())
@@ -380,7 +418,7 @@ class ChatView(QTextBrowser):
         if not self.document().isEmpty():
             _new_block(cursor)
             markdown = f"---\n\n{markdown}"
-        cursor.insertMarkdown(markdown)
+        cursor.insertFragment(self._inert_fragment(markdown)[0])
         cursor.endEditBlock()
         self._shade_code(start)
         self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
@@ -413,16 +451,16 @@ class ChatView(QTextBrowser):
 
     @Slot(QUrl)
     def _follow(self, url: QUrl) -> None:
-        scheme, rest = url.scheme(), url.path()
-        try:
-            if scheme == "cite":
-                message, number = (int(part) for part in rest.split(":"))
-                self.sig_citation_activated.emit(Citation(message, number))
-            elif scheme == "copy":
-                self.copy_message(int(rest))
-            elif scheme == "record":
-                self.sig_record_requested.emit(int(rest))
-            elif scheme == "earlier":
-                self.show_earlier()
-        except ValueError:
-            return
+        link = self.links.parse(url)
+        if link is None:
+            self.sig_link_requested.emit(url)
+        elif link.action == "cite":
+            self.sig_citation_activated.emit(Citation(link.message, link.number))
+        elif link.action == "copy":
+            self.copy_message(link.message)
+        elif link.action == "record":
+            self.sig_record_requested.emit(link.message)
+        elif link.action == "earlier":
+            self.show_earlier()
+        else:
+            assert_never(link.action)

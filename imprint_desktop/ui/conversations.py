@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.engine.payloads import ConversationList
+from imprint_desktop.ui.inert import tooltip
 
 if TYPE_CHECKING:
     from imprint_desktop.core.history import ConversationSummary
@@ -111,7 +112,7 @@ class ConversationsPane(QWidget):
         replies = f"{conversation.replies} question{'' if conversation.replies == 1 else 's'}"
         item = QListWidgetItem(f"{conversation.title}\n{_when(conversation.updated)} · {replies}")
         item.setData(ID_ROLE, conversation.id)
-        item.setToolTip(conversation.title)
+        item.setToolTip(tooltip(conversation.title))  # a title is a question: any text
         return item
 
     def select(self, conversation_id: int | None) -> None:
@@ -190,6 +191,7 @@ class ConversationsPane(QWidget):
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
             self,
         )
+        box.setTextFormat(Qt.TextFormat.PlainText)  # the title is shown, never interpreted
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
 
         def done(result: int) -> None:

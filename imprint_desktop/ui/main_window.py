@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop import APP_NAME, __version__
-from imprint_desktop.core import paths, resources
+from imprint_desktop.core import paths
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.engine.work import describe_model
@@ -36,16 +36,13 @@ from imprint_desktop.ui.banner import ProblemsBanner, welcome_html
 from imprint_desktop.ui.chat_view import ChatView
 from imprint_desktop.ui.composer import Composer
 from imprint_desktop.ui.conversations import ConversationsPane
+from imprint_desktop.ui.document_viewer import SourceViewer
 from imprint_desktop.ui.question_card import QuestionCard
-from imprint_desktop.ui.record import DocumentViewer, open_document
 from imprint_desktop.ui.research_panel import ResearchPanel
 from imprint_desktop.ui.session import ChatSession
 from imprint_desktop.ui.toolbar import ResearchToolbar
 
-if TYPE_CHECKING:
-    from imprint_desktop.core.research import (
-        events as ev,
-    )  # the model store and the dialogs load after the first paint, when needed
+if TYPE_CHECKING:  # the model store and the dialogs load after the first paint, when needed
     from imprint_desktop.engine.downloads import DownloadManager, JobEnded
     from imprint_desktop.settings.secrets import SecretStore
     from imprint_desktop.ui.model_manager import ModelManagerWindow
@@ -70,7 +67,6 @@ class MainWindow(QMainWindow):
         self.preferences: PreferencesDialog | None = None
         self.downloads: DownloadManager | None = None
         self.model_manager: ModelManagerWindow | None = None
-        self.viewer: DocumentViewer | None = None
 
         self.banner = ProblemsBanner()
         self.banner.open_button.clicked.connect(self.open_preferences)
@@ -121,10 +117,11 @@ class MainWindow(QMainWindow):
             card=self.card,
             conversations=self.conversations,
             parent=self,
+            source_bytes=lambda: int(store.get("workspace.max_file_mb")) * 2**20,
         )
         self.session.sig_problem.connect(self.show_problem)
+        self.session.sig_status.connect(self.show_status)
         self.composer.sig_question_sent.connect(lambda _question: self._show_summary())
-        self.panel.sig_evidence_opened.connect(self.open_evidence)
         self.toolbar_row.model.sig_manage_requested.connect(self.open_model_manager)
         self.toolbar_row.model.sig_remote_settings_requested.connect(self.open_preferences)
         bridge.sig_model_status.connect(self.toolbar_row.show_model)
@@ -289,18 +286,16 @@ class MainWindow(QMainWindow):
             self.transcript.copy_message(index)
             self.statusBar().showMessage("Answer copied.", 3000)
 
-    @Slot(object)
-    def open_evidence(self, item: ev.EvidenceItemView) -> None:
-        """Open the cited document at the cited lines (web pages in the browser)."""
-        saved = str(self._store.get("workspace.path") or "")
-        root = Path(saved) if saved else resources.resource("sample-workspace")
-        opened = open_document(item, root, self)
-        if isinstance(opened, DocumentViewer):
-            self.viewer = opened
-        elif opened:
-            self.statusBar().showMessage(opened, 5000)
+    @property
+    def viewer(self) -> SourceViewer | None:
+        """The viewer evidence and citations opened last (Imprint's own, not the system's)."""
+        return self.session.viewer
 
     # --- reactions ----------------------------------------------------------------------------
+
+    @Slot(str)
+    def show_status(self, message: str) -> None:
+        self.statusBar().showMessage(message, 8000)  # a status bar shows plain text
 
     @Slot(str)
     def show_problem(self, message: str) -> None:

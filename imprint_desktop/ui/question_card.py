@@ -10,6 +10,8 @@ from __future__ import annotations
 from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout
 
+from imprint_desktop.ui.inert import rich
+
 
 class QuestionCard(QFrame):
     sig_answered = Signal(str)
@@ -43,7 +45,7 @@ class QuestionCard(QFrame):
         self.hide()
 
     def ask(self, question: str) -> None:
-        self.question.setText(f"<b>Imprint asks:</b> {_escape(question)}")
+        self.question.setText(f"<b>Imprint asks:</b> {rich(question)}")  # the model's words
         self.answer.clear()
         self.show()
         self.answer.setFocus()
@@ -55,7 +57,3 @@ class QuestionCard(QFrame):
             return
         self.hide()
         self.sig_answered.emit(text)
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

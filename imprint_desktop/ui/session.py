@@ -1,30 +1,39 @@
 """The chat session: wires the bridge's signals to the transcript, the panel and the composer.
 
 It holds what the window needs to remember between events — the open conversation, the reply in
-flight, which transcript message is which saved reply — and nothing the engine owns. Choosing
-another conversation while a reply runs stops that reply first (it is saved, stopped, with its
-evidence), so the transcript on screen is always the conversation the reply belongs to.
+flight, which transcript message is which saved reply, which workspace each reply researched — and
+nothing the engine owns. Choosing another conversation while a reply runs stops that reply first
+(it is saved, stopped, with its evidence), so the transcript on screen is always the conversation
+the reply belongs to.
+
+Evidence opens in Imprint's own :class:`~.document_viewer.SourceViewer`, from the workspace the
+reply researched (not the one chosen now). A link the model wrote acts on nothing: a web address
+opens in the browser only when the person chooses to, with the full address in front of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Signal, Slot
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import QObject, QUrl, Signal, Slot
+from PySide6.QtWidgets import QMessageBox, QWidget
 
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.ui.chat_view import ChatMessage, ChatView, Citation
 from imprint_desktop.ui.composer import Composer
 from imprint_desktop.ui.conversations import ConversationsPane
+from imprint_desktop.ui.document_viewer import SourceViewer, confirm_web_link
+from imprint_desktop.ui.inert import is_web_link
 from imprint_desktop.ui.question_card import QuestionCard
 from imprint_desktop.ui.record import RecordDialog
 from imprint_desktop.ui.research_panel import ResearchPanel
 
 if TYPE_CHECKING:
     from imprint_desktop.core.history import StoredReply
+    from imprint_desktop.core.research import events as ev
 
 INTERRUPTED_NOTE = (
     "This reply was interrupted before it finished (Imprint was closed or stopped). The evidence "
@@ -48,9 +57,21 @@ def messages_for(replies: tuple[StoredReply, ...]) -> list[ChatMessage]:
                 reply.stop_reason,
                 reply.evidence,
                 interrupted=reply.interrupted,
+                workspace=reply.workspace,
             )
         )
     return messages
+
+
+def researched_folder(settings: Mapping[str, Any]) -> str | None:
+    """The folder a reply with these settings researches (as the engine chooses it)."""
+    from imprint_desktop.core.assistant import workspace_root  # noqa: PLC0415 - engine loaded it
+    from imprint_desktop.core.errors import ImprintError  # noqa: PLC0415
+
+    try:
+        return str(workspace_root(settings))
+    except ImprintError:
+        return None
 
 
 class ChatSession(QObject):
@@ -69,6 +90,7 @@ class ChatSession(QObject):
         card: QuestionCard,
         conversations: ConversationsPane,
         parent: QWidget,
+        source_bytes: Callable[[], int],
     ) -> None:
         super().__init__(parent)
         self.bridge, self.view, self.panel = bridge, view, panel
@@ -79,12 +101,19 @@ class ChatSession(QObject):
         self._live_stored: int | None = None
         self.record: RecordDialog | None = None
         self._record_message = -1
+        self.viewer: SourceViewer | None = None
+        self.link_box: QMessageBox | None = None
+        self._source_bytes = source_bytes
+        self._live_workspace: str | None = None  # the folder the running reply researches
+        self._panel_workspace: str | None = None  # the folder of the evidence the panel lists
 
         composer.sig_question_sent.connect(self.send)
         composer.sig_stop_requested.connect(self.stop)
         card.sig_answered.connect(self._answered)
         view.sig_citation_activated.connect(self._citation)
         view.sig_record_requested.connect(self.open_record)
+        view.sig_link_requested.connect(self._model_link)
+        panel.sig_evidence_opened.connect(self.open_panel_evidence)
         conversations.sig_conversation_chosen.connect(self.open_conversation)
         conversations.sig_new_requested.connect(self.new_conversation)
         conversations.sig_rename_requested.connect(bridge.rename_conversation)
@@ -111,6 +140,7 @@ class ChatSession(QObject):
         self.panel.begin("Starting…")
         self.composer.set_running(True)
         self._live_stored = None
+        self._live_workspace = self._panel_workspace = None  # known when research starts
         self.bridge.start_reply(self.conversation_id, question)
 
     @Slot()
@@ -156,7 +186,9 @@ class ChatSession(QObject):
             self.view.append_text(event.text)
             return
         self.panel.apply(event)
-        if isinstance(event, ev.RequestStarted):
+        if isinstance(event, ev.ReplyStarted):
+            self._live_workspace = self._panel_workspace = researched_folder(event.settings)
+        elif isinstance(event, ev.RequestStarted):
             self.view.clear_live_text()
             self.view.set_live_status(self.panel.now_label.text())
         elif isinstance(event, ev.ToolStarted):
@@ -184,6 +216,7 @@ class ChatSession(QObject):
                 result.stop_reason,
                 result.evidence,
                 result,
+                workspace=self._live_workspace,
             )
             self.panel.finish(result.stop_reason, result.evidence)
         else:
@@ -209,6 +242,7 @@ class ChatSession(QObject):
         self.conversations.select(None)
         self.view.show_messages([])
         self.panel.reset()
+        self._panel_workspace = None
         self.panel.set_now("Ask a question to start research.")
         self.composer.edit.setFocus()
 
@@ -236,6 +270,7 @@ class ChatSession(QObject):
             last = record.replies[-1]
             note = "This reply was interrupted." if last.interrupted else "The last reply."
             self.panel.show_record(last.stop_reason, last.evidence, note)
+            self._panel_workspace = last.workspace
         else:
             self.panel.reset()
 
@@ -254,8 +289,50 @@ class ChatSession(QObject):
         message = self.view.messages[citation.message]
         if not self.view.live:
             self.panel.show_record(message.stop_reason, message.evidence, "Cited evidence.")
-        if self.panel.select_evidence(citation.number):
-            self.panel.evidence.setFocus()
+            self._panel_workspace = message.workspace
+        self.panel.select_evidence(citation.number)
+        item = next((item for item in message.evidence if item.id == citation.number), None)
+        if item is not None:
+            self.open_source(item, message.workspace)
+        else:
+            self.sig_status.emit(f"The answer cites [{citation.number}], which it never found.")
+
+    @Slot(object)
+    def open_panel_evidence(self, item: ev.EvidenceItemView) -> None:
+        """An evidence row was chosen: open it from the workspace of the reply it belongs to."""
+        self.open_source(item, self._panel_workspace)
+
+    def open_source(self, item: ev.EvidenceItemView, workspace: str | None) -> SourceViewer:
+        """Show ``item`` in Imprint's own viewer at the cited lines (one viewer at a time)."""
+        if self.viewer is not None:
+            self.viewer.close()
+            self.viewer.deleteLater()
+        self.viewer = SourceViewer(
+            item,
+            Path(workspace) if workspace else None,
+            max_bytes=self._source_bytes(),
+            parent=self._window,
+        )
+        self.viewer.show()
+        return self.viewer
+
+    @Slot(QUrl)
+    def _model_link(self, url: QUrl) -> None:
+        """A link the model wrote: a web address may open after the person confirms it in full;
+        any other kind (a file, a share, an action of the app) is not followed."""
+        if not is_web_link(url):
+            self.sig_status.emit(
+                f"Imprint does not follow “{url.scheme() or 'relative'}” links written in answers."
+            )
+            return
+        if self.link_box is not None:
+            self.link_box.close()
+        self.link_box = confirm_web_link(url, self._window)
+        self.link_box.finished.connect(self._link_box_closed)
+
+    @Slot()
+    def _link_box_closed(self) -> None:
+        self.link_box = None
 
     @Slot(int)
     def open_record(self, index: int) -> None:

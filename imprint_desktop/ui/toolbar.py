@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 from imprint_desktop.core import resources
 from imprint_desktop.engine.payloads import IndexStatus, ModelState, ModelStatus, Outcome
 from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui.inert import tooltip
 
 if TYPE_CHECKING:  # the model store is imported by the download manager, after the first paint
     from imprint_desktop.core.models import InstalledModel
@@ -144,7 +145,7 @@ class WorkspacePicker(QToolButton):
         path = str(self._store.get("workspace.path") or "")
         shown = Path(path).name if path else "Sample workspace"
         self.setText(f"Workspace: {shown}")
-        self.setToolTip(path or str(resources.resource("sample-workspace")))
+        self.setToolTip(tooltip(path or str(resources.resource("sample-workspace"))))
 
     @Slot()
     def choose_folder(self) -> None:
@@ -195,7 +196,9 @@ class ResearchToolbar(QWidget):
             ModelState.NONE: "",
         }[status.state]
         self.model_state.setText(text)
-        self.model_state.setToolTip(status.message or status.description)
+        self.model_state.setToolTip(
+            tooltip(status.message or status.description)
+        )  # a server's words
 
     @Slot(object)
     def show_index(self, status: IndexStatus) -> None:
@@ -206,7 +209,7 @@ class ResearchToolbar(QWidget):
         self.index_bar.setRange(0, max(1, status.total))
         self.index_bar.setValue(status.done)
         self.index_bar.setFormat(f"Indexing {status.done} of {status.total}")
-        self.index_bar.setToolTip(status.path)
+        self.index_bar.setToolTip(tooltip(status.path))  # a file name may hold anything
 
     @property
     def indexing(self) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt, QUrl
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
@@ -22,6 +22,7 @@ from imprint_desktop.engine.host import running_hosts
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
 from tests.qt.research_harness import ask, open_window, search, type_question, write_corpus
+from tests.qt.transcript_links import click_link
 from tests.support.scripted_provider import Step
 
 WAIT_MS = 10_000
@@ -222,15 +223,19 @@ def test_citations_copy_and_the_research_record(
     window = open_window(qtbot, research_store, script).window
     with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
         type_question(qtbot, window, "Tell me two things")
-    index = window.session.last_answer_index()
-    assert "cite:" in window.transcript.toHtml()
 
-    window.transcript.anchorClicked.emit(QUrl(f"cite:{index}:2"))
+    click_link(qtbot, window.transcript, "[2]")
     current = window.panel.evidence.currentItem()
     assert current is not None and current.text().startswith("[2] deep/gamma.md")
+    qtbot.waitUntil(lambda: window.viewer is not None and window.viewer.loaded, timeout=WAIT_MS)
+    assert window.viewer is not None and window.viewer.windowTitle() == "deep/gamma.md"
+    window.viewer.close()
 
-    window.transcript.anchorClicked.emit(QUrl(f"copy:{index}"))
-    assert QGuiApplication.clipboard().text() == "Granite [1], and a quokka [2]."
+    click_link(qtbot, window.transcript, "Copy", occurrence=1)  # the answer's (0: the question's)
+    assert QGuiApplication.clipboard().text().startswith("Granite [1], and a quokka [2].")
+
+    window.activateWindow()  # the viewer had the focus; shortcuts need the window
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
 
     with qtbot.waitSignal(window.bridge.sig_trace_loaded, timeout=WAIT_MS):
         qtbot.keyClick(window, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
@@ -389,4 +394,4 @@ def test_streaming_lays_out_only_the_paragraph_being_written(
     full.add_message(ChatMessage("you", "q"))
     full.add_message(ChatMessage("assistant", answer, stored_id=1))
     assert view.toPlainText() == full.toPlainText()
-    assert "cite:1:1" in view.toHtml()
+    assert view.links.href("cite", 1, 1) in view.toHtml()
