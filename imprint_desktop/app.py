@@ -30,9 +30,10 @@ from imprint_desktop.engine.work import ProviderFactory
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
 from imprint_desktop.ui.theme import apply_theme
-from imprint_desktop.ui.welcome import maybe_show_welcome
+from imprint_desktop.ui.welcome import maybe_show_welcome, needs_welcome
 
 if TYPE_CHECKING:
+    from imprint_desktop.engine.downloads import DownloadManager
     from imprint_desktop.settings.secrets import SecretStore
 
 
@@ -108,12 +109,17 @@ def build_window(
     return window
 
 
-def attach_downloads(window: MainWindow, store: SettingsStore) -> None:
-    """The download manager, its Model menu and its status widget."""
+def attach_downloads(
+    window: MainWindow, store: SettingsStore, manager: DownloadManager | None = None
+) -> None:
+    """The download manager (``manager``, when the welcome made it), its menu and status widget."""
     from imprint_desktop.engine.downloads import DownloadManager  # noqa: PLC0415 - heavy
 
     app = create_application()
-    manager = DownloadManager(store.snapshot, window)
+    if manager is None:
+        manager = DownloadManager(store.snapshot, window)
+    else:
+        manager.setParent(window)
     window.attach_downloads(manager)
     manager.restore()  # paused or failed downloads of an earlier run come back to the queue
     app.aboutToQuit.connect(manager.shutdown)
@@ -124,9 +130,12 @@ class _FirstPaint(QObject):
 
     sig_imported = Signal(object)  # the starter model's path, or None
 
-    def __init__(self, window: MainWindow, store: SettingsStore) -> None:
+    def __init__(
+        self, window: MainWindow, store: SettingsStore, downloads: DownloadManager | None = None
+    ) -> None:
         super().__init__(window)
         self._window, self._store = window, store
+        self._downloads = downloads  # made early by the welcome, to download at once
         self._started = False
         self.sig_imported.connect(self._attach)
         window.installEventFilter(self)
@@ -152,7 +161,7 @@ class _FirstPaint(QObject):
 
     def _attach(self, starter: Path | None) -> None:
         self._window.set_starter(starter)
-        attach_downloads(self._window, self._store)
+        attach_downloads(self._window, self._store, self._downloads)
 
 
 def report(event: str, **fields: object) -> None:
@@ -200,13 +209,15 @@ def _report_events(window: MainWindow) -> None:
 
 
 def open_main_window(
-    store: SettingsStore, secrets: SecretStore | Callable[[], SecretStore]
+    store: SettingsStore,
+    secrets: SecretStore | Callable[[], SecretStore],
+    downloads: DownloadManager | None = None,
 ) -> MainWindow:
     """Show the window as a person starts it: first paint first, then the heavy startup work."""
     window = build_window(store, secrets, downloads=False)
     if os.environ.get("IMPRINT_GUI_EVENTS") == "1":
         _report_events(window)
-    window.startup = _FirstPaint(window, store)  # type: ignore[attr-defined]
+    window.startup = _FirstPaint(window, store, downloads)  # type: ignore[attr-defined]
     window.show()
     window.composer.edit.setFocus()
     return window
@@ -222,8 +233,14 @@ def run(
     # First run: a short welcome (starter model, model manager or a server; sample workspace).
     # Scripted runs (--quit-after, the end-to-end event hook) never stop for it.
     scripted = quit_after is not None or os.environ.get("IMPRINT_GUI_EVENTS") == "1"
-    welcome = maybe_show_welcome(None, store, enabled=not scripted)
-    window = open_main_window(store, new_secret_store)
+    downloads = None
+    if not scripted and needs_welcome(store):
+        # The welcome offers recommended models and starts the chosen download at once.
+        from imprint_desktop.engine.downloads import DownloadManager  # noqa: PLC0415 - heavy
+
+        downloads = DownloadManager(store.snapshot)
+    welcome = maybe_show_welcome(None, store, enabled=not scripted, downloads=downloads)
+    window = open_main_window(store, new_secret_store, downloads)
     if welcome is not None and welcome.open_model_manager:
         # The manager needs the download machinery, which attaches after the first paint.
         window.startup.sig_imported.connect(  # type: ignore[attr-defined]

@@ -39,10 +39,13 @@ from imprint_desktop.core.models import (
     ModelLayout,
     ModelLibrary,
     Phase,
+    RecommendedModel,
     RemoteModel,
     Sort,
+    recommend_here,
 )
 from imprint_desktop.core.models.journal import Journal
+from imprint_desktop.core.models.recommended import MachineProbe
 
 log = logging.getLogger(__name__)
 
@@ -163,11 +166,13 @@ class DownloadManager(QObject):
         options: DownloadOptions | None = None,
         environ: Mapping[str, str] | None = None,
         max_parallel: int = 2,
+        probe: MachineProbe | None = None,
     ) -> None:
         super().__init__(parent)
         self._settings = settings
         self._environ = environ
         self._options = options
+        self._probe = probe  # how recommend() reads this computer; tests give a fixed one
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(max_parallel + 2)  # downloads plus hub jobs
         self._relay = _Relay()
@@ -219,6 +224,25 @@ class DownloadManager(QObject):
     def import_file(self, path: Path) -> str:
         library = self.library()
         return self._submit("import", lambda: library.import_file(path))
+
+    def recommend(self) -> str:
+        """The recommended models judged for this computer (a ``Recommendations`` when finished)."""
+        settings, environ, probe = self._settings(), self._environ, self._probe
+        if probe is None:
+            return self._submit("recommended", lambda: recommend_here(settings, environ))
+        return self._submit("recommended", lambda: recommend_here(settings, environ, probe=probe))
+
+    def start_recommended(self, model: RecommendedModel) -> str:
+        """Find ``model``'s file on the hub (on a worker), then queue its download.
+
+        The job (kind ``resolve``) ends finished with the download id as its value, or failed
+        with why the download could not start (no network, the file is gone from the hub).
+        """
+        config = self._config()
+        n_ctx = int(str(self._settings().get("model.n_ctx", 8192)))
+        return self._submit(
+            "resolve", lambda: HubClient(config).resolve_model(model.repo, model.file, n_ctx)
+        )
 
     def restore(self) -> str:
         """Bring back downloads a previous run left paused or failed (read on a worker)."""
@@ -319,7 +343,21 @@ class DownloadManager(QObject):
             self._download_ended(event)
         elif event.kind == "restore" and event.outcome is Outcome.FINISHED:
             self._restored(event.value)  # type: ignore[arg-type]
+        elif event.kind == "resolve":
+            event = self._start_resolved(event)
         self.sig_job_ended.emit(event)
+
+    def _start_resolved(self, event: JobEnded) -> JobEnded:
+        """A recommended model was found on the hub: queue it (not once the app is closing)."""
+        model = event.value
+        if not isinstance(model, RemoteModel):
+            return event
+        if self._closed:
+            return JobEnded(event.job_id, event.kind, Outcome.CANCELLED)
+        try:
+            return replace(event, value=self.start_download(model))
+        except ImprintError as error:  # an unverifiable file, an unwritable data folder
+            return JobEnded(event.job_id, event.kind, Outcome.FAILED, None, str(error))
 
     def _download_ended(self, event: JobEnded) -> None:
         ident = event.job_id

@@ -1,9 +1,11 @@
 """The Model Manager window: find GGUF models on the hub, download them, manage installed ones.
 
-Three tabs — *Find* (search, results, a repository's models with quantization, size and fit),
-*Downloads* (the queue, from :mod:`.download_status`) and *Installed* (use, remove, show in folder,
-import). Every hub request and disk scan is a job of the :class:`DownloadManager`; this window only
-sends requests and shows what comes back, so it never blocks. Closing it leaves downloads running.
+Four tabs — *Recommended* (the curated models judged for this computer, from :mod:`.recommended`;
+the window opens on it, before any search), *Find* (search, results, a repository's models with
+quantization, size and fit), *Downloads* (the queue, from :mod:`.download_status`) and *Installed*
+(use, remove, show in folder, import). Every hub request and disk scan is a job of the
+:class:`DownloadManager`; this window only sends requests and shows what comes back, so it never
+blocks. Closing it leaves downloads running.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from imprint_desktop.core.models import (
 from imprint_desktop.engine.downloads import DownloadManager, JobEnded, Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import DownloadQueue
+from imprint_desktop.ui.recommended import RecommendedPage
 
 _FIT_COLOURS = {Fit.FITS: "#1b7f3b", Fit.TIGHT: "#a86b00", Fit.TOO_BIG: "#b3261e"}
 
@@ -103,6 +106,8 @@ class ModelManagerWindow(QWidget):
         self.open_folder: Callable[[Path], None] = _open_in_file_manager
 
         self.tabs = QTabWidget()
+        self.recommended = RecommendedPage(manager, store)
+        self.tabs.addTab(self.recommended, "Re&commended")
         self.tabs.addTab(self._build_find(), "&Find")
         self.queue = DownloadQueue(manager)
         self.tabs.addTab(self.queue, "&Downloads")
@@ -117,6 +122,8 @@ class ModelManagerWindow(QWidget):
         layout.addWidget(self.message)
         manager.sig_job_ended.connect(self._job_ended)
         manager.sig_download_changed.connect(self._download_changed)
+        self.recommended.sig_message.connect(self.say)
+        self.recommended.refresh()  # judged on a worker; the list fills in when it is ready
 
     # --- Find --------------------------------------------------------------------------------
 
@@ -368,6 +375,7 @@ class ModelManagerWindow(QWidget):
 
     # --- events ------------------------------------------------------------------------------
 
+    @Slot(object)
     def say(self, text: str) -> None:
         self.message.setText(text)
 

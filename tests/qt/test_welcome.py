@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,9 @@ from PySide6.QtWidgets import (
 )
 from pytestqt.qtbot import QtBot
 
+from imprint_desktop.core.models import DownloadOptions, Machine, ModelLayout, ModelLibrary
+from imprint_desktop.core.resources import starter_model_path
+from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.welcome import (
     WelcomeChoice,
@@ -23,6 +27,11 @@ from imprint_desktop.ui.welcome import (
     maybe_show_welcome,
     needs_welcome,
 )
+from tests.support.hub_server import HubServer, serve_recommended, starter_hub
+
+GB = 1 << 30
+#: A laptop with four fast cores and 16 GiB free: Qwen3 4B runs well on it, Qwen3 8B slowly.
+LAPTOP = Machine(available_memory=16 * GB, cpu_cores=4, fast_cpu=True, gpu=None, disk_free=200 * GB)
 
 
 @pytest.fixture
@@ -184,3 +193,170 @@ def test_a_settings_file_that_cannot_be_written_is_said_and_the_dialog_stays(
 
     assert dialog.isVisible() and dialog.problem.isVisible()
     assert dialog.problem.text().startswith("Could not save the settings")
+
+
+# --- downloading a recommended model ----------------------------------------------------------
+
+
+@pytest.fixture
+def hub() -> Iterator[HubServer]:
+    """The starter model's bytes served under every recommended model's name."""
+    with starter_hub() as server:
+        serve_recommended(server)
+        yield server
+
+
+def download_manager(
+    hub: HubServer, store: SettingsStore, cache: Path, machine: Machine = LAPTOP
+) -> DownloadManager:
+    return DownloadManager(
+        store.snapshot,
+        environ={"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(cache)},
+        options=DownloadOptions(backoff_initial=0.01, backoff_max=0.05),
+        probe=lambda _folder, _threads: machine,
+    )
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    return tmp_path / "hf-cache"
+
+
+@pytest.fixture
+def downloads(hub: HubServer, store: SettingsStore, cache: Path) -> Iterator[DownloadManager]:
+    manager = download_manager(hub, store, cache)
+    yield manager
+    assert manager.shutdown(30_000), "the download workers did not stop"
+
+
+def with_picks(qtbot: QtBot, dialog: WelcomeDialog) -> WelcomeDialog:
+    qtbot.waitUntil(lambda: len(dialog.pick_buttons) == 3, timeout=10_000)
+    return dialog
+
+
+@pytest.fixture
+def welcome(
+    qtbot: QtBot, store: SettingsStore, starter: Path, sample: Path, downloads: DownloadManager
+) -> WelcomeDialog:
+    """The welcome with its recommended models listed (on a 4-core laptop with 16 GiB free)."""
+    dialog = WelcomeDialog(
+        store, starter_model=starter, sample_workspace=sample, downloads=downloads
+    )
+    return with_picks(qtbot, show(qtbot, dialog))
+
+
+def test_download_offers_the_best_fit_and_two_alternatives_with_size_and_fit(
+    qtbot: QtBot, welcome: WelcomeDialog
+) -> None:
+    dialog = welcome
+    titles = [button.text() for button, _entry in dialog.pick_buttons]
+    assert titles == [
+        "Qwen3 4B  ·  2.3 GiB  ·  Runs well  ·  best fit",
+        "Qwen3 8B  ·  4.7 GiB  ·  Runs slowly  ·  more capable, slower",
+        "Llama 3.2 3B Instruct  ·  1.9 GiB  ·  Runs well  ·  lighter, faster",
+    ]
+    best_button, best = dialog.pick_buttons[0]
+    assert best_button.isChecked()
+    assert best.fit.reason in best_button.accessibleDescription()
+    assert best.model.good_at in best_button.accessibleDescription()
+    assert not dialog.picks.isEnabled(), "the picks wait until Download is chosen"
+    assert dialog.choice() is WelcomeChoice.STARTER
+
+    qtbot.mouseClick(dialog.manager_option, Qt.MouseButton.LeftButton)
+    assert dialog.picks.isEnabled() and dialog.choice() is WelcomeChoice.DOWNLOAD
+    assert "uses the starter model until the file is verified" in dialog.picks_note.text()
+    qtbot.mouseClick(dialog.browse_option, Qt.MouseButton.LeftButton)
+    assert dialog.choice() is WelcomeChoice.MODEL_MANAGER
+    qtbot.mouseClick(best_button, Qt.MouseButton.LeftButton)
+    assert dialog.selected_pick() is best
+
+
+def test_get_started_downloads_at_once_keeps_the_starter_and_switches_when_verified(
+    qtbot: QtBot, welcome: WelcomeDialog, store: SettingsStore, starter: Path, hub: HubServer
+) -> None:
+    dialog = welcome
+    qtbot.mouseClick(dialog.manager_option, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(dialog.accepted, timeout=2000):
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+
+    result = dialog.result_value
+    assert result.choice is WelcomeChoice.DOWNLOAD and result.sample_workspace
+    assert result.model is not None and result.model.id == "qwen3-4b"
+    assert store.get("model.path") == str(starter), "the starter model until the file is verified"
+    offer = dialog.switch_offer
+    assert offer is not None
+    qtbot.waitUntil(lambda: offer.box is not None and offer.box.isVisible(), timeout=60_000)
+    assert store.get("model.path") == str(starter)
+    assert hub.byte_requests(), "the bytes came from the hub"
+    assert "Qwen3 4B is downloaded and verified" in offer.box.text()
+    assert "keeps using starter.gguf" in offer.box.informativeText()
+
+    with qtbot.waitSignal(offer.sig_switched, timeout=5000) as switched:
+        qtbot.mouseClick(offer.switch_button, Qt.MouseButton.LeftButton)
+    path = Path(switched.args[0])
+    assert store.get("model.path") == str(path) and store.get("model.provider") == "local"
+    assert path.name == "Qwen3-4B-Q4_K_M.gguf" and "models--Qwen--Qwen3-4B-GGUF" in str(path)
+    assert path.read_bytes()[:4] == b"GGUF"
+    starter_file = starter_model_path()
+    assert starter_file is not None and path.stat().st_size == starter_file.stat().st_size
+
+
+def test_the_person_can_keep_the_current_model(
+    qtbot: QtBot, welcome: WelcomeDialog, store: SettingsStore, starter: Path, cache: Path
+) -> None:
+    dialog = welcome
+    qtbot.mouseClick(dialog.manager_option, Qt.MouseButton.LeftButton)
+    lighter, entry = dialog.pick_buttons[2]
+    qtbot.mouseClick(lighter, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(dialog.accepted, timeout=2000):
+        qtbot.keyClick(lighter, Qt.Key.Key_Return)
+    assert dialog.result_value.model == entry.model
+    offer = dialog.switch_offer
+    assert offer is not None
+    qtbot.waitUntil(lambda: offer.box is not None and offer.box.isVisible(), timeout=60_000)
+    with qtbot.waitSignal(offer.sig_kept, timeout=5000) as kept:
+        qtbot.keyClick(offer.box, Qt.Key.Key_Escape)
+    assert store.get("model.path") == str(starter)
+    assert Path(kept.args[0]).name == entry.model.file
+    layout = ModelLayout.from_settings(store.snapshot(), {"HF_HUB_CACHE": str(cache)})
+    installed = ModelLibrary(layout)
+    assert entry.model.installed_name in {model.name for model in installed.installed()}
+
+
+def test_a_download_that_cannot_start_is_said(
+    qtbot: QtBot, welcome: WelcomeDialog, store: SettingsStore, starter: Path, hub: HubServer
+) -> None:
+    dialog = welcome
+    qtbot.mouseClick(dialog.manager_option, Qt.MouseButton.LeftButton)
+    del hub.repos["Qwen/Qwen3-4B-GGUF"]  # gone from the hub since the list was made
+    with qtbot.waitSignal(dialog.accepted, timeout=2000):
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    offer = dialog.switch_offer
+    assert offer is not None
+    with qtbot.waitSignal(offer.sig_failed, timeout=10_000) as failed:
+        pass
+    assert "Qwen3 4B could not be downloaded" in failed.args[0]
+    assert "no such repository" in failed.args[0]
+    assert offer.failure_box is not None and offer.failure_box.isVisible()
+    assert "keeps using starter.gguf" in offer.failure_box.informativeText()
+    assert store.get("model.path") == str(starter)
+    offer.failure_box.close()
+
+
+def test_when_nothing_fits_the_model_manager_is_offered(
+    qtbot: QtBot, store: SettingsStore, starter: Path, hub: HubServer, cache: Path
+) -> None:
+    small = Machine(available_memory=GB, cpu_cores=2, fast_cpu=True, gpu=None, disk_free=GB)
+    manager = download_manager(hub, store, cache, small)
+    dialog = show(
+        qtbot, WelcomeDialog(store, starter_model=starter, sample_workspace=None, downloads=manager)
+    )
+    qtbot.waitUntil(lambda: "None of the recommended" in dialog.picks_status.text(), timeout=10_000)
+    assert "disk space" in dialog.picks_status.text()
+    assert dialog.pick_buttons == []
+    qtbot.mouseClick(dialog.manager_option, Qt.MouseButton.LeftButton)
+    assert dialog.browse_option.isChecked() and dialog.choice() is WelcomeChoice.MODEL_MANAGER
+    with qtbot.waitSignal(dialog.accepted, timeout=2000):
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    assert dialog.result_value.open_model_manager and dialog.switch_offer is None
+    assert manager.shutdown(30_000)

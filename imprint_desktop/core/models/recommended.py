@@ -4,7 +4,7 @@ The list is curated by hand: instruct models from known publishers whose chat te
 tool-call formats the local provider speaks (:class:`TemplateFamily`), in order of preference.
 :func:`recommend` judges every entry with :func:`~.fit.assess_fit` and picks the *best fit* — the
 first entry that runs well, or failing that the quickest one that fits at all — and two
-alternatives beside it: the nearest more capable one and the nearest lighter one. The welcome, the
+alternatives beside it: the nearest more capable one and the nearest smaller one. The welcome, the
 model manager's *Recommended* tab and ``imprint models recommended`` all show this one result.
 
 :func:`recommend_here` reads the disk, ``/proc`` and perhaps ``nvidia-smi``: call it on a worker
@@ -185,6 +185,7 @@ class Role(enum.Enum):
     BEST = "best"
     MORE_CAPABLE = "more_capable"
     LIGHTER = "lighter"
+    ALSO = "also"
 
     @property
     def words(self) -> str:
@@ -192,6 +193,7 @@ class Role(enum.Enum):
             Role.BEST: "Best fit",
             Role.MORE_CAPABLE: "More capable, slower",
             Role.LIGHTER: "Lighter, faster",
+            Role.ALSO: "Also fits",
         }[self]
 
 
@@ -307,24 +309,35 @@ def recommend(
 
 
 def _roles(judged: Sequence[Recommendation]) -> dict[int, Role]:
+    """The best fit and two alternatives: the nearest better-ranked one, the nearest smaller one.
+
+    The list is in order of preference, so an entry ranked above the best fit is more capable but
+    did not run well here (slower); one ranked below and smaller is lighter and faster. When one
+    of those is missing, the next nearest of either kind fills in.
+    """
     fitting = [i for i, entry in enumerate(judged) if entry.fit.verdict is not Verdict.DOES_NOT_FIT]
     if not fitting:
         return {}
     well = [i for i in fitting if judged[i].fit.verdict is Verdict.RUNS_WELL]
     best = (
-        well[0] if well else min(fitting, key=lambda i: judged[i].fit.reply_seconds or float("inf"))
+        well[0]
+        if well
+        else min(fitting, key=lambda i: judged[i].fit.reply_seconds or float("inf"))
     )
-    above = [i for i in reversed(fitting) if i < best]  # nearest more capable first
-    below = [i for i in fitting if i > best]  # nearest lighter first
+    size = judged[best].model.size
+    above = [i for i in reversed(fitting) if i < best]  # nearest first
+    lighter = [i for i in fitting if i > best and judged[i].model.size < size]
+    other = [i for i in fitting if i > best and i not in lighter]
     roles = {best: Role.BEST}
-    if above:
-        roles[above.pop(0)] = Role.MORE_CAPABLE
-    if below:
-        roles[below.pop(0)] = Role.LIGHTER
-    for index in above + below:
+    for queue, role in ((above, Role.MORE_CAPABLE), (lighter, Role.LIGHTER)):
+        if queue:
+            roles[queue.pop(0)] = role
+    fill = [(i, Role.MORE_CAPABLE) for i in above] + [(i, Role.LIGHTER) for i in lighter]
+    fill += [(i, Role.ALSO) for i in other]
+    for index, role in fill:
         if len(roles) >= 3:
             break
-        roles[index] = Role.MORE_CAPABLE if index < best else Role.LIGHTER
+        roles[index] = role
     return roles
 
 

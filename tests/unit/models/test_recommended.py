@@ -300,3 +300,19 @@ def test_a_model_already_downloaded_is_marked_installed(tmp_path: Path) -> None:
     assert result.best is entry
     with pytest.raises(ModelStoreError, match="No recommended model is called 'nope'"):
         result.find("nope")
+
+
+def test_alternatives_are_labelled_by_what_they_are() -> None:
+    ranked = list(CATALOGUE)
+    for cores in (2, 3, 4, 6, 8, 12, 16, 32):
+        result = recommend(CATALOGUE, machine(cpu_cores=cores), n_ctx=8192, time_budget=300)
+        best = result.best
+        assert best is not None
+        assert len(result.picks) == 3
+        for pick in result.picks[1:]:
+            if pick.role is Role.MORE_CAPABLE:
+                assert ranked.index(pick.model) < ranked.index(best.model)
+                assert (pick.fit.reply_seconds or 0) > (best.fit.reply_seconds or 0)
+            else:
+                assert ranked.index(pick.model) > ranked.index(best.model)
+                assert (pick.role is Role.LIGHTER) == (pick.model.size < best.model.size)
