@@ -11,27 +11,14 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-STOP_WORDS = {
-    "answered": "The model answered.",
-    "no_progress": "Research stopped: recent rounds found no new evidence.",
-    "time_budget": "Research stopped: the research time ran out.",
-    "token_budget": "Research stopped: the research token budget ran out.",
-    "context_full": "Research stopped: the model's context window is full.",
-    "cancelled": "Stopped.",
-    "error": "The model failed.",
-}
+from imprint_desktop.core.research.report import seconds_text, stop_sentence
+
+__all__ = ["SegmentBar", "seconds_text", "stop_words"]
 
 
 def stop_words(reason: str | None) -> str:
-    return STOP_WORDS.get(reason or "", "")
-
-
-def seconds_text(seconds: float) -> str:
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(int(seconds), 60)
-    return f"{minutes}:{rest:02d} min"
+    """Why research stopped, in the one wording every view uses."""
+    return stop_sentence(reason)
 
 
 class SegmentBar(QWidget):

@@ -1,93 +1,58 @@
-"""A finished reply's research record, and the document viewer that evidence opens in.
+"""A finished reply's research record: the report of what its research did.
 
 The record is built from the reply's trace (DESIGN §5), which the history keeps for every reply —
-live or reopened after a restart — so both show the same budgets, stop reason and evidence.
+live or reopened after a restart — so both show the same budgets, stop reason and evidence. Its
+evidence opens where it came from through :attr:`RecordDialog.sig_evidence_opened` (Imprint's own
+source viewer, :mod:`.document_viewer`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QUrl, Slot
-from PySide6.QtGui import QColor, QDesktopServices, QTextCursor, QTextFormat
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
     QLabel,
+    QListWidget,
+    QListWidgetItem,
     QPlainTextEdit,
     QPushButton,
-    QTextEdit,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
-from imprint_desktop.ui.budget_widgets import stop_words
+from imprint_desktop.core.research.report import Report, build_report
+from imprint_desktop.core.research.report_html import write_report
+from imprint_desktop.core.research.trace import trace_json
+from imprint_desktop.ui.activity import ActivityModel
+from imprint_desktop.ui.activity_view import ActivityView, titled_stack
+from imprint_desktop.ui.budget_chart import BudgetChart
+from imprint_desktop.ui.research_panel import EVIDENCE_ROLE, evidence_row
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
 
-VIEWABLE = {".md", ".txt", ".rst", ".csv", ".py", ".json", ".toml", ".yaml", ".yml", ".log"}
-VIEWABLE_BYTES = 2 << 20
-_LINES = re.compile(r"lines?\s+(\d+)(?:\s*[-–]\s*(\d+))?")
-
-
-def cited_lines(location: str) -> tuple[int, int] | None:
-    """``"lines 3-8"`` → (3, 8)."""
-    match = _LINES.search(location)
-    if match is None:
-        return None
-    first = int(match.group(1))
-    return first, int(match.group(2) or first)
-
-
-def summary_from_trace(lines: Sequence[dict[str, object]]) -> list[tuple[str, str]]:
-    """The budgets a reply used, in rows of (what, how much), computed from its trace."""
-    research = final = refunded = 0
-    rounds = 0
-    user_wait = 0.0
-    stop = ""
-    settings: dict[str, object] = {}
-    for line in lines:
-        kind = line.get("type")
-        given = line.get("settings")
-        if kind == "run_start" and isinstance(given, dict):
-            settings = {str(key): value for key, value in given.items()}
-        elif kind == "request":
-            charged = int(str(line.get("charged", 0)))
-            refunded += int(str(line.get("refunded", 0)))
-            if line.get("phase") == "final":
-                final += charged
-            else:
-                research += charged
-        elif kind == "round_end":
-            rounds = max(rounds, int(str(line.get("round", 0))))
-        elif kind == "user_wait":
-            user_wait += float(str(line.get("seconds", 0.0)))
-        elif kind == "stop":
-            stop = str(line.get("reason", ""))
-    budget = settings.get("chat.research_token_budget", "?")
-    rows = [
-        ("Stopped because", stop_words(stop) or "—"),
-        ("Rounds", str(rounds)),
-        (
-            "Research tokens",
-            f"{research:,} of {budget:,}" if isinstance(budget, int) else str(research),
-        ),
-        ("Final answer tokens", f"{final:,}"),
-        ("Tokens refunded", f"{refunded:,}"),
-        ("Waiting for you", f"{user_wait:.1f} s (not counted)"),
-    ]
-    if lines:
-        rows.append(("Total time", f"{float(str(lines[-1].get('t', 0.0))):.1f} s"))
-    return rows
-
 
 class RecordDialog(QDialog):
-    """Budgets used, stop reason, evidence and the raw trace of one reply."""
+    """One reply's research record as a report: why and when research stopped, where the time and
+    tokens went (figures, and a chart of the budgets per round), what every call did, the
+    evidence — and the raw trace one click away (Save trace…, and a collapsed raw view).
+
+    Built from the trace with :func:`~imprint_desktop.core.research.report.build_report`; the same
+    report exports to a self-contained HTML file. Everything shown that came from the question, a
+    tool argument or a document is plain text.
+    """
+
+    sig_evidence_opened = Signal(object)  # EvidenceItemView: open it where it came from
 
     def __init__(
         self,
@@ -96,45 +61,117 @@ class RecordDialog(QDialog):
         lines: Sequence[dict[str, object]],
         save_trace: Callable[[Path], None],
         parent: QWidget | None = None,
+        *,
+        described: Mapping[tuple[int, str], str] | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Research record")
         self.setAccessibleName("Research record")
-        self.resize(720, 560)
+        self.resize(960, 820)
         self._save_trace = save_trace
-        rows = "".join(
-            f"<tr><td><b>{what}</b></td><td>{value}</td></tr>"
-            for what, value in summary_from_trace(lines)
-        )
-        sources = "".join(
-            f"<li>[{item.id}] {item.source} · {item.location}</li>" for item in evidence
-        )
-        self.summary = QLabel(
-            f"<p><i>{_escape(question)}</i></p><table cellspacing=4>{rows}</table>"
-            f"<p><b>Evidence</b></p><ol style='list-style:none'>{sources or '<li>none</li>'}</ol>"
-        )
-        self.summary.setWordWrap(True)
-        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.trace = QPlainTextEdit()
-        self.trace.setReadOnly(True)
-        self.trace.setAccessibleName("Trace")
-        self.trace.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        import json  # noqa: PLC0415 - only the record needs it
+        self.report = build_report(lines, evidence, question=question, described=described)
+        summary = self.report.summary
+        self.question = _plain_label(summary.question, "The question")
+        italic = self.question.font()
+        italic.setItalic(True)
+        self.question.setFont(italic)
+        self.summary = _plain_label(summary.stop_text, "Why research stopped")
+        bold = self.summary.font()
+        bold.setBold(True)
+        bold.setPointSizeF(bold.pointSizeF() * 1.15)
+        self.summary.setFont(bold)
+        self.chart = BudgetChart(self.report)
+        self.activity_model = ActivityModel(self)
+        self.activity = ActivityView(self.activity_model)
+        self.activity_model.load(self.report.activity)
+        self.activity.sig_evidence_chosen.connect(self._show_evidence)
+        self.evidence = QListWidget()
+        self.evidence.setAccessibleName("Evidence")
+        self.evidence.setAccessibleDescription("Press Enter or double-click to open the document")
+        self.evidence.setWordWrap(True)
+        self.evidence.setAlternatingRowColors(True)
+        for item in self.report.evidence:
+            self.evidence.addItem(evidence_row(item))
+        self.evidence.itemActivated.connect(self._open_item)
+        self.trace, self.trace_toggle = self._raw_trace(lines)
+        self.saved = QLabel()
+        self.saved.setTextFormat(Qt.TextFormat.PlainText)
+        self.saved.setAccessibleName("Export status")
+        self._writer = _ReportFiles(self)
+        self._writer.sig_done.connect(self.saved.setText)
 
-        self.trace.setPlainText("\n".join(json.dumps(line, ensure_ascii=False) for line in lines))
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.question)
+        layout.addWidget(self.summary)
+        layout.addLayout(self._figures_and_chart())
+        lists = titled_stack((("&Activity", self.activity), ("E&vidence", self.evidence)))
+        lists.setStretchFactor(0, 3)
+        lists.setStretchFactor(1, 2)
+        layout.addWidget(lists, 1)
+        layout.addWidget(self.trace_toggle, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.trace, 1)
+        layout.addWidget(self.saved)
+        layout.addWidget(self._buttons())
+
+    def _raw_trace(self, lines: Sequence[dict[str, object]]) -> tuple[QPlainTextEdit, QToolButton]:
+        trace = QPlainTextEdit()
+        trace.setReadOnly(True)
+        trace.setAccessibleName("Trace")
+        trace.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        trace.setPlainText("\n".join(trace_json(dict(line)) for line in lines))
+        trace.hide()
+        toggle = QToolButton()
+        toggle.setText("Raw &trace (JSON Lines; no secrets)")
+        toggle.setAccessibleName("Show the raw trace")
+        toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        toggle.setArrowType(Qt.ArrowType.RightArrow)
+        toggle.setCheckable(True)
+        toggle.setAutoRaise(True)
+        toggle.toggled.connect(self._toggle_trace)
+        return trace, toggle
+
+    def _figures_and_chart(self) -> QHBoxLayout:
+        figures = QFormLayout()
+        figures.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
+        for what, value in self.report.summary.figures():
+            figure = _plain_label(value, what)
+            figure.setWordWrap(False)
+            figures.addRow(f"{what}:", figure)
+        top = QHBoxLayout()
+        top.addLayout(figures)
+        top.addWidget(self.chart, 1)
+        return top
+
+    def _buttons(self) -> QDialogButtonBox:
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.export_button = QPushButton("&Export report…")
+        self.export_button.setAccessibleName("Export the record as an HTML report")
         self.save_button = QPushButton("&Save trace…")
         self.save_button.setAccessibleName("Save the trace for a bug report")
+        buttons.addButton(self.export_button, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.addButton(self.save_button, QDialogButtonBox.ButtonRole.ActionRole)
+        self.export_button.clicked.connect(self._export)
         self.save_button.clicked.connect(self._save)
         buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.summary)
-        trace_label = QLabel("&Trace (JSON Lines; no secrets)")
-        trace_label.setBuddy(self.trace)
-        layout.addWidget(trace_label)
-        layout.addWidget(self.trace, 1)
-        layout.addWidget(buttons)
+        return buttons
+
+    def export_to(self, path: Path) -> None:
+        """Write the report as HTML to ``path`` on a worker thread; :attr:`saved` says when."""
+        self._writer.write(path, self.report)
+
+    @Slot(bool)
+    def _toggle_trace(self, shown: bool) -> None:
+        self.trace.setVisible(shown)
+        arrow = Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow
+        self.trace_toggle.setArrowType(arrow)
+
+    @Slot()
+    def _export(self) -> None:
+        path, _filter = QFileDialog.getSaveFileName(
+            self, "Export report", "research-record.html", "HTML (*.html)"
+        )
+        if path:
+            self.export_to(Path(path))
 
     @Slot()
     def _save(self) -> None:
@@ -144,71 +181,42 @@ class RecordDialog(QDialog):
         if path:
             self._save_trace(Path(path))
 
+    @Slot(int)
+    def _show_evidence(self, number: int) -> None:
+        for row in range(self.evidence.count()):
+            if self.evidence.item(row).data(EVIDENCE_ROLE).id == number:
+                self.evidence.setCurrentRow(row)
+                self.evidence.scrollToItem(self.evidence.item(row))
+                self.evidence.setFocus()
+                return
 
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-class DocumentViewer(QDialog):
-    """A workspace text file with the cited lines highlighted and scrolled into view."""
-
-    def __init__(
-        self, title: str, text: str, lines: tuple[int, int] | None, parent: QWidget | None = None
-    ) -> None:
-        super().__init__(parent)
-        self.setWindowTitle(title)
-        self.setAccessibleName(f"Document {title}")
-        self.resize(760, 600)
-        self.view = QPlainTextEdit()
-        self.view.setReadOnly(True)
-        self.view.setAccessibleName("Document text")
-        self.view.setPlainText(text)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        buttons.rejected.connect(self.reject)
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.view, 1)
-        layout.addWidget(buttons)
-        if lines is not None:
-            self._highlight(*lines)
-
-    def _highlight(self, first: int, last: int) -> None:
-        document = self.view.document()
-        start = document.findBlockByNumber(max(0, first - 1))
-        end = document.findBlockByNumber(max(0, last - 1))
-        if not start.isValid():
-            return
-        cursor = QTextCursor(start)
-        if end.isValid():
-            cursor.setPosition(end.position() + end.length() - 1, QTextCursor.MoveMode.KeepAnchor)
-        selection = QTextEdit.ExtraSelection()
-        highlight = QColor(self.palette().color(self.palette().ColorRole.Highlight))
-        highlight.setAlpha(70)
-        selection.format.setBackground(highlight)
-        selection.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
-        selection.cursor = cursor
-        self.view.setExtraSelections([selection])
-        self.view.setTextCursor(QTextCursor(start))
-        self.view.centerCursor()
+    @Slot(QListWidgetItem)
+    def _open_item(self, row: QListWidgetItem) -> None:
+        self.sig_evidence_opened.emit(row.data(EVIDENCE_ROLE))
 
 
-def open_document(
-    item: ev.EvidenceItemView, root: Path, parent: QWidget
-) -> DocumentViewer | str | None:
-    """Show a piece of evidence where it came from: a text file in the viewer at the cited lines,
-    anything else (PDF, HTML) in the system's application, a web page in the browser.
+def _plain_label(text: str, name: str) -> QLabel:
+    """A label that shows ``text`` as it is: never as markup (it may be untrusted)."""
+    label = QLabel(text)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setWordWrap(True)
+    label.setAccessibleName(name)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    return label
 
-    Returns the viewer it opened, or a sentence when the file is gone.
-    """
-    if item.source.startswith(("http://", "https://")):
-        QDesktopServices.openUrl(QUrl(item.source))
-        return None
-    path = root / item.source
-    if not path.is_file():
-        return f"{item.source} is no longer in the workspace folder {root}."
-    if path.suffix.lower() in VIEWABLE and path.stat().st_size <= VIEWABLE_BYTES:
-        text = path.read_text(encoding="utf-8", errors="replace")  # one small file, asked for
-        viewer = DocumentViewer(item.source, text, cited_lines(item.location), parent)
-        viewer.show()
-        return viewer
-    QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
-    return None
+
+class _ReportFiles(QObject):
+    """Writes report files off the GUI thread and says, in a sentence, how it went."""
+
+    sig_done = Signal(str)
+
+    def write(self, path: Path, report: Report) -> None:
+        def job() -> None:
+            try:
+                write_report(path, report)
+            except OSError as error:
+                self.sig_done.emit(f"The report could not be saved: {error.strerror or error}.")
+                return
+            self.sig_done.emit(f"Report saved to {path}.")
+
+        threading.Thread(target=job, name="imprint-report", daemon=True).start()

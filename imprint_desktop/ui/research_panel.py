@@ -1,4 +1,5 @@
-"""The research panel: the live budgets of a reply, what it is doing now, and its evidence.
+"""The research panel: the live budgets of a reply, what it is doing now, its activity (every tool
+call and request, by round: :mod:`.activity`) and its evidence.
 
 It is fed the engine's events one by one (:meth:`ResearchPanel.apply`). Budget events arrive a few
 times a second at most, so between them a GUI timer extrapolates the research clock from the last
@@ -9,7 +10,9 @@ deadline are outside the research budgets (DESIGN §1), so they are not drawn on
 
 from __future__ import annotations
 
+import html
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from imprint_desktop.ui.activity import ActivityModel
+from imprint_desktop.ui.activity_view import ActivityView, titled_stack
 from imprint_desktop.ui.budget_widgets import SegmentBar, seconds_text, stop_words
 
 if TYPE_CHECKING:
@@ -48,6 +53,18 @@ class ClockReading:
         if self.paused or not self.running:
             return self.seconds
         return min(self.limit, self.seconds + (at - self.received))
+
+
+def evidence_row(item: ev.EvidenceItemView) -> QListWidgetItem:
+    """A piece of evidence as a list row: plain text, and an escaped tooltip (documents are
+    untrusted: a tooltip would otherwise render their markup)."""
+    excerpt = " ".join(item.excerpt.split())
+    if len(excerpt) > 160:
+        excerpt = excerpt[:159] + "…"
+    row = QListWidgetItem(f"[{item.id}] {item.source} · {item.location}\n{excerpt}")
+    row.setData(EVIDENCE_ROLE, item)
+    row.setToolTip(f"<p>{html.escape(item.excerpt)}</p>")
+    return row
 
 
 class ResearchPanel(QWidget):
@@ -94,9 +111,17 @@ class ResearchPanel(QWidget):
         self.evidence.setObjectName("evidenceList")
         self.evidence.setAccessibleName("Evidence")
         self.evidence.setAccessibleDescription("Press Enter or double-click to open the document")
-        self.evidence.setWordWrap(True)
+        # Two lines a row, all the same height: a list of hundreds that grows many times a second
+        # is laid out without measuring each row (the excerpt is cut; the tooltip has it whole).
+        self.evidence.setUniformItemSizes(True)
+        self.evidence.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.evidence.setAlternatingRowColors(True)
         self.evidence.itemActivated.connect(self._open_item)
+        self._evidence_pending: list[ev.EvidenceItemView] = []
+        self.activity_model = ActivityModel(self)
+        self.activity = ActivityView(self.activity_model)
+        self.activity.sig_evidence_chosen.connect(self._show_evidence)
+        self.activity_model.sig_flushed.connect(self._flush_evidence)
 
         budgets = QFormLayout()
         budgets.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
@@ -113,10 +138,8 @@ class ResearchPanel(QWidget):
         layout.addWidget(self.counters)
         layout.addWidget(self.stop_label)
         layout.addWidget(self.final_group)
-        evidence_label = QLabel("&Evidence")
-        evidence_label.setBuddy(self.evidence)
-        layout.addWidget(evidence_label)
-        layout.addWidget(self.evidence, 1)
+        self.lists = titled_stack((("&Activity", self.activity), ("&Evidence", self.evidence)))
+        layout.addWidget(self.lists, 1)
 
         self._clock = ClockReading(0.0, 1.0, False, 0.0, False)
         self._final_started: float | None = None
@@ -138,6 +161,8 @@ class ResearchPanel(QWidget):
         self.final_group.hide()
         self.stop_label.clear()
         self.evidence.clear()
+        self._evidence_pending = []
+        self.activity_model.clear()
         self.time_bar.setValue(0)
         self.time_bar.setFormat("not started")
         self.token_bar.set_values(0, 0, 1, "No tokens used yet")
@@ -157,6 +182,11 @@ class ResearchPanel(QWidget):
         """Reflect one research event."""
         from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - after startup
 
+        activity = (
+            ev.ToolStarted | ev.ToolFinished | ev.RequestStarted | ev.RequestFinished
+        ) | ev.QuestionAsked
+        if isinstance(event, activity) or hasattr(event, "decision"):  # a fetch consent too
+            self.activity_model.feed(event)
         if isinstance(event, ev.ReplyStarted):
             self.set_now("Thinking…")
             self._tick.start()
@@ -167,8 +197,7 @@ class ResearchPanel(QWidget):
         elif isinstance(event, ev.ToolStarted):
             self.set_now(f"{event.summary}…")
         elif isinstance(event, ev.ToolFinished):
-            for item in event.evidence:
-                self._add_evidence(item)
+            self._evidence_pending += event.evidence  # shown with the activity, coalesced
         elif isinstance(event, ev.QuestionAsked):
             self.set_now("Waiting for your answer (research time is paused)…")
         elif isinstance(event, ev.ResearchStopped):
@@ -199,6 +228,8 @@ class ResearchPanel(QWidget):
     def finish(self, reason: str | None, evidence: tuple[ev.EvidenceItemView, ...]) -> None:
         """Research is over: freeze the clock, say why it ended, list all the evidence."""
         self._tick.stop()
+        self.activity_model.flush()
+        self._flush_evidence()
         self._clock = ClockReading(
             self._clock.now(time.monotonic()), self._clock.limit, False, 0.0, False
         )
@@ -297,17 +328,31 @@ class ResearchPanel(QWidget):
     def time_paused(self) -> bool:
         return self._clock.paused
 
+    def activity_described(self) -> Mapping[tuple[int, str], str]:
+        """What each call of the reply shown did, in words (for its research record)."""
+        return self.activity_model.described()
+
+    @Slot()
+    def _flush_evidence(self) -> None:
+        pending, self._evidence_pending = self._evidence_pending, []
+        if not pending:
+            return
+        self.evidence.setUpdatesEnabled(False)
+        for item in pending:
+            self._add_evidence(item)
+        self.evidence.setUpdatesEnabled(True)
+
     def _add_evidence(self, item: ev.EvidenceItemView) -> None:
-        excerpt = " ".join(item.excerpt.split())
-        if len(excerpt) > 160:
-            excerpt = excerpt[:159] + "…"
-        row = QListWidgetItem(f"[{item.id}] {item.source} · {item.location}\n{excerpt}")
-        row.setData(EVIDENCE_ROLE, item)
-        row.setToolTip(item.excerpt)
-        self.evidence.addItem(row)
+        self.evidence.addItem(evidence_row(item))
+
+    @Slot(int)
+    def _show_evidence(self, number: int) -> None:
+        if self.select_evidence(number):
+            self.evidence.setFocus()
 
     def select_evidence(self, number: int) -> bool:
         """Show evidence ``[number]`` (a citation link was followed)."""
+        self._flush_evidence()
         for row in range(self.evidence.count()):
             if self.evidence.item(row).data(EVIDENCE_ROLE).id == number:
                 self.evidence.setCurrentRow(row)

@@ -371,5 +371,9 @@ class ChatSession(QObject):
             trace.lines,
             lambda path: self.bridge.load_trace(stored, save_to=Path(path)),
             self._window,
+            # The words of each call, which the trace does not keep, while the panel has them.
+            described=self.panel.activity_described() if stored == self._live_stored else None,
         )
+        folder = message.workspace  # evidence opens from the folder this reply researched
+        self.record.sig_evidence_opened.connect(lambda item: self.open_source(item, folder))
         self.record.show()
