@@ -29,8 +29,8 @@ from PySide6.QtGui import (
     QDesktopServices,
     QGuiApplication,
     QPalette,
+    QTextBlockFormat,
     QTextCursor,
-    QTextFormat,
 )
 from PySide6.QtWidgets import (
     QDialog,
@@ -38,7 +38,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMessageBox,
     QPushButton,
-    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
@@ -173,6 +172,9 @@ class SourceViewer(QDialog):
         self.resize(780, 620)
         self.heading = _plain_label(f"[{item.id}] {item.source} · {item.location}")
         self.heading.setObjectName("sourceHeading")
+        bold = self.heading.font()
+        bold.setBold(True)
+        self.heading.setFont(bold)
         self.heading.setAccessibleName("Cited source")
         self.note = _plain_label("")
         self.note.setAccessibleName("About this source")
@@ -186,13 +188,13 @@ class SourceViewer(QDialog):
         self.system_button = QPushButton("Open in the &System Viewer")
         self.system_button.setAccessibleName("Open in the system viewer")
         self.system_button.clicked.connect(self._open_in_system)
-        self.system_button.hide()
         self.web_button = QPushButton("Open in Web &Browser")
         self.web_button.setAccessibleName("Open the web page in the browser")
         self.web_button.clicked.connect(self._open_in_browser)
-        self.web_button.setVisible(is_web_link(QUrl(item.source)))
         buttons.addButton(self.system_button, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.addButton(self.web_button, QDialogButtonBox.ButtonRole.ActionRole)
+        self.system_button.hide()  # (adding a button shows it) offered once the file is read
+        self.web_button.setVisible(is_web_link(QUrl(item.source)))
         layout = QVBoxLayout(self)
         layout.addWidget(self.heading)
         layout.addWidget(self.note)
@@ -234,22 +236,18 @@ class SourceViewer(QDialog):
         self.sig_loaded.emit(source)
 
     def _highlight(self, first: int, last: int) -> None:
+        """Shade the cited lines across the whole width (wrapped lines too) and bring them into
+        view: a short passage centred whole, a long one from its first line."""
         document = self.view.document()
         shade = QColor(self.palette().color(QPalette.ColorRole.Highlight))
-        shade.setAlpha(70)
-        selections = []
+        shade.setAlpha(60)
+        marked = QTextBlockFormat()
+        marked.setBackground(shade)
+        edit = QTextCursor(document)
+        edit.beginEditBlock()
         for number in range(first - 1, min(last, document.blockCount())):
-            cursor = QTextCursor(document.findBlockByNumber(number))
-            cursor.movePosition(
-                QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor
-            )
-            selection = QTextEdit.ExtraSelection()
-            selection.format.setBackground(shade)
-            selection.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
-            selection.cursor = cursor
-            selections.append(selection)
-        self.view.setExtraSelections(selections)
-        # A short passage is centred whole; a long one starts in the middle of the view.
+            QTextCursor(document.findBlockByNumber(number)).mergeBlockFormat(marked)
+        edit.endEditBlock()
         middle = (first + last) // 2 if last - first < 20 else first
         self.view.setTextCursor(QTextCursor(document.findBlockByNumber(middle - 1)))
         self.view.centerCursor()
@@ -257,7 +255,13 @@ class SourceViewer(QDialog):
 
     def highlighted_lines(self) -> list[str]:
         """The text of the highlighted lines (what the person sees marked)."""
-        return [selection.cursor.selectedText() for selection in self.view.extraSelections()]
+        lines = []
+        block = self.view.document().begin()
+        while block.isValid():
+            if block.blockFormat().background().style() != Qt.BrushStyle.NoBrush:
+                lines.append(block.text())
+            block = block.next()
+        return lines
 
     @Slot()
     def _open_in_system(self) -> None:

@@ -75,8 +75,13 @@ def viewer_of(qtbot: QtBot, window: MainWindow) -> SourceViewer:
 
 
 def first_highlight_visible(viewer: SourceViewer) -> bool:
-    selection = viewer.view.extraSelections()[0]
-    return viewer.view.viewport().rect().contains(viewer.view.cursorRect(selection.cursor))
+    text = viewer.view
+    block = text.document().begin()
+    while block.isValid() and block.blockFormat().background().style() == Qt.BrushStyle.NoBrush:
+        block = block.next()
+    assert block.isValid(), "nothing is highlighted"
+    top_left = text.blockBoundingGeometry(block).translated(text.contentOffset()).topLeft()
+    return text.viewport().rect().contains(top_left.toPoint())
 
 
 def test_a_citation_opens_the_cited_lines_from_the_conversations_own_workspace(
@@ -84,7 +89,8 @@ def test_a_citation_opens_the_cited_lines_from_the_conversations_own_workspace(
 ) -> None:
     first = write_corpus(tmp_path / "first")
     (first / "stations").mkdir()
-    (first / "stations/gannet-point.md").write_text(GANNET + "\n" * 40, encoding="utf-8")
+    long_text = "A line of the preface.\n" * 120 + GANNET + "\n" * 40  # the passage is far down
+    (first / "stations/gannet-point.md").write_text(long_text, encoding="utf-8")
     second = tmp_path / "second"
     (second / "stations").mkdir(parents=True)
     (second / "stations/gannet-point.md").write_text("A decoy.\n" * 60, encoding="utf-8")
@@ -98,7 +104,7 @@ def test_a_citation_opens_the_cited_lines_from_the_conversations_own_workspace(
     assert cited.source == "stations/gannet-point.md"
     span = cited_lines(cited.location)
     assert span is not None
-    expected = GANNET.splitlines()[span[0] - 1 : span[1]]
+    expected = long_text.splitlines()[span[0] - 1 : span[1]]
     assert any("cormorant" in line for line in expected)
 
     store.set("workspace.path", str(second))  # the person moves on to another folder
@@ -152,6 +158,7 @@ def test_an_evidence_row_for_a_script_opens_in_imprints_viewer_not_the_system(
     viewer = viewer_of(qtbot, window)
     assert viewer.windowTitle() == "tools/run.cmd"
     assert "start calc.exe" in viewer.view.toPlainText()  # shown as text
+    assert not viewer.web_button.isVisible()
     assert any("pelican" in line for line in viewer.highlighted_lines())
     assert not viewer.system_button.isVisible()  # a script never goes to the system
     assert system.urls == []
