@@ -105,6 +105,7 @@ class ChatSession(QObject):
         self.link_box: QMessageBox | None = None
         self._source_bytes = source_bytes
         self._live_workspace: str | None = None  # the folder the running reply researches
+        self._live_evidence: dict[int, ev.EvidenceItemView] = {}  # what it found so far
         self._panel_workspace: str | None = None  # the folder of the evidence the panel lists
 
         composer.sig_question_sent.connect(self.send)
@@ -141,6 +142,7 @@ class ChatSession(QObject):
         self.composer.set_running(True)
         self._live_stored = None
         self._live_workspace = self._panel_workspace = None  # known when research starts
+        self._live_evidence = {}
         self.bridge.start_reply(self.conversation_id, question)
 
     @Slot()
@@ -188,6 +190,8 @@ class ChatSession(QObject):
         self.panel.apply(event)
         if isinstance(event, ev.ReplyStarted):
             self._live_workspace = self._panel_workspace = researched_folder(event.settings)
+        elif isinstance(event, ev.ToolFinished):
+            self._live_evidence.update((item.id, item) for item in event.evidence)
         elif isinstance(event, ev.RequestStarted):
             self.view.clear_live_text()
             self.view.set_live_status(self.panel.now_label.text())
@@ -284,6 +288,12 @@ class ChatSession(QObject):
 
     @Slot(object)
     def _citation(self, citation: Citation) -> None:
+        if self.view.live and citation.message == len(self.view.messages):  # being written
+            self.panel.select_evidence(citation.number)
+            found = self._live_evidence.get(citation.number)
+            if found is not None:
+                self.open_source(found, self._live_workspace)
+            return
         if not 0 <= citation.message < len(self.view.messages):
             return
         message = self.view.messages[citation.message]

@@ -20,7 +20,7 @@ from imprint_desktop.core import resources
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.document_viewer import SourceViewer, cited_lines
 from imprint_desktop.ui.main_window import MainWindow
-from tests.qt.research_harness import open_window, search, type_question, write_corpus
+from tests.qt.research_harness import ask, open_window, search, type_question, write_corpus
 from tests.qt.transcript_links import click_link
 from tests.support.scripted_provider import Step
 
@@ -135,6 +135,29 @@ def test_a_citation_opens_the_cited_lines_from_the_conversations_own_workspace(
     again.panel.evidence.setCurrentRow(0)
     qtbot.keyClick(again.panel.evidence, Qt.Key.Key_Return)
     assert "decoy" not in viewer_of(qtbot, again).view.toPlainText()
+
+
+def test_a_citation_in_the_reply_still_being_written_opens_its_source(
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
+) -> None:
+    store.set("workspace.path", str(write_corpus(tmp_path / "corpus")))
+    script = [
+        Step(calls=[search("quokka")]),
+        Step("A quokka was seen [1].", calls=[ask("Which pier do you mean?")]),
+        Step("The old pier [1]."),
+    ]
+    window = open_window(qtbot, store, script).window
+    type_question(qtbot, window, "Anything unusual?")
+    qtbot.waitUntil(window.card.isVisible, timeout=WAIT_MS)  # research waits for the person
+    qtbot.waitUntil(lambda: "A quokka was seen" in window.transcript.toPlainText(), timeout=WAIT_MS)
+    click_link(qtbot, window.transcript, "[1]")
+    viewer = viewer_of(qtbot, window)
+    assert viewer.windowTitle() == "deep/gamma.md"
+    assert any("quokka" in line for line in viewer.highlighted_lines())
+    viewer.close()
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        qtbot.keyClicks(window.card.answer, "The old one")
+        qtbot.keyClick(window.card.answer, Qt.Key.Key_Return)
 
 
 def test_an_evidence_row_for_a_script_opens_in_imprints_viewer_not_the_system(
