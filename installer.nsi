@@ -11,7 +11,11 @@
 ; * Installs for the current user by default, without administrator rights, into
 ;   %LOCALAPPDATA%\Programs\Imprint. "For everyone" installs into Program Files and asks for
 ;   administrator rights then (the installer starts itself again elevated, with /ALLUSERS).
-;   Silent installs take /CURRENTUSER (the default) or /ALLUSERS, and /S.
+;   Silent installs take /CURRENTUSER (the default) or /ALLUSERS, and /S; /D=<folder> (last)
+;   chooses the folder of a first installation; an upgrade stays where the installation is.
+; * Installs for everyone go into a folder inside Program Files and nowhere else: a folder
+;   elsewhere lets standard users change its files (it inherits their "modify" right), and the
+;   elevated installer of the next version runs the Uninstall.exe it finds there.
 ; * A Start-menu shortcut, and a desktop shortcut unless unticked on the components page.
 ; * Upgrading in place first runs the previous uninstaller silently in /UPGRADE mode, which removes
 ;   the previous program files and never the person's data; then the new files are copied.
@@ -22,6 +26,9 @@
 ;   program that reads the cache and are never touched; the model manager deletes them.
 ; * Neither runs while Imprint is running: a running program file cannot be opened for writing,
 ;   which is how they tell.
+;
+; Exit codes besides 0: 2 Imprint is running (cancelled), 3 the previous version could not be
+; removed, 4 a per-machine folder outside Program Files, 740 administrator rights needed.
 
 Unicode true
 ManifestDPIAware true
@@ -61,7 +68,7 @@ SetCompressor /SOLID lzma
 Name "${APP_NAME}"
 Caption "${APP_NAME} ${VERSION} Setup"
 OutFile "${OUT_FILE}"
-InstallDir "$LOCALAPPDATA\Programs\${APP_NAME}"
+; No InstallDir: $INSTDIR holds a folder at .onInit only when /D= gave one (UseMode decides).
 BrandingText "${APP_NAME} ${VERSION}"
 
 !ifdef VI_VERSION
@@ -80,6 +87,7 @@ Var ModeMachine
 Var RemoveData    ; uninstall: 1 when the person ticked "remove my data"
 Var DataCheckbox
 Var Upgrade       ; uninstall: 1 when run by a newer installer (never touches data)
+Var ChosenFolder  ; the folder /D= gave, or empty
 
 !define MUI_ICON "${ICON}"
 !define MUI_UNICON "${ICON}"
@@ -88,6 +96,7 @@ Var Upgrade       ; uninstall: 1 when run by a newer installer (never touches da
 
 Page custom ModePageShow ModePageLeave
 !insertmacro MUI_PAGE_COMPONENTS
+!define MUI_PAGE_CUSTOMFUNCTION_LEAVE DirectoryPageLeave
 !insertmacro MUI_PAGE_DIRECTORY
 !insertmacro MUI_PAGE_INSTFILES
 !insertmacro MUI_PAGE_FINISH
@@ -177,6 +186,14 @@ FunctionEnd
 
 Section "${APP_NAME} (required)" SecApp
   SectionIn RO
+  ; Checked before anything runs or is written, the previous uninstaller included.
+  Call MachineFolderAllowed
+  Pop $0
+  ${If} $0 != 1
+    MessageBox MB_ICONSTOP "$(MachineFolderRefused)" /SD IDOK
+    SetErrorLevel 4
+    Quit
+  ${EndIf}
   Call WaitUntilClosed
   ${If} ${FileExists} "$INSTDIR\${UNINSTALLER}"
     DetailPrint "Removing the previous version (your settings, conversations and models stay)"
@@ -227,6 +244,7 @@ SectionEnd
 ; Functions after the sections: they use the sections' index constants.
 
 Function .onInit
+  StrCpy $ChosenFolder $INSTDIR
   StrCpy $AllUsers 0
   ${GetParameters} $R0
   ClearErrors
@@ -244,12 +262,15 @@ Function .onInit
   Call UseMode
 FunctionEnd
 
-; The default folder of the mode, or where the previous installation of that mode is.
+; Where the previous installation of that mode is, else the folder /D= gave, else the mode's
+; default folder.
 Function UseMode
   Call ApplyMode
   ReadRegStr $R0 SHCTX "${UNINSTALL_KEY}" "InstallLocation"
   ${If} $R0 != ""
     StrCpy $INSTDIR $R0
+  ${ElseIf} $ChosenFolder != ""
+    StrCpy $INSTDIR $ChosenFolder
   ${ElseIf} $AllUsers == 1
     StrCpy $INSTDIR "$PROGRAMFILES64\${APP_NAME}"
   ${Else}
@@ -303,6 +324,54 @@ Function ModePageLeave
     Abort
   ${EndIf}
   Quit
+FunctionEnd
+
+; 1 on the stack when $INSTDIR may be installed into: any folder per user; per machine only a
+; folder inside Program Files, written plainly: no "..", "\." or "/" that could step out of it
+; ("Program Files Other" is not inside it either). 0 otherwise.
+Function MachineFolderAllowed
+  Push $0
+  Push $1
+  Push $2
+  Push $3
+  StrCpy $0 1
+  ${If} $AllUsers == 1
+    StrLen $1 "$PROGRAMFILES64\"
+    StrCpy $2 $INSTDIR $1 ; the start of $INSTDIR, as long as "<Program Files>\"
+    StrLen $3 $INSTDIR
+    ${If} $2 != "$PROGRAMFILES64\" ; case-insensitive, like the file system
+    ${OrIf} $3 <= $1
+      StrCpy $0 0
+    ${EndIf}
+    StrCpy $1 0
+    ${DoWhile} $1 < $3
+      StrCpy $2 $INSTDIR 2 $1 ; two characters from position $1
+      ${If} $2 == ".."
+      ${OrIf} $2 == "\."
+        StrCpy $0 0
+      ${EndIf}
+      StrCpy $2 $2 1
+      ${If} $2 == "/"
+        StrCpy $0 0
+      ${EndIf}
+      IntOp $1 $1 + 1
+    ${Loop}
+  ${EndIf}
+  Pop $3
+  Pop $2
+  Pop $1
+  Exch $0
+FunctionEnd
+
+LangString MachineFolderRefused ${LANG_ENGLISH} "Installing for everyone puts ${APP_NAME} inside Program Files ($PROGRAMFILES64), where only administrators can change it. $INSTDIR is not inside it: choose a folder there, or install just for yourself."
+
+Function DirectoryPageLeave
+  Call MachineFolderAllowed
+  Pop $0
+  ${If} $0 != 1
+    MessageBox MB_ICONEXCLAMATION "$(MachineFolderRefused)"
+    Abort ; stay on the page
+  ${EndIf}
 FunctionEnd
 
 !insertmacro MUI_FUNCTION_DESCRIPTION_BEGIN

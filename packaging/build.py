@@ -279,11 +279,24 @@ def smoke_test(bundle: Path, expected_version: str, *, require_model: bool) -> d
 
 
 def _nsis_path(path: Path) -> str:
-    return str(path).replace("/", "\\")
+    """``path`` as the inside of an NSIS string: Windows separators, every ``$`` literal.
+
+    NSIS reads ``$name`` and ``$\\x`` as it runs and ``$$`` as one ``$``, so ``a$b.txt`` would be
+    ``a`` + the variable ``$b`` + ``.txt``. Its preprocessor expands ``${define}`` even after
+    ``$$``, so the ``{`` of a doubled ``$`` is written ``${U+7B}`` (which expands to ``{`` once).
+    """
+    text = str(path)
+    if any(character in text for character in '"\r\n'):
+        raise BuildError(f"a file name NSIS cannot quote (Windows forbids it too): {text!r}")
+    return text.replace("/", "\\").replace("$", "$$").replace("$${", "$$${U+7B}")
 
 
 def write_uninstall_list(bundle: Path, target: Path) -> Path:
-    """The uninstaller's lines that remove exactly the bundle's files and then its folders."""
+    """The uninstaller's lines that remove exactly the bundle's files and then its folders.
+
+    Written with a byte-order mark: makensis reads a file without one in the system's code page,
+    which would garble any file name outside ASCII.
+    """
     lines = [f"; Written by packaging/build.py from {bundle.name}/: what the installer copies."]
     for path in bundle_files(bundle):
         lines.append(f'Delete "$INSTDIR\\{_nsis_path(path.relative_to(bundle))}"')
@@ -293,7 +306,7 @@ def write_uninstall_list(bundle: Path, target: Path) -> Path:
     for folder in folders:  # deepest first; RMDir without /r leaves anything a person added
         lines.append(f'RMDir "$INSTDIR\\{_nsis_path(folder.relative_to(bundle))}"')
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8-sig")
     return target
 
 
@@ -342,7 +355,10 @@ def numeric_version(text: str) -> str:
     return ".".join(parts + ["0"] * (4 - len(parts)))
 
 
-def compile_installer(bundle: Path, output: Path, file_list: Path, the_version: str) -> Path:
+def compile_installer(
+    bundle: Path, output: Path, file_list: Path, the_version: str, *, target: str | None = None
+) -> Path:
+    """makensis, warnings as errors; ``target`` (e.g. ``amd64-unicode``) picks NSIS's stubs."""
     makensis = shutil.which("makensis")
     if makensis is None:
         raise BuildError("makensis is not installed (Debian: nsis; Windows: choco install nsis)")
@@ -351,6 +367,7 @@ def compile_installer(bundle: Path, output: Path, file_list: Path, the_version: 
         makensis,
         f"{flag}WX",
         f"{flag}V2",
+        *([f"{flag}XTarget {target}"] if target else []),
         f"{flag}DVERSION={the_version}",
         f"{flag}DVI_VERSION={numeric_version(the_version)}",
         f"{flag}DDIST_DIR={bundle}",

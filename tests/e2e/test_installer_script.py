@@ -51,9 +51,35 @@ def test_the_uninstall_list_names_exactly_the_bundle(build: ModuleType, tmp_path
     assert "RMDir /r" not in listing
 
 
+def test_dollar_signs_in_file_names_stay_literal_in_the_uninstall_list(
+    build: ModuleType, tmp_path: Path
+) -> None:
+    bundle = tmp_path / "imprint"
+    (bundle / "odd").mkdir(parents=True)
+    (bundle / "odd" / "$INSTDIR ${APP_NAME} $$.txt").write_bytes(b"")
+    (bundle / "odd" / "Übersicht.md").write_bytes(b"")
+    listing = build.write_uninstall_list(bundle, tmp_path / "files.nsh")
+
+    lines = listing.read_text("utf-8-sig").splitlines()
+    assert r'Delete "$INSTDIR\odd\$$INSTDIR $$${U+7B}APP_NAME} $$$$.txt"' in lines
+    assert r'Delete "$INSTDIR\odd\Übersicht.md"' in lines
+    assert listing.read_bytes().startswith(b"\xef\xbb\xbf")  # makensis reads it as UTF-8
+
+
+def test_a_file_name_nsis_cannot_quote_fails_the_build(build: ModuleType, tmp_path: Path) -> None:
+    bundle = tmp_path / "imprint"
+    bundle.mkdir()
+    (bundle / 'say "hi".txt').write_bytes(b"")
+    with pytest.raises(build.BuildError, match="cannot quote"):
+        build.write_uninstall_list(bundle, tmp_path / "files.nsh")
+
+
 def test_installer_script_compiles(build: ModuleType, tmp_path: Path) -> None:
     assert shutil.which("makensis"), "install nsis (the README's test command does)"
     staged = build.stage_windows_layout(tmp_path / "imprint", None)
+    # A name makensis would read as a variable and a define if the list did not escape it
+    # (-WX: "unknown variable" is an error).
+    (staged / "_internal" / "$price ${APP_NAME}.txt").write_bytes(b"")
     listing = build.write_uninstall_list(staged, tmp_path / "files.nsh")
     setup = tmp_path / f"ImprintSetup-{__version__}.exe"
 
