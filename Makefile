@@ -4,12 +4,12 @@
 PYTHON_BIN := .venv/bin
 PYTEST_ARGS ?=
 
-.PHONY: run test setup setup-test lint pytest bench package clean
+.PHONY: run test setup setup-test system-deps-check lint pytest bench package clean
 
 run: setup
 	$(PYTHON_BIN)/python -m imprint_desktop
 
-test: setup-test lint pytest
+test: setup-test system-deps-check lint pytest
 
 setup:
 	scripts/system-deps.sh run
@@ -18,6 +18,11 @@ setup:
 setup-test:
 	scripts/system-deps.sh test
 	scripts/venv.sh test
+
+# Every program the tests start comes from scripts/system-deps.sh test: checked in seconds, before
+# the suite, so a missing one is named here rather than failing a test half an hour in.
+system-deps-check:
+	$(PYTHON_BIN)/pytest -q -p no:cacheprovider tests/unit/test_system_deps.py
 
 lint:
 	$(PYTHON_BIN)/ruff check .

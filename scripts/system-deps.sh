@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Install the Debian/Ubuntu packages Imprint needs. Already-installed packages are skipped, so a
-# second run costs nothing. Usage: scripts/system-deps.sh [run|test]
-#   run   what the app needs: Qt's X11 libraries, and a compiler for llama.cpp
-#   test  also Xvfb, a D-Bus session bus, gnome-keyring (a real Secret Service) and NSIS
+# second run costs nothing. Usage: scripts/system-deps.sh [run|test] [--list]
+#   run     what the app needs: Qt's X11 libraries, and a compiler for llama.cpp
+#   test    also every program the tests start: Xvfb, xdotool, a D-Bus session bus, gnome-keyring
+#           (a real Secret Service), NSIS and Wine (the installer run under Wine), mount (a small
+#           tmpfs for the full-disk tests), desktop-file-validate
+#   --list  print the packages, one a line, and install nothing
+# tests/unit/test_system_deps.py checks that every program the tests, scripts and packaging run
+# comes from a package of the `test` list.
 set -euo pipefail
 
 purpose=${1:-run}
@@ -13,7 +18,13 @@ packages=(
     libxcb-render-util0 libxcb-image0 libxcb-xinerama0 libxcb-xkb1 fonts-dejavu-core
 )
 if [[ $purpose == test ]]; then
-    packages+=(xvfb xauth xdotool dbus dbus-x11 gnome-keyring nsis desktop-file-utils)
+    packages+=(
+        xvfb xauth xdotool dbus dbus-x11 gnome-keyring nsis desktop-file-utils mount wine64
+    )
+fi
+if [[ ${2:-} == --list ]]; then
+    printf '%s\n' "${packages[@]}"
+    exit 0
 fi
 
 if ! command -v apt-get >/dev/null 2>&1; then

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.support.display import screenshot as save_screen
+
 
 class GuiProcess:
     """``python -m imprint_desktop gui`` on ``display``, with its events on a pipe."""
@@ -78,13 +80,8 @@ class GuiProcess:
         self.xdotool("key", "Return")
 
     def screenshot(self, path: Path) -> Path:
-        subprocess.run(
-            ["import", "-window", "root", str(path)],
-            env={**os.environ, "DISPLAY": self.display},
-            check=True,
-            timeout=30,
-        )
-        return path
+        """The whole screen as a PNG, read from Xvfb's own screen file (no other program)."""
+        return save_screen(self.display, path)
 
     def quit(self) -> int:
         """Ctrl+Q, as a person would; returns the exit code."""
