@@ -145,14 +145,16 @@ def problems(launches: Iterable[Launch], listed: set[str]) -> list[str]:
 
 def test_every_program_the_code_starts_is_installed_by_the_test_list() -> None:
     launches, _ = repository_launches()
-    assert problems(launches, listed_packages()) == []
+    found = problems(launches, listed_packages())
+    assert not found, "\n".join(found)
 
 
 def test_every_launch_names_a_program_the_guard_can_read() -> None:
     _, unreadable = repository_launches()
-    assert unreadable == [], (
+    assert not unreadable, (
         "the guard cannot tell which program these start: start it by its name (or sys.executable "
-        "or a path the code builds), or through a variable given those"
+        "or a path the code builds), or through a variable given those:\n"
+        + "\n".join(f"{u.where}: {u.code}" for u in unreadable)
     )
 
 
@@ -175,7 +177,7 @@ def test_every_program_the_code_starts_is_on_this_machine() -> None:
             )
         }
     )
-    assert absent == []
+    assert not absent, "\n".join(absent)
 
 
 @pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="needs dpkg to ask")
@@ -214,7 +216,7 @@ def test_each_program_is_shipped_by_its_package_or_a_dependency_of_it() -> None:
         shipped = owners.get(path, set()) | owners.get(re.sub(r"^/usr/", "/", path), set())
         if shipped and not shipped & brought.get(PACKAGES[program], {PACKAGES[program]}):
             wrong.append(f"{program}: PACKAGES says {PACKAGES[program]}, dpkg {sorted(shipped)}")
-    assert wrong == []
+    assert not wrong, "\n".join(wrong)
 
 
 # --- the reading itself --------------------------------------------------------------------------
