@@ -169,8 +169,12 @@ def test_every_program_the_code_starts_is_on_this_machine() -> None:
             sites.setdefault(launch.where, []).append(launch)
     absent = sorted(
         {
-            f"{uses[0].program} ({where}): run scripts/system-deps.sh test, which installs "
-            f"{PACKAGES.get(uses[0].program, '?')}"
+            f"{uses[0].program} ({where}) is not installed: "
+            + (
+                f"scripts/system-deps.sh test installs it (package {PACKAGES[uses[0].program]})"
+                if uses[0].program in PACKAGES
+                else "no Debian package is known for it"
+            )
             for where, uses in sites.items()
             if not any(
                 shutil.which(use.program) or (use.path and Path(use.path).exists()) for use in uses
