@@ -404,6 +404,43 @@ def test_hostile_chat_template_cannot_escape(tmp_path: Path, payload: str) -> No
     assert not marker.exists()
 
 
+#: Templates that ask for endless work: computed by Jinja's compiler while the template is built,
+#: and loops that print nothing (the issue's two cases), then a memory grab and a fan-out.
+ENDLESS = {
+    "power": "{{ 10 ** (10 ** 10) }}",
+    "silent loops": (
+        "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}"
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+        "{% endfor %}<|im_start|>assistant\n"
+    ),
+    "memory": "{{ 'x' | center(9999999999) }}",
+    "fan-out": (
+        "{% macro f(n) %}{% for i in range(100) %}{% if n %}{{ f(n - 1) }}{% endif %}"
+        "{% endfor %}{% endmacro %}{{ f(10) }}"
+    ),
+}
+
+
+@pytest.mark.parametrize("payload", ENDLESS.values(), ids=ENDLESS.keys())
+def test_a_template_asking_for_endless_work_fails_to_load_within_seconds(
+    tmp_path: Path, payload: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert STARTER is not None
+    greedy = rewrite_gguf(STARTER, tmp_path / "greedy.gguf", {"tokenizer.chat_template": payload})
+
+    def not_ours(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("llama-cpp-python's own Jinja formatter must never see the template")
+
+    # llama_cpp.Llama would build this formatter (and compile the template) at load: we never may.
+    monkeypatch.setattr(llama_cpp.llama_chat_format.Jinja2ChatFormatter, "__init__", not_ours)
+    started = time.monotonic()
+    error = _load_fails(greedy)
+    assert time.monotonic() - started < 5.0
+    assert isinstance(error, UnsupportedModelError)
+    assert "far more work than any real chat template" in str(error)
+    assert "trustworthy source" in str(error)
+
+
 def test_template_hostile_only_with_tools_fails_the_request_safely(tmp_path: Path) -> None:
     assert STARTER is not None
     marker = tmp_path / "escaped"

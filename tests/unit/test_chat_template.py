@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,12 @@ from jinja2.exceptions import SecurityError
 
 from imprint_desktop.core.errors import ChatTemplateError
 from imprint_desktop.core.providers.base import Message, ToolCall
-from imprint_desktop.core.providers.local.template import CHATML_TEMPLATE, ChatTemplate
+from imprint_desktop.core.providers.local.sandbox import TemplateLimitError
+from imprint_desktop.core.providers.local.template import (
+    CHATML_TEMPLATE,
+    MAX_RENDER_SECONDS,
+    ChatTemplate,
+)
 
 # The shape of the starter model's template: ChatML with a default system message.
 SMOL = (
@@ -133,7 +139,7 @@ ESCAPES = [
     "{{ messages[0].update({'role': 'system'}) }}",
     "{{ '{0.__class__.__mro__}'.format(1) }}",
     "{{ self.__init__.__globals__ }}",
-    "{{ lipsum.__globals__['os'].popen('touch MARKER').read() }}",
+    "{{ joiner.__init__.__globals__['os'].popen('touch MARKER').read() }}",
     "{{ namespace.__init__.__globals__ }}",
     "{{ (messages | attr('__class__')) }}",
 ]
@@ -150,26 +156,126 @@ def test_escape_attempts_fail_safely(payload: str, tmp_path: Path) -> None:
     assert not marker.exists()
 
 
-def test_runaway_output_is_stopped() -> None:
+# Each asks for hours of work or gigabytes of memory; the sandbox must refuse it within its time
+# limit, before the work is done. "BIG" is half the most text one value may hold.
+BIG = "('x' * 2097152)"
+HOSTILE = {
+    # Folded by Jinja's compiler inside from_string when "**" is not intercepted.
+    "power folded at compile time": "{{ 10 ** (10 ** 10) }}",
+    "power at render time": "{% set n = 10 %}{{ n ** (n ** n) }}",
+    "silent nested loops": (
+        "{% for i in range(10000) %}{% for j in range(10000) %}{% endfor %}{% endfor %}"
+    ),
+    "silent loops over text": (
+        "{% for i in range(10000) %}{% for c in 'x' * 100000 %}{% endfor %}{% endfor %}"
+    ),
+    "silent recursive loop": (
+        "{% for x in [1, 2] recursive %}{% if loop %}{{ loop([1, 2]) }}{% endif %}{% endfor %}"
+    ),
+    "silent macro fan-out": (
+        "{% macro f(n) %}{% for i in range(100) %}{% if n %}{{ f(n - 1) }}{% endif %}"
+        "{% endfor %}{% endmacro %}{{ f(10) }}"
+    ),
+    "huge range": "{% for i in range(10 ** 9) %}{% endfor %}",
+    "string times a big number": "{{ 'x' * 10000000000 }}",
+    "list times a big number": "{{ [0] * 10000000000 }}",
+    "padding folded at compile time": "{{ 'x' | center(9999999999) }}",
+    "padding method": "{{ 'x'.ljust(9999999999) }}",
+    "indent": "{{ 'x\nx' | indent(99999999) }}",
+    "printf width": "{{ '%0999999999d' % 1 }}",
+    "printf filter": "{{ '%0999999999d' | format(1) }}",
+    "format width": "{{ '{:>999999999}'.format(1) }}",
+    "format fields": "{{ ('{0}' * 100000).format('x' * 100000) }}",
+    "replace empty": "{{ ('x' * 100000).replace('', 'y' * 100000) }}",
+    "replace filter": "{{ ('x' * 100000) | replace('', 'y' * 100000) }}",
+    "join of references": f"{{{{ [{BIG}, {BIG}, {BIG}] | join }}}}",
+    "join method": f"{{{{ ''.join([{BIG}, {BIG}, {BIG}]) }}}}",
+    "printing references": f"{{{{ [{BIG}, {BIG}, {BIG}] }}}}",
+    "tojson of references": f"{{{{ [{BIG}, {BIG}, {BIG}] | tojson }}}}",
+    "list times a count": f"{{{{ [{BIG}] * 3 }}}}",
+    "doubling with ~": (
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}"
+        "{% endfor %}"
+    ),
+    "doubling with +": (
+        "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}"
+        "{% endfor %}"
+    ),
+    "recursion keeping big text": (
+        f"{{% macro f(s) %}}{{{{ f(s ~ 'y') }}}}{{% endmacro %}}{{{{ f({BIG}) }}}}"
+    ),
+    "capturing output": (
+        f"{{% set x %}}{{% for i in range(10000) %}}{{{{ {BIG} }}}}{{% endfor %}}{{% endset %}}"
+    ),
+    "growing a dict": (
+        "{% set ns = namespace(d={}) %}{% for i in range(10000) %}"
+        "{% set ns.d = dict(ns.d, **{('k' ~ i): 'x' * 1000000}) %}{% endfor %}"
+    ),
+    "batch fill": f"{{{{ [1] | batch(100000, {BIG}) | list }}}}",
+    "too long": "x" * (2 * 1024 * 1024),
+}
+
+
+@pytest.mark.parametrize("source", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_work_is_refused_quickly(source: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(ChatTemplateError, match="far more work") as caught:
+        ChatTemplate(source, label="Greedy model").render((Message("user", "Hi"),))
+    assert time.monotonic() - started < MAX_RENDER_SECONDS + 1.0
+    assert isinstance(caught.value.__cause__, TemplateLimitError)
+    assert "Greedy model" in str(caught.value)
+
+
+def test_output_is_capped_even_when_each_piece_is_small() -> None:
     template = ChatTemplate(
-        "{% for i in range(100000) %}{% for j in range(100000) %}"
+        "{% for i in range(10000) %}{% for j in range(10000) %}"
         "{{ 'x' * 1000 }}{% endfor %}{% endfor %}"
     )
-    with pytest.raises(ChatTemplateError, match="too much text"):
+    with pytest.raises(ChatTemplateError, match="its output") as caught:
         template.render((Message("user", "Hi"),))
+    assert isinstance(caught.value.__cause__, TemplateLimitError)
+
+
+def test_a_long_conversation_renders_well_within_the_limits() -> None:
+    """Real templates do real work: loops over every message, macros, filters, JSON, ``~``."""
+    source = (
+        "{% macro show(m) %}{{ m.role | upper }}: {{ m.content | trim }}{% endmacro %}"
+        "{% set ns = namespace(system='') %}"
+        "{% for m in messages if m.role == 'system' %}{% set ns.system = ns.system ~ m.content %}"
+        "{% endfor %}{{ ns.system }}\n{{ tools | tojson(indent=2) }}\n"
+        "{% for m in messages %}{% if m.role != 'system' %}{{ show(m) }}"
+        "{{ '\n' }}{% endif %}{% endfor %}{{ messages | map(attribute='role') | join(',') }}"
+    )
+    conversation = [Message("system", "Research.")]
+    for number in range(400):
+        conversation.append(Message("user", f"Question {number}? " + "word " * 400))
+        conversation.append(Message("assistant", f"Answer {number}."))
+    started = time.monotonic()
+    text = ChatTemplate(source, label="Busy model").render(tuple(conversation), (TOOL,))
+    assert time.monotonic() - started < 1.0
+    assert text.count("USER: Question") == 400
+    assert len(text) > 800_000
 
 
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        ("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "RecursionError"),
         ("{{ raise_exception('no tools here') }}", "refused the conversation: no tools here"),
         ("{{ messages[5].content }}", "failed"),
+        ("{{ 'x' | wordwrap(5) }}", "cannot be used"),  # a filter chat templates never need
     ],
 )
 def test_broken_templates_raise_a_clear_error(source: str, message: str) -> None:
     with pytest.raises(ChatTemplateError, match=message):
         ChatTemplate(source).render((Message("user", "Hi"),))
+
+
+def test_endless_recursion_is_stopped_as_too_much_work() -> None:
+    with pytest.raises(ChatTemplateError, match="nest more than") as caught:
+        ChatTemplate("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}").render(
+            (Message("user", "Hi"),)
+        )
+    assert isinstance(caught.value.__cause__, TemplateLimitError)
 
 
 def test_invalid_jinja_is_reported_when_the_template_is_made() -> None:

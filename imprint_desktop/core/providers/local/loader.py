@@ -4,11 +4,15 @@ llama.cpp itself reports most bad files as a NULL pointer and a line in its log,
 garbled header) can take the whole process down. So everything that can be checked cheaply is
 checked in Python before llama.cpp sees the file: that it exists and is not empty, that it is GGUF
 with a header that fits inside the file (``core.models.gguf.inspect_gguf``, which also catches
-truncated copies), that its chat template renders in the sandbox, and that the weights
-plus the KV cache for ``model.n_ctx`` fit in the memory available now. What is left — an
-architecture this llama.cpp does not know, an allocation that fails anyway — is read back from
-llama.cpp's log, which is routed into Python logging (instead of the process's stderr) with the
-loading thread's error lines kept for the message.
+truncated copies), that its chat template renders in the sandbox within its time and memory
+limits (a template that asks for endless work refuses the model in seconds), and that the weights
+plus the KV cache for ``model.n_ctx`` fit in the memory available now. Models are opened through
+llama.cpp's C API, never ``llama_cpp.Llama``, whose constructor compiles the template with its own
+unbounded Jinja environment: our sandbox is the only code that ever sees the template.
+
+What is left — an architecture this llama.cpp does not know, an allocation that fails anyway — is
+read back from llama.cpp's log, which is routed into Python logging (instead of the process's
+stderr) with the loading thread's error lines kept for the message.
 
 Loading is slow (seconds for big files) and runs on the provider's model thread, never the GUI
 thread; ``progress(fraction, stage)`` reports it from that thread. The research clock starts only

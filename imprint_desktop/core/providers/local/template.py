@@ -2,12 +2,14 @@
 
 The template that turns messages into a prompt ships inside the GGUF file
 (``tokenizer.chat_template``): it is Jinja code written by whoever made the file, so it is untrusted
-input. It runs in :class:`jinja2.sandbox.ImmutableSandboxedEnvironment`, where reaching for Python
-internals (``__class__``, ``__globals__``, mutating a list, calling an unsafe callable) raises
-immediately instead of quietly rendering nothing, and rendering is capped in size and time so a
-template cannot hang the model thread by printing forever. Every failure is a
-:class:`~imprint_desktop.core.errors.ChatTemplateError`; a sandbox violation keeps the
-:class:`jinja2.sandbox.SecurityError` as its ``__cause__``.
+input. It runs in :class:`~.sandbox.BoundedSandbox`, Jinja's immutable sandbox where reaching for
+Python internals (``__class__``, ``__globals__``, mutating a list, calling an unsafe callable)
+raises immediately instead of quietly rendering nothing, and where every loop, call, operator and
+piece of output is metered (see :mod:`.sandbox`): a template cannot hang the model thread or fill
+its memory, whether it prints or not, and a render stops within :data:`MAX_RENDER_SECONDS`. Every
+failure is a :class:`~imprint_desktop.core.errors.ChatTemplateError`; a sandbox violation or a
+template that asks for too much keeps the :class:`jinja2.sandbox.SecurityError` (for the latter a
+:class:`~.sandbox.TemplateLimitError`) as its ``__cause__``, and the loader refuses such a model.
 
 Tools reach the prompt in one of two ways:
 
@@ -34,10 +36,14 @@ import jinja2
 from jinja2 import nodes
 from jinja2.exceptions import SecurityError
 from jinja2.ext import loopcontrols
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from imprint_desktop.core.errors import ChatTemplateError
 from imprint_desktop.core.providers.base import Message
+from imprint_desktop.core.providers.local.sandbox import (
+    MAX_OUTPUT,
+    BoundedSandbox,
+    TemplateLimitError,
+)
 from imprint_desktop.core.providers.local.toolcalls import format_tool_calls, tool_function
 
 log = logging.getLogger(__name__)
@@ -49,9 +55,11 @@ CHATML_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
 
-#: Rendering limits: far above any real prompt, low enough that a hostile template stops quickly.
-MAX_RENDER_CHARS = 16 * 1024 * 1024
-MAX_RENDER_SECONDS = 5.0
+#: Limits: far above any real template and prompt, low enough that a hostile template stops
+#: quickly (a model whose template breaks them is refused at load, well within five seconds).
+MAX_TEMPLATE_CHARS = 1024 * 1024
+MAX_RENDER_CHARS = MAX_OUTPUT
+MAX_RENDER_SECONDS = 2.0
 
 TOOLS_PREAMBLE = (
     "You can use tools. Each one is described by a JSON schema:\n<tools>\n{tools}\n</tools>\n"
@@ -66,7 +74,7 @@ class _TemplateRaised(jinja2.TemplateError):
     """``raise_exception()`` called by the template itself (for example: no system role)."""
 
 
-class _Sandbox(ImmutableSandboxedEnvironment):
+class _Sandbox(BoundedSandbox):
     """The sandbox, made strict: an unsafe attribute raises at once instead of rendering ''."""
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
@@ -75,11 +83,6 @@ class _Sandbox(ImmutableSandboxedEnvironment):
 
 def _raise_exception(message: str) -> None:
     raise _TemplateRaised(str(message))
-
-
-def _tojson(value: Any, indent: int | None = None, **_: Any) -> str:
-    """JSON as model templates expect it: no HTML escaping (Jinja's own filter escapes ``<``)."""
-    return json.dumps(value, ensure_ascii=False, indent=indent)
 
 
 def _strftime_now(fmt: str) -> str:
@@ -97,16 +100,28 @@ class ChatTemplate:
         self.label = label or "the model"
         self._specials = {"bos_token": bos_token, "eos_token": eos_token}
         self._env = _Sandbox(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-        self._env.filters["tojson"] = _tojson
         self._env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
+        if len(self.source) > MAX_TEMPLATE_CHARS:
+            limit = TemplateLimitError(f"it is {len(self.source):,} characters long")
+            raise ChatTemplateError(self._too_much(limit)) from limit
         try:
-            parsed = self._env.parse(self.source)
+            parsed = self._env.parse_bounded(self.source)
         except jinja2.TemplateSyntaxError as error:
             raise ChatTemplateError(
                 f"The chat template of {self.label} is not valid Jinja ({error})."
             ) from error
+        except (RecursionError, MemoryError) as error:
+            raise ChatTemplateError(
+                f"The chat template of {self.label} is nested too deeply to be read."
+            ) from error
         self.supports_tools = _mentions(parsed, "tools")
-        self._template = self._env.from_string(self.source)
+        try:
+            self._template = self._env.from_string(parsed)
+        except (jinja2.TemplateError, SyntaxError, RecursionError, MemoryError) as error:
+            # An unknown filter, or Jinja code Python cannot compile (too deeply nested blocks).
+            raise ChatTemplateError(
+                f"The chat template of {self.label} cannot be used: {type(error).__name__}: {error}"
+            ) from error
         self.system_role = True  # cleared by check() when the template refuses system messages
 
     def check(self) -> None:
@@ -155,7 +170,13 @@ class ChatTemplate:
             **self._specials,
         }
         try:
-            return _collect(self._template.generate(context), self.label)
+            with self._env.metering(MAX_RENDER_SECONDS):
+                return _collect(self._template.generate(context))
+        except TemplateLimitError as error:
+            raise ChatTemplateError(self._too_much(error)) from error
+        except MemoryError:
+            limit = TemplateLimitError("it ran out of memory")
+            raise ChatTemplateError(self._too_much(limit)) from limit
         except SecurityError as error:
             raise ChatTemplateError(
                 f"The chat template of {self.label} tried to reach Python internals or change "
@@ -171,19 +192,27 @@ class ChatTemplate:
                 f"The chat template of {self.label} failed: {type(error).__name__}: {error}"
             ) from error
 
+    def _too_much(self, error: TemplateLimitError) -> str:
+        return (
+            f"The chat template of {self.label} asks for far more work than any real chat "
+            f"template ({error}); it was stopped in its sandbox. Use a model file from a "
+            "trustworthy source."
+        )
 
-def _collect(pieces: Iterator[str], label: str) -> str:
-    """The rendered text, stopped once it passes the size or time limit."""
+
+def _collect(pieces: Iterator[str]) -> str:
+    """The rendered text, stopped once it passes the size or time limit (the sandbox meters
+    the work between pieces; this also bounds the literal text between them)."""
     started = time.monotonic()
     collected: list[str] = []
     size = 0
     for piece in pieces:
         collected.append(piece)
         size += len(piece)
-        if size > MAX_RENDER_CHARS or time.monotonic() - started > MAX_RENDER_SECONDS:
-            raise ChatTemplateError(
-                f"The chat template of {label} produced too much text; it was stopped."
-            )
+        if size > MAX_RENDER_CHARS:
+            raise TemplateLimitError(f"its output passed {MAX_RENDER_CHARS:,} characters")
+        if time.monotonic() - started > MAX_RENDER_SECONDS:
+            raise TemplateLimitError(f"it ran for more than {MAX_RENDER_SECONDS:g} s")
     return "".join(collected)
 
 
