@@ -16,14 +16,14 @@ kept its workspace), the viewer shows the excerpt saved with the evidence and sa
 
 from __future__ import annotations
 
-import contextlib
 import re
 import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QUrl, Signal, Slot
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal, Slot
 from PySide6.QtGui import (
     QColor,
     QDesktopServices,
@@ -57,6 +57,7 @@ SYSTEM_SAFE = frozenset(
         *(".docx", ".xlsx", ".pptx", ".odt", ".ods", ".odp", ".epub"),
     }
 )
+READ_POLL_MS = 20
 _LINES = re.compile(r"lines?\s+(\d+)(?:\s*[-–]\s*(\d+))?")
 _WORD = re.compile(r"\w+")
 
@@ -154,7 +155,6 @@ class SourceViewer(QDialog):
 
     #: The source was read and is shown. Payload: the :class:`SourceText`.
     sig_loaded = Signal(object)
-    _sig_read = Signal(object)  # internal: from the reading thread
 
     def __init__(
         self,
@@ -200,7 +200,10 @@ class SourceViewer(QDialog):
         layout.addWidget(self.note)
         layout.addWidget(self.view, 1)
         layout.addWidget(buttons)
-        self._sig_read.connect(self._show)
+        self._reading: Future[SourceText] = Future()
+        self._poll = QTimer(self)  # the reading thread touches no Qt object: the viewer asks it
+        self._poll.setInterval(READ_POLL_MS)
+        self._poll.timeout.connect(self._check_read)
         self._read(workspace, max_bytes)
 
     @property
@@ -208,19 +211,26 @@ class SourceViewer(QDialog):
         return self.source is not None
 
     def _read(self, workspace: Path | None, max_bytes: int) -> None:
-        item, done = self.item, self._sig_read
+        """Read and extract on a thread (a PDF can take a while); the result is collected on the
+        GUI thread by a timer, so a viewer closed meanwhile leaves nothing to call back."""
+        item, reading = self.item, self._reading
 
         def read() -> None:
             try:
                 text = read_source(item, workspace, max_bytes)
             except Exception as error:  # a parser can fail anywhere; the excerpt still shows
                 text = excerpt_source(item, f"The document could not be read ({error}).")
-            with contextlib.suppress(RuntimeError):  # the viewer was closed meanwhile
-                done.emit(text)
+            reading.set_result(text)
 
         threading.Thread(target=read, name="source-read", daemon=True).start()
+        self._poll.start()
 
-    @Slot(object)
+    @Slot()
+    def _check_read(self) -> None:
+        if self._reading.done():
+            self._poll.stop()
+            self._show(self._reading.result())
+
     def _show(self, source: SourceText) -> None:
         self.source = source
         self.view.page_starts = source.page_starts
