@@ -50,10 +50,11 @@ from imprint_desktop.engine.downloads import (
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import describe
 
+#: The verdict's colour on a light background, and on a dark one.
 VERDICT_COLOURS = {
-    Verdict.RUNS_WELL: "#1b7f3b",
-    Verdict.RUNS_SLOWLY: "#a86b00",
-    Verdict.DOES_NOT_FIT: "#b3261e",
+    Verdict.RUNS_WELL: ("#1b7f3b", "#5cc77a"),
+    Verdict.RUNS_SLOWLY: ("#a86b00", "#e0a030"),
+    Verdict.DOES_NOT_FIT: ("#b3261e", "#ff7b72"),
 }
 
 
@@ -255,7 +256,7 @@ class RecommendedPage(QWidget):
         self.details.setWordWrap(True)
         self.details.setTextFormat(Qt.TextFormat.PlainText)
         self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.details.setMinimumHeight(self.fontMetrics().lineSpacing() * 3)
+        self.details.setMinimumHeight(self.fontMetrics().lineSpacing() * 3 + 4)
         self.download_button = QPushButton("&Download")
         self.download_button.clicked.connect(self.download_selected)
         self.use_button = QPushButton("&Use")
@@ -302,7 +303,7 @@ class RecommendedPage(QWidget):
             if best is not None
             else "None of these models fits this computer now; the reasons are below."
         )
-        self.summary.setText(f"{lead} Judged for {computer_summary(found)}.")
+        self.summary.setText(f"{lead}\nJudged for {computer_summary(found)}.")
         self.table.setRowCount(0)
         for entry in found.entries:
             self._add_row(entry)
@@ -326,7 +327,9 @@ class RecommendedPage(QWidget):
         size = QTableWidgetItem(human_size(entry.model.size))
         size.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         fit = QTableWidgetItem(entry.fit.verdict.words)
-        fit.setForeground(QColor(VERDICT_COLOURS[entry.fit.verdict]))
+        light, dark = VERDICT_COLOURS[entry.fit.verdict]
+        on_dark = self.table.palette().base().color().lightness() < 128
+        fit.setForeground(QColor(dark if on_dark else light))
         why = QTableWidgetItem(entry.fit.reason)
         why.setToolTip(entry.fit.reason)
         for column, item in enumerate((first, size, fit, why, QTableWidgetItem(""))):
@@ -374,8 +377,8 @@ class RecommendedPage(QWidget):
             model = entry.model
             self.details.setText(
                 f"{model.good_at}\n{model.publisher} · license {model.license} · "
-                f"{model.parameters:g} billion parameters · reads {model.context_length:,} tokens "
-                f"· {model.repo}/{model.file}"
+                f"{model.parameters:g} billion parameters · reads up to "
+                f"{model.context_length:,} tokens\n{model.repo} · {model.file}"
             )
         self._update_buttons()
 

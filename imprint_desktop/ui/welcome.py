@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QFontMetrics, QPalette
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -44,6 +44,9 @@ if TYPE_CHECKING:  # the model store loads only when the welcome offers download
     from imprint_desktop.core.models import Recommendation, RecommendedModel
     from imprint_desktop.engine.downloads import DownloadManager, JobEnded
     from imprint_desktop.ui.recommended import ModelSwitchOffer
+
+
+WIDTH = 640  # pixels: room for a recommended model's title on one line
 
 
 class WelcomeChoice(enum.Enum):
@@ -132,7 +135,7 @@ class WelcomeDialog(QDialog):
         layout.addWidget(self.sample_option)
         layout.addWidget(self.problem)
         layout.addWidget(self.buttons)
-        self.setMinimumWidth(600)
+        self.setFixedWidth(WIDTH)  # the picks' text is wrapped for this width (see _pick_row)
         first = self.starter_option if starter_model is not None else self.manager_option
         first.setFocus()
         if downloads is not None:
@@ -176,12 +179,13 @@ class WelcomeDialog(QDialog):
         self.picks.setObjectName("welcomePicks")
         self._picks_layout = QVBoxLayout(self.picks)
         self._picks_layout.setContentsMargins(24, 0, 0, 4)
-        self.picks_status = QLabel(
+        self.picks_status = QLabel()
+        self._say(
+            self.picks_status,
             "Checking which models suit this computer…"
             if self._downloads is not None
-            else "You choose one in the model manager next."
+            else "You choose one in the model manager next.",
         )
-        self.picks_status.setWordWrap(True)
         self.picks_status.setAccessibleName("Recommended models")
         self.pick_group = QButtonGroup(self)
         self.browse_option = QRadioButton("Another model: searc&h the hub in the model manager")
@@ -189,7 +193,6 @@ class WelcomeDialog(QDialog):
         self.browse_option.setChecked(True)
         self.pick_group.addButton(self.browse_option)
         self.picks_note = QLabel()
-        self.picks_note.setWordWrap(True)
         self.picks_note.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self._picks_layout.addWidget(self.picks_status)
         self._picks_layout.addWidget(self.browse_option)
@@ -206,39 +209,49 @@ class WelcomeDialog(QDialog):
 
         found = event.value
         if not isinstance(found, Recommendations):
-            self.picks_status.setText(
+            self._say(
+                self.picks_status,
                 f"The recommended models could not be judged ({event.message}); choose one in "
-                "the model manager."
+                "the model manager.",
             )
             return
         if found.best is None:
-            self.picks_status.setText(
+            self._say(
+                self.picks_status,
                 "None of the recommended models fits this computer now. "
-                + (found.entries[-1].fit.reason if found.entries else "")
+                + (found.entries[-1].fit.reason if found.entries else ""),
             )
             return
         self.picks_status.setText("Chosen for this computer:")
         for index, entry in enumerate(found.picks, start=1):
             button = QRadioButton(pick_title(entry))
             button.setAccessibleName(f"{entry.model.name}, {entry.fit.verdict.words}")
-            detail = QLabel(f"{entry.fit.reason}\n{entry.model.good_at}")
-            detail.setWordWrap(True)
-            detail.setContentsMargins(22, 0, 0, 4)
-            detail.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-            detail.setTextFormat(Qt.TextFormat.PlainText)
-            button.setAccessibleDescription(detail.text())
+            button.setAccessibleDescription(f"{entry.model.good_at} {entry.fit.reason}")
             self.pick_group.addButton(button)
-            self._picks_layout.insertWidget(2 * index - 1, button)
-            self._picks_layout.insertWidget(2 * index, detail)
+            row = _pick_row(button, entry, self._text_width())
+            self._picks_layout.insertWidget(index, row)
+            row.show()  # now: a widget added to a shown dialog is otherwise shown a moment later
             self.pick_buttons.append((button, entry))
         self.pick_buttons[0][0].setChecked(True)
         starter = "the starter model" if self._starter is not None else "no model"
-        self.picks_note.setText(
+        self._say(
+            self.picks_note,
             f"The download starts when you press Get started. Imprint uses {starter} until the "
-            "file is verified, then asks to switch."
+            "file is verified, then asks to switch.",
         )
         self._update_picks()
         self.adjustSize()
+
+    def _say(self, label: QLabel, text: str) -> None:
+        """Set text under "Download", broken into lines (see :func:`_pick_row` for why)."""
+        label.setText(_lines(text, label.fontMetrics(), self._text_width() + 22))
+
+    def _text_width(self) -> int:
+        """Pixels a pick's text has: the dialog less its margins and the two indents."""
+        layout = self.layout()
+        margins = layout.contentsMargins() if layout is not None else None
+        sides = margins.left() + margins.right() if margins is not None else 22
+        return WIDTH - sides - 24 - 22
 
     def selected_pick(self) -> Recommendation | None:
         """The recommended model chosen under "Download", or None for "another model"."""
@@ -328,6 +341,40 @@ class WelcomeDialog(QDialog):
     @Slot()
     def _update_remote_fields(self) -> None:
         self.remote_fields.setEnabled(self.remote_option.isChecked())
+
+
+def _pick_row(button: QRadioButton, entry: Recommendation, width: int) -> QWidget:
+    """One recommended model: its title as a radio button, what it is good at, how it fits.
+
+    The text is broken into lines here, for ``width`` pixels, rather than by word-wrapping labels:
+    a wrapped label knows its height only for a given width, which a dialog that grows after it is
+    shown never asks, and rows would overlap.
+    """
+    row = QWidget()
+    layout = QVBoxLayout(row)
+    layout.setContentsMargins(0, 0, 0, 4)
+    layout.setSpacing(0)
+    layout.addWidget(button)
+    for text, muted in ((entry.model.good_at, False), (entry.fit.reason, True)):
+        label = QLabel()
+        label.setTextFormat(Qt.TextFormat.PlainText)
+        label.setContentsMargins(22, 0, 0, 0)
+        if muted:
+            label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
+        label.setText(_lines(text, label.fontMetrics(), width))
+        layout.addWidget(label)
+    return row
+
+
+def _lines(text: str, metrics: QFontMetrics, width: int) -> str:
+    """``text`` broken at spaces into lines no wider than ``width`` pixels (where it can be)."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and metrics.horizontalAdvance(f"{lines[-1]} {word}") <= width:
+            lines[-1] = f"{lines[-1]} {word}"
+        else:
+            lines.append(word)
+    return "\n".join(lines)
 
 
 _LOOK_UP = object()

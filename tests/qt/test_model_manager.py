@@ -208,7 +208,7 @@ def test_the_manager_opens_on_the_recommended_list_before_any_search(
     assert window.tabs.tabText(0) == "Re&commended"
     recommended_listed(qtbot, window)
     assert not [r for r in hub.requests if r.path.startswith("/api/models")], "no search yet"
-    assert page.summary.text().startswith("Best fit for this computer: Qwen3 4B. Judged for 4 CPU")
+    assert page.summary.text().startswith("Best fit for this computer: Qwen3 4B.\nJudged for 4 CPU")
     names = [page.table.item(row, 0).text() for row in range(page.table.rowCount())]
     assert names[:2] == ["Qwen3 8B  (more capable, slower)", "Qwen3 4B  (best fit)"]
     assert "Llama 3.2 3B Instruct  (lighter, faster)" in names

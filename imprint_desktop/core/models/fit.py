@@ -149,9 +149,8 @@ def assess_fit(
         seconds = _reply_seconds(size, parameters, machine) / GPU_FACTOR
         return ModelFit(
             Verdict.RUNS_WELL if seconds <= time_budget / 2 else Verdict.RUNS_SLOWLY,
-            f"Runs on the {gpu.name}: needs about {human_size(needed)} of its "
-            f"{human_size(gpu.free_bytes)} free; {_duration(seconds)} for a typical research "
-            "reply.",
+            f"Runs on the {gpu.name}: {_duration(seconds)} per research reply; needs "
+            f"{human_size(needed)} of its {human_size(gpu.free_bytes)} free.",
             needed,
             on_gpu=True,
             reply_seconds=seconds,
@@ -160,31 +159,31 @@ def assess_fit(
     if available is not None and needed > available:
         return ModelFit(
             Verdict.DOES_NOT_FIT,
-            f"Needs about {human_size(needed)} of memory; {human_size(available)} is free.",
+            f"Needs about {human_size(needed)} of memory; {human_size(available)} is free now.",
             needed,
         )
     seconds = _reply_seconds(size, parameters, machine)
     cores = f"{machine.cpu_cores} CPU core{'s' if machine.cpu_cores != 1 else ''}"
-    speed = f"{_duration(seconds)} for a typical research reply on {cores}"
+    speed = f"{_duration(seconds)} per research reply on {cores}"
     if available is not None and needed > available * MEMORY_HEADROOM:
         return ModelFit(
             Verdict.RUNS_SLOWLY,
-            f"Fits, but leaves little memory for other programs: needs about "
-            f"{human_size(needed)} of {human_size(available)} free; {speed}.",
+            f"Leaves little memory for other programs: needs {human_size(needed)} of "
+            f"{human_size(available)} free; {speed}.",
             needed,
             reply_seconds=seconds,
         )
     memory = (
-        f"needs about {human_size(needed)} of {human_size(available)} free memory"
+        f"needs {human_size(needed)} of {human_size(available)} free memory"
         if available is not None
-        else f"needs about {human_size(needed)} of memory"
+        else f"needs {human_size(needed)} of memory"
     )
     if seconds <= time_budget / 2:
         return ModelFit(Verdict.RUNS_WELL, f"{_capital(speed)}; {memory}.", needed, False, seconds)
+    limit = _duration(time_budget, about=False)
     return ModelFit(
         Verdict.RUNS_SLOWLY,
-        f"{_capital(speed)}, against a research time limit of {_duration(time_budget, about=False)}"
-        f"; {memory}.",
+        f"{_capital(speed)} (research time limit: {limit}); {memory}.",
         needed,
         reply_seconds=seconds,
     )
