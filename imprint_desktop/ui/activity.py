@@ -38,8 +38,8 @@ from imprint_desktop.core.research.report import (
     ActivityRow,
     describe_call,
     describe_started,
-    group_title,
     read_words,
+    round_heading,
 )
 
 if TYPE_CHECKING:
@@ -78,10 +78,7 @@ class _Group:
         self.found = 0
 
     def title(self) -> str:
-        words = group_title(self.number)
-        if self.calls:
-            words += f" · {self.calls} call{'' if self.calls == 1 else 's'}"
-        return words + (f" · +{self.found} new" if self.found else "")
+        return round_heading(self.number, self.calls, self.found)
 
 
 class ActivityModel(QAbstractTableModel):
@@ -322,6 +319,11 @@ class ActivityModel(QAbstractTableModel):
 
     def is_round(self, index: Index) -> bool:
         return index.isValid() and self._table[index.row()][1] == _HEADER
+
+    def is_wide(self, row: int) -> bool:
+        """Whether table row ``row`` is one line across every column (a round, a request)."""
+        position, number = self._table[row]
+        return number == _HEADER or self._groups[position].rows[number].kind == "request"
 
     def data(self, index: Index, role: int = _DISPLAY) -> object:  # noqa: PLR0911
         if role not in _ROLES or not index.isValid():  # most roles a view asks for: none here

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from imprint_desktop.ui.activity import EVIDENCE_IDS_ROLE, ActivityModel
+from imprint_desktop.ui.activity import COLUMNS, EVIDENCE_IDS_ROLE, ActivityModel
 
 INDENT = 14  # pixels a call's words stand in from its round's title
 
@@ -53,6 +53,7 @@ class ActivityView(QTableView):
 
     def __init__(self, model: ActivityModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._activity = model
         self.setObjectName("activityList")
         self.setAccessibleName("Research activity")
         self.setAccessibleDescription(
@@ -83,21 +84,37 @@ class ActivityView(QTableView):
             header.resizeSection(column, metrics.horizontalAdvance(sample) + 18)
         self._follow = True
         model.rowsAboutToBeInserted.connect(self._before_insert)
+        model.rowsInserted.connect(self._inserted)
+        model.modelReset.connect(self._reset)
         model.sig_flushed.connect(self._flushed)
         self.activated.connect(self._activated)
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.FontChange):
-            model = self.model()
-            if isinstance(model, ActivityModel):
-                model.refresh_style()
+            self._activity.refresh_style()
 
     @Slot(QModelIndex, int, int)
     def _before_insert(self, parent: QModelIndex, first: int, last: int) -> None:
         del parent, first, last
         bar = self.verticalScrollBar()
         self._follow = bar.value() >= bar.maximum() - 2  # was the newest row in view?
+
+    @Slot(QModelIndex, int, int)
+    def _inserted(self, parent: QModelIndex, first: int, last: int) -> None:
+        del parent
+        self._span(first, last)
+
+    @Slot()
+    def _reset(self) -> None:
+        self.clearSpans()
+        self._span(0, self._activity.rowCount() - 1)
+
+    def _span(self, first: int, last: int) -> None:
+        """A round's title and a request's tokens read across the whole width."""
+        for row in range(first, last + 1):
+            if self._activity.is_wide(row):
+                self.setSpan(row, 0, 1, len(COLUMNS))
 
     @Slot()
     def _flushed(self) -> None:

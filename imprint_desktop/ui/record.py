@@ -84,6 +84,9 @@ class RecordDialog(QDialog):
         self.activity_model = ActivityModel(self)
         self.activity = ActivityView(self.activity_model)
         self.activity_model.load(self.report.activity)
+        self.activity.horizontalHeader().resizeSection(
+            2, 12 * self.fontMetrics().averageCharWidth() + 120
+        )
         self.activity.sig_evidence_chosen.connect(self._show_evidence)
         self.evidence = QListWidget()
         self.evidence.setAccessibleName("Evidence")

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSize, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QFormLayout,
     QGroupBox,
@@ -24,6 +24,8 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QProgressBar,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QVBoxLayout,
     QWidget,
 )
@@ -53,6 +55,16 @@ class ClockReading:
         if self.paused or not self.running:
             return self.seconds
         return min(self.limit, self.seconds + (at - self.received))
+
+
+class _AsWideAsTheList(QStyledItemDelegate):
+    """Rows as wide as the list, whatever their text: a long line ends in "…" instead of making
+    the list scroll sideways."""
+
+    def sizeHint(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> QSize:
+        return QSize(1, super().sizeHint(option, index).height())
 
 
 def evidence_row(item: ev.EvidenceItemView) -> QListWidgetItem:
@@ -114,6 +126,8 @@ class ResearchPanel(QWidget):
         # Two lines a row, all the same height: a list of hundreds that grows many times a second
         # is laid out without measuring each row (the excerpt is cut; the tooltip has it whole).
         self.evidence.setUniformItemSizes(True)
+        self.evidence.setItemDelegate(_AsWideAsTheList(self.evidence))
+        self.evidence.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.evidence.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.evidence.setAlternatingRowColors(True)
         self.evidence.itemActivated.connect(self._open_item)

@@ -246,6 +246,14 @@ def group_title(group: int) -> str:
     return f"Round {group}"
 
 
+def round_heading(group: int, calls: int, found: int) -> str:
+    """A round's title with what it did: "Round 3 · 2 calls · +1 new"."""
+    words = group_title(group)
+    if calls:
+        words += f" · {calls} call{'' if calls == 1 else 's'}"
+    return words + (f" · +{found} new" if found else "")
+
+
 @dataclass(frozen=True, slots=True)
 class BudgetPoint:
     """The budgets at the end of one round (the chart's x is the round)."""

@@ -23,8 +23,8 @@ from imprint_desktop.core.research.report import (
     build_report,
     chart_series,
     describe_started,
-    group_title,
     plain,
+    round_heading,
     stop_label,
 )
 from imprint_desktop.core.research.trace import trace_json, trace_line
@@ -176,7 +176,9 @@ def _activity(report: Report) -> str:
         return "<p>No tool was called and no request was made.</p>"
     rows = ["<table><tr><th>What</th><th>Status</th><th>New evidence</th></tr>"]
     for group, members in report.groups():
-        rows.append(f"<tr class='round'><th colspan='3'>{esc(group_title(group))}</th></tr>")
+        calls = [row for row in members if row.kind == "tool"]
+        heading = round_heading(group, len(calls), sum(row.new_evidence for row in calls))
+        rows.append(f"<tr class='round'><th colspan='3'>{esc(heading)}</th></tr>")
         for row in members:
             if row.kind == "request":
                 rows.append(f"<tr class='request'><td colspan='3'>{esc(row.text)}</td></tr>")
