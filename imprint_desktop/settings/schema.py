@@ -252,8 +252,15 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "chat.research_first", Kind.BOOL, True, "Search before answering",
-        "The first step of every reply must use a tool (search or read the documents), so the "
-        "answer rests on them rather than on what the model happens to remember.",
+        "Before the model's first step, Imprint searches your documents for the question's key "
+        "words and hands the model the passages it found, so every answer starts from your "
+        "documents rather than from what the model happens to remember.",
+    ),
+    Setting(
+        "chat.answer_without_evidence", Kind.BOOL, False, "Answer when nothing is found",
+        "When research finds nothing in your documents, ask the model to answer anyway; its "
+        "answer is then labelled as not coming from your documents. Off: Imprint says what it "
+        "searched and read, and that nothing was found.",
     ),
     Setting(
         "chat.max_tokens", Kind.INT, 2048, "Final answer length",

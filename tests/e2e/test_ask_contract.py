@@ -31,10 +31,19 @@ import pytest
 
 from imprint_desktop.core.history import HistoryStore
 from imprint_desktop.core.providers.base import ToolCall
+from imprint_desktop.core.research.sources import written
 from tests.e2e.conftest import Imprint
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, closed_port
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(autouse=True)
+def _scripted_first_step(imprint_env: dict[str, str]) -> None:
+    """These scenarios script every request: the engine's own search before answering
+    (chat.research_first) is tested on its own in test_ask_grounded.py."""
+    imprint_env["IMPRINT_CHAT_RESEARCH_FIRST"] = "false"
+
 
 QUESTION = "Who was the last keeper?"
 FALLBACK_PREFIX = "No final answer could be written"  # DESIGN §1, the label of the fallback
@@ -194,7 +203,7 @@ def assert_result_fields(payload: Mapping[str, Any]) -> None:
     } - set(payload)
     assert not missing, f"missing fields {missing} in {payload}"
     assert isinstance(payload["answer"], str) and payload["answer"].strip(), payload
-    assert payload["final_mode"] in ("model", "fallback"), payload
+    assert payload["final_mode"] in ("model", "fallback", "no_evidence"), payload
     assert payload["stop_reason"] in STOP_REASONS, payload
     assert is_int(payload["rounds"]) and payload["rounds"] >= 0, payload
     assert isinstance(payload["evidence"], list)
@@ -268,7 +277,7 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
         elif kind == "stop":
             assert record["reason"] in STOP_REASONS, record
         elif kind == "final":
-            assert record["mode"] in ("model", "fallback"), record
+            assert record["mode"] in ("model", "fallback", "no_evidence"), record
     return records
 
 
@@ -385,14 +394,14 @@ ENDINGS: dict[str, tuple[list[Reply], list[str], str]] = {
         "model",
     ),
     "token_budget": (
-        [Reply.text("Nothing could be researched within the budget.")],
-        ["--set", "chat.research_token_budget=1024"],  # too small for one research request
-        "model",
+        [],  # too small for one research request: nothing found, and said so without a request
+        ["--set", "chat.research_token_budget=1024"],
+        "no_evidence",
     ),
     "context_full": (
-        [],  # not even the question-only final fits: the labelled fallback, no request at all
+        [],  # not even the first research request fits: nothing found, no request at all
         ["--set", "remote.context_window=512"],
-        "fallback",
+        "no_evidence",
     ),
     "error": (
         [Reply.error(400, "this server rejects the request")],
@@ -418,13 +427,14 @@ def test_every_ending_prints_the_full_json_result_and_its_exit_code(
     assert_trace_matches_result(read_trace(trace), payload)
     assert openai_server.remaining == 0, "the script was not used up: the run stopped early"
     if ending == "answered":
-        assert payload["answer"] == ANSWER and payload["rounds"] == 1
+        assert written(payload["answer"]) == ANSWER and payload["rounds"] == 1
         assert [item["source"] for item in payload["evidence"]] == ["keepers.md"]
     if ending == "error":
         assert isinstance(payload.get("error"), str) and "400" in payload["error"], payload
         assert "this server rejects the request" in payload["answer"]
     if ending == "token_budget":
-        assert payload["tokens"]["budget"] == 1024 and payload["tokens"]["final_charged"] > 0
+        assert payload["tokens"]["budget"] == 1024 and payload["tokens"]["final_charged"] == 0
+        assert "too small for even one request" in payload["answer"]
 
 
 def test_a_time_budget_cuts_a_hanging_tool_and_the_rest_of_the_batch_is_not_executed(
@@ -456,7 +466,7 @@ def test_a_time_budget_cuts_a_hanging_tool_and_the_rest_of_the_batch_is_not_exec
     payload = the_json_result(result.stdout)
     assert result.returncode == 0, result.stderr[-2000:]
     assert (payload["stop_reason"], payload["final_mode"]) == ("time_budget", "model")
-    assert payload["answer"] == "From what was found: Ada Quill [1]."
+    assert written(payload["answer"]) == "From what was found: Ada Quill [1]."
     assert 10 <= payload["research_seconds"] < 12.5 and elapsed < 40, (payload, elapsed)
     records = read_trace(trace)
     assert_trace_matches_result(records, payload)
@@ -550,7 +560,8 @@ def test_without_json_the_answer_alone_is_on_stdout_and_the_status_on_stderr(
     )
     result = ask(imprint, openai_server, workspace, json_mode=False, stdin="Greyness Point\n")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip() == ANSWER, result.stdout
+    assert written(result.stdout.strip()) == ANSWER, result.stdout
+    assert "Sources:\n- [1] keepers.md" in result.stdout  # under the answer, as in the window
     assert "Which lighthouse?" in result.stderr and "Which lighthouse?" not in result.stdout
     assert "answered" in result.stderr, result.stderr
 
@@ -727,7 +738,10 @@ def test_answers_are_taken_in_order_then_stdin_then_end_of_file_says_no_answer(
     )
     assert result.returncode == 0, result.stderr[-2000:]
     payload = the_json_result(result.stdout)  # the questions did not reach stdout
-    assert payload["answer"] == "Thanks for all four." and payload["stop_reason"] == "answered"
+    assert (
+        written(payload["answer"]) == "Thanks for all four."
+        and payload["stop_reason"] == "answered"
+    )
     results = tool_results(openai_server.chat_requests()[-1])
     assert "from argv one" in results["q1"] and "from argv two" in results["q2"], results
     assert "from stdin three" in results["q3"], results
@@ -764,7 +778,7 @@ def test_time_waiting_for_the_person_is_user_wait_not_research_time(
         process.stdin.flush()
         assert process.wait(timeout=60) == 0, err.text()[-2000:]
         payload = the_json_result(out.text())
-    assert payload["answer"] == ANSWER
+    assert written(payload["answer"]) == ANSWER
     assert payload["user_wait_seconds"] >= delay - 0.01, (payload, delay)
     # The wait covered at least `delay`; research itself (two instant requests) took far less.
     assert payload["research_seconds"] < delay, (payload, delay)
@@ -810,7 +824,7 @@ def test_the_api_key_reaches_the_server_and_nowhere_else(
         requests = server.requests
         server.assert_protocol_complete()
     assert result.returncode == 0, result.stderr[-2000:]
-    assert the_json_result(result.stdout)["answer"] == ANSWER
+    assert written(the_json_result(result.stdout)["answer"]) == ANSWER
     assert requests and all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in requests)
     assert SECRET not in result.stdout + result.stderr
     # tmp_path holds the config and data folders, the workspace and the trace.
@@ -883,7 +897,7 @@ def test_a_settings_file_that_does_not_parse_is_reported_and_left_alone(
     trace = tmp_path / "trace.jsonl"
     result = ask(imprint, openai_server, workspace, "--config", str(config), "--trace", str(trace))
     assert result.returncode == 0, result.stderr[-2000:]
-    assert the_json_result(result.stdout)["answer"] == ANSWER
+    assert written(the_json_result(result.stdout)["answer"]) == ANSWER
     assert "broken.toml" in result.stderr and "TOML" in result.stderr, result.stderr
     assert config.read_bytes() == before
     assert read_trace(trace)[0]["settings"]["chat.research_timeout_sec"] == 300
@@ -961,7 +975,7 @@ def test_a_trace_path_that_cannot_be_written_is_a_clear_message_not_a_traceback(
     assert "Traceback" not in result.stderr, result.stderr[-1500:]
     assert str(trace) in result.stderr, result.stderr
     if result.returncode == 0:  # a warning, and the answer anyway
-        assert the_json_result(result.stdout)["answer"] == ANSWER
+        assert written(the_json_result(result.stdout)["answer"]) == ANSWER
     else:
         assert result.returncode in (1, 2), result.returncode
         assert openai_server.requests == []

@@ -48,6 +48,8 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
 
 def settings(**overrides: Any) -> dict[str, Any]:
     values = dict(SettingsStore(environ={}).snapshot())
+    # These scenarios script every request; the engine's own first search is tested on its own.
+    values["chat.research_first"] = False
     values.update(overrides)
     return values
 

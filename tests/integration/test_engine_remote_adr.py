@@ -39,6 +39,7 @@ from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
 from imprint_desktop.core.research.final import FALLBACK_LABEL
+from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.research.trace import TraceWriter, fan_out, read_trace
 from imprint_desktop.core.tools.toolbox import Toolbox
 from imprint_desktop.core.workspace import Workspace
@@ -122,6 +123,8 @@ def library(tmp_path: Path) -> Iterator[Workspace]:
 
 def settings(**overrides: Any) -> dict[str, Any]:
     values = dict(SettingsStore(environ={}).snapshot())
+    # These scenarios script every request; the engine's own first search is tested on its own.
+    values["chat.research_first"] = False
     values.update(overrides)
     return values
 
@@ -241,7 +244,9 @@ def phase_of(request: RecordedRequest) -> str:
     if system == prompts.WORKER:
         return "worker"
     content = last.get("content") or ""
-    if last.get("role") == "user" and content.endswith((prompts.FINAL, prompts.FINAL_NO_EVIDENCE)):
+    if last.get("role") == "user" and content.endswith(
+        (prompts.FINAL, prompts.FINAL_WITHOUT_EVIDENCE)
+    ):
         return "final"
     return "research"
 
@@ -310,10 +315,8 @@ def check_requests(
             assert not request.tools, where
             assert body["max_tokens"] == research_max_tokens, where
         else:
-            # chat.research_first: a conversation's first step must use a tool, later ones may.
-            opening = not any(message["role"] == "tool" for message in request.messages)
-            expected = "required" if opening else "auto"
-            assert request.tools and body.get("tool_choice") == expected, where
+            # No request forces a tool call: the model may always answer (DESIGN §1).
+            assert request.tools and body.get("tool_choice") == "auto", where
             assert body["max_tokens"] == research_max_tokens, where
     return by_phase
 
@@ -351,7 +354,7 @@ def test_research_continues_past_twelve_rounds_while_evidence_is_new(
     )
     result = run.result
     assert result.stop_reason == "answered" and result.final_mode == "model"
-    assert result.rounds == 15 and result.answer == "Fifteen lights, fifteen logs [1]."
+    assert result.rounds == 15 and written(result.answer) == "Fifteen lights, fifteen logs [1]."
     assert [item.source for item in result.evidence] == [f"{n.lower()}.md" for n in LIGHTS[:15]]
     assert [event.progress for event in run.of(ev.RoundEnded)] == [True] * 15
     by_phase = check_requests(openai_server, research_max_tokens=300)
@@ -387,7 +390,10 @@ def test_unchanged_evidence_stops_after_patience_then_a_tools_free_final(
     )
     result = run.result
     assert result.stop_reason == "no_progress" and result.rounds == 4
-    assert result.final_mode == "model" and result.answer == "It was first lit on 3 March 1862 [1]."
+    assert (
+        result.final_mode == "model"
+        and written(result.answer) == "It was first lit on 3 March 1862 [1]."
+    )
     assert [event.progress for event in run.of(ev.RoundEnded)] == [True, False, False, False]
     assert [item.source for item in result.evidence] == ["harbour.md"]
     by_phase = check_requests(openai_server, research_max_tokens=300, final_max_tokens=777)
@@ -481,7 +487,11 @@ def test_changing_errors_and_empty_results_are_not_progress(
     run = run_reply(
         openai_server,
         workspace,
-        config={"chat.research_no_progress_rounds": 3, "chat.research_max_output_tokens": 300},
+        config={
+            "chat.research_no_progress_rounds": 3,
+            "chat.research_max_output_tokens": 300,
+            "chat.answer_without_evidence": True,  # nothing is found: still ask for a final
+        },
     )
     result = run.result
     assert result.stop_reason == "no_progress" and result.rounds == 3
@@ -495,7 +505,7 @@ def test_changing_errors_and_empty_results_are_not_progress(
     contents = [message["content"] for message in tool_messages(final)]
     assert "missing-0.md" in contents[0] and "missing-2.md" in contents[2], "the errors changed"
     assert contents[0] != contents[2]
-    assert final.messages[-1]["content"] == prompts.FINAL_NO_EVIDENCE
+    assert final.messages[-1]["content"] == prompts.FINAL_WITHOUT_EVIDENCE
 
 
 # --- 6. writes ----------------------------------------------------------------------------------
@@ -610,7 +620,7 @@ def test_token_stop_charges_net_of_the_reused_prefix_and_the_refund_is_in_the_tr
     assert needed > left == research[-1]["budget_left"], stopped.detail
     assert requests[-1]["phase"] == "final"
     assert result.tokens.final_charged == requests[-1]["charged"] > 0
-    assert result.final_mode == "model" and result.answer == "Everything the logs say [1]."
+    assert result.final_mode == "model" and written(result.answer) == "Everything the logs say [1]."
     check_requests(openai_server, research_max_tokens=400, final_max_tokens=500)
 
 
@@ -649,7 +659,7 @@ def test_time_stop_cuts_an_in_flight_request_at_the_deadline_then_a_final(
     assert result.stop_reason == "time_budget"
     assert timeout - 0.01 <= result.research_seconds < timeout + 0.5
     assert elapsed < timeout + 2, "the endless stream was cut at the deadline"
-    assert result.final_mode == "model" and result.answer == "Lit on 3 March 1862 [1]."
+    assert result.final_mode == "model" and written(result.answer) == "Lit on 3 March 1862 [1]."
     assert stops(run, "research") == ["tool_calls", "deadline"]
     research_lines = run.lines("request", phase="research")
     assert research_lines[1]["charged"] > 0, "the work of a cut request is still charged"
@@ -681,7 +691,11 @@ def test_calls_not_started_when_time_runs_out_mid_batch_are_answered_not_execute
         run = run_reply(
             openai_server,
             workspace,
-            config={"chat.research_timeout_sec": 1.0, "chat.research_max_output_tokens": 300},
+            config={
+                "chat.research_timeout_sec": 1.0,
+                "chat.research_max_output_tokens": 300,
+                "chat.answer_without_evidence": True,  # nothing is found: still ask for a final
+            },
         )
         assert pages.wait_for_stall(timeout=0), "the page was being fetched"
     result = run.result
@@ -703,7 +717,7 @@ def test_calls_not_started_when_time_runs_out_mid_batch_are_answered_not_execute
         "not executed: research time budget exhausted"
     ] * 2
     assert not (workspace.root / workspace.notes_folder).exists(), "the write never started"
-    assert result.answer == "What I have [1]."
+    assert result.answer.endswith("\n\nWhat I have [1].")  # labelled: not from the documents
 
 
 # --- 10. Stop ------------------------------------------------------------------------------------
@@ -850,7 +864,7 @@ def test_waiting_for_the_person_is_not_research_time_and_the_answer_is_progress(
     result = run.result
     assert questions == ["Which lights?"]
     assert result.stop_reason == "answered", "the answer reset the no-progress count"
-    assert result.rounds == 4 and result.answer == "About the northern lights [1]."
+    assert result.rounds == 4 and written(result.answer) == "About the northern lights [1]."
     assert [e.progress for e in run.of(ev.RoundEnded)] == [True, False, True, False]
     assert [e.no_progress_rounds for e in run.of(ev.RoundEnded)] == [0, 1, 0, 1]
     assert result.user_wait_seconds >= thinking and result.research_seconds < 30
@@ -889,7 +903,7 @@ def test_context_full_stops_research_and_the_final_fits(
     )
     result = run.result
     assert result.stop_reason == "context_full"
-    assert result.final_mode == "model" and result.answer == "Final within the window [1]."
+    assert result.final_mode == "model" and written(result.answer) == "Final within the window [1]."
     assert result.rounds >= 2
     requests = run.lines("request")
     for line in requests:
@@ -929,7 +943,7 @@ def test_evidence_condensing_is_charged_to_the_research_budget_when_the_final_ca
     )
     result = run.result
     assert result.stop_reason == "context_full"
-    assert result.final_mode == "model" and result.answer == "Answer from the notes [1]."
+    assert result.final_mode == "model" and written(result.answer) == "Answer from the notes [1]."
     by_phase = check_requests(openai_server, research_max_tokens=200, final_max_tokens=1200)
     condense = by_phase.get("condense", [])
     assert condense, "the evidence was condensed"
@@ -1021,7 +1035,7 @@ def test_the_labelled_fallback_when_the_final_request_fails_is_persisted(
     assert len(by_phase["research"]) == 3 and len(by_phase["final"]) >= 1
     assert len({final.body for final in by_phase["final"]}) == 1, "only retries of the one final"
     assert [line["mode"] for line in run.lines("final")] == ["fallback"]
-    assert stored.final_mode == "fallback" and stored.answer == result.answer
+    assert stored.final_mode == "fallback" and written(stored.answer) == result.answer
     assert stored.stop_reason == "no_progress"
     assert [item.source for item in stored.evidence] == ["harbour.md"]
 
@@ -1052,7 +1066,7 @@ def test_every_section_worker_request_is_reserved_and_charged(
     serve(openai_server, model)
     run = run_reply(openai_server, library, config={"chat.research_max_output_tokens": 300})
     result = run.result
-    assert result.stop_reason == "answered" and result.answer == "Combined answer [1]."
+    assert result.stop_reason == "answered" and written(result.answer) == "Combined answer [1]."
     assert [item.source for item in result.evidence] == [
         f"{name.lower()}.md" for name in LIGHTS[:4]
     ]

@@ -65,6 +65,10 @@ class FakeTools:
     def kind(self, name: str) -> ToolKind | None:
         return KINDS.get(name)
 
+    @property
+    def scope(self) -> str:
+        return "the test workspace"
+
     async def execute(
         self,
         name: str,
@@ -72,6 +76,7 @@ class FakeTools:
         *,
         timeout: float | None = None,
         first_citation: int = 1,
+        max_chars: int | None = None,
     ) -> ToolResult:
         values = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
         self.calls.append((name, values))

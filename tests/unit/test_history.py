@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def record_reply(store: HistoryStore, conversation: int, script: list[Step], question: str) -> None:
     recorder = store.start_reply(conversation, question)
-    engine = ResearchEngine(ScriptedProvider(script), ResearchSettings(), sink=recorder)
+    engine = ResearchEngine(
+        ScriptedProvider(script), ResearchSettings(research_first=False), sink=recorder
+    )
     tools = FakeTools(lambda name, values: passage(f"Evidence for {values['query']}."))
     asyncio.run(engine.run(question, tools, store.chat_messages(conversation)))
 
@@ -42,7 +44,8 @@ def test_conversations_and_replies_round_trip(tmp_path: Path) -> None:
 
     [reply] = store.replies(first)
     assert (reply.status, reply.stop_reason, reply.final_mode) == ("finished", "answered", "model")
-    assert reply.answer == "Keepers rowed out [1]."
+    # The history keeps the reply as the person read it, Sources block included.
+    assert reply.answer == "Keepers rowed out [1].\n\nSources:\n- [1] doc.md, lines 1-3"
     assert [item.id for item in reply.evidence] == [1]
     assert store.trace(reply.id)[0]["type"] == "run_start"
     assert [m.role for m in store.chat_messages(first)] == ["user", "assistant"]

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import ProviderError
@@ -29,14 +29,14 @@ from imprint_desktop.core.providers.base import (
     ToolCall,
 )
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research import prompts
+from imprint_desktop.core.research import prompts, seed, sources
 from imprint_desktop.core.research.budgets import (
     Patience,
     ResearchClock,
     Settlement,
     TokenBudget,
 )
-from imprint_desktop.core.research.final import FinalStage
+from imprint_desktop.core.research.final import FinalStage, stop_in_words
 from imprint_desktop.core.research.ledger import EvidenceLedger, Judged
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.tools.base import ToolKind, ToolResult
@@ -54,6 +54,11 @@ class ResearchTools(Protocol):
 
     def kind(self, name: str) -> ToolKind | None: ...
 
+    @property
+    def scope(self) -> str:
+        """Where the tools look, in words for the person ("the workspace “notes” (/home/…)")."""
+        ...
+
     async def execute(
         self,
         name: str,
@@ -61,6 +66,7 @@ class ResearchTools(Protocol):
         *,
         timeout: float | None = None,
         first_citation: int = 1,
+        max_chars: int | None = None,
     ) -> ToolResult: ...
 
 
@@ -76,7 +82,9 @@ class ResearchSettings:
     temperature: float = 0.2
     system_prompt: str = ""
     final_deadline_sec: float = 120.0
-    research_first: bool = True  # the first request of each research loop must call a tool
+    research_first: bool = True  # the engine searches before the first request (seed.py)
+    answer_without_evidence: bool = False  # ask the model even when nothing was found
+    max_result_chars: int = 6000  # the tool result cap, which the seed's passages also keep to
     snapshot: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
@@ -90,6 +98,8 @@ class ResearchSettings:
             temperature=float(settings["chat.temperature"]),
             system_prompt=str(settings["chat.system_prompt"]),
             research_first=bool(settings.get("chat.research_first", True)),
+            answer_without_evidence=bool(settings.get("chat.answer_without_evidence", False)),
+            max_result_chars=int(settings.get("tools.max_result_chars", 6000)),
             snapshot=dict(settings),
         )
 
@@ -104,6 +114,7 @@ class _Loop:
     patience: Patience
     tool_schemas: tuple[Mapping[str, Any], ...]
     allowed: frozenset[ToolKind]
+    seed: str = ""  # what the engine searches for before the first request ("": no search)
     round: int = 0  # the reply-wide number of this loop's current round
     call_ids: set[str] = field(default_factory=set)  # every tool call id in the conversation
 
@@ -139,6 +150,8 @@ class ResearchEngine:
         # A reply-wide stop met inside a section worker, carried out to the coordinator's batch.
         self._worker_stop: ResearchStop | None = None
         self.final_charged = 0  # tokens of the final request, outside the research budget
+        self.looked = sources.LookedAt()  # what research searched and read, for "not found"
+        self._requests = 0  # research requests sent (a budget too small for one is said so)
 
     # --- the handlers the toolbox calls back --------------------------------------------------
 
@@ -178,6 +191,7 @@ class ResearchEngine:
                 patience=Patience(self.settings.no_progress_rounds),
                 tool_schemas=read_only,
                 allowed=frozenset({ToolKind.READ}),
+                seed=section,
             )
             try:
                 text = await self._research(loop)
@@ -216,6 +230,7 @@ class ResearchEngine:
             self._coordinator_patience,
             tuple(tools.schemas()),
             frozenset(ToolKind),
+            seed=question,
         )
         final = FinalStage(self)
         try:
@@ -226,6 +241,9 @@ class ResearchEngine:
                 self.emit(ev.ResearchStopped(self.now_t(), stop.reason, stop.detail))
                 if stop.reason in ("cancelled", "error"):
                     return self._finish(final.fallback_for(stop.reason, stop.detail), stop.reason)
+                if not self.ledger.items and not self.settings.answer_without_evidence:
+                    # Nothing to answer from: say so, rather than let the model invent an answer.
+                    return self._finish(self._not_found(stop), stop.reason)
                 outcome = await final.run(
                     coordinator.messages, stop.reason, coordinator.tool_schemas
                 )
@@ -241,17 +259,19 @@ class ResearchEngine:
             return self._finish(final.fallback_for("error", detail), "error")
         self.clock.stop()
         self.emit(ev.ResearchStopped(self.now_t(), "answered"))
+        # The research answer is the final answer: no final request, but the one final line.
+        self.emit(ev.FinalFinished(self.now_t(), "model", 0.0))
         return self._finish((answer, "model", None), "answered")
 
     async def _research(self, loop: _Loop) -> str:
         """Rounds until the model answers (returned) or a budget stops it (ResearchStop)."""
+        if loop.seed and self.settings.research_first and _offers(loop, "search_workspace"):
+            await self._seed(loop)
         while True:
-            first = loop.round == 0 and self.settings.research_first
             completion = await self.request(
                 loop.messages,
                 loop.phase,
                 tools=loop.tool_schemas,
-                tool_choice="required" if first else "auto",
                 max_tokens=self.settings.research_max_output_tokens,
                 check_context=True,
             )
@@ -278,6 +298,57 @@ class ResearchEngine:
                 raise
             self._end_round(loop, progress=batch.progress, excluded=batch.excluded)
 
+    async def _seed(self, loop: _Loop) -> None:
+        """Search before answering (DESIGN §1): the engine's own ``search_workspace`` call.
+
+        The coordinator's is round 0; a section worker's is a round of its own. Its passages are
+        judged like any read's, and reach the model as a completed call and its result, so the
+        conversation is the one a model that searched first would have had.
+        """
+        assert self._tools is not None
+        self._check_cancel_and_time()
+        query = seed.seed_query(loop.seed)
+        if loop.worker is not None:
+            self.rounds += 1
+            loop.round = self.rounds
+        call = ToolCall(
+            seed.SEED_CALL_ID if loop.worker is None else f"{seed.SEED_CALL_ID}_{loop.round}",
+            "search_workspace",
+            seed.seed_arguments(query),
+        )
+        loop.call_ids.add(call.id)
+        self.emit(ev.RoundStarted(self.now_t(), loop.round, loop.worker))
+        max_chars = await self._seed_chars(loop)
+        result, progress = await self._run_call(
+            loop, call, ToolKind.READ, origin="engine", max_chars=max_chars
+        )
+        loop.messages += [
+            Message("assistant", "", (call,)),
+            Message("tool", result.content, tool_call_id=call.id, name=call.name),
+        ]
+        self._end_round(loop, progress=progress, excluded=False)
+
+    async def _seed_chars(self, loop: _Loop) -> int:
+        """The seed result's size: a share of what the window has to spare (see seed.py)."""
+        request = CompletionRequest(
+            messages=tuple(loop.messages),
+            max_tokens=self.settings.research_max_output_tokens,
+            deadline=self.clock.deadline(),
+            tools=loop.tool_schemas,
+            phase=loop.phase,
+        )
+        try:
+            prompt_tokens = await self.provider.count_prompt(request)
+        except Exception:  # the first request will meet the same failure and report it
+            log.warning("counting the prompt before the first search failed", exc_info=True)
+            return self.settings.max_result_chars
+        return seed.seed_chars(
+            context_window=self.provider.context_window,
+            prompt_tokens=prompt_tokens,
+            output_tokens=self.settings.research_max_output_tokens,
+            cap=self.settings.max_result_chars,
+        )
+
     def _end_round(self, loop: _Loop, *, progress: bool, excluded: bool) -> None:
         loop.patience.record(progress=progress, excluded=excluded)
         self._emit_round_end(loop, progress, excluded)
@@ -298,7 +369,6 @@ class ResearchEngine:
         phase: Phase,
         *,
         tools: tuple[Mapping[str, Any], ...] = (),
-        tool_choice: Literal["auto", "required"] = "auto",
         max_tokens: int,
         check_context: bool = False,
     ) -> Completion:
@@ -309,7 +379,7 @@ class ResearchEngine:
             max_tokens=max_tokens,
             deadline=self.clock.deadline(),
             tools=tools,
-            tool_choice=tool_choice if tools else "auto",
+            tool_choice="auto",
             temperature=self.settings.temperature,
             phase=phase,
         )
@@ -325,6 +395,7 @@ class ResearchEngine:
                 "token_budget",
                 f"{prompt_tokens + max_tokens} tokens needed, {self.tokens.left} left",
             )
+        self._requests += 1
         # A research or worker request opens the next round; condensing belongs to the last one.
         round_number = self.rounds + 1 if phase in ("research", "worker") else self.rounds
         self.emit(
@@ -451,6 +522,7 @@ class ResearchEngine:
         *,
         judged: Judged,
         seconds: float,
+        origin: ev.ToolOrigin = "model",
     ) -> None:
         kind_name = kind.value if kind is not None else "unknown"
         self.emit(
@@ -465,6 +537,7 @@ class ResearchEngine:
                 judged.repeated,
                 seconds,
                 judged.new,
+                origin,
             )
         )
 
@@ -483,16 +556,29 @@ class ResearchEngine:
             raise ResearchStop("error", f"the model provider failed: {error!r}") from error
 
     async def _run_call(
-        self, loop: _Loop, call: ToolCall, kind: ToolKind | None
+        self,
+        loop: _Loop,
+        call: ToolCall,
+        kind: ToolKind | None,
+        *,
+        origin: ev.ToolOrigin = "model",
+        max_chars: int | None = None,
     ) -> tuple[ToolResult, bool]:
         assert self._tools is not None
         self._current_call = call.id
         kind_name = kind.value if kind is not None else "unknown"
         self.emit(
             ev.ToolStarted(
-                self.now_t(), loop.round, call.id, call.name, kind_name, _describe_call(call)
+                self.now_t(),
+                loop.round,
+                call.id,
+                call.name,
+                kind_name,
+                _describe_call(call),
+                origin,
             )
         )
+        self.looked.note(call)
         started = self.clock_now()
         evidence_before = len(self.ledger.items)
         execution = self._tools.execute(
@@ -500,6 +586,7 @@ class ResearchEngine:
             call.arguments,
             timeout=self.clock.remaining,
             first_citation=self.ledger.next_citation,
+            max_chars=max_chars,
         )
         if kind is ToolKind.WRITE:
             result = await execution  # a write is never abandoned half-way
@@ -515,7 +602,7 @@ class ResearchEngine:
         else:
             progress = kind is ToolKind.READ and bool(judged.new)
         seconds = self.clock_now() - started
-        self._tool_finished(loop, call, kind, result, judged=judged, seconds=seconds)
+        self._tool_finished(loop, call, kind, result, judged=judged, seconds=seconds, origin=origin)
         return result, progress
 
     async def _unless_stopped(
@@ -552,10 +639,29 @@ class ResearchEngine:
 
     # --- reporting --------------------------------------------------------------------------------
 
+    def _not_found(self, stop: ResearchStop) -> tuple[str, ev.FinalMode, None]:
+        """The engine's own reply when research ended on a budget with no evidence at all."""
+        assert self._tools is not None
+        why = stop_in_words(stop.reason)
+        if stop.reason == "token_budget" and self._requests == 0:
+            why = (
+                f"the research token budget of {self.tokens.total:,} tokens is too small for even "
+                f"one request ({stop.detail}); raise “Research token budget” in Preferences"
+            )
+        text = sources.not_found_message(self._tools.scope, self.looked, why)
+        self.emit(ev.FinalFinished(self.now_t(), "no_evidence", 0.0))
+        return text, "no_evidence", None
+
     def _finish(
         self, outcome: tuple[str, ev.FinalMode, str | None], reason: ev.StopReason
     ) -> ev.ReplyResult:
         answer, mode, error = outcome
+        cited: tuple[ev.SourceView, ...] = ()
+        if mode == "model" and self.ledger.items:
+            cited = sources.sources_for(answer, self.ledger.items)
+            answer = sources.with_sources(answer, cited, self.ledger.items)
+        elif mode == "model" and reason != "answered" and self._tools is not None:
+            answer = f"{sources.without_evidence_label(self._tools.scope)}\n\n{answer}"
         result = ev.ReplyResult(
             answer=answer,
             final_mode=mode,
@@ -568,6 +674,7 @@ class ResearchEngine:
             research_seconds=self.clock.elapsed,
             user_wait_seconds=self.clock.user_wait,
             error=error,
+            sources=cited,
         )
         self.emit(ev.ReplyFinished(self.now_t(), result))
         return result
@@ -625,6 +732,11 @@ _NOT_EXECUTED: dict[ev.StopReason, str] = {
     "error": "the model failed",
     "answered": "research is over",
 }
+
+
+def _offers(loop: _Loop, name: str) -> bool:
+    """Whether ``loop``'s requests declare the tool ``name``."""
+    return any(schema.get("function", {}).get("name") == name for schema in loop.tool_schemas)
 
 
 def _unique_ids(

@@ -17,7 +17,11 @@ from typing import Any, Literal
 StopReason = Literal[
     "answered", "no_progress", "time_budget", "token_budget", "context_full", "cancelled", "error"
 ]
-FinalMode = Literal["model", "fallback"]
+#: How the reply's answer was made: by the model, as the labelled evidence fallback, or as the
+#: engine's own "nothing was found" message when research ended on a budget with no evidence.
+FinalMode = Literal["model", "fallback", "no_evidence"]
+#: Who made a tool call: the model, or the engine itself (the search before answering).
+ToolOrigin = Literal["model", "engine"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,7 @@ class ToolStarted(Event):
     name: str
     kind: str
     summary: str  # what it is doing, in words: "Searching 'quarry'"
+    origin: ToolOrigin = "model"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +93,7 @@ class EvidenceItemView:
     source: str
     location: str
     excerpt: str
+    title: str = ""  # the document's title, where the tool knows it
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +107,7 @@ class ToolFinished(Event):
     repeated_evidence: int
     seconds: float
     evidence: tuple[EvidenceItemView, ...] = ()
+    origin: ToolOrigin = "model"
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +173,17 @@ class TokenTotals:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceView:
+    """One entry of the Sources block under an answer: a cited item, or a top passage found."""
+
+    id: int
+    source: str
+    location: str
+    title: str
+    cited: bool
+
+
+@dataclass(frozen=True, slots=True)
 class ReplyResult:
     """The end of a reply, whatever ended it (also for ``imprint ask --json``)."""
 
@@ -179,6 +197,7 @@ class ReplyResult:
     user_wait_seconds: float
     error: str | None = None
     trace: str | None = None
+    sources: tuple[SourceView, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -205,6 +224,16 @@ class ReplyResult:
             "user_wait_seconds": round(self.user_wait_seconds, 3),
             "error": self.error,
             "trace": self.trace,
+            "sources": [
+                {
+                    "id": item.id,
+                    "source": item.source,
+                    "location": item.location,
+                    "title": item.title,
+                    "cited": item.cited,
+                }
+                for item in self.sources
+            ],
         }
 
 

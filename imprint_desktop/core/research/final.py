@@ -42,6 +42,11 @@ _REASONS: dict[ev.StopReason, str] = {
 }
 
 
+def stop_in_words(reason: ev.StopReason) -> str:
+    """Why research stopped, in words for the person."""
+    return _REASONS[reason]
+
+
 class FinalStage:
     def __init__(self, engine: ResearchEngine) -> None:
         self.engine = engine
@@ -60,7 +65,7 @@ class FinalStage:
         engine = self.engine
         settings = engine.settings
         allowance = settings.max_tokens
-        instruction = prompts.FINAL if engine.ledger.items else prompts.FINAL_NO_EVIDENCE
+        instruction = prompts.FINAL if engine.ledger.items else prompts.FINAL_WITHOUT_EVIDENCE
         final_messages = [*messages, Message("user", instruction)]
         request = self._request(final_messages, allowance)
         try:
@@ -195,7 +200,7 @@ class FinalStage:
             # Nothing was found: the question alone is the whole of what the final needs.
             return [
                 Message("system", prompts.research_system(engine.settings.system_prompt)),
-                Message("user", f"{engine.question}\n\n{prompts.FINAL_NO_EVIDENCE}"),
+                Message("user", f"{engine.question}\n\n{prompts.FINAL_WITHOUT_EVIDENCE}"),
             ]
         for body in chunks:
             messages = [

@@ -63,7 +63,9 @@ class EvidenceLedger:
         for offset, (item, is_new) in enumerate(zip(items, verdicts, strict=True)):
             if not is_new:
                 continue
-            view = EvidenceItemView(first + offset, item.source, item.location, _excerpt(item.text))
+            view = EvidenceItemView(
+                first + offset, item.source, item.location, _excerpt(item.text), item.title
+            )
             self._texts[view.id] = item.text
             new.append(view)
         self._new += new

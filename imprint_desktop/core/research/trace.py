@@ -60,7 +60,7 @@ def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one
             "new_evidence": event.new_evidence,
             "repeated_evidence": event.repeated_evidence,
             "seconds": round(event.seconds, 4),
-        }
+        } | ({"origin": event.origin} if event.origin != "model" else {})
     if isinstance(event, ev.UserWait):
         return {"t": t, "type": "user_wait", "seconds": round(event.seconds, 4)}
     if isinstance(event, ev.RoundEnded):

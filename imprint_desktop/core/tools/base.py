@@ -41,6 +41,7 @@ class EvidenceItem:
     source: str  # a workspace-relative path, a URL, or "user"
     location: str  # "lines 12-20", "page 2, lines 40-51", "part 3", "answer"
     text: str
+    title: str = ""  # the document's title, where the tool knows it (for the Sources block)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +141,7 @@ def render(name: str, output: Output, *, max_chars: int, first_citation: int = 1
         if room >= _MIN_CUT_ITEM:  # a useful piece of the next item rather than nothing
             short = _shorten(item.text, room)
             text += block.replace(item.text, short, 1)
-            kept.append(EvidenceItem(item.source, item.location, short))
+            kept.append(EvidenceItem(item.source, item.location, short, item.title))
         break
     text = text[: max(budget, 0)]
     text += "\n" + _cut_note(len(text), total)

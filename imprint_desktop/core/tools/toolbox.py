@@ -76,6 +76,10 @@ class ToolSettings:
         )
 
 
+#: A tool's implementation: its validated arguments, the research time left, the result's size cap.
+_Runner = Callable[[dict[str, Any], float | None, int], Awaitable[Output]]
+
+
 class Toolbox:
     """The tools for one workspace. See the module docstring for the contract."""
 
@@ -95,7 +99,7 @@ class Toolbox:
         self._ask_user = ask_user
         self._research_sections = research_sections
         self._index_fresh = not refresh_index
-        self._runners: dict[str, Callable[[dict[str, Any], float | None], Awaitable[Output]]] = {
+        self._runners: dict[str, _Runner] = {
             "search_workspace": self._search_workspace,
             "read_document": self._read_document,
             "list_documents": self._list_documents,
@@ -105,6 +109,12 @@ class Toolbox:
         }
 
     # --- what the engine asks ------------------------------------------------------------------
+
+    @property
+    def scope(self) -> str:
+        """Where the tools look, in words: the workspace folder's name and path."""
+        root = self.workspace.root
+        return f"the workspace “{root.name or root}” ({root})"
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -126,13 +136,17 @@ class Toolbox:
         *,
         timeout: float | None = None,
         first_citation: int = 1,
+        max_chars: int | None = None,
     ) -> ToolResult:
         """Run one tool call; never raises except :class:`asyncio.CancelledError`.
 
         ``timeout`` is the research time left in seconds (None: no limit); read tools that exceed
         it return an error result. ``first_citation`` numbers the result's evidence ``[n]``,
-        ``[n+1]``… so numbers stay unique across a reply.
+        ``[n+1]``… so numbers stay unique across a reply. ``max_chars`` caps this result below
+        ``tools.max_result_chars`` (the engine's own first search fits what the window has left).
         """
+        cap = self.settings.max_result_chars
+        cap = cap if max_chars is None else max(1, min(cap, max_chars))
         try:
             spec = self._spec(name)
             values = parse_arguments(spec, arguments)
@@ -142,13 +156,13 @@ class Toolbox:
                 return ToolResult.not_executed(name, "research time budget exhausted")
             runner = self._runners[name]
             if spec.kind is ToolKind.READ and timeout is not None:
-                output = await asyncio.wait_for(runner(values, timeout), timeout)
+                output = await asyncio.wait_for(runner(values, timeout, cap), timeout)
             else:
-                output = await runner(values, timeout)
+                output = await runner(values, timeout, cap)
             return render(
                 name,
                 output,
-                max_chars=self.settings.max_result_chars,
+                max_chars=cap,
                 first_citation=first_citation,
             )
         except (ImprintError, ValueError) as error:
@@ -196,33 +210,41 @@ class Toolbox:
             raise WorkspaceIndexError("The workspace index is still being built; try again.")
         self._index_fresh = True
 
-    async def _search_workspace(self, values: dict[str, Any], timeout: float | None) -> Output:
+    async def _search_workspace(
+        self, values: dict[str, Any], timeout: float | None, max_chars: int
+    ) -> Output:
         await self._ensure_index(timeout)
         return await asyncio.to_thread(
             workspace_tools.search_workspace,
             self.workspace,
             values["query"],
             values["limit"],
-            self.settings.max_result_chars,
+            max_chars,
         )
 
-    async def _read_document(self, values: dict[str, Any], timeout: float | None) -> Output:
+    async def _read_document(
+        self, values: dict[str, Any], timeout: float | None, max_chars: int
+    ) -> Output:
         return await asyncio.to_thread(
             workspace_tools.read_document,
             self.workspace,
             values["path"],
             values["start_line"],
             values["end_line"],
-            self.settings.max_result_chars,
+            max_chars,
         )
 
-    async def _list_documents(self, values: dict[str, Any], timeout: float | None) -> Output:
+    async def _list_documents(
+        self, values: dict[str, Any], timeout: float | None, max_chars: int
+    ) -> Output:
         await self._ensure_index(timeout)
         return await asyncio.to_thread(
             workspace_tools.list_documents, self.workspace, values["folder"]
         )
 
-    async def _fetch_url(self, values: dict[str, Any], timeout: float | None) -> Output:
+    async def _fetch_url(
+        self, values: dict[str, Any], timeout: float | None, max_chars: int
+    ) -> Output:
         assert self._http is not None  # _available() hides the tool otherwise
         page = await fetch_page(self._http, values["url"], timeout=timeout, max_bytes=MAX_BYTES)
         passages = split_passages(split_lines(page.text))
@@ -243,14 +265,16 @@ class Toolbox:
             return Output(f"{page.url} ({page.title}) has no readable text.{cut}", status="empty")
         return Output(f"Web page {page.url} — {page.title}.{cut}", items)
 
-    async def _write_note(self, values: dict[str, Any], timeout: float | None) -> Output:
+    async def _write_note(
+        self, values: dict[str, Any], timeout: float | None, max_chars: int
+    ) -> Output:
         # A write is never abandoned: shielded, so even a cancelled caller leaves a whole file.
         path = await asyncio.shield(
             asyncio.to_thread(write_note, self.workspace, values["title"], values["content"])
         )
         return Output(f"Note saved as {path}.")
 
-    async def _ask(self, values: dict[str, Any], timeout: float | None) -> Output:
+    async def _ask(self, values: dict[str, Any], timeout: float | None, max_chars: int) -> Output:
         assert self._ask_user is not None
         answer = await self._ask_user(values["question"])
         if not isinstance(answer, str) or not answer.strip():

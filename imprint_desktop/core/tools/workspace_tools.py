@@ -25,7 +25,9 @@ def search_workspace(workspace: Workspace, query: str, limit: int, max_chars: in
             status="empty",
         )
     room = max((max_chars - _OVERHEAD) // len(hits) - 60, _MIN_PASSAGE_CHARS)
-    items = [EvidenceItem(hit.path, hit.location, _shorten(hit.text, room)) for hit in hits]
+    items = [
+        EvidenceItem(hit.path, hit.location, _shorten(hit.text, room), hit.title) for hit in hits
+    ]
     labels = [
         f"{hit.path}, {hit.location} — {hit.title}"
         + (f" › {hit.section}" if hit.section and hit.section != hit.title else "")
@@ -66,7 +68,7 @@ def read_document(
         first, final = passage.start_line + start_line - 1, passage.end_line + start_line - 1
         page = document.page_of(first)
         where = f"lines {first}-{final}" if page is None else f"page {page}, lines {first}-{final}"
-        items.append(EvidenceItem(relative, where, passage.text))
+        items.append(EvidenceItem(relative, where, passage.text, document.title))
     footer = ""
     if end < total:
         footer = (

@@ -18,6 +18,7 @@ from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
 from imprint_desktop.core.research.final import FALLBACK_LABEL
+from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.research.trace import TraceWriter, read_trace, trace_line
 from imprint_desktop.core.tools.base import ToolResult
 from tests.support.fake_tools import FakeTools, passage
@@ -54,7 +55,9 @@ def make(
     context_window: int = 32_768,
     **overrides: Any,
 ) -> tuple[ResearchEngine, FakeTools, ScriptedProvider, Recorder]:
-    settings = ResearchSettings(**{"timeout_sec": 60, **overrides})
+    # The stopping scenarios script every request themselves: the engine's own first search
+    # (chat.research_first) is tested on its own in test_seed.py.
+    settings = ResearchSettings(**{"timeout_sec": 60, "research_first": False, **overrides})
     provider = ScriptedProvider(script, context_window=context_window)
     recorder = Recorder()
     engine = ResearchEngine(provider, settings, cancel=cancel, ask=ask, sink=recorder)
@@ -105,7 +108,7 @@ def test_research_continues_past_twelve_rounds_while_evidence_is_new() -> None:
     engine, tools, provider, _recorder = make(script, new_passage_each_time())
     result = run(engine.run("When was the light built?", tools))
     assert result.stop_reason == "answered" and result.final_mode == "model"
-    assert result.rounds == 15 and result.answer == "Done [1]."
+    assert result.rounds == 15 and written(result.answer) == "Done [1]."
     assert len(result.evidence) == 15
     assert all(request.phase == "research" for request in provider.requests)  # no final request
     for request in provider.requests:
@@ -121,7 +124,7 @@ def test_unchanged_evidence_stops_after_patience_with_a_tools_free_final() -> No
     result = run(engine.run("When?", tools))
     assert result.stop_reason == "no_progress"
     assert result.rounds == 4  # one round of progress, then three without
-    assert result.final_mode == "model" and result.answer == "Built in 1862 [1]."
+    assert result.final_mode == "model" and written(result.answer) == "Built in 1862 [1]."
     final = provider.requests[-1]
     assert final.phase == "final" and not final.offers_tools and final.max_tokens == 777
     # Its own 120 s, not what was left of the research time (60 s here).
@@ -164,8 +167,9 @@ def test_changing_errors_and_empty_results_are_not_progress() -> None:
     result = run(engine.run("?", tools))
     assert result.stop_reason == "no_progress" and result.rounds == 3
     assert result.evidence == ()
-    # With nothing found, the final instruction forbids guessing.
-    assert provider.requests[-1].messages[-1].content == prompts.FINAL_NO_EVIDENCE
+    # With nothing found, the model is not asked to answer: the engine says so (DESIGN §1).
+    assert result.final_mode == "no_evidence"
+    assert [request.phase for request in provider.requests] == ["research"] * 3
 
 
 def test_write_rounds_are_excluded_and_writes_never_deduplicated() -> None:
@@ -232,7 +236,7 @@ def test_time_budget_cuts_an_in_flight_request() -> None:
     assert result.stop_reason == "time_budget"
     assert 0.3 <= result.research_seconds < 0.6, "the final stage is not research time"
     assert provider.requests[-1].phase == "final"
-    assert result.answer == "Final from evidence [1]." and result.final_mode == "model"
+    assert written(result.answer) == "Final from evidence [1]." and result.final_mode == "model"
 
 
 def test_calls_not_started_when_time_runs_out_are_answered_not_executed() -> None:
@@ -244,7 +248,10 @@ def test_calls_not_started_when_time_runs_out_are_answered_not_executed() -> Non
         Step(calls=[search("a"), search("b"), ("write_note", {"title": "t", "content": "c"})]),
         Step("Final."),
     ]
-    engine, tools, provider, recorder = make(script, slow, timeout_sec=0.3)
+    # Asked to answer without evidence, so that the final request shows the whole conversation.
+    engine, tools, provider, recorder = make(
+        script, slow, timeout_sec=0.3, answer_without_evidence=True
+    )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "time_budget"
     statuses = [event.status for event in recorder.of(ev.ToolFinished)]
@@ -337,7 +344,7 @@ def test_waiting_for_the_person_is_not_research_time_and_is_progress() -> None:
         offset[0] += 1000.0  # the person thinks for far longer than the whole research budget
         return "The northern lights, please."
 
-    settings = ResearchSettings(timeout_sec=5)
+    settings = ResearchSettings(timeout_sec=5, research_first=False)
     provider = ScriptedProvider(
         [Step(calls=[("ask_user", {"question": "Which lights?"})]), Step("Here [1].")]
     )
@@ -366,7 +373,7 @@ def test_context_full_stops_research_and_the_final_still_fits() -> None:
     assert result.stop_reason == "context_full"
     final = provider.requests[-1]
     assert final.phase == "final" and final.max_tokens == 256
-    assert result.final_mode == "model" and result.answer == "Final."
+    assert result.final_mode == "model" and written(result.answer) == "Final."
     assert run(provider.count_prompt(final)) + final.max_tokens <= 3000
 
 
@@ -394,7 +401,7 @@ def test_final_that_cannot_fit_is_condensed_with_charged_requests() -> None:
         e.charged for e in recorder.of(ev.RequestFinished) if e.phase != "final"
     )
     assert result.tokens.charged == research_and_condense
-    assert result.answer == "Answer from notes [1]."
+    assert written(result.answer) == "Answer from notes [1]."
 
 
 def test_labelled_fallback_when_the_final_request_fails() -> None:
@@ -428,7 +435,7 @@ def test_section_workers_share_budgets_and_every_worker_request_is_charged() -> 
 
     engine, tools, _provider, recorder = make(script, new_passage_each_time())
     result = run(engine.run("History and technology of the lights?", tools))
-    assert result.stop_reason == "answered" and result.answer == "Combined answer."
+    assert result.stop_reason == "answered" and written(result.answer) == "Combined answer."
     worker_requests = [e for e in recorder.of(ev.RequestFinished) if e.phase == "worker"]
     assert len(worker_requests) == 6  # two workers, three requests each
     assert all(event.charged > 0 for event in worker_requests)
@@ -468,6 +475,7 @@ def test_trace_has_the_documented_lines(tmp_path: Path) -> None:
         "round_end",
         "request",
         "stop",
+        "final",  # exactly one per reply (DESIGN §5), also when research itself answered
     ]
     fields = {  # DESIGN §5, exactly
         "run_start": {"question", "settings"},
@@ -481,6 +489,7 @@ def test_trace_has_the_documented_lines(tmp_path: Path) -> None:
         },
         "round_end": {"round", "progress", "excluded", "no_progress_rounds"},
         "stop": {"reason"},
+        "final": {"mode", "seconds"},
     }  # fmt: skip
     for line in lines:
         assert set(line) == {"t", "type"} | fields[line["type"]], line
@@ -489,7 +498,8 @@ def test_trace_has_the_documented_lines(tmp_path: Path) -> None:
     assert [line["round"] for line in lines if line["type"] != "run_start" and "round" in line] == [
         1, 1, 1, 2,
     ]  # fmt: skip
-    assert lines[-1] == {"t": lines[-1]["t"], "type": "stop", "reason": "answered"}
+    assert lines[-2] == {"t": lines[-2]["t"], "type": "stop", "reason": "answered"}
+    assert lines[-1] == {"t": lines[-1]["t"], "type": "final", "mode": "model", "seconds": 0.0}
     assert all(isinstance(line["t"], float) for line in lines)
 
 
@@ -543,6 +553,7 @@ def test_json_result_shape(reason: str) -> None:
         "user_wait_seconds",
         "error",
         "trace",
+        "sources",
     }
     assert set(result["tokens"]) == {"budget", "charged", "refunded", "final_charged"}
     assert result["stop_reason"] == reason
@@ -629,7 +640,9 @@ def test_condensing_is_charged_to_research_time() -> None:
         return Step(calls=[search(f"q{len(request.messages)}")])
 
     provider = ScriptedProvider(script, context_window=2600)
-    settings = ResearchSettings(timeout_sec=1.0, research_max_output_tokens=200, max_tokens=1200)
+    settings = ResearchSettings(
+        timeout_sec=1.0, research_max_output_tokens=200, max_tokens=1200, research_first=False
+    )
     recorder = Recorder()
     engine = ResearchEngine(provider, settings, sink=recorder, clock=lambda: now[0])
     tools = FakeTools(respond)
@@ -700,7 +713,7 @@ def test_an_unexpected_provider_failure_ends_the_reply_instead_of_raising() -> N
 
     provider = Broken([])
     recorder = Recorder()
-    engine = ResearchEngine(provider, ResearchSettings(), sink=recorder)
+    engine = ResearchEngine(provider, ResearchSettings(research_first=False), sink=recorder)
     result = run(engine.run("?", FakeTools(new_passage_each_time())))
     assert result.stop_reason == "error" and result.final_mode == "fallback"
     assert result.error is not None and "RecursionError" in result.error
@@ -717,7 +730,7 @@ def test_an_unexpected_failure_of_the_final_request_is_the_labelled_fallback() -
 
     same = passage("The light keeper's name was Ada Quill.")
     provider = BrokenFinal([Step(calls=[search("a")]), Step(calls=[search("a")])])
-    engine = ResearchEngine(provider, ResearchSettings(no_progress_rounds=1))
+    engine = ResearchEngine(provider, ResearchSettings(no_progress_rounds=1, research_first=False))
     result = run(engine.run("?", FakeTools(lambda name, values: same)))
     assert result.stop_reason == "no_progress" and result.final_mode == "fallback"
     assert "the final request failed" in result.answer and "Ada Quill" in result.answer
@@ -732,40 +745,38 @@ def test_context_full_without_evidence_asks_the_final_with_the_question_alone() 
         return Step(calls=[("search_workspace", {"query": huge})])
 
     engine, tools, provider, _ = make(
-        script, lambda name, values: ToolResult(name, "empty", "No results."), context_window=3500
+        script,
+        lambda name, values: ToolResult(name, "empty", "No results."),
+        context_window=3500,
+        answer_without_evidence=True,
     )
     result = run(engine.run("Who kept the light?", tools))
     assert result.stop_reason == "context_full" and result.final_mode == "model"
-    assert result.answer == "I could not find it in your documents."
+    assert result.answer.endswith("\n\nI could not find it in your documents.")
     final = provider.requests[-1]
     assert final.phase == "final" and huge not in str(final.messages)
     assert final.messages[-1].content.startswith("Who kept the light?")
-    assert prompts.FINAL_NO_EVIDENCE in final.messages[-1].content
+    assert prompts.FINAL_WITHOUT_EVIDENCE in final.messages[-1].content
 
 
 @pytest.mark.parametrize("research_first", [True, False])
-def test_the_first_step_of_each_conversation_must_use_a_tool(research_first: bool) -> None:
+def test_no_request_forces_a_tool_call(research_first: bool) -> None:
+    """The model may answer at any step (DESIGN §1): the search before answering is the engine's
+    own, never a forced first call."""
+
     def script(request: CompletionRequest) -> Step:
         if request.phase == "worker":
             worked = sum(1 for m in request.messages if m.role == "tool")
             return Step(calls=[search(f"w{worked}")]) if worked < 2 else Step("Section done.")
-        rounds = sum(1 for m in request.messages if m.role == "tool")
-        if rounds == 0:
+        rounds = sum(1 for m in request.messages if m.role == "tool" and m.name != "seeded")
+        if not any(m.name == "research_sections" for m in request.messages):
             return Step(calls=[("research_sections", {"sections": ["one"]})])
-        return Step(calls=[search("more")]) if rounds == 1 else Step("Answer.")
+        return Step(calls=[search("more")]) if rounds < 4 else Step("Answer.")
 
     engine, tools, provider, _ = make(
         script, new_passage_each_time(), research_first=research_first
     )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "answered"
-    choices = [(r.phase, r.tool_choice) for r in provider.requests]
-    opening = "required" if research_first else "auto"
-    assert choices == [
-        ("research", opening),  # the coordinator's first step
-        ("worker", opening),  # the worker's first step
-        ("worker", "auto"),
-        ("worker", "auto"),
-        ("research", "auto"),
-        ("research", "auto"),
-    ]
+    assert {r.tool_choice for r in provider.requests} == {"auto"}
+    assert [r.phase for r in provider.requests][:2] == ["research", "worker"]

@@ -1,0 +1,139 @@
+"""What an answer rests on, said under it: the Sources block, and "nothing was found".
+
+Every answer the model writes ends with its sources: the evidence items it cites, or — when it
+cites none although evidence was found — the top passages found, labelled as not cited, so the
+person can always check the answer against their documents. When research ended on a budget with
+no evidence at all, the engine does not ask the model to answer (it would invent one): the reply is
+this module's message naming where it looked, what it searched and read, and what to try next.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from imprint_desktop.core.providers.base import ToolCall
+from imprint_desktop.core.research import events as ev
+
+SOURCES_HEADING = "Sources:"
+UNCITED_HEADING = "Passages found (not cited):"
+NOT_FOUND_LABEL = "Nothing was found"
+WITHOUT_EVIDENCE_LABEL = "Not from your documents"
+#: Passages shown under an answer that cites none.
+TOP_PASSAGES = 3
+_EXCERPT_CHARS = 160
+#: "[3]", "[3, 5]", "[3][5]", "[3–5]": the numbers an answer cites.
+_CITATION = re.compile(r"\[(\d{1,6}(?:\s*(?:,|;|-|–|and)\s*\d{1,6})*)\]")
+
+
+@dataclass
+class LookedAt:
+    """What research searched for and read, for the "nothing was found" message."""
+
+    queries: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+
+    def note(self, call: ToolCall) -> None:
+        try:
+            arguments = json.loads(call.arguments) if call.arguments else {}
+        except (ValueError, RecursionError):
+            return
+        if not isinstance(arguments, dict):
+            return
+        value = {"search_workspace": "query", "read_document": "path", "fetch_url": "url"}
+        key = value.get(call.name)
+        text = arguments.get(key) if key else None
+        if not isinstance(text, str) or not text.strip():
+            return
+        into = {"query": self.queries, "path": self.paths, "url": self.urls}[key or ""]
+        if text.strip() not in into:
+            into.append(text.strip())
+
+
+def cited_ids(text: str) -> list[int]:
+    """The evidence numbers ``text`` cites, in order of first citation."""
+    cited: list[int] = []
+    for group in _CITATION.findall(text):
+        numbers = [int(n) for n in re.findall(r"\d+", group)]
+        if re.search(r"[-–]", group) and len(numbers) == 2 and 0 < numbers[1] - numbers[0] < 50:
+            numbers = list(range(numbers[0], numbers[1] + 1))
+        cited += [n for n in numbers if n not in cited]
+    return cited
+
+
+def sources_for(answer: str, evidence: Sequence[ev.EvidenceItemView]) -> tuple[ev.SourceView, ...]:
+    """The Sources of ``answer``: the items it cites, else the top passages found (not cited)."""
+    by_id = {item.id: item for item in evidence}
+    cited = [by_id[number] for number in cited_ids(answer) if number in by_id]
+    if cited:
+        return tuple(_view(item, cited=True) for item in cited)
+    # Passages before listings and the person's answers; within each, the order found (the
+    # engine's own search comes first, best first).
+    passages = [item for item in evidence if item.location != "listing" and item.source != "user"]
+    top = (passages or list(evidence))[:TOP_PASSAGES]
+    return tuple(_view(item, cited=False) for item in top)
+
+
+def with_sources(
+    answer: str, sources: Sequence[ev.SourceView], evidence: Sequence[ev.EvidenceItemView]
+) -> str:
+    """``answer`` followed by its Sources block (nothing added when there are no sources)."""
+    if not sources:
+        return answer
+    excerpts = {item.id: item.excerpt for item in evidence}
+    if sources[0].cited:
+        lines = [f"- [{s.id}] {_where(s)}" for s in sources]
+        return f"{answer.rstrip()}\n\n{SOURCES_HEADING}\n" + "\n".join(lines)
+    lines = [f"- [{s.id}] {_where(s)}: “{_short(excerpts.get(s.id, ''))}”" for s in sources]
+    return f"{answer.rstrip()}\n\n{UNCITED_HEADING}\n" + "\n".join(lines)
+
+
+def written(answer: str) -> str:
+    """``answer`` without the Sources block the engine added: what the model wrote."""
+    for heading in (SOURCES_HEADING, UNCITED_HEADING):
+        answer = answer.split(f"\n\n{heading}\n", 1)[0]
+    return answer
+
+
+def not_found_message(scope: str, looked: LookedAt, reason: str) -> str:
+    """The reply when research ended (``reason``, in words) without any evidence."""
+    parts = [f"{NOT_FOUND_LABEL} in {scope} that answers this question ({reason})."]
+    if looked.queries:
+        parts.append("Searched for: " + ", ".join(f"“{q}”" for q in looked.queries[:12]) + ".")
+    if looked.paths:
+        parts.append("Read: " + ", ".join(looked.paths[:12]) + ".")
+    if looked.urls:
+        parts.append("Fetched: " + ", ".join(looked.urls[:6]) + ".")
+    if not (looked.queries or looked.paths or looked.urls):
+        parts.append("Nothing could be searched or read before research stopped.")
+    parts.append(
+        "You could ask again with other words (names, dates or terms the documents would use), "
+        "choose another workspace folder (Preferences → Workspace), or use a larger model "
+        "(Model → Models…), which researches better than the small starter model."
+    )
+    return "\n\n".join(parts)
+
+
+def without_evidence_label(scope: str) -> str:
+    """The line above a model's answer written although nothing was found in the documents."""
+    return (
+        f"{WITHOUT_EVIDENCE_LABEL}: nothing was found in {scope}, so this answer comes from the "
+        "model's own knowledge and may be wrong."
+    )
+
+
+def _view(item: ev.EvidenceItemView, *, cited: bool) -> ev.SourceView:
+    return ev.SourceView(item.id, item.source, item.location, item.title, cited)
+
+
+def _where(source: ev.SourceView) -> str:
+    title = f" — {source.title}" if source.title and source.title != source.source else ""
+    return f"{source.source}, {source.location}{title}"
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _EXCERPT_CHARS else flat[: _EXCERPT_CHARS - 1].rstrip() + "…"

@@ -1,0 +1,160 @@
+"""Grounded answers by default, black-box through `imprint ask` and a scripted server (DESIGN §1).
+
+The engine searches the workspace itself before the first model request (``chat.research_first``,
+on by default), says "nothing was found" instead of asking the model to invent an answer, and
+ends every answer with its sources.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from imprint_desktop.core.providers.base import ToolCall
+from imprint_desktop.core.research import seed, sources
+from imprint_desktop.core.research.trace import read_trace
+from tests.e2e.conftest import Imprint
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+
+pytestmark = pytest.mark.e2e
+
+QUESTION = "Who was the last keeper of Greyness Point?"
+
+
+def ask(
+    imprint: Imprint,
+    server: OpenAIServer,
+    workspace: Path,
+    tmp_path: Path,
+    *extra: str,
+    question: str = QUESTION,
+) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    trace = tmp_path / "trace.jsonl"
+    result = imprint(
+        "ask", question, "--workspace", str(workspace), "--base-url", server.base_url,
+        "--trace", str(trace), *extra, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    payload = json.loads(result.stdout) if "--json" in extra else {"text": result.stdout}
+    return payload, read_trace(trace), result.stdout
+
+
+def seeded(request: RecordedRequest) -> tuple[dict[str, Any], str]:
+    """The engine's search call and its result in ``request``'s conversation."""
+    call = next(
+        c
+        for m in request.messages
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls") or ()
+        if c["id"] == seed.SEED_CALL_ID
+    )
+    result = next(m["content"] for m in request.messages if m.get("tool_call_id") == call["id"])
+    return call, result
+
+
+def test_the_first_request_holds_the_seeded_passages_and_forces_no_tool_call(
+    imprint: Imprint, openai_server: OpenAIServer, workspace: Path, tmp_path: Path
+) -> None:
+    openai_server.script(Reply.text("The last keeper was Ada Quill [1]."))
+    payload, trace, _ = ask(imprint, openai_server, workspace, tmp_path, "--json")
+
+    [first] = openai_server.chat_requests()  # a model that answers at once: one request
+    assert first.json.get("tool_choice", "auto") == "auto"
+    assert first.tools, "the tools are offered; the model may still use them"
+    call, result = seeded(first)
+    assert call["function"]["name"] == "search_workspace"
+    assert json.loads(call["function"]["arguments"])["query"] == "last keeper greyness point"
+    assert "Ada Quill" in result
+    # The seed comes after the question and before anything the model wrote.
+    roles = [m["role"] for m in first.messages]
+    assert roles == ["system", "user", "assistant", "tool"]
+
+    assert (payload["stop_reason"], payload["final_mode"], payload["rounds"]) == (
+        "answered",
+        "model",
+        0,
+    )
+    assert sources.written(payload["answer"]) == "The last keeper was Ada Quill [1]."
+    assert payload["answer"].endswith(
+        f"{sources.SOURCES_HEADING}\n- [1] keepers.md, lines 1-5 — Keepers"
+    )
+    assert payload["sources"] == [
+        {"id": 1, "source": "keepers.md", "location": "lines 1-5", "title": "Keepers",
+         "cited": True},
+    ]  # fmt: skip
+    tools = [line for line in trace if line["type"] == "tool"]
+    assert tools[0]["origin"] == "engine" and tools[0]["round"] == 0
+    assert tools[0]["new_evidence"] >= 1
+    assert [line["mode"] for line in trace if line["type"] == "final"] == ["model"]
+
+
+def test_a_search_that_finds_nothing_ends_in_no_evidence_naming_the_query(
+    imprint: Imprint, openai_server: OpenAIServer, workspace: Path, tmp_path: Path
+) -> None:
+    def zeppelin(n: int) -> Reply:
+        return Reply.tool_calls(
+            ToolCall(f"z{n}", "search_workspace", json.dumps({"query": f"zeppelin hangar {n}"}))
+        )
+
+    openai_server.script(zeppelin(1), zeppelin(2))
+    payload, trace, _ = ask(
+        imprint, openai_server, workspace, tmp_path, "--json",
+        "--set", "chat.research_no_progress_rounds=3",
+        question="Where was the airship hangar built?",
+    )  # fmt: skip
+    assert payload["stop_reason"] == "no_progress" and payload["final_mode"] == "no_evidence"
+    assert payload["evidence"] == [] and payload["tokens"]["final_charged"] == 0
+    answer = payload["answer"]
+    assert answer.startswith(f"{sources.NOT_FOUND_LABEL} in the workspace “docs”")
+    assert (
+        "Searched for: “airship hangar built”, “zeppelin hangar 1”, “zeppelin hangar 2”." in answer
+    )
+    # No model request was made for the reply: only the two research requests were sent.
+    assert len(openai_server.chat_requests()) == 2
+    assert [line["mode"] for line in trace if line["type"] == "final"] == ["no_evidence"]
+
+
+def test_no_evidence_names_the_seed_query_when_the_workspace_has_nothing(
+    imprint: Imprint, openai_server: OpenAIServer, tmp_path: Path
+) -> None:
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "bread.md").write_text("# Bread\n\nFlour, water, salt and time.\n", "utf-8")
+    keeper = ToolCall("k1", "search_workspace", json.dumps({"query": "keeper"}))
+    openai_server.script(Reply.tool_calls(keeper), Reply.tool_calls(keeper))
+    payload, trace, _ = ask(
+        imprint, openai_server, recipes, tmp_path, "--json",
+        "--set", "chat.research_no_progress_rounds=3",
+    )  # fmt: skip
+    assert (payload["stop_reason"], payload["final_mode"]) == ("no_progress", "no_evidence")
+    assert "in the workspace “recipes”" in payload["answer"]
+    assert "“last keeper greyness point”, “keeper”" in payload["answer"]
+    _call, result = seeded(openai_server.chat_requests()[0])
+    assert result.startswith("No passages in the workspace match")
+    engine_tools = [line for line in trace if line["type"] == "tool" and "origin" in line]
+    assert [(line["status"], line["round"]) for line in engine_tools] == [("empty", 0)]
+
+
+def test_the_text_output_ends_with_the_sources(
+    imprint: Imprint, openai_server: OpenAIServer, workspace: Path, tmp_path: Path
+) -> None:
+    openai_server.script(Reply.text("It was Ada Quill."))  # cites nothing
+    _payload, _trace, stdout = ask(imprint, openai_server, workspace, tmp_path)
+    body, block = stdout.rstrip().split(f"\n\n{sources.UNCITED_HEADING}\n")
+    assert body == "It was Ada Quill."
+    assert block.startswith("- [1] keepers.md, lines 1-5 — Keepers: “# Keepers The last keeper")
+
+
+def test_with_research_first_off_the_first_request_is_the_question_alone(
+    imprint: Imprint, openai_server: OpenAIServer, workspace: Path, tmp_path: Path
+) -> None:
+    openai_server.script(Reply.text("I do not know."))
+    payload, _trace, _ = ask(
+        imprint, openai_server, workspace, tmp_path, "--json", "--set", "chat.research_first=false"
+    )
+    [first] = openai_server.chat_requests()
+    assert [m["role"] for m in first.messages] == ["system", "user"]
+    assert payload["answer"] == "I do not know." and payload["evidence"] == []

@@ -1,0 +1,288 @@
+"""Grounded answers by default (DESIGN §1): search before answering, "not found", Sources."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from imprint_desktop.core.providers.base import CompletionRequest, Message
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research import seed, sources
+from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
+from imprint_desktop.core.research.trace import trace_line
+from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
+from tests.support.fake_tools import FakeTools
+from tests.support.scripted_provider import ScriptedProvider, Step
+from tests.unit.research.test_engine import Recorder, assert_protocol_complete
+
+GANNET = EvidenceItem(
+    "stations/gannet-point.md", "lines 7-9", "Lit: 1 November 1857.", "Gannet Point lighthouse"
+)
+ROSTER = EvidenceItem("people/keepers-roster.md", "lines 3-4", "Keepers: Alder, Brook.", "Roster")
+
+
+def found(*items: EvidenceItem) -> ToolResult:
+    body = "\n".join(f"[n] {item.source}: {item.text}" for item in items)
+    return ToolResult("search_workspace", "ok", body, items)
+
+
+def nothing(name: str = "search_workspace") -> ToolResult:
+    return ToolResult(name, "empty", "No passages in the workspace match.")
+
+
+def make(
+    script: Any, respond: Any, *, context_window: int = 32_768, **overrides: Any
+) -> tuple[ResearchEngine, FakeTools, ScriptedProvider, Recorder]:
+    settings = ResearchSettings(**{"timeout_sec": 60, **overrides})
+    provider = ScriptedProvider(script, context_window=context_window)
+    recorder = Recorder()
+    engine = ResearchEngine(provider, settings, sink=recorder)
+    tools = FakeTools(respond, research_sections=engine.research_sections)
+    return engine, tools, provider, recorder
+
+
+# --- the query --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "words"),
+    [
+        ("When was the harbour light first lit?", ["harbour", "light", "first", "lit"]),
+        (
+            "What does the keeper's log say about the 1936 grounding?",
+            ["keeper's", "log", "1936", "grounding"],
+        ),
+        (
+            "Wann wurde der Leuchtturm von Gannet Point gebaut?",
+            ["leuchtturm", "gannet", "point", "gebaut"],
+        ),
+        ("Quand le phare a-t-il été automatisé ?", ["phare", "a-t-il", "été", "automatisé"]),
+        ("what is the", ["what", "is", "the"]),  # nothing but function words: keep them all
+    ],
+)
+def test_the_seed_query_keeps_the_content_words(question: str, words: list[str]) -> None:
+    assert seed.content_words(question) == words
+
+
+def test_function_words_alone_never_reach_the_search() -> None:
+    query = seed.seed_query("What does the report say about what the board did?")
+    assert query == "report board"
+
+
+def test_the_seed_takes_a_share_of_the_room_left_and_never_more_than_the_cap() -> None:
+    roomy = seed.seed_chars(context_window=32_768, prompt_tokens=800, output_tokens=1024, cap=6000)
+    tight = seed.seed_chars(context_window=2048, prompt_tokens=900, output_tokens=512, cap=6000)
+    full = seed.seed_chars(context_window=2048, prompt_tokens=2000, output_tokens=512, cap=6000)
+    assert roomy == 6000
+    assert tight == (2048 - 900 - 512) // 2 * seed.CHARS_PER_TOKEN
+    assert full == seed.MIN_SEED_CHARS
+
+
+# --- the engine's own search ----------------------------------------------------------------------
+
+
+def test_the_first_request_holds_the_seeded_passages_and_may_answer_at_once() -> None:
+    engine, tools, provider, recorder = make(
+        [Step("Gannet Point was first lit on 1 November 1857 [1].")], lambda n, v: found(GANNET)
+    )
+    result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
+
+    assert tools.calls == [("search_workspace", {"query": "gannet point first lit", "limit": 8})]
+    assert result.stop_reason == "answered" and result.final_mode == "model"
+    assert len(provider.requests) == 1  # answered at once: no further request
+    first = provider.requests[0]
+    assert first.tool_choice == "auto" and first.offers_tools  # nothing forces a tool call
+    assert_protocol_complete(first)
+    call = first.messages[-2]
+    assert call.role == "assistant" and call.tool_calls[0].name == "search_workspace"
+    assert first.messages[-1].role == "tool" and "1 November 1857" in first.messages[-1].content
+    assert [item.source for item in result.evidence] == [GANNET.source]
+
+    tool_lines = [trace_line(e) for e in recorder.of(ev.ToolFinished)]
+    assert tool_lines == [
+        {
+            "t": tool_lines[0]["t"] if tool_lines[0] else 0,
+            "type": "tool",
+            "round": 0,
+            "call_id": seed.SEED_CALL_ID,
+            "name": "search_workspace",
+            "kind": "read",
+            "status": "ok",
+            "new_evidence": 1,
+            "repeated_evidence": 0,
+            "seconds": tool_lines[0]["seconds"] if tool_lines[0] else 0,
+            "origin": "engine",
+        }
+    ]
+    started = recorder.of(ev.ToolStarted)
+    assert (
+        started[0].origin == "engine" and started[0].summary == "Searching 'gannet point first lit'"
+    )
+    assert recorder.of(ev.RoundEnded)[0].round == 0 and recorder.of(ev.RoundEnded)[0].progress
+
+
+def test_a_follow_up_question_seeds_with_itself() -> None:
+    engine, tools, provider, _ = make([Step("Alder and Brook [1].")], lambda n, v: found(ROSTER))
+    history = [
+        Message("user", "When was Gannet Point first lit?"),
+        Message("assistant", "On 1 November 1857."),
+    ]
+    asyncio.run(engine.run("Who were its keepers?", tools, history))
+    assert tools.calls == [("search_workspace", {"query": "keepers", "limit": 8})]
+    messages = provider.requests[0].messages
+    assert [m.role for m in messages] == [
+        "system",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+    ]
+
+
+def test_section_workers_seed_with_their_section() -> None:
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "worker":
+            return Step("Section summary [2].")
+        if not any(m.role == "tool" and m.name == "research_sections" for m in request.messages):
+            return Step(calls=[("research_sections", {"sections": ["keepers of Gannet Point"]})])
+        return Step("Answer [1][2].")
+
+    engine, tools, _provider, recorder = make(
+        script, lambda n, v: found(GANNET if "lit" in v["query"] else ROSTER)
+    )
+    result = asyncio.run(engine.run("When was Gannet Point lit?", tools))
+    queries = [values["query"] for name, values in tools.calls if name == "search_workspace"]
+    assert queries == ["gannet point lit", "keepers gannet point"]
+    origins = [(e.name, e.origin) for e in recorder.of(ev.ToolFinished)]
+    assert origins == [
+        ("search_workspace", "engine"),
+        ("search_workspace", "engine"),  # the worker's own first search
+        ("research_sections", "model"),
+    ]
+    assert result.stop_reason == "answered" and len(result.evidence) == 2
+
+
+def test_with_research_first_off_the_engine_does_not_search() -> None:
+    engine, tools, provider, recorder = make(
+        [Step("Answer.")], lambda n, v: found(GANNET), research_first=False
+    )
+    asyncio.run(engine.run("When was Gannet Point first lit?", tools))
+    assert tools.calls == [] and not recorder.of(ev.ToolFinished)
+    assert [m.role for m in provider.requests[0].messages] == ["system", "user"]
+
+
+def test_the_seed_fits_a_small_context_window() -> None:
+    sizes: list[int | None] = []
+
+    class Sized(FakeTools):
+        async def execute(self, name: str, arguments: Any, **kwargs: Any) -> ToolResult:
+            sizes.append(kwargs.get("max_chars"))
+            return await super().execute(name, arguments, **kwargs)
+
+    provider = ScriptedProvider([Step("Answer [1].")], context_window=2048)
+    engine = ResearchEngine(
+        provider, ResearchSettings(timeout_sec=60, research_max_output_tokens=512)
+    )
+    tools = Sized(lambda n, v: found(GANNET))
+    asyncio.run(engine.run("When was Gannet Point first lit?", tools))
+    assert sizes and sizes[0] is not None and sizes[0] < 6000
+
+
+# --- nothing found ------------------------------------------------------------------------------
+
+
+def test_no_evidence_on_a_budget_stop_is_said_without_asking_the_model() -> None:
+    def script(request: CompletionRequest) -> Step:
+        assert request.phase != "final", "no final request when nothing was found"
+        return Step(calls=[("list_documents", {}), ("search_workspace", {"query": "lamp oil"})])
+
+    engine, tools, provider, recorder = make(
+        script, lambda name, values: nothing(name), no_progress_rounds=3
+    )
+    result = asyncio.run(engine.run("When was the harbour light first lit?", tools))
+
+    assert result.stop_reason == "no_progress" and result.final_mode == "no_evidence"
+    assert result.answer.startswith(f"{sources.NOT_FOUND_LABEL} in the test workspace")
+    assert "“harbour light first lit”" in result.answer and "“lamp oil”" in result.answer
+    assert "other words" in result.answer and "larger model" in result.answer
+    assert all(request.phase == "research" for request in provider.requests)
+    finals = [trace_line(e) for e in recorder.of(ev.FinalFinished)]
+    assert [line["mode"] for line in finals if line] == ["no_evidence"]
+    assert result.to_json()["final_mode"] == "no_evidence"
+
+
+def test_answer_without_evidence_asks_the_model_and_labels_its_answer() -> None:
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "final":
+            return Step("Probably in the 1850s.")
+        return Step(calls=[("search_workspace", {"query": "lamp"})])
+
+    engine, tools, provider, _ = make(
+        script, lambda n, v: nothing(), no_progress_rounds=2, answer_without_evidence=True
+    )
+    result = asyncio.run(engine.run("When was the harbour light first lit?", tools))
+    assert result.final_mode == "model" and provider.requests[-1].phase == "final"
+    assert result.answer.startswith(f"{sources.WITHOUT_EVIDENCE_LABEL}: nothing was found")
+    assert result.answer.endswith("Probably in the 1850s.")
+
+
+def test_an_answer_given_at_once_without_evidence_is_unchanged() -> None:
+    engine, tools, _provider, _ = make(
+        [Step("Hello! Ask me about your documents.")], lambda n, v: nothing()
+    )
+    result = asyncio.run(engine.run("hello there", tools))
+    assert result.stop_reason == "answered" and result.final_mode == "model"
+    assert result.answer == "Hello! Ask me about your documents."
+
+
+def test_a_token_budget_too_small_for_one_request_is_said_so() -> None:
+    engine, tools, provider, _ = make(
+        [Step("never")], lambda n, v: nothing(), token_budget=1024, research_max_output_tokens=1024
+    )
+    result = asyncio.run(engine.run("When was the harbour light first lit?", tools))
+    assert result.stop_reason == "token_budget" and result.final_mode == "no_evidence"
+    assert "too small for even one request" in result.answer
+    assert provider.requests == []
+
+
+# --- sources under the answer -----------------------------------------------------------------
+
+
+def test_an_answer_that_cites_ends_with_its_sources() -> None:
+    engine, tools, _p, _r = make([Step("Lit in 1857 [1].")], lambda n, v: found(GANNET, ROSTER))
+    result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
+    body, block = result.answer.split(f"\n\n{sources.SOURCES_HEADING}\n")
+    assert body == "Lit in 1857 [1]."
+    assert block == "- [1] stations/gannet-point.md, lines 7-9 — Gannet Point lighthouse"
+    assert [(s.id, s.cited) for s in result.sources] == [(1, True)]
+    assert json.loads(json.dumps(result.to_json()))["sources"][0]["title"] == GANNET.title
+
+
+def test_an_answer_that_cites_nothing_shows_the_passages_found() -> None:
+    engine, tools, _p, _r = make([Step("It was 1857.")], lambda n, v: found(GANNET, ROSTER))
+    result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
+    body, block = result.answer.split(f"\n\n{sources.UNCITED_HEADING}\n")
+    assert body == "It was 1857."
+    assert block.splitlines() == [
+        "- [1] stations/gannet-point.md, lines 7-9 — Gannet Point lighthouse: "
+        "“Lit: 1 November 1857.”",
+        "- [2] people/keepers-roster.md, lines 3-4 — Roster: “Keepers: Alder, Brook.”",
+    ]
+    assert all(not s.cited for s in result.sources)
+
+
+@pytest.mark.parametrize(
+    ("text", "ids"),
+    [
+        ("a [1] b [3, 2] c [1]", [1, 3, 2]),
+        ("see [4–6]", [4, 5, 6]),
+        ("[7][8]", [7, 8]),
+        ("no [citation] here [x]", []),
+    ],
+)
+def test_citations_are_read_from_the_answer(text: str, ids: list[int]) -> None:
+    assert sources.cited_ids(text) == ids
