@@ -192,8 +192,9 @@ def read_key(hive: Path, key: str) -> dict[str, str | int] | None:
 
 
 @pytest.fixture(scope="module")
-def booted_prefix(display: str, tmp_path_factory: pytest.TempPathFactory) -> Wine:
-    """A Wine prefix made once (wineboot, about 15 s); each test gets its own copy of it."""
+def booted_prefix(display: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Wine]:
+    """A Wine prefix made once (wineboot, about 15 s); each test gets its own copy of it. Its
+    700 MB are removed afterwards."""
     root = tmp_path_factory.mktemp("wine")
     home = root / "home"
     (home / "Desktop").mkdir(parents=True)  # Wine links the Windows desktop to $HOME/Desktop
@@ -211,14 +212,16 @@ def booted_prefix(display: str, tmp_path_factory: pytest.TempPathFactory) -> Win
         "DISPLAY": display,
     }
     wine = Wine(root / "prefix", env)
-    wine.run("wineboot", "--init", timeout=110)
+    assert wine.run("wineboot", "--init", timeout=110) == 0
     wine.settle()
-    return wine
+    yield wine
+    shutil.rmtree(wine.prefix)
 
 
 @pytest.fixture
-def wine(booted_prefix: Wine, tmp_path: Path) -> Wine:
-    """A copy of the booted prefix: Wine's own large files shared (linked), the rest copied."""
+def wine(booted_prefix: Wine, tmp_path: Path) -> Iterator[Wine]:
+    """A copy of the booted prefix: Wine's own large files shared (linked), the rest copied.
+    Afterwards only C:\\windows goes: what a test installed stays to look at."""
 
     def copy(source: str, target: str) -> None:
         if source.endswith((".dll", ".exe", ".drv", ".sys", ".ocx", ".cpl", ".acm", ".tlb")):
@@ -228,7 +231,10 @@ def wine(booted_prefix: Wine, tmp_path: Path) -> Wine:
 
     prefix = tmp_path / "prefix"
     shutil.copytree(booted_prefix.prefix, prefix, symlinks=True, copy_function=copy)
-    return Wine(prefix, {**booted_prefix.env, "WINEPREFIX": str(prefix)})
+    wine = Wine(prefix, {**booted_prefix.env, "WINEPREFIX": str(prefix)})
+    yield wine
+    wine.settle()
+    shutil.rmtree(prefix / "drive_c" / "windows")
 
 
 # --- what is installed -------------------------------------------------------------------------
