@@ -31,8 +31,6 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.core.research.report import Report, build_report
-from imprint_desktop.core.research.report_html import write_report
-from imprint_desktop.core.research.trace import trace_json
 from imprint_desktop.ui.activity import ActivityModel
 from imprint_desktop.ui.activity_view import ActivityView, titled_stack
 from imprint_desktop.ui.budget_chart import BudgetChart
@@ -121,6 +119,8 @@ class RecordDialog(QDialog):
         trace.setReadOnly(True)
         trace.setAccessibleName("Trace")
         trace.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        from imprint_desktop.core.research.trace import trace_json  # noqa: PLC0415 - with a record
+
         trace.setPlainText("\n".join(trace_json(dict(line)) for line in lines))
         trace.hide()
         toggle = QToolButton()
@@ -214,6 +214,8 @@ class _ReportFiles(QObject):
     sig_done = Signal(str)
 
     def write(self, path: Path, report: Report) -> None:
+        from imprint_desktop.core.research.report_html import write_report  # noqa: PLC0415
+
         def job() -> None:
             try:
                 write_report(path, report)

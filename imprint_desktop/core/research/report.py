@@ -21,10 +21,11 @@ import math
 import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
-from imprint_desktop.core.research.events import EvidenceItemView, ToolStarted
+if TYPE_CHECKING:  # the window imports this module at startup; the events load with a reply
+    from imprint_desktop.core.research.events import EvidenceItemView, ToolStarted
 
 #: Why research stopped, in one sentence per reason (DESIGN §1); every view asks here.
 STOP_SENTENCES: dict[str, str] = {
