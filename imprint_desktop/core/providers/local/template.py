@@ -20,6 +20,23 @@ Tools reach the prompt in one of two ways:
   ``<tool_call>[...]</tool_call>`` (what the grammar makes the model write, so the KV prefix
   extends across rounds) and results come back as ``<tool_response>`` user turns.
 
+Native templates differ in what tool history they accept, so :meth:`ChatTemplate.check` tries a
+small tool conversation once, at load, and remembers what the template needs:
+
+* call ids of exactly nine letters and digits (Mistral's templates refuse others): every id is
+  then written as a stable nine-character digest of itself, the same in every round;
+* one call per assistant turn (Llama 3.x's templates refuse more): a batch of calls is then written
+  as consecutive turns, each followed by its own result;
+* neither helps: the template's own tool format is not used, and tools are *prompted* instead.
+
+A template that drops the system message once tool turns follow the question (Mistral's write it
+only before a final user turn) gets it folded into the first user message, like one that refuses
+a system role outright.
+
+Templates with a thinking switch (Qwen3's ``enable_thinking``) are rendered with it off: research
+spends its time budget on searching and reading, and a hidden chain of thought on a CPU would eat
+it, then leak into the answer.
+
 A GGUF without a template gets a plain ChatML one.
 """
 
@@ -43,6 +60,13 @@ from imprint_desktop.core.providers.local.sandbox import (
     MAX_OUTPUT,
     BoundedSandbox,
     TemplateLimitError,
+)
+from imprint_desktop.core.providers.local.tool_history import (
+    PROBE_HISTORY,
+    PROBE_SYSTEM,
+    PROBE_TOOLS,
+    one_call_per_turn,
+    short_call_ids,
 )
 from imprint_desktop.core.providers.local.toolcalls import format_tool_calls, tool_function
 
@@ -123,6 +147,8 @@ class ChatTemplate:
                 f"The chat template of {self.label} cannot be used: {type(error).__name__}: {error}"
             ) from error
         self.system_role = True  # cleared by check() when the template refuses system messages
+        self.short_call_ids = False  # set by check(): ids must be nine letters and digits
+        self.one_call_per_turn = False  # set by check(): one call per assistant message
 
     def check(self) -> None:
         """Render a tiny conversation once, at load, so a broken template fails before research.
@@ -138,6 +164,32 @@ class ChatTemplate:
                 raise
             self.system_role = False
             self.render(probe)
+        if self.supports_tools:
+            self._check_tool_history()
+
+    def _check_tool_history(self) -> None:
+        """Learn how this template accepts a batch of calls and their results (module docstring)."""
+        failure: ChatTemplateError | None = None
+        for short_ids, one_per_turn in ((False, False), (True, False), (False, True), (True, True)):
+            self.short_call_ids, self.one_call_per_turn = short_ids, one_per_turn
+            try:
+                text = self.render(PROBE_HISTORY, PROBE_TOOLS, native_tools=True)
+            except ChatTemplateError as error:
+                if isinstance(error.__cause__, SecurityError):
+                    # Not a quirk to work around: left as it is, every request with tools fails
+                    # in the sandbox the same way, safely, and says so.
+                    self.short_call_ids = self.one_call_per_turn = False
+                    return
+                failure = error
+                continue
+            if PROBE_SYSTEM not in text and self.system_role:
+                # It writes the system message only before a final user turn (Mistral's do), so
+                # the research instructions would vanish once tool turns follow: fold them in.
+                self.system_role = False
+            return
+        self.short_call_ids = self.one_call_per_turn = False
+        self.supports_tools = False
+        log.warning("%s; its tools are described in the prompt instead", failure)
 
     def render(
         self,
@@ -154,6 +206,10 @@ class ChatTemplate:
         native = self.supports_tools and (native_tools is None or native_tools)
         if native:
             chat = [_openai_message(message) for message in messages]
+            if self.short_call_ids:
+                chat = short_call_ids(chat)
+            if self.one_call_per_turn:
+                chat = one_call_per_turn(chat)
             tool_list: list[Any] | None = [dict(tool) for tool in tools] or None
         else:
             chat = _prompted_messages(messages, tools)
@@ -167,6 +223,7 @@ class ChatTemplate:
             "messages": chat,
             "tools": tools,
             "add_generation_prompt": True,
+            "enable_thinking": False,
             **self._specials,
         }
         try:

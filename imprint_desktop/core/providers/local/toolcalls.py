@@ -8,6 +8,10 @@ Models trained for tools announce calls in a few native shapes, all parsed here:
   ``<|python_tag|>``, several separated by ``;``);
 * Mistral: ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` or ``[TOOL_CALLS]name[ARGS]{...}``.
 
+A reasoning block a model may open its reply with (Qwen3's ``<think>…</think>``, whose opening
+tag some templates put in the prompt) is not part of the reply: it is dropped before calls are
+looked for, so a call the model only mused about is not taken for one.
+
 A call that is announced but malformed is **not dropped and not turned into answer text**: it
 becomes a :class:`ToolCall` whose ``arguments`` are the raw text the model wrote (and whose name is
 whatever could be read, possibly empty). The toolbox then answers it with a readable tool error
@@ -46,6 +50,13 @@ MAX_GRAMMAR_CALLS = 8
 _SCHEMA_CONVERTER: Any = llama_grammar.SchemaConverter
 _HERMES_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _NAME_GUESS = re.compile(r'"name"\s*:\s*"([^"\\]{1,128})"')
+#: A leading reasoning block; its opening tag may sit in the prompt instead of the reply, and then
+#: only a call right after its end tells it from an answer that mentions the tag.
+_REASONING = re.compile(r"\A\s*<think>.*?</think>\s*", re.DOTALL)
+_UNOPENED_REASONING = re.compile(
+    r"\A(?:(?!<think>).)*?</think>\s*(?=" + "|".join(map(re.escape, CALL_MARKERS)) + ")",
+    re.DOTALL,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +89,7 @@ def parse_tool_calls(text: str, offered: Collection[str]) -> ParsedReply:
     no marker) counts as a call only when it names one of them, so an answer that happens to be
     JSON stays an answer.
     """
+    text = _UNOPENED_REASONING.sub("", _REASONING.sub("", text, count=1), count=1)
     open_at = text.find(CALL_OPEN)
     mistral_at = text.find(MISTRAL_MARK)
     if open_at >= 0 and (mistral_at < 0 or open_at < mistral_at):
