@@ -8,9 +8,12 @@ needs it. Colours come from the window's palette, so the chart follows the light
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from imprint_desktop.core.research.report import (
     STOP_COLOUR,
@@ -19,18 +22,30 @@ from imprint_desktop.core.research.report import (
     stop_label,
 )
 
+log = logging.getLogger(__name__)
+
 
 class BudgetChart(QWidget):
     """Time, tokens charged, tokens charged + reserved and patience per round (percent used)."""
 
     def __init__(self, report: Report, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        import pyqtgraph as pg  # type: ignore[import-untyped]  # noqa: PLC0415 - see the docstring
-
         self.setAccessibleName("Budgets used per round")
         self.series = chart_series(report)
         self.setAccessibleDescription(_describe(report))
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        try:
+            import pyqtgraph as pg  # type: ignore[import-untyped]  # noqa: PLC0415 - docstring
+        except ImportError as error:  # a build without it (or without Qt's OpenGL module)
+            log.warning("the budget chart cannot be drawn: %s", error)
+            note = QLabel(f"The chart cannot be drawn here. {_describe(report)}.")
+            note.setTextFormat(Qt.TextFormat.PlainText)
+            note.setWordWrap(True)
+            layout.addWidget(note)
+            self.plot_widget: Any = None
+            return
         palette = self.palette()
         background = palette.color(QPalette.ColorRole.Base)
         foreground = palette.color(QPalette.ColorRole.Text)
@@ -84,8 +99,6 @@ class BudgetChart(QWidget):
         plot.getAxis("left").setTicks([quarters, []])
         plot.setXRange(0, last, padding=0.04)
         plot.setYRange(-top * 0.03, top * 1.32, padding=0)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.plot_widget)
 
     def sizeHint(self) -> QSize:

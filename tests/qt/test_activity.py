@@ -261,3 +261,25 @@ def test_the_chart_follows_the_dark_theme(qtbot: QtBot) -> None:
         assert background.lightness() < 60
     finally:
         apply_theme(app, "light")
+
+
+def test_a_build_without_the_plotting_library_still_opens_the_record(
+    qtbot: QtBot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from imprint_desktop.ui.record import RecordDialog
+
+    monkeypatch.setitem(sys.modules, "pyqtgraph", None)  # import pyqtgraph raises ImportError
+    lines: list[dict[str, object]] = [
+        {"t": 0.0, "type": "run_start", "question": "Q?",
+         "settings": {"chat.research_no_progress_rounds": 2}},
+        {"t": 0.5, "type": "round_end", "round": 1, "progress": False, "excluded": False,
+         "no_progress_rounds": 1},
+        {"t": 0.6, "type": "stop", "reason": "answered"},
+    ]  # fmt: skip
+    record = RecordDialog("Q?", (), lines, lambda _path: None)
+    qtbot.addWidget(record)
+    assert record.chart.plot_widget is None
+    assert "Patience used 50%" in record.chart.accessibleDescription()
+    assert record.summary.text() == "The model answered."
