@@ -260,7 +260,7 @@ def test_the_chart_follows_the_dark_theme(qtbot: QtBot) -> None:
         background = record.chart.plot_widget.backgroundBrush().color()
         assert background.lightness() < 60
     finally:
-        apply_theme(app, "light")
+        apply_theme(app, "system")  # as the other tests find it
 
 
 def test_a_build_without_the_plotting_library_still_opens_the_record(
