@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMainWindow,
     QMessageBox,
     QPushButton,
     QTableWidget,
@@ -83,6 +84,16 @@ def pick_title(entry: Recommendation) -> str:
     return "  ·  ".join(parts)
 
 
+def front_window() -> QWidget | None:
+    """Where to ask: the active window, else the visible main window (the welcome's download
+    may end while no window of the app has the focus)."""
+    active = QApplication.activeWindow()
+    if active is not None:
+        return active
+    shown = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMainWindow)]
+    return next((w for w in shown if w.isVisible()), None)
+
+
 def current_model_name(store: SettingsStore) -> str:
     path = str(store.get("model.path") or "")
     return Path(path).name if path else "the current model"
@@ -106,7 +117,7 @@ class ModelSwitchOffer(QObject):
         store: SettingsStore,
         entry: Recommendation,
         *,
-        window: Callable[[], QWidget | None] = QApplication.activeWindow,
+        window: Callable[[], QWidget | None] | None = None,
         report_failures: bool = True,
         parent: QObject | None = None,
     ) -> None:
@@ -114,7 +125,7 @@ class ModelSwitchOffer(QObject):
         self._downloads = downloads
         self._store = store
         self.entry = entry
-        self._window = window
+        self._window = window or front_window
         self._report_failures = report_failures  # in a message box (else sig_failed only)
         self._job = ""
         self.download_id = ""

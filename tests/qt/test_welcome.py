@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QWidget,
 )
 from pytestqt.qtbot import QtBot
@@ -20,6 +21,7 @@ from pytestqt.qtbot import QtBot
 from imprint_desktop.core.models import DownloadOptions, Machine, ModelLayout, ModelLibrary
 from imprint_desktop.core.resources import starter_model_path
 from imprint_desktop.engine.downloads import DownloadManager
+from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.welcome import (
     WelcomeChoice,
@@ -371,3 +373,46 @@ def test_when_nothing_fits_the_model_manager_is_offered(
         qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
     assert dialog.result_value.open_model_manager and dialog.switch_offer is None
     assert manager.shutdown(30_000)
+
+
+def test_the_app_downloads_what_the_welcome_chose_and_its_window_switches(
+    qtbot: QtBot, store: SettingsStore, secrets: SecretStore, hub: HubServer, cache: Path
+) -> None:
+    """The composition root: the welcome's download manager becomes the window's, and the switch
+    is offered over the main window once the file is verified."""
+    from imprint_desktop.app import open_main_window
+
+    starter = starter_model_path()
+    assert starter is not None
+    manager = download_manager(hub, store, cache)
+
+    def choose() -> None:
+        dialog = QApplication.activeModalWidget()
+        assert isinstance(dialog, WelcomeDialog)
+        with_picks(qtbot, dialog)
+        click_radio(qtbot, dialog.manager_option)
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+
+    QTimer.singleShot(0, choose)
+    result = maybe_show_welcome(
+        None, store, starter_model=starter, sample_workspace=None, downloads=manager
+    )
+    assert result is not None and result.choice is WelcomeChoice.DOWNLOAD
+    assert store.get("model.path") == str(starter)
+
+    window = open_main_window(store, secrets, manager)
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: window.downloads is manager, timeout=30_000)
+    assert manager.parent() is window
+
+    def asked() -> QMessageBox | None:
+        box = window.findChild(QMessageBox, "modelSwitchOffer")
+        return box if box is not None and box.isVisible() else None
+
+    qtbot.waitUntil(lambda: asked() is not None, timeout=60_000)
+    box = asked()
+    assert box is not None
+    switch = next(b for b in box.buttons() if b.text() == "Use Qwen3 4B")
+    qtbot.mouseClick(switch, Qt.MouseButton.LeftButton)
+    assert str(store.get("model.path")).endswith("/Qwen3-4B-Q4_K_M.gguf")
+    window.close()  # joins the engine and the download workers
