@@ -89,10 +89,12 @@ class ResearchPanel(QWidget):
         self.setObjectName("researchPanel")
         self.setAccessibleName("Research panel")
         self.now_label = QLabel("Ask a question to start research.")
+        self.now_label.setTextFormat(Qt.TextFormat.PlainText)  # built from tool arguments
         self.now_label.setObjectName("nowLine")
         self.now_label.setWordWrap(True)
         self.now_label.setAccessibleName("What research is doing now")
         self.stop_label = QLabel()
+        self.stop_label.setTextFormat(Qt.TextFormat.PlainText)
         self.stop_label.setWordWrap(True)
         self.stop_label.setAccessibleName("Why research stopped")
 

@@ -189,11 +189,6 @@ def test_escaped_tooltips_still_read_as_the_text(title: str) -> None:
     assert document.toPlainText() == title
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="research_panel.py shows its 'now' line (built from tool arguments) as AutoText; "
-    "set now_label to Qt.TextFormat.PlainText, then remove this mark",
-)
 def test_the_research_panels_now_line_shows_tool_arguments_as_text(qtbot: QtBot) -> None:
     from imprint_desktop.ui.research_panel import ResearchPanel
 
