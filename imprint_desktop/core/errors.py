@@ -29,6 +29,8 @@
     │   │   ├── UnsupportedModelError  an architecture or chat template this app will not run
     │   │   └── ModelMemoryError   not enough memory for the model at the chosen context size
     │   ├── ContextOverflowError   a prompt plus its output allowance larger than the context
+    │   │                          (also a server's own "maximum context length" refusal)
+    │   ├── ProviderDeadlineError  a server asked to be retried after the deadline has passed
     │   └── ChatTemplateError      the model's chat template failed or tried to leave its sandbox
     ├── ModelStoreError            finding, downloading or managing local model files failed
     │   ├── HubNotFoundError       404: no such repository or file on the model hub
@@ -215,6 +217,14 @@ class ContextOverflowError(ProviderError):
 
     The engine checks the fit first (``context_full``); this is the provider refusing cleanly when
     asked anyway, before any token is evaluated.
+    """
+
+
+class ProviderDeadlineError(ProviderError):
+    """A server answered 429/503 with a Retry-After that lies past the request's deadline.
+
+    Not a failure of the model: the time budget ran out while waiting, so research ends with
+    ``time_budget`` and the final answer is still written (DESIGN §1).
     """
 
 

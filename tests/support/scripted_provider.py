@@ -27,6 +27,8 @@ class Step:
     calls: Sequence[tuple[str, dict[str, Any] | str]] = ()
     hang: bool = False  # wait until the deadline or Stop, then return what was "generated"
     fail: bool = False  # raise a provider error (after any retries a real provider would make)
+    error: Exception | None = None  # raised after ``text`` streamed (a connection lost mid-way)
+    finish: str | None = None  # how the request ends instead of "stop": e.g. "length"
     started: threading.Event = field(default_factory=threading.Event)
 
 
@@ -95,6 +97,10 @@ class ScriptedProvider:
         )
         if step.text and on_text is not None:
             on_text(step.text)
+        if step.error is not None:
+            raise step.error
+        if step.finish is not None and stop == "stop":
+            stop = step.finish
         output = len(step.text) // 4 + sum(8 + len(call.arguments) // 4 for call in calls)
         return Completion(
             text=step.text,

@@ -183,7 +183,9 @@ class Patience:
         self.rounds_without_progress = 0
 
     def record(self, *, progress: bool, excluded: bool) -> None:
-        if excluded:
+        # A round with a write is left out of the count, unless it also made progress (an
+        # answer from the person, or new evidence, in the same batch as the write).
+        if excluded and not progress:
             return
         self.rounds_without_progress = 0 if progress else self.rounds_without_progress + 1
 

@@ -19,7 +19,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.core.errors import ProviderError
+from imprint_desktop.core.errors import (
+    ContextOverflowError,
+    ProviderDeadlineError,
+    ProviderError,
+)
 from imprint_desktop.core.providers.base import (
     Completion,
     CompletionRequest,
@@ -163,12 +167,14 @@ class ResearchEngine:
         self.emit(ev.QuestionAsked(self.now_t(), self._current_call, question))
         self._emit_budget()
         waited_from = self.clock_now()
+        answer = ""
         try:
             answer = await self._ask(question)
         finally:
+            # Also when Stop ends the wait: the trace keeps every wait (DESIGN §5).
             self.clock.resume()
-        self.emit(ev.UserWait(self.now_t(), self.clock_now() - waited_from, answer))
-        self._emit_budget()
+            self.emit(ev.UserWait(self.now_t(), self.clock_now() - waited_from, answer))
+            self._emit_budget()
         return answer
 
     async def research_sections(self, sections: list[str]) -> ToolResult:
@@ -193,11 +199,21 @@ class ResearchEngine:
                 allowed=frozenset({ToolKind.READ}),
                 seed=section,
             )
+            found_before = len(self.ledger.items)
+            share = self.settings.max_result_chars // max(1, len(sections))
             try:
                 text = await self._research(loop)
-                summaries.append(f"Section “{section}”:\n{text or '(no summary)'}")
+                summaries.append(
+                    f"Section “{section}”:\n{text or '(no summary)'}"
+                    + _section_evidence(self.ledger, found_before, share)
+                )
             except ResearchStop as stop:
-                summaries.append(f"Section “{section}”: stopped ({stop.reason}).")
+                # Whatever ended the worker, what it found reaches the coordinator and, through
+                # this result, the final request.
+                summaries.append(
+                    f"Section “{section}”: stopped ({stop_in_words(stop.reason)})."
+                    + _section_evidence(self.ledger, found_before, share)
+                )
                 if stop.reason in ("no_progress", "context_full"):
                     continue  # this worker's own conversation ended: the next section may go on
                 # A reply-wide budget ran out, the model failed or Stop was pressed: the reply
@@ -237,20 +253,9 @@ class ResearchEngine:
             try:
                 answer = await self._research(coordinator)
             except ResearchStop as stop:
-                self.clock.stop()
-                self.emit(ev.ResearchStopped(self.now_t(), stop.reason, stop.detail))
-                if stop.reason in ("cancelled", "error"):
-                    return self._finish(final.fallback_for(stop.reason, stop.detail), stop.reason)
-                if not self.ledger.items and not self.settings.answer_without_evidence:
-                    # Nothing to answer from: say so, rather than let the model invent an answer.
-                    return self._finish(self._not_found(stop), stop.reason)
-                outcome = await final.run(
-                    coordinator.messages, stop.reason, coordinator.tool_schemas
-                )
-                if self.cancel.cancelled:  # Cancellation wins, also during the final stage.
-                    self.emit(ev.ResearchStopped(self.now_t(), "cancelled"))
-                    return self._finish(outcome, "cancelled")
-                return self._finish(outcome, stop.reason)
+                return await self._after_stop(stop, final, coordinator)
+            except _AnswerCut as cut:
+                return await self._complete_cut(cut, final, coordinator)
         except Exception as error:  # a defect must still end the reply with what it has
             log.exception("the research engine failed")
             self.clock.stop()
@@ -262,6 +267,45 @@ class ResearchEngine:
         # The research answer is the final answer: no final request, but the one final line.
         self.emit(ev.FinalFinished(self.now_t(), "model", 0.0))
         return self._finish((answer, "model", None), "answered")
+
+    async def _after_stop(
+        self, stop: ResearchStop, final: FinalStage, coordinator: _Loop
+    ) -> ev.ReplyResult:
+        """Research stopped before an answer: the final answer, a fallback, or "not found"."""
+        self.clock.stop()
+        self.emit(ev.ResearchStopped(self.now_t(), stop.reason, stop.detail))
+        if stop.reason in ("cancelled", "error"):
+            return self._finish(final.fallback_for(stop.reason, stop.detail), stop.reason)
+        if not self.ledger.items and not self.settings.answer_without_evidence:
+            # Nothing to answer from: say so, rather than let the model invent an answer.
+            return self._finish(self._not_found(stop), stop.reason)
+        outcome = await final.run(coordinator.messages, stop.reason, coordinator.tool_schemas)
+        if self.cancel.cancelled:  # Cancellation wins, also during the final stage; the
+            # trace's one stop line keeps why research itself ended.
+            return self._finish(outcome, "cancelled")
+        return self._finish(outcome, stop.reason)
+
+    async def _complete_cut(
+        self, cut: _AnswerCut, final: FinalStage, coordinator: _Loop
+    ) -> ev.ReplyResult:
+        """The model answered but ran out of its research allowance mid-answer: the final
+        request, with the final allowance and deadline, writes the rest."""
+        self.clock.stop()
+        self.emit(ev.ResearchStopped(self.now_t(), "answered"))
+        text, mode, error = await final.run(
+            coordinator.messages,
+            "answered",
+            coordinator.tool_schemas,
+            instruction=prompts.CONTINUE_ANSWER,
+        )
+        if mode == "model":
+            return self._finish((_joined(cut.text, text), mode, error), "answered")
+        # Completing it failed (the final stage said so in its one final line): the person gets
+        # the answer as far as it went, labelled.
+        why = error or "the final request did not complete it"
+        labelled = f"{cut.text}\n\n(This answer was cut off at its length limit: {why}.)"
+        reason: ev.StopReason = "cancelled" if self.cancel.cancelled else "answered"
+        return self._finish((labelled, "fallback", error), reason)
 
     async def _research(self, loop: _Loop) -> str:
         """Rounds until the model answers (returned) or a budget stops it (ResearchStop)."""
@@ -276,8 +320,13 @@ class ResearchEngine:
                 check_context=True,
             )
             if not completion.tool_calls:
-                if completion.text.strip():
-                    return completion.text.strip()
+                text = completion.text.strip()
+                if text and completion.stop == "length" and loop.worker is None:
+                    # Cut at the research allowance: the final request completes it (below).
+                    loop.messages.append(Message("assistant", text))
+                    raise _AnswerCut(text)
+                if text:
+                    return text
                 loop.messages += [
                     Message("assistant", ""),
                     Message("user", prompts.EMPTY_REPLY_NUDGE),
@@ -294,9 +343,9 @@ class ResearchEngine:
                 await self._run_batch(loop, calls, batch)
             except ResearchStop:
                 # The round was cut short: it still ends, with what its finished calls found.
-                self._emit_round_end(loop, batch.progress, batch.excluded)
+                self._emit_round_end(loop, batch.progress, batch.counts_out)
                 raise
-            self._end_round(loop, progress=batch.progress, excluded=batch.excluded)
+            self._end_round(loop, progress=batch.progress, excluded=batch.counts_out)
 
     async def _seed(self, loop: _Loop) -> None:
         """Search before answering (DESIGN §1): the engine's own ``search_workspace`` call.
@@ -402,14 +451,17 @@ class ResearchEngine:
             ev.RequestStarted(self.now_t(), phase, round_number, prompt_tokens, reservation.tokens)
         )
         self._emit_budget()
+        streamed = _Streamed(self.text_sink(phase))
         try:
             completion = await self._provider_call(
-                self.provider.complete(request, self.cancel, self.text_sink(phase))
+                self.provider.complete(request, self.cancel, streamed)
             )
         except ResearchStop as stop:
-            # The request failed: nothing is known to have been processed, so nothing is charged,
-            # but the trace still gets its line.
-            settlement = self.tokens.settle(reservation, 0, 0)
+            # The request failed. Without output nothing is known to have been processed, so
+            # nothing is charged; once output streamed, the prompt was processed and the output
+            # was made: both are charged. The trace gets its line either way.
+            output = streamed.tokens
+            settlement = self.tokens.settle(reservation, prompt_tokens if output else 0, output)
             self.request_finished(
                 phase,
                 round_number,
@@ -549,6 +601,10 @@ class ResearchEngine:
         """Await a provider call; any failure of it is the ``error`` stop (DESIGN §1)."""
         try:
             return await call
+        except ContextOverflowError as error:  # a server's own context limit is a full context
+            raise ResearchStop("context_full", str(error)) from error
+        except ProviderDeadlineError as error:  # waiting to retry would pass the deadline
+            raise ResearchStop("time_budget", str(error)) from error
         except ProviderError as error:
             raise ResearchStop("error", str(error)) from error
         except Exception as error:  # a provider defect or hostile input it did not expect
@@ -576,6 +632,7 @@ class ResearchEngine:
                 kind_name,
                 _describe_call(call),
                 origin,
+                call.arguments if isinstance(call.arguments, str) else "",
             )
         )
         self.looked.note(call)
@@ -658,7 +715,7 @@ class ResearchEngine:
         answer, mode, error = outcome
         cited: tuple[ev.SourceView, ...] = ()
         if mode == "model" and self.ledger.items:
-            cited = sources.sources_for(answer, self.ledger.items)
+            cited = sources.sources_for(answer, self.ledger.items, self.ledger.citable)
             answer = sources.with_sources(answer, cited, self.ledger.items)
         elif mode == "model" and reason != "answered" and self._tools is not None:
             answer = f"{sources.without_evidence_label(self._tools.scope)}\n\n{answer}"
@@ -720,7 +777,12 @@ class _Batch:
     """What the finished calls of one round found."""
 
     progress: bool = False
-    excluded: bool = False
+    excluded: bool = False  # a write was carried out
+
+    @property
+    def counts_out(self) -> bool:
+        """Left out of the no-progress count: a write, and nothing new beside it (ADR 0159)."""
+        return self.excluded and not self.progress
 
 
 _NOT_EXECUTED: dict[ev.StopReason, str] = {
@@ -732,6 +794,45 @@ _NOT_EXECUTED: dict[ev.StopReason, str] = {
     "error": "the model failed",
     "answered": "research is over",
 }
+
+
+class _Streamed:
+    """A request's text sink that also keeps count of what streamed (for a failed request)."""
+
+    def __init__(self, sink: Callable[[str], None]) -> None:
+        self._sink = sink
+        self._bytes = 0
+
+    def __call__(self, text: str) -> None:
+        self._bytes += len(text.encode("utf-8", "replace"))
+        self._sink(text)
+
+    @property
+    def tokens(self) -> int:
+        """The streamed output in tokens: at least one a 4 bytes, and one for any output."""
+        return (self._bytes + 3) // 4
+
+
+class _AnswerCut(Exception):  # noqa: N818 - control flow inside the engine, never escapes it
+    """A research answer cut at the research output allowance (``finish_reason: length``)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__("answer cut")
+        self.text = text
+
+
+def _joined(start: str, rest: str) -> str:
+    """A cut answer and its continuation, joined where the cut fell."""
+    if rest.startswith(start):  # the model wrote the whole answer again
+        return rest
+    glue = "" if start.endswith((" ", "\n")) or rest.startswith((" ", "\n", ",", ".")) else " "
+    return start + glue + rest
+
+
+def _section_evidence(ledger: EvidenceLedger, since: int, limit_chars: int) -> str:
+    """The evidence a section worker found (items ``since`` on), for its section's result."""
+    text = ledger.as_text(limit_chars=max(limit_chars, 400), since=since)
+    return f"\nEvidence this section found:\n{text}" if text else "\nIt found no new evidence."
 
 
 def _offers(loop: _Loop, name: str) -> bool:

@@ -83,6 +83,7 @@ class ToolStarted(Event):
     kind: str
     summary: str  # what it is doing, in words: "Searching 'quarry'"
     origin: ToolOrigin = "model"
+    arguments: str = ""  # the call's arguments as the model sent them (untrusted JSON text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ does not fit, or the final request fails, the answer is the labelled evidence fa
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,20 @@ _REASONS: dict[ev.StopReason, str] = {
 }
 
 
+#: Tool-call markup a model may still write when no tool can be called: never shown as an answer.
+_CALL_MARKUP = re.compile(
+    r"<tool_call>.*?(?:</tool_call>|$)|<\|tool_call\|>.*?(?:<\|/tool_call\|>|$)"
+    r"|<function=[^>]*>.*?(?:</function>|$)|\[TOOL_CALLS\].*?(?:\n\n|$)"
+    r"|<\|python_tag\|>.*?(?:<\|eom_id\|>|<\|eot_id\|>|$)",
+    re.DOTALL,
+)
+
+
+def without_call_markup(text: str) -> str:
+    """``text`` without tool-call markup (the final answer may call no tool), stripped."""
+    return _CALL_MARKUP.sub("", text).strip()
+
+
 def stop_in_words(reason: ev.StopReason) -> str:
     """Why research stopped, in words for the person."""
     return _REASONS[reason]
@@ -57,6 +72,8 @@ class FinalStage:
         messages: Sequence[Message],
         reason: ev.StopReason,
         tools: tuple[Mapping[str, Any], ...] = (),
+        *,
+        instruction: str | None = None,
     ) -> Outcome:
         """The final answer. ``tools`` are the research tools, sent with ``tool_choice="none"``:
         a local model's prompt then stays the same and its research prefix is reused, while a
@@ -65,7 +82,8 @@ class FinalStage:
         engine = self.engine
         settings = engine.settings
         allowance = settings.max_tokens
-        instruction = prompts.FINAL if engine.ledger.items else prompts.FINAL_WITHOUT_EVIDENCE
+        if instruction is None:
+            instruction = prompts.FINAL if engine.ledger.items else prompts.FINAL_WITHOUT_EVIDENCE
         final_messages = [*messages, Message("user", instruction)]
         request = self._request(final_messages, allowance)
         try:
@@ -119,22 +137,33 @@ class FinalStage:
                 prompt_tokens + request.max_tokens,
             )
         )
+        allowed = prompt_tokens + request.max_tokens  # outside the research budget: not reserved
         try:
             completion = await engine.provider.complete(
                 request, engine.cancel, engine.text_sink("final")
             )
-        except ProviderError as error:
-            return self._fallback(reason, f"the final request failed: {error}", started)
-        except Exception as error:  # a provider defect must not lose the evidence
-            log.exception("the final request failed")
-            return self._fallback(reason, f"the final request failed: {error!r}", started)
+        except Exception as error:  # a provider defect must not lose the evidence either
+            if not isinstance(error, ProviderError):
+                log.exception("the final request failed")
+            engine.request_finished(  # the failed request still has its trace line
+                "final",
+                engine.rounds,
+                prompt_tokens,
+                Settlement(allowed, 0, 0, 0, allowed, engine.tokens.left),
+                reused_prefix=0,
+                estimated=not engine.provider.exact_counts,
+                usage=None,
+                stop="error",
+            )
+            shown = str(error) if isinstance(error, ProviderError) else repr(error)
+            return self._fallback(reason, f"the final request failed: {shown}", started)
         charged = completion.prompt_evaluated + completion.output_tokens
         engine.final_charged += charged
-        allowed = prompt_tokens + request.max_tokens  # outside the research budget: not reserved
         engine.request_finished(
             "final",
             engine.rounds,
-            completion.prompt_tokens,
+            prompt_tokens,  # one rule for every request line: the engine's count (usage keeps
+            # the server's)
             Settlement(
                 reserved=allowed,
                 charged_prompt=completion.prompt_evaluated,
@@ -157,10 +186,11 @@ class FinalStage:
                 f"{engine.settings.final_deadline_sec:.0f} seconds",
                 started,
             )
-        if not completion.text.strip():
+        text = without_call_markup(completion.text)
+        if not text:
             return self._fallback(reason, "the model wrote an empty final answer", started)
         engine.emit(ev.FinalFinished(engine.now_t(), "model", self.engine.clock_now() - started))
-        return completion.text.strip(), "model", None
+        return text, "model", None
 
     def _request(self, messages: Sequence[Message], allowance: int) -> CompletionRequest:
         engine = self.engine
@@ -168,7 +198,9 @@ class FinalStage:
             messages=tuple(messages),
             max_tokens=allowance,
             deadline=self.engine.clock_now() + engine.settings.final_deadline_sec,
-            tools=(),
+            # Declared but not callable: the prompt (and a local model's reused prefix) stays the
+            # one research built, and a remote provider leaves the list out.
+            tools=self._tools,
             tool_choice="none",
             temperature=engine.settings.temperature,
             phase="final",

@@ -8,6 +8,7 @@ fallback.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,6 +33,12 @@ class EvidenceLedger:
         self._next_id = 1
         self._new: list[EvidenceItemView] = []
         self._texts: dict[int, str] = {}
+        # Every numbered item, repeats included: an answer may cite a repeat's number.
+        self._citable: dict[int, EvidenceItemView] = {}
+        # (source, location, text with its numbers masked) of every item seen in earlier results:
+        # the same place read again whose only change is a number (a visit counter, a clock)
+        # repeats itself, while other places that differ only in their numbers stay apart.
+        self._masked: set[tuple[str, str, int]] = set()
 
     @property
     def next_citation(self) -> int:
@@ -57,34 +64,50 @@ class EvidenceLedger:
             return Judged((), 0)
         if judge:
             verdicts = [novelty.is_new for novelty in self.store.add_many([i.text for i in items])]
+            masked = [
+                (item.source, item.location, hash(_mask_numbers(item.text))) for item in items
+            ]
+            verdicts = [
+                is_new and key not in self._masked
+                for is_new, key in zip(verdicts, masked, strict=True)
+            ]
+            self._masked.update(masked)
         else:
             verdicts = [True] * len(items)
         new: list[EvidenceItemView] = []
         for offset, (item, is_new) in enumerate(zip(items, verdicts, strict=True)):
-            if not is_new:
-                continue
             view = EvidenceItemView(
                 first + offset, item.source, item.location, _excerpt(item.text), item.title
             )
+            self._citable[view.id] = view
+            if not is_new:
+                continue
             self._texts[view.id] = item.text
             new.append(view)
         self._new += new
         return Judged(tuple(new), len(items) - len(new))
 
-    def as_text(self, limit_chars: int | None = None) -> str:
-        """The new evidence as numbered text, for the fallback.
+    @property
+    def citable(self) -> dict[int, EvidenceItemView]:
+        """Every numbered item by its number, repeats included (for an answer's Sources)."""
+        return dict(self._citable)
+
+    def as_text(self, limit_chars: int | None = None, *, since: int = 0) -> str:
+        """The new evidence as numbered text, for the fallback and for section results.
 
         Every item is listed with its source; with ``limit_chars`` the texts share that many
         characters (each cut short with "…" where needed), so no item is ever left out.
+        ``since`` leaves out the first items (those found before a section worker started).
         """
-        if not self._new:
+        views = self._new[since:]
+        if not views:
             return ""
-        texts = [self._texts[view.id].strip() for view in self._new]
+        texts = [self._texts[view.id].strip() for view in views]
         if limit_chars is not None:
             texts = _fair_cut(texts, limit_chars)
         return "\n\n".join(
             f"[{view.id}] {view.source}, {view.location}:\n{text}"
-            for view, text in zip(self._new, texts, strict=True)
+            for view, text in zip(views, texts, strict=True)
         )
 
 
@@ -104,6 +127,14 @@ def _fair_cut(texts: list[str], limit: int) -> list[str]:
     return [
         text if len(text) <= share else text[: max(share - 1, 0)].rstrip() + "…" for text in texts
     ]
+
+
+_NUMBER = re.compile(r"\b\d+(?:[.,:]\d+)*\b")
+
+
+def _mask_numbers(text: str) -> str:
+    """``text`` with every number the same, and its white space and case folded."""
+    return " ".join(_NUMBER.sub("#", text.lower()).split())
 
 
 def _excerpt(text: str) -> str:

@@ -39,6 +39,10 @@ Research is over: no more tools can be used, and nothing was found in the person
 Answer the question briefly from what you know, and say plainly that the answer does not come from \
 their documents. If you do not know, say so; do not make up facts."""
 
+CONTINUE_ANSWER = """\
+Your answer above was cut off by its length limit. Continue it exactly where it stopped, without \
+repeating what you already wrote. No more tools can be used."""
+
 CONDENSE = """\
 Condense the evidence below into short notes that keep every fact relevant to the question, each \
 with its evidence number like [3]. Leave out what does not bear on the question. Write only the \

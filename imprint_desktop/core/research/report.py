@@ -143,8 +143,8 @@ def describe_call(name: str, arguments: object) -> str:  # noqa: PLR0911 - one p
 def describe_started(event: ToolStarted) -> str:
     """What a started call does, from its arguments when the event carries them, else from the
     engine's status-line words."""
-    arguments = getattr(event, "arguments", None)
-    if arguments is not None:
+    arguments = getattr(event, "arguments", "")
+    if arguments:
         return describe_call(event.name, arguments)
     summary = plain(event.summary)
     for present, past in _PAST:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from imprint_desktop.core.providers.base import ToolCall
@@ -64,9 +64,17 @@ def cited_ids(text: str) -> list[int]:
     return cited
 
 
-def sources_for(answer: str, evidence: Sequence[ev.EvidenceItemView]) -> tuple[ev.SourceView, ...]:
-    """The Sources of ``answer``: the items it cites, else the top passages found (not cited)."""
-    by_id = {item.id: item for item in evidence}
+def sources_for(
+    answer: str,
+    evidence: Sequence[ev.EvidenceItemView],
+    citable: Mapping[int, ev.EvidenceItemView] | None = None,
+) -> tuple[ev.SourceView, ...]:
+    """The Sources of ``answer``: the items it cites, else the top passages found (not cited).
+
+    ``citable`` holds every numbered item, repeats included, so that a citation of a passage
+    that repeated an earlier one still names its source.
+    """
+    by_id = {item.id: item for item in evidence} | dict(citable or {})
     cited = [by_id[number] for number in cited_ids(answer) if number in by_id]
     if cited:
         return tuple(_view(item, cited=True) for item in cited)

@@ -97,7 +97,8 @@ def new_passage_each_time() -> Callable[[str, dict[str, Any]], ToolResult]:
         index = next(counter)
         return passage(
             f"Finding number {index}: the keeper's log for year {1850 + index} "
-            f"records storm {index * 7} and a supply boat named Wren {index}."
+            f"records storm {index * 7} and a supply boat named Wren {index}.",
+            location=f"lines {3 * index + 1}-{3 * index + 3}",  # each from its own place
         )
 
     return respond
@@ -568,8 +569,10 @@ def test_a_worker_that_finds_new_then_repeats_still_makes_the_coordinator_round_
     def respond(name: str, values: dict[str, Any]) -> ToolResult:
         if values["query"].endswith("again"):
             return passage("The same old fact about the keepers, once more.")
+        fact = next(facts)
         return passage(
-            f"New fact {next(facts)}: a supply boat called at the light in 18{next(facts)}."
+            f"New fact {fact}: a supply boat called at the light in 18{next(facts)}.",
+            location=f"line {fact}",  # each fact from its own line
         )
 
     def script(request: CompletionRequest) -> Step:
@@ -687,7 +690,8 @@ def test_stop_during_condensing_is_a_cancelled_reply() -> None:
     result = run(scenario())
     assert result.stop_reason == "cancelled" and result.final_mode == "fallback"
     assert result.answer.startswith(f"{FALLBACK_LABEL}: you stopped the reply")
-    assert [e.reason for e in recorder.of(ev.ResearchStopped)] == ["context_full", "cancelled"]
+    # One stop line per reply (DESIGN §5): why research ended; the result says Stop won.
+    assert [e.reason for e in recorder.of(ev.ResearchStopped)] == ["context_full"]
 
 
 def test_the_fallback_lists_every_item_and_never_claims_there_was_none() -> None:
