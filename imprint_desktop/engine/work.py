@@ -72,11 +72,22 @@ def describe_model(settings: Mapping[str, Any]) -> str:
     """The model in a few words, for the toolbar and status line."""
     if settings.get("model.provider") == "remote":
         name = str(settings.get("remote.model") or "") or "default model"
-        return f"{name} on {settings.get('remote.base_url')}"
+        return f"{name} on {server_address(settings)}"
     path = str(settings.get("model.path") or "").strip()
     if path:
         return Path(path).name
     return resources.STARTER_NAME
+
+
+def server_address(settings: Mapping[str, Any]) -> str:
+    """``remote.base_url`` as it may be shown or logged: without user name, password, query or
+    fragment, exactly as the remote provider shows it (:func:`~.remote.public_url`)."""
+    address = str(settings.get("remote.base_url") or "")
+    if not address:
+        return ""
+    from imprint_desktop.core.providers.remote import public_url  # noqa: PLC0415 - httpx: not at startup
+
+    return public_url(address)
 
 
 async def read_api_key(settings: Mapping[str, Any], lookup: Callable[[], str | None]) -> str | None:
@@ -95,7 +106,7 @@ def sentence(  # noqa: PLR0911 - one sentence per kind of error
 ) -> str:
     """What went wrong, as a sentence the person can act on (never a traceback)."""
     settings = settings or {}
-    server = str(settings.get("remote.base_url") or "the server")
+    server = server_address(settings) or "the server"
     text = str(error).strip()
     if isinstance(error, ProviderAuthError):
         return (
@@ -125,10 +136,11 @@ async def test_remote(
     """Ask the remote server for its models, the cheapest request that proves address and key."""
     import httpx  # noqa: PLC0415 - engine thread, not startup
 
-    base = str(settings.get("remote.base_url") or "").rstrip("/")
+    address = str(settings.get("remote.base_url") or "").rstrip("/")
+    base = server_address(settings)  # what messages show: no credentials, no query
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        response = await http.get(f"{base}/models", headers=headers, timeout=10.0)
+        response = await http.get(f"{address}/models", headers=headers, timeout=10.0)
     except httpx.HTTPError as error:
         log.info("connection test failed: %s", type(error).__name__)
         return ConnectionTest(

@@ -3,8 +3,10 @@
 Two questions with one answer: the index walks the folder with :func:`scan`, and the tools turn a
 model-supplied path into a real one with :func:`resolve_inside`. Both keep out hidden files and
 folders (``.git``, ``.env``, editor state), because those are rarely documents and often secrets,
-and both refuse anything that leads outside the workspace. Paths are always workspace-relative, with
-``/`` separators, so an index built on one platform reads the same on another.
+names with a ``:`` (on Windows ``notes.md:hidden`` is an NTFS alternate data stream, a second file
+behind the one the person sees), and anything that leads outside the workspace. Paths are always
+workspace-relative, with ``/`` separators, so an index built on one platform reads the same on
+another.
 """
 
 from __future__ import annotations
@@ -37,13 +39,19 @@ def is_hidden(name: str) -> bool:
     return name.startswith(".")
 
 
+def is_stream_name(name: str) -> bool:
+    """A name with ``:``: on NTFS ``x.md:stream`` is an alternate data stream of ``x.md``."""
+    return ":" in name
+
+
 def scan(root: Path, *, max_file_bytes: int, skip_suffixes: frozenset[str]) -> Iterator[FileEntry]:
     """Every regular file under ``root`` worth offering to the extractor.
 
-    Skips hidden names, tooling folders, symlinks (a link could lead out of the workspace or index a
-    file twice), files over ``max_file_bytes`` and files whose suffix is known to be binary. Folders
-    that cannot be listed are skipped silently: a permission problem in one corner must not stop the
-    rest. Order is stable (sorted) so progress and reports read the same from run to run.
+    Skips hidden names, names with ``:``, tooling folders, symlinks (a link could lead out of the
+    workspace or index a file twice), files over ``max_file_bytes`` and files whose suffix is known
+    to be binary. Folders that cannot be listed are skipped silently: a permission problem in one
+    corner must not stop the rest. Order is stable (sorted) so progress and reports read the same
+    from run to run.
     """
     stack = [(root, "")]
     while stack:
@@ -55,7 +63,7 @@ def scan(root: Path, *, max_file_bytes: int, skip_suffixes: frozenset[str]) -> I
             continue
         for entry in listed:
             name = entry.name
-            if is_hidden(name):
+            if is_hidden(name) or is_stream_name(name):
                 continue
             relative = f"{prefix}{name}"
             try:
@@ -77,8 +85,9 @@ def clean_relative(user_path: str) -> str:
     """A model-supplied path as a clean relative POSIX path, or :class:`PathOutsideWorkspaceError`.
 
     Refuses before touching the disk: empty paths, NUL bytes, absolute POSIX paths, Windows drive
-    and UNC paths (``C:\\x``, ``C:x``, ``\\\\server\\share``), any ``..`` component, home shortcuts
-    and hidden components. Backslashes count as separators, since a model trained on Windows paths
+    and UNC paths (``C:\\x``, ``C:x``, ``\\\\server\\share``), any ``..`` component, home shortcuts,
+    hidden components and any ``:`` in a component (an NTFS alternate data stream such as
+    ``notes.md:hidden``). Backslashes count as separators, since a model trained on Windows paths
     may send them.
     """
     if not isinstance(user_path, str) or not user_path.strip():
@@ -100,6 +109,11 @@ def clean_relative(user_path: str) -> str:
     if any(is_hidden(part) for part in parts):
         raise PathOutsideWorkspaceError(
             f"{user_path!r} is a hidden file or folder, which is not part of the workspace."
+        )
+    if any(is_stream_name(part) for part in parts):
+        raise PathOutsideWorkspaceError(
+            f"{user_path!r} has a ':' in a name, which workspace paths never have (on Windows it "
+            "names a hidden alternate data stream); use the path as list_documents shows it."
         )
     return "/".join(parts)
 

@@ -31,6 +31,10 @@ ESCAPES = [
     ".git/config",
     "deep/.secret",
     "alpha.md\x00.txt",
+    "alpha.md:secret",  # an NTFS alternate data stream of alpha.md
+    "alpha.md::$DATA",
+    "deep/gamma.md:zone.identifier",
+    "deep:hidden/gamma.md",
     "",
     "   ",
     ".",
@@ -116,3 +120,30 @@ def test_write_note_titles_cannot_traverse(workspace: Workspace, corpus: Path) -
     written = sorted(path.name for path in (corpus / "notes").iterdir())
     assert written == ["c-evil.md", "etc-passwd-2.md", "etc-passwd.md", "x.md"]
     assert all(path.parent == corpus / "notes" for path in (corpus / "notes").iterdir())
+
+
+@pytest.mark.parametrize("user_path", ["alpha.md:secret", "deep\\gamma.md:x:$DATA"])
+def test_stream_names_are_refused_with_a_clear_tool_error(
+    workspace: Workspace, user_path: str
+) -> None:
+    result = run_tool(Toolbox(workspace, {}, None), "read_document", {"path": user_path})
+    assert result.status == "error"
+    assert "has a ':' in a name" in result.content
+    assert "alternate data stream" in result.content
+
+
+def test_stream_names_are_refused_for_folders_and_notes(corpus: Path) -> None:
+    with Workspace(corpus, notes_folder="notes:hidden") as opened:
+        toolbox = Toolbox(opened, {}, None)
+        listed = run_tool(toolbox, "list_documents", {"folder": "deep:x"})
+        note = run_tool(toolbox, "write_note", {"title": "Plan", "content": "x"})
+    assert listed.status == "error" and "':'" in listed.content
+    assert note.status == "error" and "':'" in note.content
+    assert not (corpus / "notes:hidden").exists()
+
+
+def test_files_named_with_a_colon_are_not_indexed(corpus: Path) -> None:
+    write(corpus, "meeting 10:30.md", "# Meeting\n\nThe albatross agenda.\n")
+    with Workspace(corpus) as opened:
+        opened.index.update()
+        assert opened.index.search("albatross") == []
