@@ -71,3 +71,23 @@ def test_a_missing_folder_is_a_usage_error(imprint: Imprint, tmp_path: Path) -> 
     result = imprint("workspace", "index", str(tmp_path / "nope"))
     assert result.returncode == 2
     assert "is not a folder" in result.stderr
+
+
+def test_links_leading_outside_are_neither_indexed_nor_searchable(
+    imprint: Imprint, tmp_path: Path
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "inside.md").write_text("# Inside\n\nThe harbour log.\n")
+    outside = tmp_path / "outside"
+    (outside / "private").mkdir(parents=True)
+    (outside / "secret.md").write_text("# Secret\n\nswordfish\n")
+    (outside / "private" / "diary.md").write_text("# Diary\n\nswordfish again\n")
+    (corpus / "secret.md").symlink_to(outside / "secret.md")
+    (corpus / "private").symlink_to(outside / "private")
+
+    indexed = imprint("workspace", "index", str(corpus), "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    assert json.loads(indexed.stdout)["documents"] == 1
+    found = imprint("workspace", "search", str(corpus), "swordfish", "--json")
+    assert (found.returncode, json.loads(found.stdout)) == (0, [])

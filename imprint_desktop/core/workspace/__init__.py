@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from imprint_desktop.core.workspace.database import index_path_for
 from imprint_desktop.core.workspace.extract import Extracted, Format, extract
-from imprint_desktop.core.workspace.files import clean_relative, resolve_inside
+from imprint_desktop.core.workspace.files import clean_relative, read_inside, resolve_inside
 from imprint_desktop.core.workspace.index import (
     DEFAULT_MAX_FILE_BYTES,
     DocumentInfo,
@@ -33,5 +33,6 @@ __all__ = [
     "clean_relative",
     "extract",
     "index_path_for",
+    "read_inside",
     "resolve_inside",
 ]

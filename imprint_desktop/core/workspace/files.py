@@ -7,10 +7,15 @@ names with a ``:`` (on Windows ``notes.md:hidden`` is an NTFS alternate data str
 behind the one the person sees), and anything that leads outside the workspace. Paths are always
 workspace-relative, with ``/`` separators, so an index built on one platform reads the same on
 another.
+
+Links are never followed: symbolic links, and on Windows directory junctions and the other
+name-surrogate reparse points (:func:`is_link`), are not walked, and :func:`read_inside` opens a
+file so that a link swapped in after the scan is refused rather than read (see there).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -18,12 +23,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from imprint_desktop.core.errors import PathOutsideWorkspaceError
+from imprint_desktop.core.errors import DocumentError, PathOutsideWorkspaceError
 
 #: Folders that hold tooling rather than documents; hidden folders are skipped as well.
 SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages"})
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
+#: Windows reparse tags with this bit set stand for another name (symbolic links, junctions);
+#: others (OneDrive placeholders, deduplicated files) are ordinary files and folders.
+_NAME_SURROGATE = 0x20000000
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_WALK_BY_FOLDER = bool(_NO_FOLLOW) and os.open in os.supports_dir_fd
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,23 +54,32 @@ def is_stream_name(name: str) -> bool:
     return ":" in name
 
 
+def is_link(info: os.stat_result) -> bool:
+    """``info`` (from ``lstat``) is a link: a symbolic link, or on Windows a junction or another
+    reparse point that stands for a different path."""
+    if stat.S_ISLNK(info.st_mode):
+        return True
+    return bool(getattr(info, "st_reparse_tag", 0) & _NAME_SURROGATE)
+
+
 def scan(root: Path, *, max_file_bytes: int, skip_suffixes: frozenset[str]) -> Iterator[FileEntry]:
     """Every regular file under ``root`` worth offering to the extractor.
 
-    Skips hidden names, names with ``:``, tooling folders, symlinks (a link could lead out of the
-    workspace or index a file twice), files over ``max_file_bytes`` and files whose suffix is known
-    to be binary. Folders that cannot be listed are skipped silently: a permission problem in one
-    corner must not stop the rest. Order is stable (sorted) so progress and reports read the same
-    from run to run.
+    Skips hidden names, names with ``:``, tooling folders, links and junctions (a link could lead
+    out of the workspace, index a file twice, or loop), files over ``max_file_bytes`` and files
+    whose suffix is known to be binary. Folders that cannot be listed are skipped silently: a
+    permission problem in one corner must not stop the rest. Order is stable — by name, a folder's
+    files before its subfolders — so progress and reports read the same from run to run.
     """
     stack = [(root, "")]
     while stack:
         folder, prefix = stack.pop()
         try:
             with os.scandir(folder) as entries:
-                listed = sorted(entries, key=lambda entry: entry.name, reverse=True)
+                listed = sorted(entries, key=lambda entry: entry.name)
         except OSError:
             continue
+        folders = []
         for entry in listed:
             name = entry.name
             if is_hidden(name) or is_stream_name(name):
@@ -70,15 +89,18 @@ def scan(root: Path, *, max_file_bytes: int, skip_suffixes: frozenset[str]) -> I
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
+            if is_link(info):
+                continue
             if stat.S_ISDIR(info.st_mode):
                 if name not in SKIPPED_FOLDERS:
-                    stack.append((Path(entry.path), f"{relative}/"))
+                    folders.append((Path(entry.path), f"{relative}/"))
                 continue
             if not stat.S_ISREG(info.st_mode) or info.st_size > max_file_bytes:
                 continue
             if PurePosixPath(name).suffix.lower() in skip_suffixes:
                 continue
             yield FileEntry(relative, info.st_size, info.st_mtime_ns)
+        stack.extend(reversed(folders))  # popped in name order, after this folder's files
 
 
 def clean_relative(user_path: str) -> str:
@@ -140,3 +162,102 @@ def resolve_inside(root: Path, user_path: str) -> Path:
 def relative_posix(root: Path, path: Path) -> str:
     """``path`` (inside the resolved ``root``) as a workspace-relative POSIX path."""
     return path.relative_to(root).as_posix()
+
+
+def read_inside(root: Path, relative: str, *, max_bytes: int) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file at ``relative`` under the resolved ``root``, and its ``fstat``.
+
+    Nothing on the way is followed: where the platform allows (Linux, macOS, the BSDs) the path is
+    opened one folder at a time relative to the one before, each with ``O_NOFOLLOW``, so a link or
+    a folder swapped in after :func:`scan` cannot redirect the read. Elsewhere (Windows) every
+    component is checked to be no link or junction, the file is opened, and the opened file must be
+    the one at that path (same file id) whose real path is still inside ``root``. The file is opened
+    non-blocking, so a FIFO put in its place cannot stall the read; only regular files up to
+    ``max_bytes`` are read. Raises :class:`DocumentError` (with the reason) or ``OSError``.
+    """
+    parts = relative.split("/")
+    descriptor = _open_walking(root, parts) if _WALK_BY_FOLDER else _open_checked(root, parts)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise DocumentError(f"{relative} is not a regular file any more")
+        if info.st_size > max_bytes:
+            raise DocumentError(f"{relative} is larger than the {max_bytes // 2**20} MB limit")
+        chunks = []
+        left = info.st_size + 1  # one byte more tells a file still growing
+        while left > 0:
+            chunk = os.read(descriptor, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise DocumentError(f"{relative} is larger than the {max_bytes // 2**20} MB limit")
+        return data, info
+    finally:
+        os.close(descriptor)
+
+
+_READ_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_BINARY", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_walking(root: Path, parts: list[str]) -> int:
+    folder = os.open(root, _FOLDER_FLAGS)
+    try:
+        for part in parts[:-1]:
+            inner = _open_at(folder, part, _FOLDER_FLAGS)
+            os.close(folder)
+            folder = inner
+        return _open_at(folder, parts[-1], _READ_FLAGS)
+    finally:
+        os.close(folder)
+
+
+def _open_at(folder: int, name: str, flags: int) -> int:
+    try:
+        return os.open(name, flags | _NO_FOLLOW, dir_fd=folder)
+    except OSError as error:
+        # A link refused by O_NOFOLLOW: ELOOP on Linux and macOS, EMLINK on FreeBSD, and ENOTDIR
+        # when a folder was asked for (O_DIRECTORY is checked first).
+        if error.errno in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR) and _is_link_at(folder, name):
+            raise DocumentError(f"{name} is a link, and links are not followed") from error
+        raise
+
+
+def _is_link_at(folder: int, name: str) -> bool:
+    try:
+        return is_link(os.stat(name, dir_fd=folder, follow_symlinks=False))
+    except OSError:
+        return False
+
+
+def _open_checked(root: Path, parts: list[str]) -> int:
+    path = root
+    for part in parts:
+        path = path / part
+        if is_link(os.lstat(path)):
+            raise DocumentError(f"{part} is a link, and links are not followed")
+    descriptor = os.open(path, _READ_FLAGS)
+    if not _still_at(descriptor, path, root):
+        os.close(descriptor)
+        raise DocumentError(f"{'/'.join(parts)} changed while it was opened")
+    return descriptor
+
+
+def _still_at(descriptor: int, path: Path, root: Path) -> bool:
+    """The open file is the one now at ``path``, which is no link and really inside ``root``."""
+    try:
+        opened, named = os.fstat(descriptor), os.lstat(path)
+        real = Path(os.path.realpath(path))
+    except OSError:
+        return False
+    same = (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino)
+    return same and not is_link(named) and real.is_relative_to(root)

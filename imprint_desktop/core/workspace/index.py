@@ -6,6 +6,7 @@ time changed is read and hashed: same content (a ``touch``, a copy back) only re
 content that vanished from another path is a rename and keeps its passages; anything else is
 extracted again.
 Files that cannot be read or parsed are recorded with the reason and reported, never fatal.
+Files are read with :func:`~.files.read_inside`, which follows no link.
 
 Search runs on SQLite FTS5 with BM25 ranking (title and section words weigh double). The query is
 treated as words, never as FTS syntax, so whatever the model types is safe; "quoted phrases" are
@@ -28,7 +29,7 @@ from pathlib import Path, PurePosixPath
 from imprint_desktop.core.errors import DocumentError, WorkspaceError, WorkspaceIndexError
 from imprint_desktop.core.workspace.database import Connections, index_path_for
 from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES, extract, format_for
-from imprint_desktop.core.workspace.files import FileEntry, scan
+from imprint_desktop.core.workspace.files import FileEntry, read_inside, scan
 from imprint_desktop.core.workspace.passages import split_passages
 
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
@@ -185,17 +186,19 @@ class WorkspaceIndex:
         cancelled = False
         db.execute("BEGIN IMMEDIATE")
         try:
-            for done, entry in enumerate(todo):
+            for done, scanned in enumerate(todo):
                 if cancel is not None and cancel.is_set():
                     cancelled = True
                     break
                 if progress is not None:
-                    progress(IndexProgress(done, len(todo), entry.path))
+                    progress(IndexProgress(done, len(todo), scanned.path))
                 try:
-                    data = (self.root / entry.path).read_bytes()
-                except OSError as error:
-                    unreadable.append(IndexProblem(entry.path, f"cannot be read: {error.strerror}"))
+                    data, info = read_inside(self.root, scanned.path, max_bytes=self.max_file_bytes)
+                except (DocumentError, OSError) as error:
+                    reason = str(error) if isinstance(error, DocumentError) else error.strerror
+                    unreadable.append(IndexProblem(scanned.path, f"cannot be read: {reason}"))
                     continue
+                entry = FileEntry(scanned.path, info.st_size, info.st_mtime_ns)  # what was read
                 digest = hashlib.blake2b(data, digest_size=16).hexdigest()
                 old = known.get(entry.path)
                 if old is not None and old.digest == digest:

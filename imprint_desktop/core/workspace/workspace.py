@@ -1,4 +1,8 @@
-"""One workspace as the tools see it: a resolved root, its index, and guarded file access."""
+"""One workspace as the tools see it: a resolved root, its index, and guarded file access.
+
+Reading a document for a tool follows no link (:func:`~.files.read_inside`), even one swapped in
+after the path was checked.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from imprint_desktop.core.errors import DocumentError
 from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES, Extracted, extract
-from imprint_desktop.core.workspace.files import relative_posix, resolve_inside
+from imprint_desktop.core.workspace.files import read_inside, relative_posix, resolve_inside
 from imprint_desktop.core.workspace.index import DEFAULT_MAX_FILE_BYTES, WorkspaceIndex
 
 DEFAULT_NOTES_FOLDER = "notes"
@@ -81,12 +85,7 @@ class Workspace:
         if PurePosixPath(path.name).suffix.lower() in BINARY_SUFFIXES:
             raise DocumentError(f"{relative} is a binary file, not a text document.")
         try:
-            size = path.stat().st_size
-            if size > self.max_file_bytes:
-                raise DocumentError(
-                    f"{relative} is larger than the {self.max_file_bytes // 2**20} MB limit."
-                )
-            data = path.read_bytes()
+            data, _ = read_inside(self.root, relative, max_bytes=self.max_file_bytes)
         except OSError as error:
             raise DocumentError(f"{relative} cannot be read: {error.strerror}.") from error
         return relative, extract(path.name, data)

@@ -51,9 +51,14 @@ def test_unchanged_reindex_reads_no_file(
 ) -> None:
     first = workspace.index.update()
     assert (first.added, first.documents) == (3, 3)
-    reads: list[Path] = []
-    original = Path.read_bytes
-    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or original(self))
+    reads: list[str] = []
+    original = index.read_inside
+
+    def counted(root: Path, relative: str, *, max_bytes: int) -> tuple[bytes, os.stat_result]:
+        reads.append(relative)
+        return original(root, relative, max_bytes=max_bytes)
+
+    monkeypatch.setattr(index, "read_inside", counted)
     second = workspace.index.update()
     assert reads == []
     assert (second.added, second.updated, second.removed, second.unchanged) == (0, 0, 0, 3)

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
 from imprint_desktop.core.errors import PathOutsideWorkspaceError
 from imprint_desktop.core.tools import Toolbox
 from imprint_desktop.core.workspace import Workspace, resolve_inside
+from imprint_desktop.core.workspace import index as index_module
+from imprint_desktop.core.workspace.files import FileEntry, is_link
 from tests.unit.workspace.conftest import run_tool, write
 
 ESCAPES = [
@@ -147,3 +155,112 @@ def test_files_named_with_a_colon_are_not_indexed(corpus: Path) -> None:
     with Workspace(corpus) as opened:
         opened.index.update()
         assert opened.index.search("albatross") == []
+
+
+# --- links: never followed, however they got there ------------------------------------------
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    folder = tmp_path / "outside"
+    write(folder, "secret.md", "# Secret\n\nthe password is swordfish\n")
+    write(folder, "deep/gamma.md", "# Gamma\n\nswordfish in a swapped folder\n")
+    return folder
+
+
+def test_links_to_files_and_folders_outside_are_not_indexed_or_searchable(
+    workspace: Workspace, corpus: Path, outside: Path
+) -> None:
+    (corpus / "secret-link.md").symlink_to(outside / "secret.md")
+    (corpus / "folder-link").symlink_to(outside)
+    (corpus / "loop").symlink_to(corpus)  # a link back up: walking it would never end
+    report = workspace.index.update()
+    assert report.documents == 3
+    assert workspace.index.search("swordfish") == []
+    assert all("outside" not in document.path for document in workspace.index.documents())
+
+
+def swap_after_scan(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> None:
+    """Run ``swap`` once the index has listed the folder, before it reads any file."""
+    original = index_module.scan
+
+    def scan_then_swap(*args: Any, **kwargs: Any) -> Iterator[FileEntry]:
+        entries = list(original(*args, **kwargs))
+        swap()
+        return iter(entries)
+
+    monkeypatch.setattr(index_module, "scan", scan_then_swap)
+
+
+def test_a_file_swapped_for_a_link_after_the_scan_is_not_read(
+    workspace: Workspace, corpus: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def swap() -> None:
+        (corpus / "alpha.md").unlink()
+        (corpus / "alpha.md").symlink_to(outside / "secret.md")
+
+    swap_after_scan(monkeypatch, swap)
+    report = workspace.index.update()
+    problems = {problem.path: problem.reason for problem in report.problems}
+    assert "alpha.md is a link, and links are not followed" in problems["alpha.md"]
+    assert workspace.index.search("swordfish") == []
+
+
+def test_a_folder_swapped_for_a_link_after_the_scan_is_not_walked(
+    workspace: Workspace, corpus: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def swap() -> None:
+        shutil.rmtree(corpus / "deep")
+        (corpus / "deep").symlink_to(outside / "deep")
+
+    swap_after_scan(monkeypatch, swap)
+    report = workspace.index.update()
+    problems = {problem.path: problem.reason for problem in report.problems}
+    assert "deep is a link" in problems["deep/gamma.md"]
+    assert workspace.index.search("swordfish") == []
+
+
+def test_a_fifo_swapped_in_after_the_scan_does_not_block_the_index(
+    workspace: Workspace, corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def swap() -> None:
+        (corpus / "beta.txt").unlink()
+        os.mkfifo(corpus / "beta.txt")  # opening it for reading would wait for a writer
+
+    swap_after_scan(monkeypatch, swap)
+    report = workspace.index.update()
+    problems = {problem.path: problem.reason for problem in report.problems}
+    assert "not a regular file" in problems["beta.txt"]
+
+
+def test_read_document_does_not_follow_a_link_swapped_in_after_the_path_check(
+    workspace: Workspace, corpus: Path, outside: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked = workspace.resolve
+
+    def resolve_then_swap(user_path: str) -> Path:
+        path = checked(user_path)
+        (corpus / "alpha.md").unlink()
+        (corpus / "alpha.md").symlink_to(outside / "secret.md")
+        return path
+
+    monkeypatch.setattr(workspace, "resolve", resolve_then_swap)
+    result = run_tool(Toolbox(workspace, {}, None), "read_document", {"path": "alpha.md"})
+    assert result.status == "error"
+    assert "swordfish" not in result.content
+    assert "link" in result.content
+
+
+@pytest.mark.parametrize(
+    ("tag", "link"),
+    [
+        (0xA000000C, True),  # IO_REPARSE_TAG_SYMLINK
+        (0xA0000003, True),  # IO_REPARSE_TAG_MOUNT_POINT: a directory junction
+        (0x9000001A, False),  # a OneDrive placeholder: an ordinary file that is not here yet
+        (0, False),
+    ],
+)
+def test_windows_junctions_count_as_links(tag: int, link: bool) -> None:
+    """On Windows ``lstat`` reports a junction as a folder, with its reparse tag beside it."""
+    info = SimpleNamespace(st_mode=stat.S_IFDIR | 0o755, st_reparse_tag=tag)
+    assert is_link(cast(os.stat_result, info)) is link
