@@ -9,10 +9,13 @@ measures, against targets:
   ``grep -rl WORD`` for the same words over the same files, measured in the same run (>= 20x; the
   ratio against the query p95 is printed too);
 - peak RSS of a process that only indexes 3,000 and then 30,000 documents (the second may be at
-  most 1.5x the first: memory stays flat because changes are committed in batches).
+  most 1.5x the first: memory stays flat because each file is committed on its own);
+- PDFs per second: copies of the sample workspace's PDF report, each a little different, read in
+  the index's PDF worker process (issue 14; printed for comparison, no target).
 
 Run ``python bench/bench_workspace.py`` (``--docs``, ``--large-docs`` to change the corpus sizes,
-``--large-docs 0`` to skip the memory run). Exits 1 when a target is missed.
+``--large-docs 0`` to skip the memory run, ``--pdfs 0`` to skip the PDFs). Exits 1 when a target is
+missed.
 """
 
 from __future__ import annotations
@@ -155,6 +158,24 @@ def measure_speed(corpus: Path, words: list[str], scratch: Path, queries: int) -
     return [name for name, met in checks.items() if not met]
 
 
+def measure_pdfs(count: int, scratch: Path) -> None:
+    """Index ``count`` distinct copies of the sample report PDF; print PDFs per second."""
+    from imprint_desktop.core.workspace import WorkspaceIndex  # noqa: PLC0415
+
+    sample = Path(__file__).resolve().parents[1] / "resources/sample-workspace/reports"
+    report = (sample / "annual-report-1998.pdf").read_bytes()
+    folder = scratch / "pdfs"
+    folder.mkdir()
+    for number in range(count):  # a comment after %%EOF: other bytes, the same document
+        (folder / f"report{number:03d}.pdf").write_bytes(report + f"\n%copy {number}\n".encode())
+    with WorkspaceIndex(folder, db_path=scratch / "pdfs.sqlite3") as index:
+        result = index.update()
+    print(
+        f"PDFs:               {result.documents} in {result.seconds:.2f} s = "
+        f"{result.documents / result.seconds:.1f} PDFs/s ({len(result.problems)} skipped)"
+    )
+
+
 def measure_memory(corpus: Path, small: int, large: int, scratch: Path) -> list[str]:
     """Peak RSS of a process indexing ``small`` and then ``large`` documents."""
     small_rss = measure_rss(corpus, scratch)
@@ -174,6 +195,7 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=3000)
     parser.add_argument("--large-docs", type=int, default=30000)
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--pdfs", type=int, default=40)
     parser.add_argument("--index-only", nargs=2, metavar=("FOLDER", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.index_only:
@@ -187,6 +209,8 @@ def main() -> int:
         words = generate(corpus, args.docs)
         print(f"generated {args.docs} documents in {time.perf_counter() - started:.1f} s")
         failures = measure_speed(corpus, words, scratch, args.queries)
+        if args.pdfs:
+            measure_pdfs(args.pdfs, scratch)
         if args.large_docs:
             failures += measure_memory(corpus, args.docs, args.large_docs, scratch)
     finally:

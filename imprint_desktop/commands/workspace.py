@@ -1,7 +1,8 @@
 """``imprint workspace``: build a folder's index and search it from a terminal.
 
 ``index DIR`` brings the index up to date (incrementally: a second run over an unchanged folder
-takes a moment) and reports what it did and which files it could not read. ``search DIR QUERY``
+takes a moment) and reports what it did and which files it skipped, each with the reason (a PDF
+that takes too long or too much memory to read is skipped until it changes). ``search DIR QUERY``
 updates the index quietly first, so it always answers from the folder as it is, then prints the
 best passages — as JSON with ``--json``, a list of hits best first, each with ``path``,
 ``start_line``, ``end_line``, ``score``, ``title`` and ``text``.
@@ -132,10 +133,12 @@ def _print_report(
         json.dump(data, out, indent=2, ensure_ascii=False)
         out.write("\n")
         return
+    skipped = f", {len(report.problems)} skipped" if report.problems else ""
     print(
         f"{report.documents} documents indexed in {workspace.root} "
         f"({report.added} added, {report.updated} updated, {report.renamed} renamed, "
-        f"{report.removed} removed, {report.unchanged} unchanged) in {report.seconds:.2f} s.",
+        f"{report.removed} removed, {report.unchanged} unchanged{skipped}) in "
+        f"{report.seconds:.2f} s.",
         file=out,
     )
     for problem in report.problems:

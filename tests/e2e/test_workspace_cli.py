@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
 from imprint_desktop.core.resources import resource
 from tests.e2e.conftest import Imprint
+from tests.unit.workspace.hostile_files import slow_pdf
 
 pytestmark = pytest.mark.e2e
 
@@ -91,3 +93,28 @@ def test_links_leading_outside_are_neither_indexed_nor_searchable(
     assert json.loads(indexed.stdout)["documents"] == 1
     found = imprint("workspace", "search", str(corpus), "swordfish", "--json")
     assert (found.returncode, json.loads(found.stdout)) == (0, [])
+
+
+def test_a_pdf_that_reads_for_minutes_is_skipped_with_its_reason_and_not_retried(
+    imprint: Imprint, tmp_path: Path
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "note.md").write_text("# Note\n\nThe tide tables.\n")
+    (corpus / "endless.pdf").write_bytes(slow_pdf())
+
+    started = time.monotonic()
+    first = imprint("workspace", "index", str(corpus), timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert time.monotonic() - started < 60  # the PDF's own time limit, not minutes
+    assert "1 documents indexed" in first.stdout and "1 skipped" in first.stdout
+    assert "skipped endless.pdf: reading it took longer than" in first.stderr
+
+    started = time.monotonic()
+    second = imprint("workspace", "index", str(corpus), "--json")
+    assert time.monotonic() - started < 10  # not read again: it has not changed
+    report = json.loads(second.stdout)
+    assert report["unchanged"] == 2
+    assert [problem["path"] for problem in report["problems"]] == ["endless.pdf"]
+    found = imprint("workspace", "search", str(corpus), "tide", "--json")
+    assert [hit["path"] for hit in json.loads(found.stdout)] == ["note.md"]

@@ -17,12 +17,14 @@ from imprint_desktop.core.workspace.index import (
     SearchHit,
     WorkspaceIndex,
 )
+from imprint_desktop.core.workspace.isolation import ExtractionLimits
 from imprint_desktop.core.workspace.workspace import Workspace
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DocumentInfo",
     "Extracted",
+    "ExtractionLimits",
     "Format",
     "IndexProblem",
     "IndexProgress",

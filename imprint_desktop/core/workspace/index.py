@@ -5,8 +5,16 @@ only, so an unchanged folder costs one directory walk and no file reads. A file 
 time changed is read and hashed: same content (a ``touch``, a copy back) only refreshes its times;
 content that vanished from another path is a rename and keeps its passages; anything else is
 extracted again.
-Files that cannot be read or parsed are recorded with the reason and reported, never fatal.
-Files are read with :func:`~.files.read_inside`, which follows no link.
+
+Work is committed as it goes — quick files in transactions of at most a quarter of a second, and
+everything pending before each PDF — so it is kept whatever happens next, and no transaction is
+ever open while a PDF is being parsed. PDFs are parsed in a worker process under a time and
+memory limit (:mod:`.isolation`). A file that cannot be read or parsed, or that hits a limit, is
+recorded as skipped with the reason — reported by every update, listed by
+:meth:`WorkspaceIndex.problems` — and tried again only once it changes (size or time, then
+content). Stop (a cancel token or event) ends an update at once, even in the middle of a PDF,
+keeping what was committed. Files are read with :func:`~.files.read_inside`, which follows no
+link.
 
 Search runs on SQLite FTS5 with BM25 ranking (title and section words weigh double). The query is
 treated as words, never as FTS syntax, so whatever the model types is safe; "quoted phrases" are
@@ -17,24 +25,44 @@ Any thread may search; updates are serialised by a lock, and each thread has its
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from imprint_desktop.core.errors import DocumentError, WorkspaceError, WorkspaceIndexError
+from imprint_desktop.core.errors import (
+    Cancelled,
+    DocumentError,
+    WorkspaceError,
+    WorkspaceIndexError,
+)
 from imprint_desktop.core.workspace.database import Connections, index_path_for
-from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES, extract, format_for
+from imprint_desktop.core.workspace.extract import (
+    BINARY_SUFFIXES,
+    Extracted,
+    Format,
+    extract,
+    format_for,
+)
 from imprint_desktop.core.workspace.files import FileEntry, read_inside, scan
+from imprint_desktop.core.workspace.isolation import (
+    DEFAULT_LIMITS,
+    ExtractionLimits,
+    IsolatedExtractor,
+    PdfReaderUnavailableError,
+    Stop,
+    is_cancelled,
+)
 from imprint_desktop.core.workspace.passages import split_passages
 
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
-#: Changes are committed in batches this size, so memory stays flat and a cancel keeps the work.
-_BATCH = 250
+#: The longest the writes of quick files share one transaction (see :class:`_Writes`).
+_GROUP_SECONDS = 0.25
 #: Search diversity: at most this many passages of one file in one result list.
 _PER_FILE = 3
 _MAX_QUERY_TERMS = 24
@@ -83,6 +111,8 @@ class DocumentInfo:
 
 @dataclass(frozen=True, slots=True)
 class IndexProblem:
+    """A file the index skipped, and why (a sentence fragment: "cannot be read: …")."""
+
     path: str
     reason: str
 
@@ -127,11 +157,13 @@ class WorkspaceIndex:
         *,
         db_path: Path | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        extraction: ExtractionLimits = DEFAULT_LIMITS,
     ) -> None:
         self.root = root.expanduser().resolve()
         if not self.root.is_dir():
             raise WorkspaceError(f"The workspace folder {root} does not exist or is not a folder.")
         self.max_file_bytes = max_file_bytes
+        self.extraction = extraction
         self.db_path = db_path or index_path_for(self.root)
         self._connections = Connections(self.db_path, self.root)
         self._update_lock = threading.Lock()
@@ -151,26 +183,22 @@ class WorkspaceIndex:
         self,
         *,
         progress: Callable[[IndexProgress], None] | None = None,
-        cancel: threading.Event | None = None,
+        cancel: Stop | None = None,
     ) -> IndexReport:
         """Bring the index up to date with the folder; see the module docstring."""
         started = time.perf_counter()
-        with self._update_lock:
+        with self._update_lock, IsolatedExtractor(self.extraction) as extractor:
             try:
-                return self._update(progress, cancel, started)
+                writes = _Writes(self._connections.get())
+                return self._update(_Run(progress, cancel, extractor, writes), started)
             except sqlite3.Error as error:
                 raise WorkspaceIndexError(
                     f"The workspace index cannot be updated: {error}"
                 ) from error
 
-    def _update(
-        self,
-        progress: Callable[[IndexProgress], None] | None,
-        cancel: threading.Event | None,
-        started: float,
-    ) -> IndexReport:
+    def _update(self, run: _Run, started: float) -> IndexReport:
         db = self._connections.get()
-        known = {
+        run.known = {
             row[0]: _Known(*row[1:])
             for row in db.execute("SELECT path, id, size, mtime_ns, digest, title FROM files")
         }
@@ -178,92 +206,119 @@ class WorkspaceIndex:
             scan(self.root, max_file_bytes=self.max_file_bytes, skip_suffixes=BINARY_SUFFIXES)
         )
         present = {entry.path for entry in entries}
-        missing = {path: row for path, row in known.items() if path not in present}
-        missing_by_digest = {row.digest: path for path, row in missing.items() if row.digest}
-        todo = [entry for entry in entries if _changed(entry, known.get(entry.path))]
-        counts = {"added": 0, "updated": 0, "renamed": 0}
-        unreadable: list[IndexProblem] = []
+        run.missing = {path: row for path, row in run.known.items() if path not in present}
+        run.missing_by_digest = {
+            row.digest: path for path, row in run.missing.items() if row.digest
+        }
+        todo = [entry for entry in entries if _changed(entry, run.known.get(entry.path))]
         cancelled = False
-        db.execute("BEGIN IMMEDIATE")
         try:
             for done, scanned in enumerate(todo):
-                if cancel is not None and cancel.is_set():
+                if run.progress is not None:
+                    run.progress(IndexProgress(done, len(todo), scanned.path))
+                if is_cancelled(run.cancel) or not self._index_file(db, run, scanned):
                     cancelled = True
                     break
-                if progress is not None:
-                    progress(IndexProgress(done, len(todo), scanned.path))
-                try:
-                    data, info = read_inside(self.root, scanned.path, max_bytes=self.max_file_bytes)
-                except (DocumentError, OSError) as error:
-                    reason = str(error) if isinstance(error, DocumentError) else error.strerror
-                    unreadable.append(IndexProblem(scanned.path, f"cannot be read: {reason}"))
-                    continue
-                entry = FileEntry(scanned.path, info.st_size, info.st_mtime_ns)  # what was read
-                digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-                old = known.get(entry.path)
-                if old is not None and old.digest == digest:
-                    db.execute(
-                        "UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?",
-                        (entry.size, entry.mtime_ns, old.id),
-                    )
-                elif old is None and digest in missing_by_digest:
-                    old_path = missing_by_digest.pop(digest)
-                    self._rename(db, old_path, missing.pop(old_path), entry)
-                    counts["renamed"] += 1
-                else:
-                    self._store(db, entry, data, digest, old)
-                    counts["updated" if old else "added"] += 1
-                if done % _BATCH == _BATCH - 1:
-                    db.execute("COMMIT")
-                    db.execute("BEGIN IMMEDIATE")
-            for row in missing.values():
-                db.execute("DELETE FROM passages WHERE file_id = ?", (row.id,))
-                db.execute("DELETE FROM files WHERE id = ?", (row.id,))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        if progress is not None:
-            progress(IndexProgress(len(todo), len(todo), ""))
-        recorded = db.execute(
-            "SELECT path, note FROM files WHERE status = 'error' ORDER BY path"
-        ).fetchall()
-        problems = sorted(
-            [*unreadable, *(IndexProblem(path, note) for path, note in recorded)],
-            key=lambda problem: problem.path,
-        )
+            with run.writes.group():
+                for row in run.missing.values():
+                    db.execute("DELETE FROM passages WHERE file_id = ?", (row.id,))
+                    db.execute("DELETE FROM files WHERE id = ?", (row.id,))
+        finally:
+            run.writes.commit()
+        if run.progress is not None:
+            run.progress(IndexProgress(len(todo), len(todo), ""))
+        problems = sorted([*run.unreadable, *self.problems()], key=lambda problem: problem.path)
         documents = db.execute("SELECT count(*) FROM files WHERE status = 'ok'").fetchone()[0]
         return IndexReport(
             documents=int(documents),
+            added=run.counts["added"],
+            updated=run.counts["updated"],
+            renamed=run.counts["renamed"],
+            removed=len(run.missing),
             unchanged=len(entries) - len(todo),
-            removed=len(missing),
             problems=tuple(problems),
             seconds=time.perf_counter() - started,
             cancelled=cancelled,
-            **counts,
         )
 
+    def _index_file(self, db: sqlite3.Connection, run: _Run, scanned: FileEntry) -> bool:
+        """Read, extract and commit one changed file; False when Stop interrupted it."""
+        try:
+            data, info = read_inside(self.root, scanned.path, max_bytes=self.max_file_bytes)
+        except (DocumentError, OSError) as error:
+            reason = str(error) if isinstance(error, DocumentError) else error.strerror
+            run.unreadable.append(IndexProblem(scanned.path, f"cannot be read: {reason}"))
+            return True
+        entry = FileEntry(scanned.path, info.st_size, info.st_mtime_ns)  # what was read
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        old = run.known.get(entry.path)
+        if old is not None and old.digest == digest:  # touched, or changed and changed back
+            with run.writes.group():
+                db.execute(
+                    "UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?",
+                    (entry.size, entry.mtime_ns, old.id),
+                )
+            return True
+        if old is None and digest in run.missing_by_digest:
+            old_path = run.missing_by_digest.pop(digest)
+            with run.writes.group():
+                self._rename(db, old_path, run.missing.pop(old_path), entry)
+            run.counts["renamed"] += 1
+            return True
+        pdf = format_for(entry.path) is Format.PDF
+        if pdf:
+            run.writes.commit()  # nothing waits on a file that may never finish
+        try:
+            document: Extracted | DocumentError = self._extract(entry.path, data, run)
+        except Cancelled:
+            return False
+        except PdfReaderUnavailableError as error:  # not the file's fault: tried again next time
+            run.unreadable.append(IndexProblem(entry.path, str(error)))
+            return True
+        except DocumentError as error:
+            document = error
+        with run.writes.group():
+            self._store(db, entry, document, digest, old)
+        if pdf:
+            run.writes.commit()  # a PDF's text is worth its own transaction
+        run.counts["updated" if old else "added"] += 1
+        return True
+
+    @staticmethod
+    def _extract(path: str, data: bytes, run: _Run) -> Extracted:
+        """The file's text: PDFs in the worker process, other formats here (they are parsed in
+        time proportional to their size). Raises :class:`DocumentError` saying why not."""
+        if format_for(path) is Format.PDF:
+            return run.extractor.extract(path, data, run.cancel)
+        try:
+            return extract(path, data)
+        except DocumentError:
+            raise
+        except Exception as error:  # no document may stop the rest
+            raise DocumentError(
+                f"cannot be turned into text ({type(error).__name__}: {error})"
+            ) from error
+
     def _store(
-        self, db: sqlite3.Connection, entry: FileEntry, data: bytes, digest: str, old: _Known | None
+        self,
+        db: sqlite3.Connection,
+        entry: FileEntry,
+        document: Extracted | DocumentError,
+        digest: str,
+        old: _Known | None,
     ) -> None:
         fmt = format_for(entry.path).value
-        try:
-            document = extract(entry.path, data)
-        except Exception as error:  # no document may stop the rest
-            if not isinstance(error, DocumentError):
-                error = DocumentError(
-                    f"cannot be turned into text ({type(error).__name__}: {error})"
-                )
-            binary = "binary" in str(error)
-            values = (
+        if isinstance(document, DocumentError):
+            reason = str(document)
+            values: tuple[object, ...] = (
                 entry.size,
                 entry.mtime_ns,
                 digest,
                 fmt,
                 PurePosixPath(entry.path).name,
                 0,
-                "binary" if binary else "error",
-                str(error),
+                "binary" if "binary" in reason else "error",
+                reason,
             )
             self._upsert(db, entry.path, values, old)
             return
@@ -354,6 +409,26 @@ class WorkspaceIndex:
                 break
         return hits
 
+    def problems(self) -> list[IndexProblem]:
+        """The files the last updates skipped and why (until they change), by path."""
+        rows = self._connections.get().execute(
+            "SELECT path, note FROM files WHERE status = 'error' ORDER BY path"
+        )
+        return [IndexProblem(path, note) for path, note in rows]
+
+    def skipped_reason(self, path: str, size: int, mtime_ns: int) -> str | None:
+        """Why the file at ``path`` was skipped, if it was and has not changed since."""
+        row = (
+            self._connections.get()
+            .execute(
+                "SELECT note FROM files WHERE path = ? AND status = 'error' AND size = ? "
+                "AND mtime_ns = ?",
+                (path, size, mtime_ns),
+            )
+            .fetchone()
+        )
+        return None if row is None else str(row[0])
+
     def documents(self, folder: str = "") -> list[DocumentInfo]:
         """The indexed documents under ``folder`` (workspace-relative; empty for all), by path."""
         prefix = folder.strip("/")
@@ -364,6 +439,56 @@ class WorkspaceIndex:
             (prefix, pattern),
         )
         return [DocumentInfo(*row) for row in rows]
+
+
+@dataclass(slots=True)
+class _Run:
+    """One update: what it was given, and what it learns from file to file."""
+
+    progress: Callable[[IndexProgress], None] | None
+    cancel: Stop | None
+    extractor: IsolatedExtractor
+    writes: _Writes
+    known: dict[str, _Known] = field(default_factory=dict)
+    missing: dict[str, _Known] = field(default_factory=dict)
+    missing_by_digest: dict[str, str] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=lambda: {"added": 0, "updated": 0, "renamed": 0})
+    unreadable: list[IndexProblem] = field(default_factory=list)
+
+
+class _Writes:
+    """An update's writes, in short transactions.
+
+    The writes of files read in this process (text, Markdown, HTML: parsed in time proportional to
+    their size) share a transaction for at most :data:`_GROUP_SECONDS`, which keeps indexing
+    thousands of notes fast. A PDF is committed on its own, and whatever is pending is committed
+    before it goes to the worker, so no transaction is ever open while a file that may never finish
+    is read, and Stop or a crash loses at most that fraction of a second of work.
+    """
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self._since: float | None = None
+
+    @contextlib.contextmanager
+    def group(self) -> Iterator[None]:
+        """One file's writes: in the open transaction, or a new one."""
+        if self._since is None:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._since = time.monotonic()
+        try:
+            yield
+        except BaseException:
+            self._since = None
+            self._db.execute("ROLLBACK")
+            raise
+        if time.monotonic() - self._since >= _GROUP_SECONDS:
+            self.commit()
+
+    def commit(self) -> None:
+        if self._since is not None:
+            self._since = None
+            self._db.execute("COMMIT")
 
 
 def _changed(entry: FileEntry, known: _Known | None) -> bool:

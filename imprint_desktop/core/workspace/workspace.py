@@ -1,18 +1,34 @@
 """One workspace as the tools see it: a resolved root, its index, and guarded file access.
 
-Reading a document for a tool follows no link (:func:`~.files.read_inside`), even one swapped in
-after the path was checked.
+Reading a document for a tool follows the index's rules: no link is followed
+(:func:`~.files.read_inside`), a PDF is parsed in a worker process under the same limits (the
+workspace keeps one, started at the first PDF read and stopped by :meth:`Workspace.close`), and a
+file the index skipped (and that has not changed since) is refused with the recorded reason rather
+than parsed again.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from imprint_desktop.core.errors import DocumentError
-from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES, Extracted, extract
+from imprint_desktop.core.workspace.extract import (
+    BINARY_SUFFIXES,
+    Extracted,
+    Format,
+    extract,
+    format_for,
+)
 from imprint_desktop.core.workspace.files import read_inside, relative_posix, resolve_inside
 from imprint_desktop.core.workspace.index import DEFAULT_MAX_FILE_BYTES, WorkspaceIndex
+from imprint_desktop.core.workspace.isolation import (
+    DEFAULT_LIMITS,
+    ExtractionLimits,
+    IsolatedExtractor,
+    Stop,
+)
 
 DEFAULT_NOTES_FOLDER = "notes"
 
@@ -31,11 +47,16 @@ class Workspace:
         notes_folder: str = DEFAULT_NOTES_FOLDER,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         db_path: Path | None = None,
+        extraction: ExtractionLimits = DEFAULT_LIMITS,
     ) -> None:
-        self.index = WorkspaceIndex(root, db_path=db_path, max_file_bytes=max_file_bytes)
+        self.index = WorkspaceIndex(
+            root, db_path=db_path, max_file_bytes=max_file_bytes, extraction=extraction
+        )
         self.root = self.index.root
         self.notes_folder = notes_folder or DEFAULT_NOTES_FOLDER
         self.max_file_bytes = max_file_bytes
+        self._pdf_reader = IsolatedExtractor(extraction)
+        self._pdf_lock = threading.Lock()  # one PDF at a time through the one worker
 
     @classmethod
     def from_settings(
@@ -60,6 +81,8 @@ class Workspace:
         self.close()
 
     def close(self) -> None:
+        with self._pdf_lock:
+            self._pdf_reader.close()
         self.index.close()
 
     def resolve(self, user_path: str) -> Path:
@@ -69,11 +92,12 @@ class Workspace:
     def relative(self, path: Path) -> str:
         return relative_posix(self.root, path)
 
-    def read(self, user_path: str) -> tuple[str, Extracted]:
+    def read(self, user_path: str, cancel: Stop | None = None) -> tuple[str, Extracted]:
         """The workspace-relative path and the text of one document.
 
-        Raises :class:`PathOutsideWorkspaceError` for paths leading out and :class:`DocumentError`
-        for missing, oversized, binary or unreadable files.
+        Raises :class:`PathOutsideWorkspaceError` for paths leading out, :class:`DocumentError`
+        for missing, oversized, binary, unreadable or skipped files, and
+        :class:`~imprint_desktop.core.errors.Cancelled` when ``cancel`` stops a PDF being parsed.
         """
         path = self.resolve(user_path)
         relative = self.relative(path)
@@ -85,7 +109,18 @@ class Workspace:
         if PurePosixPath(path.name).suffix.lower() in BINARY_SUFFIXES:
             raise DocumentError(f"{relative} is a binary file, not a text document.")
         try:
-            data, _ = read_inside(self.root, relative, max_bytes=self.max_file_bytes)
+            data, info = read_inside(self.root, relative, max_bytes=self.max_file_bytes)
         except OSError as error:
             raise DocumentError(f"{relative} cannot be read: {error.strerror}.") from error
+        skipped = self.index.skipped_reason(relative, info.st_size, info.st_mtime_ns)
+        if skipped is not None:
+            raise DocumentError(
+                f"{relative} was skipped when the workspace was indexed: {skipped}."
+            )
+        if format_for(path.name) is Format.PDF:
+            with self._pdf_lock:
+                try:
+                    return relative, self._pdf_reader.extract(path.name, data, cancel)
+                except DocumentError as error:
+                    raise DocumentError(f"{relative} cannot be read: {error}.") from error
         return relative, extract(path.name, data)
