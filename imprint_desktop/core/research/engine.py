@@ -716,7 +716,10 @@ class ResearchEngine:
         cited: tuple[ev.SourceView, ...] = ()
         if mode == "model" and self.ledger.items:
             cited = sources.sources_for(answer, self.ledger.items, self.ledger.citable)
-            answer = sources.with_sources(answer, cited, self.ledger.items)
+            citable = self.ledger.citable
+            texts = {s.id: self.ledger.text_of(s.id) or citable[s.id].excerpt for s in cited}
+            excerpts = sources.snippets(cited, texts, self.question)
+            answer = sources.with_sources(answer, cited, excerpts)
         elif mode == "model" and reason != "answered" and self._tools is not None:
             answer = f"{sources.without_evidence_label(self._tools.scope)}\n\n{answer}"
         result = ev.ReplyResult(

@@ -17,8 +17,8 @@ import re
 
 #: The call id of the engine's own search; a conversation's later calls never reuse an id.
 SEED_CALL_ID = "imprint_seed_search"
-#: At most this many passages seed the conversation (the search tool's own default).
-SEED_LIMIT = 8
+#: At most this many passages seed the conversation.
+SEED_LIMIT = 6
 #: Characters the seed result may take, at most, of every token the window has to spare: a
 #: cautious 3 characters a token (Latin text runs about 4; other scripts fewer — the count of the
 #: formatted prompt, not this figure, decides what is sent).
@@ -28,6 +28,9 @@ CHARS_PER_TOKEN = 3
 SEED_SHARE_OF_ROOM = 0.5
 #: Never seed with less than this many characters (the search tool's smallest useful result).
 MIN_SEED_CHARS = 600
+#: Nor with more: the passages are cut around what matched the question (the rest is a
+#: read_document away), so a small model reads the facts rather than the headings around them.
+MAX_SEED_CHARS = 3600
 
 _WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
 
@@ -453,7 +456,7 @@ def seed_chars(*, context_window: int, prompt_tokens: int, output_tokens: int, c
     """
     room = max(0, context_window - prompt_tokens - output_tokens)
     planned = int(room * SEED_SHARE_OF_ROOM) * CHARS_PER_TOKEN
-    return max(MIN_SEED_CHARS, min(cap, planned))
+    return max(MIN_SEED_CHARS, min(cap, planned, MAX_SEED_CHARS))
 
 
 def _is_noise(word: str) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.workspace.passages import focus, query_terms
 
 SOURCES_HEADING = "Sources:"
 UNCITED_HEADING = "Passages found (not cited):"
@@ -85,13 +86,21 @@ def sources_for(
     return tuple(_view(item, cited=False) for item in top)
 
 
-def with_sources(
-    answer: str, sources: Sequence[ev.SourceView], evidence: Sequence[ev.EvidenceItemView]
-) -> str:
-    """``answer`` followed by its Sources block (nothing added when there are no sources)."""
+def snippets(
+    sources: Sequence[ev.SourceView], texts: Mapping[int, str], question: str
+) -> dict[int, str]:
+    """For passages shown uncited: the part of each that matches ``question`` best, short."""
+    terms = query_terms(question)
+    return {s.id: focus(" ".join(texts.get(s.id, "").split()), terms, _EXCERPT_CHARS)
+            for s in sources}  # fmt: skip
+
+
+def with_sources(answer: str, sources: Sequence[ev.SourceView], excerpts: Mapping[int, str]) -> str:
+    """``answer`` followed by its Sources block (nothing added when there are no sources).
+
+    ``excerpts`` are shown for passages found but not cited (see :func:`snippets`)."""
     if not sources:
         return answer
-    excerpts = {item.id: item.excerpt for item in evidence}
     if sources[0].cited:
         lines = [f"- [{s.id}] {_where(s)}" for s in sources]
         return f"{answer.rstrip()}\n\n{SOURCES_HEADING}\n" + "\n".join(lines)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from imprint_desktop.core.errors import ToolArgumentError
 from imprint_desktop.core.tools.base import EvidenceItem, Output
 from imprint_desktop.core.workspace import Workspace, clean_relative
-from imprint_desktop.core.workspace.passages import split_passages
+from imprint_desktop.core.workspace.passages import focus, query_terms, split_passages
 
 #: Characters set aside for a result's header, labels and footer when planning sizes.
 _OVERHEAD = 400
@@ -25,8 +25,10 @@ def search_workspace(workspace: Workspace, query: str, limit: int, max_chars: in
             status="empty",
         )
     room = max((max_chars - _OVERHEAD) // len(hits) - 60, _MIN_PASSAGE_CHARS)
+    terms = query_terms(query)
     items = [
-        EvidenceItem(hit.path, hit.location, _shorten(hit.text, room), hit.title) for hit in hits
+        EvidenceItem(hit.path, hit.location, focus(hit.text, terms, room), hit.title)
+        for hit in hits
     ]
     labels = [
         f"{hit.path}, {hit.location} — {hit.title}"
@@ -116,11 +118,3 @@ def _size(size: int) -> str:
     if size < 1024 * 1024:
         return f"{size / 1024:.1f} KB"
     return f"{size / 2**20:.1f} MB"
-
-
-def _shorten(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit * 0.6 else cut).rstrip() + "…"

@@ -23,6 +23,63 @@ _MARKDOWN_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _UNDERLINE = re.compile(r"^([=\-~^*#+`'\":._])\1{2,}\s*$")
 
 
+#: Sentence ends and line breaks: where a long passage may be cut around what matched.
+_UNITS = re.compile(r"(?<=[.!?;:])\s+|\n+")
+_STEM = 5  # words compared by their first letters: "restored" finds "restore", "restoration"
+
+
+def query_terms(query: str) -> frozenset[str]:
+    """The query's words as a passage is matched against them (short words left out)."""
+    return frozenset(word[:_STEM] for word in re.findall(r"\w+", query.lower()) if len(word) > 2)
+
+
+def focus(text: str, terms: frozenset[str], limit: int) -> str:
+    """``text`` cut to ``limit`` characters around the part that matches the query best.
+
+    A passage too long for its share of the result keeps the sentence or line holding most of
+    the query's words, and its neighbours as far as they fit; the start of a passage is often a
+    heading or an introduction, and the fact asked about further down.
+    """
+    if len(text) <= limit:
+        return text
+    units = [unit.strip() for unit in _UNITS.split(text) if unit.strip()]
+    if len(units) < 2 or not terms:
+        return _cut(text, limit)
+
+    def score(unit: str) -> int:
+        return len({word[:_STEM] for word in re.findall(r"\w+", unit.lower())} & terms)
+
+    best = max(range(len(units)), key=lambda index: (score(units[index]), -index))
+    if score(units[best]) == 0:
+        return _cut(text, limit)
+    first = last = best
+    size = len(units[best])
+    while True:  # grow around the best unit, after it first (a fact reads on), while it fits
+        grown = False
+        for index in (last + 1, first - 1):
+            if 0 <= index < len(units) and size + 1 + len(units[index]) <= limit - 2:
+                size += 1 + len(units[index])
+                first, last = min(first, index), max(last, index)
+                grown = True
+        if not grown:
+            break
+    body = _cut(" ".join(units[first : last + 1]), limit - 2)
+    return (
+        ("…" if first > 0 else "")
+        + body
+        + ("…" if last < len(units) - 1 and not body.endswith("…") else "")
+    )
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, ending in "…"."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit * 0.6 else cut).rstrip() + "…"
+
+
 @dataclass(frozen=True, slots=True)
 class Passage:
     start_line: int  # 1-based, inclusive

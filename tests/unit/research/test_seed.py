@@ -76,7 +76,7 @@ def test_the_seed_takes_a_share_of_the_room_left_and_never_more_than_the_cap() -
     roomy = seed.seed_chars(context_window=32_768, prompt_tokens=800, output_tokens=1024, cap=6000)
     tight = seed.seed_chars(context_window=2048, prompt_tokens=900, output_tokens=512, cap=6000)
     full = seed.seed_chars(context_window=2048, prompt_tokens=2000, output_tokens=512, cap=6000)
-    assert roomy == 6000
+    assert roomy == seed.MAX_SEED_CHARS
     assert tight == (2048 - 900 - 512) // 2 * seed.CHARS_PER_TOKEN
     assert full == seed.MIN_SEED_CHARS
 
@@ -90,7 +90,9 @@ def test_the_first_request_holds_the_seeded_passages_and_may_answer_at_once() ->
     )
     result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
 
-    assert tools.calls == [("search_workspace", {"query": "gannet point first lit", "limit": 8})]
+    assert tools.calls == [
+        ("search_workspace", {"query": "gannet point first lit", "limit": seed.SEED_LIMIT})
+    ]
     assert result.stop_reason == "answered" and result.final_mode == "model"
     assert len(provider.requests) == 1  # answered at once: no further request
     first = provider.requests[0]
@@ -131,7 +133,7 @@ def test_a_follow_up_question_seeds_with_itself() -> None:
         Message("assistant", "On 1 November 1857."),
     ]
     asyncio.run(engine.run("Who were its keepers?", tools, history))
-    assert tools.calls == [("search_workspace", {"query": "keepers", "limit": 8})]
+    assert tools.calls == [("search_workspace", {"query": "keepers", "limit": seed.SEED_LIMIT})]
     messages = provider.requests[0].messages
     assert [m.role for m in messages] == [
         "system",
@@ -286,3 +288,20 @@ def test_an_answer_that_cites_nothing_shows_the_passages_found() -> None:
 )
 def test_citations_are_read_from_the_answer(text: str, ids: list[int]) -> None:
     assert sources.cited_ids(text) == ids
+
+
+def test_passages_shown_uncited_show_the_part_that_matches_the_question() -> None:
+    long = EvidenceItem(
+        "history/opening.md",
+        "lines 7-14",
+        "## Construction\n\nThe company obtained its act in 1876 after a long fight in the courts "
+        "about the wharf. The engineer was Margaret Holloway, who had surveyed mineral lines in "
+        "the north. Work started at the Tarnmouth end in the spring of 1877, and the hardest part "
+        "was the rock cutting below Crag Halt, blasted by forty men over two winters.",
+        "The opening of the line",
+    )
+    engine, tools, _p, _r = make([Step("It was someone.")], lambda n, v: found(long))
+    result = asyncio.run(engine.run("Who was the engineer of the line?", tools))
+    block = result.answer.split(f"\n\n{sources.UNCITED_HEADING}\n")[1]
+    assert "The engineer was Margaret Holloway" in block
+    assert block.startswith("- [1] history/opening.md, lines 7-14 — The opening of the line: “…")
