@@ -2,30 +2,31 @@
 
 A PDF is a program for a complicated parser: a damaged or hostile file can make pypdf loop for
 hours or ask for gigabytes, and in-process nothing could stop it — a Python thread cannot be killed.
-So PDFs are read by a worker process (started once per index update or document read, and reused
-for the next PDF), and the calling thread waits for the answer:
+So PDFs are read by a worker process (started when an index update, or the workspace's document
+reads, first meet a PDF, and reused for the next), and the calling thread waits for the answer:
 
 * **time** — each file gets :meth:`ExtractionLimits.seconds_for` its size; past that the worker is
   killed and the file is reported with the reason;
-* **memory** — on POSIX the worker limits its own address space (``RLIMIT_AS``) before reading
+* **memory** — on Linux the worker limits its own address space (``RLIMIT_AS``) before reading
   anything, so a file that needs too much fails with a ``MemoryError`` instead of taking the
-  computer's memory; a CPU-time limit backs up the parent's clock should the parent die. Windows has
-  no such limit in the standard library (a job object needs the Win32 API): there only the time
-  limit applies, and pypdf's own limits on decompressed stream sizes;
+  computer's memory; on POSIX a CPU-time limit backs up the parent's clock should the parent die.
+  Windows has no such limits in the standard library (a job object needs the Win32 API), nor does
+  macOS honour a fixed address-space cap: there the time limit applies, and pypdf's own limits on
+  decompressed stream and image sizes;
 * **Stop** — the wait checks the cancel token every few hundredths of a second and kills the worker
   at once.
 
-Answers come back as JSON, never pickles: a worker that a file managed to subvert still cannot make
-this process run anything. The worker is started with ``multiprocessing``'s *spawn* method on every
-platform (forking a process that runs Qt and llama.cpp threads is unsafe); a frozen build must call
-``multiprocessing.freeze_support()`` first thing in its entry point.
+Answers come back as JSON, never pickles, and are checked and size-capped: a worker that a file
+managed to subvert still cannot make this process run anything. The worker is started with
+``multiprocessing``'s *spawn* method on every platform (forking a process that runs Qt and
+llama.cpp threads is unsafe); a frozen build must call ``multiprocessing.freeze_support()`` first
+thing in its entry point.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import multiprocessing
 import sys
 import threading
@@ -39,9 +40,9 @@ from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import Cancelled, DocumentError
 from imprint_desktop.core.workspace.extract import Extracted, extract
 
-log = logging.getLogger(__name__)
-
 _POLL_SECONDS = 0.05
+#: The longest answer taken from the worker: far above the text of any 20 MB PDF.
+_MAX_ANSWER_BYTES = 256 * 1024 * 1024
 #: Starting a worker (a Python process importing pypdf) is not part of any file's time.
 _START_SECONDS = 60.0
 
@@ -118,14 +119,18 @@ class IsolatedExtractor:
                 f"reading it took longer than {seconds:.0f} s, so it was stopped; it will be "
                 "tried again when the file changes"
             )
-        if reply.get("ok"):
+        if not reply.get("ok"):
+            raise DocumentError(str(reply.get("reason") or "cannot be turned into text"))
+        try:
             return Extracted(
                 str(reply["title"]),
                 tuple(str(line) for line in reply["lines"]),
                 tuple(int(start) for start in reply["page_starts"]),
                 str(reply["encoding"]),
             )
-        raise DocumentError(str(reply.get("reason") or "cannot be turned into text"))
+        except (KeyError, TypeError, ValueError) as error:
+            self._kill()
+            raise DocumentError("the PDF reader gave an answer that makes no sense") from error
 
     def close(self) -> None:
         """Let the worker finish on its own (end of input), or kill it if it does not."""
@@ -181,19 +186,21 @@ class IsolatedExtractor:
             ready = wait([connection, process.sentinel], timeout=_POLL_SECONDS)
             if connection in ready:
                 try:
-                    message = connection.recv_bytes()
-                except (EOFError, OSError):
+                    return _parsed(connection.recv_bytes(_MAX_ANSWER_BYTES))
+                except (EOFError, OSError):  # ended, or an answer past the cap
                     break
-                reply = json.loads(message)
-                return reply if isinstance(reply, dict) else None
+                except ValueError as error:
+                    self._kill()
+                    raise DocumentError(
+                        "the PDF reader gave an answer that makes no sense"
+                    ) from error
             if ready:  # the worker ended without answering
                 break
             if time.monotonic() > deadline:
                 return None
         self._kill()
         raise DocumentError(
-            "the PDF reader stopped while reading it (it may need more than "
-            f"{self.limits.memory_bytes // 2**20:,} MB of memory)"
+            "the PDF reader stopped while reading it (it crashed or ran out of memory)"
         )
 
     def _kill(self) -> None:
@@ -206,6 +213,13 @@ class IsolatedExtractor:
                 process.kill()
             process.join()
             process.close()
+
+
+def _parsed(message: bytes) -> dict[str, Any]:
+    reply = json.loads(message)
+    if not isinstance(reply, dict):
+        raise ValueError("not a JSON object")  # noqa: TRY004 - reported as a nonsense answer
+    return reply
 
 
 # --- in the worker process ------------------------------------------------------------------------

@@ -75,3 +75,11 @@ def crashing(name: str, data: bytes) -> Extracted:
     if MARKER in data:
         os._exit(70)
     return extract(name, data)
+
+
+def nonsense(name: str, data: bytes) -> Extracted:
+    """Answers for a marked file with page starts that are not numbers (as a subverted worker
+    might): the index must refuse the answer, not trust it."""
+    if MARKER in data:
+        return Extracted("Odd", ("text",), ("not a line number",))  # type: ignore[arg-type]
+    return extract(name, data)

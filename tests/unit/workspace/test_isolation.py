@@ -150,6 +150,15 @@ def test_a_pdf_that_kills_the_reader_is_skipped_and_the_next_pdf_still_read(fold
         assert [hit.path for hit in index.search("generator fault")] == ["b-report.pdf"]
 
 
+def test_an_answer_that_makes_no_sense_is_refused(folder: Path) -> None:
+    hostile_pdf(folder / "a-odd.pdf")
+    limits = ExtractionLimits(base_seconds=60, reader=hostile_files.nonsense)
+    with WorkspaceIndex(folder, extraction=limits) as index:
+        report = index.update()
+        assert "answer that makes no sense" in reasons(report)["a-odd.pdf"]
+        assert [hit.path for hit in index.search("generator fault")] == ["b-report.pdf"]
+
+
 def test_text_files_need_no_worker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "w"
     write(root, "one.md", "# One\n\nPlain text is read in this process.\n")
