@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from imprint_desktop.commands.fetch_consent import is_terminal, terminal_consent
 from imprint_desktop.core import assistant
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import (
@@ -95,6 +96,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="write the research record as a self-contained HTML report",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    parser.add_argument(
+        "--allow-fetch",
+        action="store_true",
+        help="let the model fetch web pages without asking (otherwise it asks on the terminal, "
+        "or, when stdin is not a terminal, fetching is denied); link-local and cloud-metadata "
+        "addresses are refused either way",
+    )
     parser.add_argument(
         "--no-history",
         action="store_true",
@@ -233,6 +241,12 @@ async def _ask(
                         http=http,
                         cancel=cancel,
                         ask=ask,
+                        consent=terminal_consent(
+                            allow_fetch=args.allow_fetch,
+                            interactive=is_terminal(sys.stdin),
+                            err=err,
+                            read_line=_read_line,
+                        ),
                         sink=fan_out([trace, progress, recorder, report_writer(args.report, err)]),
                     )
         finally:

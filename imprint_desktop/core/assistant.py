@@ -15,6 +15,7 @@ import httpx
 
 from imprint_desktop.core import resources
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.consent import Consent
 from imprint_desktop.core.errors import WorkspaceMissingError
 from imprint_desktop.core.providers.base import Message, Provider
 from imprint_desktop.core.research.engine import (
@@ -89,12 +90,22 @@ async def research(
     http: httpx.AsyncClient | None,
     cancel: CancelToken,
     ask: AskPerson | None = None,
+    consent: Consent | None = None,
     sink: EventSink | None = None,
     history: Sequence[Message] = (),
 ) -> ReplyResult:
-    """Run one reply on the current loop; research time starts here, after the provider is ready."""
+    """Run one reply on the current loop; research time starts here, after the provider is ready.
+
+    ``consent`` decides each ``fetch_url`` while ``tools.fetch_url_confirm`` is on; without it
+    nobody can be asked, and fetches are denied.
+    """
     engine = ResearchEngine(
-        provider, ResearchSettings.from_mapping(settings), cancel=cancel, ask=ask, sink=sink
+        provider,
+        ResearchSettings.from_mapping(settings),
+        cancel=cancel,
+        ask=ask,
+        consent=consent,
+        sink=sink,
     )
     toolbox = Toolbox(
         workspace,
@@ -102,6 +113,7 @@ async def research(
         http,
         ask_user=engine.ask_user if ask is not None else None,
         research_sections=engine.research_sections,
+        consent=engine.consent,
         refresh_index=False,  # brought up to date by prepare_workspace, outside research time
     )
     return await engine.run(question, toolbox, history)

@@ -359,6 +359,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Let the model fetch http(s) pages, including servers on this computer.",
     ),
     Setting(
+        "tools.fetch_url_confirm", Kind.BOOL, True, "Ask before fetching a web page",
+        "Every page the model wants to fetch waits for you, its full address shown: allow it "
+        "once, allow its site for the conversation, or deny it. Research time is paused while "
+        "you decide. Off: pages are fetched without asking, on this computer and the local "
+        "network too. Link-local and cloud-metadata addresses are never fetched either way.",
+    ),
+    Setting(
         "downloads.models_dir", Kind.FOLDER, "", "Models folder",
         "Where downloaded models go. Empty uses the Hugging Face cache, shared with other tools.",
         restart=True,

@@ -96,6 +96,7 @@ TRACE_FIELDS: dict[str, set[str]] = {
         "seconds",
     },
     "user_wait": {"seconds"},
+    "consent": {"call_id", "url", "decision", "seconds"},
     "round_end": {"round", "progress", "excluded", "no_progress_rounds"},
     "stop": {"reason"},
     "final": {"mode", "seconds"},
@@ -460,6 +461,7 @@ def test_a_time_budget_cuts_a_hanging_tool_and_the_rest_of_the_batch_is_not_exec
             "chat.research_timeout_sec=10",
             "--trace",
             str(trace),
+            "--allow-fetch",
         )
         elapsed = time.monotonic() - started
         assert web.wait_for_stall(timeout=0), "the page was never fetched"
@@ -498,7 +500,7 @@ def test_sigint_during_a_tool_prints_what_it_has_and_exits_130(
             ),
         )
         args = ["ask", QUESTION, "--workspace", str(workspace), "--base-url"]
-        args += [openai_server.base_url, "--trace", str(trace)]
+        args += [openai_server.base_url, "--trace", str(trace), "--allow-fetch"]
         with spawn(imprint_env, *args, *(["--json"] if json_mode else [])) as (process, out, err):
             assert web.wait_for_stall(timeout=60), err.text()[-2000:]
             sent = time.monotonic()
@@ -1011,7 +1013,8 @@ def test_the_trace_records_every_kind_of_event_with_the_fields_of_design_5(
     assert (payload["stop_reason"], payload["final_mode"]) == ("no_progress", "model")
     records = read_trace(trace)
     assert_trace_matches_result(records, payload)
-    assert {record["type"] for record in records} == set(TRACE_FIELDS)
+    # Every type but consent (a fetch's, in test_ask_consent.py).
+    assert {record["type"] for record in records} == set(TRACE_FIELDS) - {"consent"}
     assert records[0]["question"] == QUESTION
     statuses = {record["call_id"]: record["status"] for record in of_type(records, "tool")}
     assert statuses == {

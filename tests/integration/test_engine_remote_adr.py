@@ -695,6 +695,7 @@ def test_calls_not_started_when_time_runs_out_mid_batch_are_answered_not_execute
                 "chat.research_timeout_sec": 1.0,
                 "chat.research_max_output_tokens": 300,
                 "chat.answer_without_evidence": True,  # nothing is found: still ask for a final
+                "tools.fetch_url_confirm": False,  # fetched without asking (consent: elsewhere)
             },
         )
         assert pages.wait_for_stall(timeout=0), "the page was being fetched"
@@ -765,7 +766,12 @@ def test_stop_during_a_tool(openai_server: OpenAIServer, workspace: Workspace) -
         run = stop_on_stall(
             pages,
             cancel,
-            lambda: run_reply(openai_server, workspace, cancel=cancel, config=CANCEL_SETTINGS),
+            lambda: run_reply(
+                openai_server,
+                workspace,
+                cancel=cancel,
+                config={**CANCEL_SETTINGS, "tools.fetch_url_confirm": False},
+            ),
         )
         elapsed = time.monotonic() - started
     result = run.result
@@ -1081,7 +1087,9 @@ def test_every_section_worker_request_is_reserved_and_charged(
     assert len(worker_lines) == 6
     for line, request in zip(worker_lines, workers, strict=True):
         assert line["reserved"] >= line["prompt_tokens"] + 300
-        assert line["charged"] == len(json.dumps(request.messages)) // 5 + 30
+        # Charged past the prompt shared with the previous request (DESIGN §1).
+        prompt = len(json.dumps(request.messages)) // 5
+        assert line["charged"] == prompt - line["reused_prefix"] + 30
         assert line["refunded"] == line["reserved"] - line["charged"]
     assert [event.reserved for event in run.of(ev.RequestStarted) if event.phase == "worker"] == [
         line["reserved"] for line in worker_lines

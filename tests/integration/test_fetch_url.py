@@ -16,6 +16,8 @@ from imprint_desktop.core.tools.fetch import MAX_BYTES
 from imprint_desktop.core.workspace import Workspace
 
 pytestmark = pytest.mark.integration
+#: These tests are about fetching itself: the person's consent is tested in test_fetch_consent.py.
+FETCH = {"tools.fetch_url_confirm": False}
 
 ARTICLE = b"""<!doctype html><html><head><title>Tide tables</title>
 <script>var tracking = "beacon";</script></head>
@@ -101,7 +103,7 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
 def fetch(workspace: Workspace, url: str, *, timeout: float = 10.0) -> ToolResult:
     async def call() -> ToolResult:
         async with httpx.AsyncClient() as client:
-            toolbox = Toolbox(workspace, {"tools.max_result_chars": 4000}, client)
+            toolbox = Toolbox(workspace, {"tools.max_result_chars": 4000, **FETCH}, client)
             return await toolbox.execute("fetch_url", {"url": url}, timeout=timeout)
 
     return asyncio.run(call())
@@ -135,7 +137,7 @@ def test_slow_page_stops_at_the_callers_timeout(server: str, workspace: Workspac
 
     async def call() -> ToolResult:
         async with httpx.AsyncClient() as client:
-            toolbox = Toolbox(workspace, {}, client)
+            toolbox = Toolbox(workspace, FETCH, client)
             started = asyncio.get_running_loop().time()
             result = await toolbox.execute("fetch_url", {"url": f"{server}/slow"}, timeout=0.5)
             loop_time.append(asyncio.get_running_loop().time() - started)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.consent import Consent, Decision
 from imprint_desktop.core.errors import (
     ContextOverflowError,
     ProviderDeadlineError,
@@ -133,6 +134,7 @@ class ResearchEngine:
         *,
         cancel: CancelToken | None = None,
         ask: AskPerson | None = None,
+        consent: Consent | None = None,
         sink: EventSink | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -140,6 +142,7 @@ class ResearchEngine:
         self.settings = settings
         self.cancel = cancel if cancel is not None else CancelToken()
         self._ask = ask
+        self._consent = consent
         self._sink = sink
         self.clock_now = clock
         self._started = clock()
@@ -176,6 +179,24 @@ class ResearchEngine:
             self.emit(ev.UserWait(self.now_t(), self.clock_now() - waited_from, answer))
             self._emit_budget()
         return answer
+
+    async def consent(self, url: str) -> Decision:
+        """May the current call fetch ``url``? Research time pauses while the person decides,
+        and the decision is traced; it is not progress (DESIGN §2)."""
+        if self._consent is None:
+            decision, seconds = Decision.DENY_UNATTENDED, 0.0
+        else:
+            self.clock.pause()
+            self._emit_budget()
+            waited_from = self.clock_now()
+            try:
+                decision = await self._consent(self._current_call, url)
+            finally:
+                self.clock.resume()
+            seconds = self.clock_now() - waited_from
+        self.emit(ev.ConsentDecided(self.now_t(), self._current_call, url, decision, seconds))
+        self._emit_budget()
+        return decision
 
     async def research_sections(self, sections: list[str]) -> ToolResult:
         """Run one read-only worker per section under the reply-wide budgets."""

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from imprint_desktop.core.consent import Decision
+
 StopReason = Literal[
     "answered", "no_progress", "time_budget", "token_budget", "context_full", "cancelled", "error"
 ]
@@ -121,6 +123,16 @@ class QuestionAsked(Event):
 class UserWait(Event):
     seconds: float
     answer: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsentDecided(Event):
+    """What became of a ``fetch_url`` that needed the person's consent (DESIGN §2, §5)."""
+
+    call_id: str
+    url: str
+    decision: Decision
+    seconds: float  # how long the person took (not research time)
 
 
 @dataclass(frozen=True, slots=True)

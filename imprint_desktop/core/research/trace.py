@@ -2,9 +2,10 @@
 
 Written from the same events the window shows, so a trace is what the person saw. Each line is
 ``{"t": seconds since the reply started, "type": ..., ...}``; the types are ``run_start``,
-``request``, ``tool``, ``user_wait``, ``round_end``, ``stop`` and ``final``, with exactly the fields
-DESIGN §5 lists. Secrets never appear: the settings snapshot holds no secret settings (they live in
-the keyring), no event carries one, and URLs in settings (a server or proxy address may hold
+``request``, ``tool``, ``user_wait``, ``consent``, ``round_end``, ``stop`` and ``final``, with
+exactly the fields DESIGN §5 lists. Secrets never appear: the settings snapshot holds no secret
+settings (they live in the keyring), no event carries one, a password written into a URL the model
+asked to fetch is replaced by ``***``, and URLs in settings (a server or proxy address may hold
 ``user:password@`` or a key in its query) are written without credentials or query values.
 Lines are flushed as they are written, so a trace of a killed process ends at the last event.
 """
@@ -63,6 +64,15 @@ def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one
         } | ({"origin": event.origin} if event.origin != "model" else {})
     if isinstance(event, ev.UserWait):
         return {"t": t, "type": "user_wait", "seconds": round(event.seconds, 4)}
+    if isinstance(event, ev.ConsentDecided):
+        return {
+            "t": t,
+            "type": "consent",
+            "call_id": event.call_id,
+            "url": _without_password(event.url),
+            "decision": event.decision.value,
+            "seconds": round(event.seconds, 4),
+        }
     if isinstance(event, ev.RoundEnded):
         return {
             "t": t,
@@ -116,6 +126,20 @@ def _without_credentials(value: Any) -> Any:
         for name, sep, _ in (pair.partition("=") for pair in parts.query.split("&") if pair)
     )
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def _without_password(url: str) -> str:
+    """A URL as it was asked for, but a password written into it replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return url
+    if not password:
+        return url
+    user, _, host = parts.netloc.rpartition("@")
+    name = user.partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{name}:***@{host}"))
 
 
 class TraceWriter:

@@ -1,11 +1,18 @@
 """``fetch_url``: one http(s) GET, bounded in time and size, reduced to the page's main text.
 
-Any host is allowed, loopback included: people run wikis and documentation servers on their own
-machine (DESIGN §2). The caller passes the time left; the whole exchange — connect, redirects,
-body — must fit in it. At most :data:`MAX_BYTES` of the body are read, so a huge or endless
-response costs bounded memory. Only text is accepted: HTML is reduced to its main text (navigation,
-scripts and the like removed), plain text, Markdown, JSON, XML and CSV are kept as they are, and
-anything else (images, archives, PDFs from the web) is refused with the content type named.
+Which addresses may be reached is decided in :mod:`.addresses`: link-local and cloud-metadata
+addresses never; loopback and private ones when the person allowed the URL (or confirmation is off:
+people run wikis and documentation servers on their own machine). Redirects are followed here, one
+hop at a time, and every hop is checked like the first URL — its scheme, its host, every address the
+host resolves to, and the address actually connected to. A redirect from a public page to a local
+address is refused unless ``local_redirects`` (confirmation off): the person allowed the page they
+saw, not the machines behind it.
+
+The caller passes the time left; the whole exchange — connect, redirects, body — must fit in it.
+At most :data:`MAX_BYTES` of the body are read, so a huge or endless response costs bounded memory.
+Only text is accepted: HTML is reduced to its main text (navigation, scripts and the like removed),
+plain text, Markdown, JSON, XML and CSV are kept as they are, and anything else (images, archives,
+PDFs from the web) is refused with the content type named.
 """
 
 from __future__ import annotations
@@ -17,11 +24,13 @@ from urllib.parse import urlsplit
 import httpx
 
 from imprint_desktop.core.errors import FetchError
+from imprint_desktop.core.tools.addresses import HopGuard, never_fetched
 from imprint_desktop.core.workspace.extract import decode
 from imprint_desktop.core.workspace.html import html_title, html_to_text
 
 MAX_BYTES = 2 * 1024 * 1024
 DEFAULT_TIMEOUT = 30.0
+MAX_REDIRECTS = 10
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _TEXT_TYPES = ("application/json", "application/xml", "application/ld+json", "text/")
 
@@ -47,55 +56,107 @@ def check_url(url: str) -> str:
         raise FetchError(f"Only http:// and https:// URLs can be fetched ({url!r} has {shown}).")
     if not parts.hostname:
         raise FetchError(f"{url!r} has no host name.")
+    try:
+        httpx.URL(text)
+    except httpx.InvalidURL as error:
+        raise FetchError(f"{url!r} is not a valid URL ({error}).") from None
     return text
 
 
-async def fetch_page(
-    client: httpx.AsyncClient, url: str, *, timeout: float | None, max_bytes: int = MAX_BYTES
-) -> Page:
-    """GET ``url`` within ``timeout`` seconds (the research time left) and extract its text."""
+def check_target(url: str) -> str:
+    """:func:`check_url`, and refuse at once what is never fetched, judged from the URL alone."""
     target = check_url(url)
+    why = never_fetched(httpx.URL(target).raw_host.decode("ascii"))
+    if why is not None:
+        raise FetchError(
+            f"{target} is never fetched: {why}. Imprint does not reach such addresses."
+        )
+    return target
+
+
+async def fetch_page(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    timeout: float | None,
+    max_bytes: int = MAX_BYTES,
+    local_redirects: bool = True,
+) -> Page:
+    """GET ``url`` within ``timeout`` seconds (the research time left) and extract its text.
+
+    ``local_redirects``: whether a redirect from a public page may lead to a local address
+    (see the module docstring).
+    """
+    target = check_target(url)
     seconds = DEFAULT_TIMEOUT if timeout is None else max(timeout, 0.0)
     try:
         async with asyncio.timeout(seconds):
-            return await _get(client, target, seconds, max_bytes)
+            return await _get(client, target, seconds, max_bytes, local_redirects)
     except (TimeoutError, httpx.TimeoutException):
         raise FetchError(f"{target} did not answer within {seconds:.0f} seconds.") from None
     except httpx.UnsupportedProtocol:
         raise FetchError(f"{target} redirected to a URL that is not http(s).") from None
-    except httpx.TooManyRedirects:
-        raise FetchError(f"{target} redirects too many times.") from None
     except httpx.HTTPError as error:
         raise FetchError(
             f"{target} could not be fetched: {error or type(error).__name__}."
         ) from None
 
 
-async def _get(client: httpx.AsyncClient, url: str, seconds: float, max_bytes: int) -> Page:
-    request_timeout = httpx.Timeout(seconds)
-    async with client.stream(
-        "GET", url, follow_redirects=True, timeout=request_timeout, headers={"Accept": "*/*"}
-    ) as response:
-        final_url = str(response.url)
-        if response.status_code >= 400:
-            raise FetchError(
-                f"{final_url} answered HTTP {response.status_code} {response.reason_phrase}."
+async def _get(
+    client: httpx.AsyncClient, url: str, seconds: float, max_bytes: int, local_redirects: bool
+) -> Page:
+    hop_url, local_ok = url, True  # the first URL is the one the person allowed
+    for hop in range(MAX_REDIRECTS + 1):
+        try:
+            if hop:
+                hop_url = check_target(hop_url)
+            guard = HopGuard(hop_url, local_ok)
+            await guard.resolve()
+            request = client.build_request(
+                "GET",
+                hop_url,
+                headers={"Accept": "*/*"},
+                timeout=httpx.Timeout(seconds),
+                extensions={"trace": guard.on_connect},
             )
-        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if content_type and not content_type.startswith(_HTML_TYPES + _TEXT_TYPES):
-            raise FetchError(
-                f"{final_url} is not a text page (content type {content_type}); only HTML and "
-                "plain text can be read."
-            )
-        body = bytearray()
-        truncated = False
-        async for chunk in response.aiter_bytes():
-            body.extend(chunk)
-            if len(body) >= max_bytes:
-                truncated = True
-                del body[max_bytes:]
-                break
-        charset = response.charset_encoding
+            response = await client.send(request, stream=True, follow_redirects=False)
+        except FetchError as error:
+            if not hop:
+                raise
+            refused = f"{url} redirected to {hop_url!r}, which is refused: {error}"
+            raise FetchError(refused) from None
+        if not hop:
+            local_ok = local_redirects or guard.local
+        try:
+            if response.next_request is None:
+                return await _page(response, max_bytes)
+            hop_url = str(response.next_request.url)
+        finally:
+            await response.aclose()
+    raise FetchError(f"{url} redirects too many times.")
+
+
+async def _page(response: httpx.Response, max_bytes: int) -> Page:
+    final_url = str(response.url)
+    if response.status_code >= 400:
+        raise FetchError(
+            f"{final_url} answered HTTP {response.status_code} {response.reason_phrase}."
+        )
+    content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type and not content_type.startswith(_HTML_TYPES + _TEXT_TYPES):
+        raise FetchError(
+            f"{final_url} is not a text page (content type {content_type}); only HTML and "
+            "plain text can be read."
+        )
+    body = bytearray()
+    truncated = False
+    async for chunk in response.aiter_bytes():
+        body.extend(chunk)
+        if len(body) >= max_bytes:
+            truncated = True
+            del body[max_bytes:]
+            break
+    charset = response.charset_encoding
     data = bytes(body)
     is_html = content_type.startswith(_HTML_TYPES) or (
         not content_type and data.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html"))

@@ -12,6 +12,15 @@ bounded by the caller's ``timeout`` (the research time left); a write is never a
 so ``write_note`` runs to completion however little time is left. ``ask_user`` and
 ``research_sections`` are carried out by handlers the engine supplies: the toolbox only declares and
 validates them.
+
+``fetch_url`` asks first (DESIGN §2): a URL that is never fetched (link-local, cloud metadata) is
+refused without asking; otherwise, with ``tools.fetch_url_confirm`` on, the ``consent`` handler the
+engine supplies decides — outside the time limit of the call, since the engine pauses research time
+while the person decides — and a denial is a tool error the model can read. Without a handler
+nobody can be asked, and the fetch is denied.
+
+Passages from notes the model wrote (:mod:`.notes`) come back labelled as such, so neither the model
+nor the person takes them for the person's own documents.
 """
 
 from __future__ import annotations
@@ -25,13 +34,14 @@ from typing import Any
 
 import httpx
 
+from imprint_desktop.core.consent import Decision, denied_message
 from imprint_desktop.core.errors import (
     ImprintError,
     ToolError,
     UnknownToolError,
     WorkspaceIndexError,
 )
-from imprint_desktop.core.tools import workspace_tools
+from imprint_desktop.core.tools import notes, workspace_tools
 from imprint_desktop.core.tools.arguments import parse_arguments
 from imprint_desktop.core.tools.base import (
     AskUser,
@@ -43,8 +53,7 @@ from imprint_desktop.core.tools.base import (
     ToolSpec,
     render,
 )
-from imprint_desktop.core.tools.fetch import MAX_BYTES, fetch_page
-from imprint_desktop.core.tools.notes import write_note
+from imprint_desktop.core.tools.fetch import MAX_BYTES, check_target, fetch_page
 from imprint_desktop.core.tools.specs import SPECS
 from imprint_desktop.core.workspace import Workspace
 from imprint_desktop.core.workspace.extract import split_lines
@@ -62,22 +71,27 @@ class ToolSettings:
 
     max_result_chars: int = _DEFAULT_MAX_RESULT_CHARS
     fetch_url_enabled: bool = True
+    fetch_url_confirm: bool = True
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, object]) -> ToolSettings:
         chars = settings.get("tools.max_result_chars")
         enabled = settings.get("tools.fetch_url_enabled")
+        confirm = settings.get("tools.fetch_url_confirm")
         usable = isinstance(chars, int) and not isinstance(chars, bool) and chars > 0
         return cls(
             max_result_chars=chars
             if usable and isinstance(chars, int)
             else _DEFAULT_MAX_RESULT_CHARS,
             fetch_url_enabled=enabled if isinstance(enabled, bool) else True,
+            fetch_url_confirm=confirm if isinstance(confirm, bool) else True,
         )
 
 
 #: A tool's implementation: its validated arguments, the research time left, the result's size cap.
 _Runner = Callable[[dict[str, Any], float | None, int], Awaitable[Output]]
+#: Asks the person whether ``url`` may be fetched (the engine's handler: it knows the call).
+FetchConsent = Callable[[str], Awaitable[Decision]]
 
 
 class Toolbox:
@@ -91,12 +105,14 @@ class Toolbox:
         *,
         ask_user: AskUser | None = None,
         research_sections: SectionsHandler | None = None,
+        consent: FetchConsent | None = None,
         refresh_index: bool = True,
     ) -> None:
         self.workspace = workspace
         self.settings = ToolSettings.from_mapping(settings)
         self._http = http
         self._ask_user = ask_user
+        self._consent = consent
         self._research_sections = research_sections
         self._index_fresh = not refresh_index
         self._runners: dict[str, _Runner] = {
@@ -155,6 +171,8 @@ class Toolbox:
             if timeout is not None and timeout <= 0:
                 return ToolResult.not_executed(name, "research time budget exhausted")
             runner = self._runners[name]
+            if name == "fetch_url":  # the person's decision is not part of the call's time
+                values = {**values, "url": await self._consent_to_fetch(values["url"])}
             if spec.kind is ToolKind.READ and timeout is not None:
                 output = await asyncio.wait_for(runner(values, timeout, cap), timeout)
             else:
@@ -215,6 +233,7 @@ class Toolbox:
     ) -> Output:
         await self._ensure_index(timeout)
         return await asyncio.to_thread(
+            self._labelled,
             workspace_tools.search_workspace,
             self.workspace,
             values["query"],
@@ -226,6 +245,7 @@ class Toolbox:
         self, values: dict[str, Any], timeout: float | None, max_chars: int
     ) -> Output:
         return await asyncio.to_thread(
+            self._labelled,
             workspace_tools.read_document,
             self.workspace,
             values["path"],
@@ -239,14 +259,37 @@ class Toolbox:
     ) -> Output:
         await self._ensure_index(timeout)
         return await asyncio.to_thread(
-            workspace_tools.list_documents, self.workspace, values["folder"]
+            self._labelled, workspace_tools.list_documents, self.workspace, values["folder"]
         )
+
+    def _labelled(self, tool: Callable[..., Output], *arguments: Any) -> Output:
+        """Run a workspace read tool (in a worker thread) and label the model's own notes."""
+        return notes.label_model_written(self.workspace, tool(*arguments))
+
+    async def _consent_to_fetch(self, url: str) -> str:
+        """The URL to fetch, once it may be: refused at once when it never may, then the
+        person's decision when ``tools.fetch_url_confirm`` is on (a denial raises)."""
+        target = check_target(url)
+        if not self.settings.fetch_url_confirm:
+            return target
+        decision = (
+            await self._consent(target) if self._consent is not None else Decision.DENY_UNATTENDED
+        )
+        if not decision.allowed:
+            raise ToolError(denied_message(target, decision))
+        return target
 
     async def _fetch_url(
         self, values: dict[str, Any], timeout: float | None, max_chars: int
     ) -> Output:
         assert self._http is not None  # _available() hides the tool otherwise
-        page = await fetch_page(self._http, values["url"], timeout=timeout, max_bytes=MAX_BYTES)
+        page = await fetch_page(
+            self._http,
+            values["url"],
+            timeout=timeout,
+            max_bytes=MAX_BYTES,
+            local_redirects=not self.settings.fetch_url_confirm,
+        )
         passages = split_passages(split_lines(page.text))
         items = [
             EvidenceItem(
@@ -270,7 +313,7 @@ class Toolbox:
     ) -> Output:
         # A write is never abandoned: shielded, so even a cancelled caller leaves a whole file.
         path = await asyncio.shield(
-            asyncio.to_thread(write_note, self.workspace, values["title"], values["content"])
+            asyncio.to_thread(notes.write_note, self.workspace, values["title"], values["content"])
         )
         return Output(f"Note saved as {path}.")
 

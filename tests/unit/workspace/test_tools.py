@@ -217,7 +217,8 @@ def test_write_note_never_overwrites(workspace: Workspace, corpus: Path) -> None
     second = run_tool(toolbox, "write_note", {"title": "Keeper's log", "content": "Second."})
     assert first.status == second.status == "ok"
     notes = corpus / "notes"
-    assert (notes / "keeper-s-log.md").read_text().startswith("# Keeper's log\n\nFirst.")
+    body = (notes / "keeper-s-log.md").read_text().partition("\n---\n\n")[2]  # after front matter
+    assert body.startswith("# Keeper's log\n\nFirst.")
     assert "Second." in (notes / "keeper-s-log-2.md").read_text()
     assert "notes/keeper-s-log-2.md" in second.content
     (notes / "pre-existing.md").write_text("mine")

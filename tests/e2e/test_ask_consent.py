@@ -1,0 +1,277 @@
+"""`imprint ask` and the outside world (DESIGN §2, §4, §5), black-box.
+
+The model (a scripted server) calls ``fetch_url`` on a listener on 127.0.0.1 that records every
+request. Without ``--allow-fetch`` and with no terminal to ask on, the listener must see nothing;
+with it, the page is fetched; on a terminal the person is asked. Link-local and cloud-metadata
+addresses are refused even with ``--allow-fetch``: a recording proxy is configured
+(``network.proxy``) so that any attempt to reach one would arrive there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from imprint_desktop.core.providers.base import ToolCall
+from tests.e2e.conftest import Imprint
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+
+pytestmark = pytest.mark.e2e
+
+QUESTION = "What does the harbour page say?"
+PAGE = b"<html><head><title>Tides</title></head><body><p>High water comes at noon.</p></body>"
+PROMPT = "[d]eny?"
+
+
+@pytest.fixture(autouse=True)
+def _scripted_first_step(imprint_env: dict[str, str]) -> None:
+    """Every request is scripted: the engine's own first search is tested elsewhere."""
+    imprint_env["IMPRINT_CHAT_RESEARCH_FIRST"] = "false"
+
+
+@pytest.fixture
+def web() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def proxy() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as server:
+        yield server
+
+
+def fetch(call_id: str, url: str) -> ToolCall:
+    return ToolCall(call_id, "fetch_url", json.dumps({"url": url}))
+
+
+def page() -> Reply:
+    return Reply.garbage(PAGE, content_type="text/html; charset=utf-8")
+
+
+def tool_results(request: RecordedRequest) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in request.messages if m.get("role") == "tool"}
+
+
+def trace_lines(path: Path, kind: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [line for line in lines if line["type"] == kind]
+
+
+def ask(
+    imprint: Imprint, server: OpenAIServer, workspace: Path, trace: Path, *extra: str
+) -> dict[str, Any]:
+    """Run `imprint ask --json` with stdin a pipe (not a terminal); the JSON result."""
+    result = imprint(
+        "ask",
+        QUESTION,
+        "--workspace",
+        str(workspace),
+        "--base-url",
+        server.base_url,
+        "--json",
+        "--trace",
+        str(trace),
+        *extra,
+        timeout=60,
+    )
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert PROMPT not in result.stderr, "asked with no terminal to answer on"
+    payload: dict[str, Any] = json.loads(result.stdout)
+    return payload
+
+
+def test_without_allow_fetch_and_no_terminal_nothing_is_fetched(
+    imprint: Imprint,
+    openai_server: OpenAIServer,
+    web: OpenAIServer,
+    workspace: Path,
+) -> None:
+    url = f"{web.url}/page?d=Ada+Quill+left+in+1971"
+    web.script(page(), path="/page")
+    openai_server.script(Reply.tool_calls(fetch("f1", url)), Reply.text("I could not read it."))
+    trace = workspace.parent / "trace.jsonl"
+    ask(imprint, openai_server, workspace, trace)
+    assert web.requests == [], "the listener was asked for the page"
+    result = tool_results(openai_server.chat_requests()[1])["f1"]
+    assert result.startswith(f"Error: the person did not allow fetching {url}"), result
+    (consent,) = trace_lines(trace, "consent")
+    assert consent["call_id"] == "f1" and consent["url"] == url, consent
+    assert consent["decision"] == "deny_unattended" and consent["seconds"] >= 0
+    (tool,) = trace_lines(trace, "tool")
+    assert (tool["call_id"], tool["status"]) == ("f1", "error")
+
+
+def test_with_allow_fetch_the_page_is_fetched(
+    imprint: Imprint,
+    openai_server: OpenAIServer,
+    web: OpenAIServer,
+    workspace: Path,
+) -> None:
+    web.script(page(), path="/page")
+    openai_server.script(
+        Reply.tool_calls(fetch("f1", f"{web.url}/page")), Reply.text("High water is at noon [1].")
+    )
+    trace = workspace.parent / "trace.jsonl"
+    payload = ask(imprint, openai_server, workspace, trace, "--allow-fetch")
+    assert [request.path for request in web.requests] == ["/page"]
+    assert "High water comes at noon." in tool_results(openai_server.chat_requests()[1])["f1"]
+    assert [item["source"] for item in payload["evidence"]] == [f"{web.url}/page"]
+    (consent,) = trace_lines(trace, "consent")
+    assert (consent["call_id"], consent["decision"]) == ("f1", "allow_flag")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://[fd00:ec2::254]/latest/meta-data/",
+    ],
+)
+def test_metadata_addresses_are_refused_even_with_allow_fetch(
+    url: str,
+    imprint: Imprint,
+    openai_server: OpenAIServer,
+    proxy: OpenAIServer,
+    workspace: Path,
+) -> None:
+    openai_server.script(Reply.tool_calls(fetch("f1", url)), Reply.text("Nothing."))
+    trace = workspace.parent / "trace.jsonl"
+    ask(
+        imprint,
+        openai_server,
+        workspace,
+        trace,
+        "--allow-fetch",
+        "--set",
+        f"network.proxy={proxy.url}",
+    )
+    assert proxy.requests == [], "a connection towards the metadata address was made"
+    result = tool_results(openai_server.chat_requests()[1])["f1"]
+    assert result.startswith(f"Error: {url} is never fetched"), result
+    assert trace_lines(trace, "consent") == [], "refused before anyone is asked"
+
+
+def test_a_redirect_to_a_link_local_address_is_refused(
+    imprint: Imprint,
+    openai_server: OpenAIServer,
+    web: OpenAIServer,
+    proxy: OpenAIServer,
+    workspace: Path,
+) -> None:
+    target = "http://169.254.169.254/latest/meta-data/"
+    web.script(Reply(302, (("Location", target),), (b"",)), path="/hop")
+    openai_server.script(Reply.tool_calls(fetch("f1", f"{web.url}/hop")), Reply.text("Nothing."))
+    trace = workspace.parent / "trace.jsonl"
+    ask(
+        imprint,
+        openai_server,
+        workspace,
+        trace,
+        "--allow-fetch",
+        "--set",
+        f"network.proxy={proxy.url}",
+    )
+    assert [request.path for request in web.requests] == ["/hop"]
+    assert proxy.requests == [], "the redirect was followed"
+    result = tool_results(openai_server.chat_requests()[1])["f1"]
+    assert f"redirected to '{target}', which is refused" in result, result
+
+
+# --- on a terminal -------------------------------------------------------------------------------
+
+
+class Stderr:
+    """The process's stderr, read on a thread, so the test can wait for a prompt."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self._pipe = pipe
+        self._data = bytearray()
+        self._changed = threading.Condition()
+        self._done = False
+        self._thread = threading.Thread(target=self._read, name="stderr-reader")
+        self._thread.start()
+
+    def _read(self) -> None:
+        while piece := os.read(self._pipe.fileno(), 4096):
+            with self._changed:
+                self._data += piece
+                self._changed.notify_all()
+        with self._changed:
+            self._done = True
+            self._changed.notify_all()
+
+    def wait_for_count(self, text: str, count: int, timeout: float = 60) -> bool:
+        needle = text.encode()
+        with self._changed:
+            self._changed.wait_for(lambda: self._data.count(needle) >= count or self._done, timeout)
+            return self._data.count(needle) >= count
+
+    def text(self) -> str:
+        self._thread.join(timeout=30)
+        return bytes(self._data).decode("utf-8", errors="replace")
+
+
+def test_on_a_terminal_the_person_is_asked_and_a_site_stays_allowed_for_the_run(
+    imprint_env: dict[str, str],
+    openai_server: OpenAIServer,
+    web: OpenAIServer,
+    proxy: OpenAIServer,
+    workspace: Path,
+) -> None:
+    other = proxy  # a second site: another port on this computer
+    web.script(page(), path="/a")
+    web.script(page(), path="/b")
+    openai_server.script(
+        Reply.tool_calls(fetch("f1", f"{web.url}/a")),
+        Reply.tool_calls(fetch("f2", f"{web.url}/b"), fetch("f3", f"{other.url}/c")),
+        Reply.text("High water is at noon [1]."),
+    )
+    trace = workspace.parent / "trace.jsonl"
+    args = ["ask", QUESTION, "--workspace", str(workspace), "--base-url", openai_server.base_url]
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "imprint_desktop", *args, "--json", "--trace", str(trace)],
+        env=imprint_env,
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    os.close(terminal)
+    assert process.stdout is not None and process.stderr is not None
+    err = Stderr(process.stderr)
+    try:
+        assert err.wait_for_count(PROMPT, 1), err.text()[-2000:]
+        assert web.requests == [], "fetched before the person answered"
+        os.write(controller, b"s\n")  # this site, for the rest of the run
+        assert err.wait_for_count(PROMPT, 2), err.text()[-2000:]
+        os.write(controller, b"d\n")  # the other site: no
+        stdout, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+        os.close(controller)
+        stderr = err.text()
+    assert process.returncode == 0, stderr[-2000:]
+    assert stderr.count(PROMPT) == 2, stderr
+    assert f"{web.url}/a" in stderr and f"{other.url}/c" in stderr
+    assert f"{web.url}/b" not in stderr, "asked again about a site allowed for the run"
+    assert [request.path for request in web.requests] == ["/a", "/b"]
+    assert other.requests == []
+    decisions = {line["call_id"]: line["decision"] for line in trace_lines(trace, "consent")}
+    assert decisions == {"f1": "allow_site", "f2": "allow_remembered", "f3": "deny"}
+    payload = json.loads(stdout)
+    waited = sum(line["seconds"] for line in trace_lines(trace, "consent"))
+    assert waited > 0 and abs(payload["user_wait_seconds"] - waited) < 0.01, (payload, waited)
