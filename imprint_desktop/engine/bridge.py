@@ -10,6 +10,8 @@ signal                         payload
 ``sig_reply_opened``           :class:`ReplyOpened` — question saved, conversation id known
 ``sig_reply_preparing``        :class:`ReplyPreparing` — loading the model, updating the index
 ``sig_reply_event``            :class:`ReplyEvent` — one research event (budgets, text, tools…)
+``sig_consent_requested``      :class:`ConsentRequest` — may the model fetch this URL? (answer
+                               with :meth:`EngineBridge.answer_consent`)
 ``sig_reply_ended``            :class:`ReplyEnded` — one per reply: finished/failed/cancelled
 ``sig_model_status``           :class:`ModelStatus` — loading / ready / failed
 ``sig_index_progress``         :class:`IndexStatus` — workspace indexing progress and its end
@@ -37,6 +39,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
 
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.consent import Decision
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.host import EngineHost
 from imprint_desktop.engine.work import ProviderFactory, sentence
@@ -54,6 +57,7 @@ class EngineBridge(QObject):
     sig_reply_opened = Signal(object)
     sig_reply_preparing = Signal(object)
     sig_reply_event = Signal(object)
+    sig_consent_requested = Signal(object)
     sig_reply_ended = Signal(object)
     sig_model_status = Signal(object)
     sig_index_progress = Signal(object)
@@ -94,6 +98,7 @@ class EngineBridge(QObject):
             p.ReplyOpened: self.sig_reply_opened,
             p.ReplyPreparing: self.sig_reply_preparing,
             p.ReplyEvent: self.sig_reply_event,
+            p.ConsentRequest: self.sig_consent_requested,
             p.ReplyEnded: self.sig_reply_ended,
             p.ModelStatus: self.sig_model_status,
             p.IndexStatus: self.sig_index_progress,
@@ -154,6 +159,10 @@ class EngineBridge(QObject):
     def answer_question(self, text: str) -> None:
         """Answer the model's ``ask_user`` question; research time resumes."""
         self._host.answer(text)
+
+    def answer_consent(self, call_id: str, decision: Decision) -> None:
+        """Decide the model's ``fetch_url`` call ``call_id``; research time resumes."""
+        self._host.answer_consent(call_id, decision)
 
     def shutdown(self, timeout_ms: int = 15_000) -> bool:
         """Cancel everything, close the engine's resources on its thread and join it.

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QThread
 
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.consent import AllowedSites, Consent, Decision, remembering, site_of
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.work import (
     ProviderFactory,
@@ -99,6 +100,8 @@ class EngineHost(QThread):
         self._workspace: Workspace | None = None
         self._workspace_key: tuple[object, ...] = ()
         self._answer: asyncio.Future[str] | None = None
+        self._consent: tuple[str, asyncio.Future[Decision]] | None = None  # (call id, decision)
+        self._sites: dict[int, AllowedSites] = {}  # per conversation: "Allow this site"
         self._index_cancel = threading.Event()
         with _live_lock:
             _live.add(self)
@@ -121,6 +124,11 @@ class EngineHost(QThread):
         """Hand the person's answer to the waiting ``ask_user`` call (thread-safe)."""
         if not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self._deliver_answer, text)
+
+    def answer_consent(self, call_id: str, decision: Decision) -> None:
+        """Hand the person's decision to the ``fetch_url`` call ``call_id`` (thread-safe)."""
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._deliver_consent, call_id, decision)
 
     # --- the thread ---------------------------------------------------------------------------
 
@@ -171,6 +179,13 @@ class EngineHost(QThread):
     def _deliver_answer(self, text: str) -> None:
         if self._answer is not None and not self._answer.done():
             self._answer.set_result(text)
+
+    def _deliver_consent(self, call_id: str, decision: Decision) -> None:
+        if self._consent is None:
+            return
+        waiting_for, future = self._consent
+        if waiting_for == call_id and not future.done():  # a late click on an old card: ignored
+            future.set_result(decision)
 
     @property
     def history(self) -> HistoryStore:
@@ -266,6 +281,23 @@ class EngineHost(QThread):
             return await self._answer
         finally:
             self._answer = None
+
+    def consent_for(self, reply_id: int, conversation_id: int) -> Consent:
+        """How reply ``reply_id`` asks the person about a fetch: a ``ConsentRequest`` payload
+        for the window's card, then the decision it sends back through :meth:`answer_consent`.
+        Sites allowed "for this conversation" are kept per conversation, for as long as the window
+        is open, and not asked about again."""
+
+        async def ask(call_id: str, url: str) -> Decision:
+            future: asyncio.Future[Decision] = self.loop.create_future()
+            self._consent = (call_id, future)
+            self._emit(p.ConsentRequest(reply_id, call_id, url, site_of(url)))
+            try:
+                return await future  # cancelled with the reply when Stop is pressed
+            finally:
+                self._consent = None
+
+        return remembering(ask, self._sites.setdefault(conversation_id, AllowedSites()))
 
     async def test_connection(self, settings: Mapping[str, Any]) -> p.ConnectionTest:
         api_key = await read_api_key({**settings, "model.provider": "remote"}, self._api_key)

@@ -159,6 +159,7 @@ async def _research(
         http=host.http(settings),
         cancel=cancel,
         ask=host.ask_person,
+        consent=host.consent_for(reply_id, conversation),
         sink=sink,
         history=earlier,
     )

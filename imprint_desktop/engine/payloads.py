@@ -54,6 +54,18 @@ class ReplyEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsentRequest:
+    """The model wants to fetch ``url`` (tool call ``call_id``): the person decides, research
+    time paused. ``site`` is the scheme, host and port a "this site" decision would allow, the host
+    in its ASCII form (a look-alike name shows as the ``xn--`` name it is)."""
+
+    reply_id: int
+    call_id: str
+    url: str
+    site: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReplyEnded:
     """The one terminal payload of a reply: finished (an answer or the fallback), failed, cancelled.
 

@@ -1,9 +1,10 @@
 """The main window: conversations, the transcript and composer, and the research panel.
 
 Layout, left to right: the conversation list; the chat column (transcript, the model's question
-card, the composer); the research panel with the live budgets and the evidence. The toolbar chooses
-the model and the workspace. Everything slow goes through the :class:`EngineBridge`; the window only
-lays out, forwards and shows. Window geometry and the splitter are remembered in the data folder.
+card, the card asking before a web page is fetched, the composer); the research panel with the live
+budgets and the evidence. The toolbar chooses the model and the workspace. Everything slow goes
+through the :class:`EngineBridge`; the window only lays out, forwards and shows. Window geometry and
+the splitter are remembered in the data folder.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.banner import ProblemsBanner, welcome_html
 from imprint_desktop.ui.chat_view import ChatView
 from imprint_desktop.ui.composer import Composer
+from imprint_desktop.ui.consent_card import ConsentCard
 from imprint_desktop.ui.conversations import ConversationsPane
 from imprint_desktop.ui.document_viewer import SourceViewer
 from imprint_desktop.ui.question_card import QuestionCard
@@ -86,6 +88,7 @@ class MainWindow(QMainWindow):
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.transcript = ChatView()
         self.card = QuestionCard()
+        self.consent_card = ConsentCard()
         self.composer = Composer()
         self.panel = ResearchPanel()
 
@@ -95,6 +98,7 @@ class MainWindow(QMainWindow):
         chat_layout.addWidget(self.summary)
         chat_layout.addWidget(self.transcript, 1)
         chat_layout.addWidget(self.card)
+        chat_layout.addWidget(self.consent_card)
         chat_layout.addWidget(self.composer)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("mainSplitter")
@@ -115,6 +119,7 @@ class MainWindow(QMainWindow):
             panel=self.panel,
             composer=self.composer,
             card=self.card,
+            consent_card=self.consent_card,
             conversations=self.conversations,
             parent=self,
             source_bytes=lambda: int(store.get("workspace.max_file_mb")) * 2**20,

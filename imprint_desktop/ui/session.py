@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QUrl, Signal, Slot
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from imprint_desktop.core.consent import DECISION_WORDS, Decision
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.ui.chat_view import ChatMessage, ChatView, Citation
 from imprint_desktop.ui.composer import Composer
+from imprint_desktop.ui.consent_card import ConsentCard
 from imprint_desktop.ui.conversations import ConversationsPane
 from imprint_desktop.ui.document_viewer import SourceViewer, confirm_web_link
 from imprint_desktop.ui.inert import is_web_link
@@ -88,6 +90,7 @@ class ChatSession(QObject):
         panel: ResearchPanel,
         composer: Composer,
         card: QuestionCard,
+        consent_card: ConsentCard,
         conversations: ConversationsPane,
         parent: QWidget,
         source_bytes: Callable[[], int],
@@ -95,6 +98,7 @@ class ChatSession(QObject):
         super().__init__(parent)
         self.bridge, self.view, self.panel = bridge, view, panel
         self.composer, self.card, self.conversations = composer, card, conversations
+        self.consent_card = consent_card
         self._window = parent
         self.conversation_id: int | None = None
         self._request = 0
@@ -111,6 +115,7 @@ class ChatSession(QObject):
         composer.sig_question_sent.connect(self.send)
         composer.sig_stop_requested.connect(self.stop)
         card.sig_answered.connect(self._answered)
+        consent_card.sig_decided.connect(self._consent_decided)
         view.sig_citation_activated.connect(self._citation)
         view.sig_record_requested.connect(self.open_record)
         view.sig_link_requested.connect(self._model_link)
@@ -125,6 +130,7 @@ class ChatSession(QObject):
         bridge.sig_reply_opened.connect(self._opened)
         bridge.sig_reply_preparing.connect(self._preparing)
         bridge.sig_reply_event.connect(self._event)
+        bridge.sig_consent_requested.connect(self._consent_requested)
         bridge.sig_reply_ended.connect(self._ended)
         bridge.sig_trace_loaded.connect(self._trace_loaded)
 
@@ -136,6 +142,7 @@ class ChatSession(QObject):
         if self.view.live:
             self.view.end_live(ChatMessage("notice", "Stopped: a new question was asked."))
         self.card.hide()
+        self.consent_card.hide()
         self.view.add_message(ChatMessage("you", question))
         self.view.begin_live("Starting…")
         self.panel.begin("Starting…")
@@ -153,6 +160,7 @@ class ChatSession(QObject):
         self.bridge.cancel_reply()
         self.composer.set_running(False)
         self.card.hide()
+        self.consent_card.hide()
         self.panel.set_now("Stopping…")
         self.view.set_live_status("Stopping…")
         self.composer.edit.setFocus()
@@ -161,6 +169,21 @@ class ChatSession(QObject):
     def _answered(self, text: str) -> None:
         self.bridge.answer_question(text)
         self.view.set_live_status(f"You answered: {text}")
+        self.composer.edit.setFocus()
+
+    @Slot(object)
+    def _consent_requested(self, request: p.ConsentRequest) -> None:
+        waiting = "Waiting for you to allow or deny a web page (research time is paused)…"
+        self.panel.set_now(waiting)
+        self.view.set_live_status(waiting)
+        self.consent_card.ask(request.call_id, request.url, request.site)
+
+    @Slot(str, str)
+    def _consent_decided(self, call_id: str, decision: str) -> None:
+        chosen = Decision(decision)
+        self.bridge.answer_consent(call_id, chosen)
+        self.panel.set_now("Fetching the page…" if chosen.allowed else "Thinking…")
+        self.view.set_live_status(f"The web page: {DECISION_WORDS[chosen]}.")
         self.composer.edit.setFocus()
 
     # --- the reply's payloads ---------------------------------------------------------------
@@ -207,6 +230,7 @@ class ChatSession(QObject):
     @Slot(object)
     def _ended(self, ended: p.ReplyEnded) -> None:
         self.card.hide()
+        self.consent_card.hide()
         self.composer.set_running(False)
         result = ended.result
         if result is not None:
@@ -263,6 +287,7 @@ class ChatSession(QObject):
             self.bridge.cancel_reply()
             self.composer.set_running(False)
             self.card.hide()
+            self.consent_card.hide()
 
     @Slot(object)
     def _loaded(self, record: p.ConversationRecord) -> None:
