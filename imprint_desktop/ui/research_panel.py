@@ -39,6 +39,12 @@ if TYPE_CHECKING:
 
 TICK_MS = 100
 EVIDENCE_ROLE = Qt.ItemDataRole.UserRole
+#: How the answer was made, in the final group's words (every final mode, checked by mypy).
+_FINAL_WORDS: dict[ev.FinalMode, str] = {
+    "model": "written by the model",
+    "fallback": "the evidence, unanswered",
+    "no_evidence": "nothing was found, so the model was not asked",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,8 +241,7 @@ class ResearchPanel(QWidget):
             self._tick.start()
         elif isinstance(event, ev.FinalFinished):
             self._final_started = None
-            how = "written by the model" if event.mode == "model" else "the evidence, unanswered"
-            self.final_text.setText(f"Done in {event.seconds:.1f} s: {how}.")
+            self.final_text.setText(f"Done in {event.seconds:.1f} s: {_FINAL_WORDS[event.mode]}.")
             self.final_bar.setValue(1000)
         elif isinstance(event, ev.ReplyFinished):
             self.finish(event.result.stop_reason, event.result.evidence)
