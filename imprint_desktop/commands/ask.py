@@ -219,6 +219,8 @@ async def _ask(
     http = make_async_client(settings)
     try:
         provider = await assistant.open_provider(settings, http, api_key=api_key, cancel=cancel)
+        if note := assistant.provider_note(provider):
+            print(f"imprint: {note}", file=err, flush=True)
         try:
             with Workspace.from_settings(root, settings) as workspace:
                 await assistant.prepare_workspace(workspace)

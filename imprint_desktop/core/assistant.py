@@ -57,23 +57,32 @@ async def open_provider(
     api_key: str | None = None,
     cancel: CancelToken | None = None,
 ) -> Provider:
-    """The provider the settings choose; a local model is loaded here (outside research time)."""
+    """The provider the settings choose; a local model is loaded here, a server is asked for its
+    context window here (both outside research time)."""
     if settings.get("model.provider") == "remote":
         from imprint_desktop.core.providers.remote import RemoteProvider  # noqa: PLC0415
 
-        return RemoteProvider(
+        remote = RemoteProvider(
             http,
             str(settings["remote.base_url"]),
             str(settings.get("remote.model") or ""),
             api_key,
             int(settings["remote.context_window"]),
         )
+        await remote.discover_context_window()
+        return remote
     from imprint_desktop.core.providers.local.provider import (  # noqa: PLC0415 - loads llama.cpp
         open_local_provider,
     )
 
     path = str(settings.get("model.path") or "").strip()
     return await open_local_provider(Path(path) if path else None, settings, cancel=cancel)
+
+
+def provider_note(provider: Provider) -> str:
+    """What the person should know about the provider before the reply, in a sentence (a server
+    that does not say its context window, for instance), or "" when there is nothing to say."""
+    return str(getattr(provider, "context_window_note", ""))
 
 
 async def prepare_workspace(workspace: Workspace) -> None:

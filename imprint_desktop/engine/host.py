@@ -227,7 +227,10 @@ class EngineHost(QThread):
                 self._emit(p.ModelStatus(p.ModelState.FAILED, description, message))
                 raise
             self._provider, self._provider_key = provider, key
-            self._emit(p.ModelStatus(p.ModelState.READY, description))
+            from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread
+
+            note = assistant.provider_note(provider)  # e.g. a context window the server hides
+            self._emit(p.ModelStatus(p.ModelState.READY, description, note))
             return provider
 
     async def _close_provider(self) -> None:

@@ -327,9 +327,11 @@ SETTINGS: tuple[Setting, ...] = (
         "The model name the server expects. Empty lets the server choose its default.",
     ),
     Setting(
-        "remote.context_window", Kind.INT, 8192, "Context window",
-        "Tokens the remote model holds in context, used to keep prompts within it.",
-        minimum=512, maximum=10_000_000, unit="tokens",
+        "remote.context_window", Kind.INT, 0, "Context window",
+        "Tokens the remote model holds in context, used to keep prompts within it. 0 asks the "
+        "server once per connection (llama.cpp's /props, vLLM's and others' model list) and "
+        "assumes 8192 when it does not say; a number set here is used instead of asking.",
+        minimum=0, maximum=10_000_000, unit="tokens",
     ),
     Setting(
         "remote.api_key", Kind.SECRET, None, "API key",

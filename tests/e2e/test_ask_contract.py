@@ -84,6 +84,7 @@ TRACE_FIELDS: dict[str, set[str]] = {
         "budget_left",
         "estimated",
         "provider_usage",
+        "prefix_source",  # DESIGN §1: which source the reused prefix came from
     },
     "tool": {
         "round",
@@ -261,9 +262,11 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
         elif kind == "request":
             assert record["phase"] in ("research", "worker", "condense", "final"), record
             assert isinstance(record["estimated"], bool), record
-            for key in TRACE_FIELDS["request"] - {"phase", "estimated", "provider_usage"}:
+            words = {"phase", "estimated", "provider_usage", "prefix_source"}
+            for key in TRACE_FIELDS["request"] - words:
                 assert is_int(record[key]) and record[key] >= 0, (key, record)
             assert record["provider_usage"] is None or isinstance(record["provider_usage"], dict)
+            assert record["prefix_source"] in (None, "kv_cache", "server", "estimate"), record
             assert record["charged"] + record["refunded"] == record["reserved"], record
         elif kind == "tool":
             assert record["status"] in ("ok", "empty", "error", "not_executed"), record

@@ -7,7 +7,6 @@ import importlib.util
 import ipaddress
 import json
 import logging
-import math
 import ssl
 import threading
 import time
@@ -22,7 +21,9 @@ import pytest
 from imprint_desktop import __version__
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import (
+    ContextOverflowError,
     ProviderAuthError,
+    ProviderDeadlineError,
     ProviderError,
     ProviderNotFoundError,
     ProviderRateLimitError,
@@ -32,7 +33,8 @@ from imprint_desktop.core.errors import (
 )
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, Message, ToolCall
-from imprint_desktop.core.providers.remote import BYTES_PER_TOKEN, RemoteProvider, RetryPolicy
+from imprint_desktop.core.providers.estimate import estimate_tokens
+from imprint_desktop.core.providers.remote import RemoteProvider, RetryPolicy
 from imprint_desktop.core.resources import resource
 from tests.support.llama_server import LlamaServer
 from tests.support.openai_server import OpenAIServer, Reply, Usage, chunk, closed_port, sse
@@ -236,8 +238,8 @@ def test_usage_without_cached_tokens_reuses_nothing(openai_server: OpenAIServer)
     )
 
 
-def test_without_usage_the_counts_are_byte_estimates(openai_server: OpenAIServer) -> None:
-    answer = "Estimated — ünïcode counts as bytes."
+def test_without_usage_the_counts_are_estimates(openai_server: OpenAIServer) -> None:
+    answer = "Estimated — ünïcode and 漢字 count by their scripts."
     openai_server.script(Reply.text(answer))
     request = ask()
 
@@ -250,13 +252,16 @@ def test_without_usage_the_counts_are_byte_estimates(openai_server: OpenAIServer
 
     counted, completion = asyncio.run(main())
     sent = openai_server.chat_requests()[0].json
-    prompt_part = {"messages": sent["messages"], "tools": sent["tools"]}
-    prompt_bytes = len(json.dumps(prompt_part, ensure_ascii=False, separators=(",", ":")).encode())
+    pieces = [sent["tools"], *sent["messages"]]  # the order templates write them in
+    expected = sum(
+        estimate_tokens(json.dumps(piece, ensure_ascii=False, separators=(",", ":")))
+        for piece in pieces
+    )
 
-    assert counted == completion.prompt_tokens == math.ceil(prompt_bytes / BYTES_PER_TOKEN)
-    assert completion.output_tokens == math.ceil(len(answer.encode()) / BYTES_PER_TOKEN)
+    assert counted == completion.prompt_tokens == expected
+    assert completion.output_tokens == estimate_tokens(answer)
     assert (completion.reused_prefix, completion.prompt_evaluated) == (0, counted)
-    assert completion.estimated is True
+    assert (completion.estimated, completion.prefix_source) == (True, "estimate")
     assert completion.provider_usage is None
 
 
@@ -327,25 +332,35 @@ def test_5xx_every_time_gives_up_after_the_attempts(openai_server: OpenAIServer)
 
 
 @pytest.mark.parametrize(
-    ("reply", "kind"),
+    "reply",
     [
-        (Reply.error(503, retry_after="30"), ProviderUnavailableError),
-        (
-            Reply.error(429, retry_after=format_datetime(datetime.now(UTC) + timedelta(hours=1))),
-            ProviderRateLimitError,
-        ),
+        Reply.error(503, retry_after="30"),
+        Reply.error(429, retry_after=format_datetime(datetime.now(UTC) + timedelta(hours=1))),
     ],
     ids=["seconds", "http-date"],
 )
-def test_a_retry_wait_past_the_deadline_gives_up_at_once(
-    openai_server: OpenAIServer, reply: Reply, kind: type[ProviderError]
+def test_a_retry_after_past_the_deadline_is_the_deadline_at_once(
+    openai_server: OpenAIServer, reply: Reply
 ) -> None:
+    """DESIGN §1: the time ran out while the server asked to wait — not a failure of the server
+    (research ends with time_budget), and said at once instead of idling until the deadline."""
     openai_server.script(reply, Reply.text("never asked for"))
     started = time.monotonic()
-    with pytest.raises(kind):
+    with pytest.raises(ProviderDeadlineError, match="asked to be asked again in"):
         run(openai_server.base_url, ask(seconds=3.0))
     assert time.monotonic() - started < 1.0
     assert len(openai_server.chat_requests()) == 1
+
+
+def test_a_server_failing_until_its_tries_run_out_is_still_an_error(
+    openai_server: OpenAIServer,
+) -> None:
+    """The last try's Retry-After does not turn a server that kept failing into a deadline."""
+    openai_server.script(*[Reply.error(429, retry_after="0")] * (FAST.attempts - 1))
+    openai_server.script(Reply.error(429, retry_after="30"))
+    with pytest.raises(ProviderRateLimitError):
+        run(openai_server.base_url, ask(seconds=3.0))
+    assert len(openai_server.chat_requests()) == FAST.attempts
 
 
 def test_retries_stop_at_the_deadline(openai_server: OpenAIServer) -> None:
@@ -441,7 +456,7 @@ def test_a_stalled_stream_is_cut_at_the_deadline(openai_server: OpenAIServer) ->
     assert completion.stop == "deadline"
     assert completion.text == "Partial answer"
     assert completion.estimated is True
-    assert completion.output_tokens == math.ceil(len(b"Partial answer") / BYTES_PER_TOKEN)
+    assert completion.output_tokens == estimate_tokens("Partial answer")
     assert completion.prompt_evaluated == completion.prompt_tokens > 0
     assert 0.55 <= elapsed < 1.5
 
@@ -695,3 +710,43 @@ def test_real_llama_cpp_server_streams_and_counts(real_llama_server: LlamaServer
     ).json()["usage"]["prompt_tokens"]
     estimate = asyncio.run(count(real_llama_server.base_url, request))
     assert 0.7 <= estimate / exact <= 1.4, (estimate, exact)
+
+
+def test_real_llama_cpp_server_does_not_say_its_window(real_llama_server: LlamaServer) -> None:
+    """llama-cpp-python's server has no /props and no window in /v1/models: the window is the
+    assumed one, and the status says so (llama.cpp's own server is scripted in
+    test_remote_provider_limits.py)."""
+
+    async def main() -> RemoteProvider:
+        async with make_async_client({}) as client:
+            provider = RemoteProvider(client, real_llama_server.base_url, "", None, 0)
+            await provider.discover_context_window()
+            return provider
+
+    provider = asyncio.run(main())
+    assert (provider.context_window, provider.context_window_source) == (8192, "assumed")
+    assert "does not say how many tokens" in provider.context_window_note
+
+
+@pytest.mark.timeout(300)
+def test_a_prompt_past_the_real_server_s_context_is_a_full_context(
+    real_llama_server: LlamaServer,
+) -> None:
+    """Streamed, the server answers 200 and an empty stream; asked again without streaming, it
+    names its context (2,048 tokens, see llama_server.py): research would end with
+    context_full, and the window is known from then on."""
+    long = "The keeper wrote the weather in the log at every change of the watch. " * 400
+    request = CompletionRequest(
+        messages=(Message("user", long),), max_tokens=16, deadline=time.monotonic() + 240
+    )
+
+    async def main() -> tuple[RemoteProvider, ContextOverflowError]:
+        async with make_async_client({}) as client:
+            provider = RemoteProvider(client, real_llama_server.base_url, "", None, 0, retry=FAST)
+            with pytest.raises(ContextOverflowError) as raised:
+                await provider.complete(request, CancelToken())
+            return provider, raised.value
+
+    provider, error = asyncio.run(main())
+    assert "maximum context length is 2048 tokens" in str(error)
+    assert (provider.context_window, provider.context_window_source) == (2048, "server")

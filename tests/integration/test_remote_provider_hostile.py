@@ -29,10 +29,10 @@ from imprint_desktop.core.errors import (
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers import sse as sse_module
 from imprint_desktop.core.providers.base import Completion, ToolCall
+from imprint_desktop.core.providers.estimate import estimate_tokens
 from imprint_desktop.core.providers.remote import (
     RemoteProvider,
     RetryPolicy,
-    estimate_tokens,
     output_limit,
     public_url,
 )
@@ -823,7 +823,8 @@ def test_output_far_past_max_tokens_is_cut_as_length(
     assert completion.stop == "length"
     produced = len(completion.text) + sum(len(call.arguments) for call in completion.tool_calls)
     assert limit - len("write_note") <= produced <= limit, "cut at the limit, not at the end"
-    assert completion.output_tokens <= estimate_tokens(limit)
+    generated = completion.text + "".join(c.name + c.arguments for c in completion.tool_calls)
+    assert completion.output_tokens == estimate_tokens(generated) <= limit
 
 
 # --- a server that refuses stream_options ---------------------------------------------------

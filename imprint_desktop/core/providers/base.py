@@ -7,7 +7,9 @@ net of the reused prompt prefix (DESIGN §1):
 * ``prompt_tokens`` — the formatted prompt's length (exact for a local model; for a remote server
   the provider's ``usage`` when reported, else the documented UTF-8 estimate).
 * ``reused_prefix`` — prompt tokens that were *not* processed again: the longest common prefix with
-  the tokens in llama.cpp's KV cache, or the server's ``cached_tokens``.
+  the tokens in llama.cpp's KV cache, or the server's ``cached_tokens``; for a server that does not
+  report it, the common prefix with the previous request's prompt, estimated.
+  ``prefix_source`` says which (:data:`PrefixSource`).
 * ``prompt_evaluated`` — prompt tokens actually processed by this request. Normally
   ``prompt_tokens - reused_prefix``; less when the request was interrupted during prefill.
 * ``output_tokens`` — tokens generated.
@@ -31,6 +33,9 @@ from imprint_desktop.core.cancel import CancelToken
 Role = Literal["system", "user", "assistant", "tool"]
 StopKind = Literal["stop", "tool_calls", "length", "deadline", "cancelled"]
 Phase = Literal["research", "worker", "condense", "final"]
+#: Where a completion's ``reused_prefix`` comes from: the local model's KV cache, the server's
+#: ``cached_tokens``, or the provider's estimate of the prefix shared with the previous prompt.
+PrefixSource = Literal["kv_cache", "server", "estimate"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +107,7 @@ class Completion:
     output_tokens: int
     estimated: bool = False  # True when the counts are estimates, not the model's own
     provider_usage: Mapping[str, Any] | None = field(default=None)  # as the server reported it
+    prefix_source: PrefixSource = "kv_cache"  # the remote provider always says which it used
 
     @property
     def interrupted(self) -> bool:

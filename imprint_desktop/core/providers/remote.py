@@ -9,12 +9,25 @@ One :meth:`RemoteProvider.complete` is one streamed ``POST {base_url}/chat/compl
   is cancelled at once (``stop="cancelled"``), whichever thread pressed Stop.
 * **Retries.** 429, 5xx and connection failures are retried with exponential backoff and jitter,
   honouring ``Retry-After``, but only while nothing has streamed yet (a retry would repeat text
-  the person already saw) and never past the deadline: when the next wait would end after the
-  deadline, the provider gives up at once with the matching error (:class:`ProviderRateLimitError`
-  or :class:`ProviderUnavailableError`) instead of idling until the deadline — a server that keeps
+  the person already saw) and never past the deadline. When the server's own ``Retry-After``
+  lies past the deadline, the provider raises :class:`ProviderDeadlineError` at once: the time
+  ran out, research ends with ``time_budget`` (DESIGN §1). When its own backoff would end after
+  the deadline, or the tries run out, it gives up at once with the matching error
+  (:class:`ProviderRateLimitError` or :class:`ProviderUnavailableError`) — a server that keeps
   failing is an error the person should read, not a silent time-budget stop.
-* **Counting.** Prompts are estimated from UTF-8 bytes (:data:`BYTES_PER_TOKEN`) and reconciled
-  with the server's ``usage`` when it reports it (``stream_options.include_usage``).
+* **Context.** A refusal naming the context limit (HTTP 400/413/422, see :mod:`.limits`) is a
+  :class:`ContextOverflowError` — research ends with ``context_full`` — and the window size it
+  names, when smaller, is this connection's window from then on. A streamed request answered with
+  an empty event stream is asked once more without streaming, which is how llama-cpp-python's
+  server says a prompt is too long. The window itself is the person's number, else what the
+  server says (:meth:`RemoteProvider.discover_context_window`), else
+  :data:`DEFAULT_CONTEXT_WINDOW`; :attr:`RemoteProvider.context_window_note` says which.
+* **Counting.** Prompts are estimated per script from their UTF-8 text (:mod:`.estimate`) and
+  reconciled with the server's ``usage`` when it reports it (``stream_options.include_usage``).
+  The reused prefix is the server's ``cached_tokens`` when it reports them, else the estimate of
+  the prompt this request shares with the previous one the server read (the serialized tools,
+  then each message, compared in order while they are equal: what a server's prompt cache can
+  reuse of a growing conversation).
 * **Failures.** Whatever the server, the network or the settings do,
   :meth:`~RemoteProvider.complete` returns a :class:`Completion` or raises a
   :class:`ProviderError` in words for people; only cancellation of the calling task passes
@@ -34,31 +47,35 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 import random
 import time
 import traceback
 from asyncio import FIRST_COMPLETED
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import (
+    ContextOverflowError,
     ProviderAuthError,
+    ProviderDeadlineError,
     ProviderError,
     ProviderNotFoundError,
     ProviderRateLimitError,
     ProviderResponseError,
     ProviderUnavailableError,
 )
+from imprint_desktop.core.providers import limits
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, StopKind, TextSink
+from imprint_desktop.core.providers.estimate import estimate_tokens
 from imprint_desktop.core.providers.sse import (
     ANSWER_LIMIT,
     ChunkAssembler,
+    EmptyStreamError,
     StreamProtocolError,
     StreamServerError,
     error_text,
@@ -73,14 +90,14 @@ from imprint_desktop.core.providers.sse import (
 log = logging.getLogger(__name__)
 
 BYTES_PER_TOKEN = 4
-"""UTF-8 bytes per token, for estimating what the server will count.
+"""UTF-8 bytes a token's text usually has (English, the common BPE tokenizers): only for the cut
+of an answer that runs far past its allowance (:func:`output_limit`). Counting is
+:func:`~.estimate.estimate_tokens`, which holds for every script."""
 
-About four characters of English make one token for the common BPE tokenizers (OpenAI's published
-rule of thumb), and English text is about one byte per character. Measured here: the sample
-workspace, as JSON chat messages, is 3.75 bytes per token with the starter model's tokenizer.
-Large-vocabulary tokenizers get more bytes per token; code and non-Latin scripts fewer, so the
-estimate runs low for them. It is only a reservation: the server's ``usage`` replaces it.
-"""
+DEFAULT_CONTEXT_WINDOW = 8192
+"""The window assumed when the person set none and the server does not say its own."""
+
+ContextSource = Literal["settings", "server", "assumed"]
 
 TEMPLATE_ALLOWANCE = 1024
 """Tokens a server may add to a prompt beyond its bytes: the chat template's special tokens and a
@@ -145,10 +162,6 @@ def output_limit(max_tokens: int) -> int:
     return max_tokens * BYTES_PER_TOKEN * 4 + 4096
 
 
-def estimate_tokens(byte_count: int) -> int:
-    return math.ceil(byte_count / BYTES_PER_TOKEN)
-
-
 def public_url(url: str) -> str:
     """``url`` without user name, password, query or fragment: safe to show and to log.
     Never fails: an address too broken to parse is cut down by hand the same way."""
@@ -210,11 +223,22 @@ class _OptionRefused(_Retry):
         self.option = option
 
 
+@dataclass(slots=True)
+class _Exchange:
+    """One request on its way, and whether it is streamed (one asked again after an empty event
+    stream is not)."""
+
+    request: CompletionRequest
+    stream: bool = True
+
+
 class RemoteProvider:
     """A model behind an OpenAI-compatible HTTP API (see the module docstring).
 
     ``client`` belongs to the caller, who closes it; ``model`` empty lets the server choose;
-    ``api_key`` None or empty sends no ``Authorization`` header.
+    ``api_key`` None or empty sends no ``Authorization`` header; ``context_window`` 0 asks the
+    server (:meth:`discover_context_window`), any other number is the person's, used without
+    asking (until the server refuses a prompt and names a smaller window).
     """
 
     def __init__(
@@ -232,7 +256,13 @@ class RemoteProvider:
         self._where = public_url(base_url)
         self._model = model
         self._api_key = (api_key or "").strip() or None  # a pasted key often ends in a newline
-        self._context_window = context_window
+        self._configured_window = max(0, context_window)
+        self._context_window = self._configured_window or DEFAULT_CONTEXT_WINDOW
+        self.context_window_source: ContextSource = "settings" if context_window > 0 else "assumed"
+        self._discovered = False
+        # The prompt (serialized tools and messages, in order) of the last request the server
+        # read: what a prompt cache can reuse of the next one.
+        self._previous_prompt: tuple[str, ...] = ()
         self._retry = retry or RetryPolicy()
         # Some servers refuse ``stream_options`` (400 or 422 naming it): then the provider asks
         # without it from then on, and charges by its own estimate.
@@ -252,11 +282,52 @@ class RemoteProvider:
         return self._context_window
 
     @property
+    def context_window_note(self) -> str:
+        """Where the context window comes from, in a sentence for the status line; empty when
+        it is the person's own number."""
+        size = f"{self._context_window:,}"
+        if self.context_window_source == "server":
+            return f"The server at {self._where} holds {size} tokens of context."
+        if self.context_window_source == "assumed":
+            return (
+                f"The server at {self._where} does not say how many tokens its model holds, so "
+                f"Imprint assumes {size}. If it holds more or less, set Context window in "
+                f"{PREFERENCES}."
+            )
+        return ""
+
+    @property
     def exact_counts(self) -> bool:
         return False
 
     async def count_prompt(self, request: CompletionRequest) -> int:
-        return estimate_tokens(len(self._prompt_json(request)))
+        return sum(map(estimate_tokens, self._prompt_pieces(request)))
+
+    async def discover_context_window(self, timeout: float = 5.0) -> None:
+        """Ask the server for its context window, once per connection, unless the person set
+        one. A server that does not say (or cannot be reached) leaves the assumed window and its
+        note; the first request then meets any real problem and reports it."""
+        if self._configured_window or self._discovered:
+            return
+        self._discovered = True
+        if address_problem(self._base_url) is not None:
+            return
+        if self._api_key and key_problem(self._api_key) is not None:
+            return
+        found = await limits.ask_window(
+            self._client,
+            self._base_url,
+            self._model,
+            self._headers(accept="application/json"),
+            timeout=timeout,
+        )
+        if found is None:
+            log.info(
+                "%s does not say its context window: %d assumed", self._where, self.context_window
+            )
+            return
+        log.info("%s holds %d tokens of context (%s)", self._where, found.size, found.where)
+        self._context_window, self.context_window_source = found.size, "server"
 
     async def aclose(self) -> None:
         """Nothing to release: the client is the engine's, which closes it on its own loop."""
@@ -266,11 +337,16 @@ class RemoteProvider:
     async def complete(
         self, request: CompletionRequest, cancel: CancelToken, on_text: TextSink | None = None
     ) -> Completion:
-        prompt_estimate = await self.count_prompt(request)
+        prompt = self._prompt_pieces(request)
+        counts = _Counts(
+            prompt=sum(map(estimate_tokens, prompt)),
+            prefix=self._shared_prefix(prompt),
+            ceiling=sum(len(piece.encode()) for piece in prompt) + TEMPLATE_ALLOWANCE,
+        )
         assembler = ChunkAssembler(on_text, output_limit=output_limit(request.max_tokens))
         remaining = request.deadline - time.monotonic()
         if remaining <= 0 or _stopped_by(cancel) == "cancelled":
-            return self._result(assembler, _stopped_by(cancel), prompt_estimate, sent=False)
+            return self._result(assembler, _stopped_by(cancel), counts, sent=False)
 
         loop = asyncio.get_running_loop()
         stopped = asyncio.Event()
@@ -280,7 +356,7 @@ class RemoteProvider:
                 loop.call_soon_threadsafe(stopped.set)
 
         remove = cancel.on_cancel(wake)
-        work = asyncio.create_task(self._attempts(request, assembler))
+        work = asyncio.create_task(self._attempts(_Exchange(request), assembler))
         waiter = asyncio.create_task(stopped.wait())
         try:
             await asyncio.wait({work, waiter}, timeout=remaining, return_when=FIRST_COMPLETED)
@@ -292,40 +368,57 @@ class RemoteProvider:
         # A Stop pressed while a failure was on its way wins: the person asked to stop. Any
         # failure is a ProviderError by now (see _stream), or the text sink's own exception.
         if work.cancelled() or (_stopped_by(cancel) == "cancelled" and work.exception()):
-            return self._result(assembler, _stopped_by(cancel), prompt_estimate, sent=True)
+            if assembler.received_content:  # the server read this prompt: its cache holds it
+                self._previous_prompt = prompt
+            return self._result(assembler, _stopped_by(cancel), counts, sent=True)
         if (failure := work.exception()) is not None:
             raise failure
-        return self._result(assembler, assembler.finish(), prompt_estimate, sent=True)
+        self._previous_prompt = prompt
+        return self._result(assembler, assembler.finish(), counts, sent=True)
 
     @staticmethod
     def _result(
-        assembler: ChunkAssembler, stop: StopKind, prompt_estimate: int, *, sent: bool
+        assembler: ChunkAssembler, stop: StopKind, counts: _Counts, *, sent: bool
     ) -> Completion:
-        output_estimate = estimate_tokens(assembler.output_bytes())
-        # No tokenizer makes more tokens than the text has bytes; the template may add some.
-        ceiling = prompt_estimate * BYTES_PER_TOKEN + TEMPLATE_ALLOWANCE
+        generated = assembler.text + "".join(c.name + c.arguments for c in assembler.tool_calls())
         return assembler.completion(
-            stop, prompt_estimate, output_estimate, sent=sent, prompt_ceiling=ceiling
+            stop,
+            counts.prompt,
+            estimate_tokens(generated),
+            sent=sent,
+            prompt_ceiling=counts.ceiling,
+            prefix_estimate=counts.prefix,
         )
 
-    async def _attempts(self, request: CompletionRequest, assembler: ChunkAssembler) -> None:
-        body = json.dumps(self._body(request), ensure_ascii=False).encode()
+    async def _attempts(self, exchange: _Exchange, assembler: ChunkAssembler) -> None:
+        request = exchange.request
         attempt = 1
         while True:
             try:
-                await self._stream(body, request.deadline, assembler)
+                await self._stream(exchange, assembler)
             except _OptionRefused as refused:  # not a failed attempt: asked again, as it likes
                 log.info("%s refuses %s: asking without it", self._where, refused.option)
                 if refused.option == "stream_options":
                     self._ask_for_usage = False
+                elif refused.option == "stream":
+                    exchange.stream = False  # this request only: the answer says why it failed
                 else:
                     self._may_require = False
-                body = json.dumps(self._body(request), ensure_ascii=False).encode()
                 assembler.reset()
             except _Retry as failure:
                 left = request.deadline - time.monotonic()
                 wait = failure.retry_after
                 wait = self._retry.delay(attempt) if wait is None else wait
+                if (
+                    attempt < self._retry.attempts
+                    and failure.retry_after is not None
+                    and wait >= left
+                ):
+                    log.info("%s asks to wait %.1f s, %.1f s left", self._where, wait, left)
+                    raise ProviderDeadlineError(
+                        f"The server at {self._where} is busy and asked to be asked again in "
+                        f"{_seconds(wait)}, after the {_seconds(left)} left for this request."
+                    ) from None
                 if attempt >= self._retry.attempts or wait >= left:
                     log.warning("giving up on %s after %d tries: %s", self._where, attempt, failure)
                     raise failure.error from None
@@ -336,26 +429,36 @@ class RemoteProvider:
             else:
                 return
 
-    async def _stream(self, body: bytes, deadline: float, assembler: ChunkAssembler) -> None:
+    async def _stream(self, exchange: _Exchange, assembler: ChunkAssembler) -> None:
         """One attempt: send, check the status, read the answer into ``assembler``.
 
         Raises a :class:`ProviderError`, or :class:`_Retry` when another attempt may help; never
         anything else, except what ``on_text`` raised (see :meth:`_failure`).
         """
         self._check_settings()
-        left = max(deadline - time.monotonic(), 0.001)
+        body = json.dumps(self._body(exchange.request, exchange.stream), ensure_ascii=False)
+        left = max(exchange.request.deadline - time.monotonic(), 0.001)
         connect = min(self._retry.connect_timeout, left)
         # The race in complete() ends the request at the deadline; these only bound the pieces.
         timeout = httpx.Timeout(left + 1.0, connect=connect, pool=connect)
-        headers = {**self._headers(accept="text/event-stream"), "Content-Type": "application/json"}
+        accept = "text/event-stream" if exchange.stream else "application/json"
+        headers = {**self._headers(accept=accept), "Content-Type": "application/json"}
         url = f"{self._base_url}/chat/completions"
         try:
             async with self._client.stream(
-                "POST", url, content=body, headers=headers, timeout=timeout
+                "POST", url, content=body.encode(), headers=headers, timeout=timeout
             ) as response:
                 complete = await self._read_answer(response, assembler)
         except (ProviderError, _Retry):
             raise
+        except EmptyStreamError as error:
+            if not exchange.stream:  # cannot happen: a plain answer is not an event stream
+                raise ProviderResponseError(self._unreadable(str(error))) from None
+            log.warning(
+                "%s sent an empty event stream: asking again without streaming", self._where
+            )
+            unread = ProviderResponseError(self._unreadable(str(error)))
+            raise _OptionRefused("stream", unread) from None
         except Exception as error:
             if assembler.sink_failed:
                 raise
@@ -414,7 +517,7 @@ class RemoteProvider:
 
     # --- request shape ------------------------------------------------------------------------
 
-    def _body(self, request: CompletionRequest) -> dict[str, Any]:
+    def _body(self, request: CompletionRequest, stream: bool = True) -> dict[str, Any]:
         """The chat completion request. A tools-free request sends no tools at all, rather than
         ``tool_choice: "none"``: some servers reject that value, none reject a missing list."""
         body: dict[str, Any] = {}
@@ -427,16 +530,33 @@ class RemoteProvider:
             body["tool_choice"] = "required" if required else "auto"
         body["max_tokens"] = request.max_tokens
         body["temperature"] = request.temperature
-        body["stream"] = True
-        if self._ask_for_usage:
+        body["stream"] = stream
+        if self._ask_for_usage and stream:
             body["stream_options"] = {"include_usage": True}
         return body
 
-    def _prompt_json(self, request: CompletionRequest) -> bytes:
-        """The part of the request body the server turns into prompt tokens: messages and tools."""
+    def _prompt_pieces(self, request: CompletionRequest) -> tuple[str, ...]:
+        """The part of the request the server turns into prompt tokens, in the order chat
+        templates write it: the tools, then each message, as JSON text."""
         sent = self._body(request)
-        counted = {key: sent[key] for key in ("messages", "tools") if key in sent}
-        return json.dumps(counted, ensure_ascii=False, separators=(",", ":")).encode()
+        pieces = [_compact(sent["tools"])] if "tools" in sent else []
+        return (*pieces, *map(_compact, sent["messages"]))
+
+    def prompt_json(self, request: CompletionRequest) -> bytes:
+        """The prompt part of the request as one JSON text (tools, then messages)."""
+        return f"[{','.join(self._prompt_pieces(request))}]".encode()
+
+    def _shared_prefix(self, prompt: tuple[str, ...]) -> int:
+        """Estimated tokens of the pieces ``prompt`` starts with that the previous prompt the
+        server read started with too. Only whole pieces count, and the first that differs ends
+        the prefix: templates differ in where they write the tools and the system message, so
+        nothing after a difference can be counted on to be reused."""
+        shared = 0
+        for before, now in zip(self._previous_prompt, prompt, strict=False):
+            if before != now:
+                break
+            shared += estimate_tokens(now)
+        return shared
 
     def _check_settings(self) -> None:
         """Refuse, before sending anything, an address or an API key that cannot work."""
@@ -528,6 +648,10 @@ class RemoteProvider:
                 return _OptionRefused("stream_options", ProviderResponseError(detail))
             if self._may_require and "tool_choice" in detail:
                 return _OptionRefused("tool_choice", ProviderResponseError(detail))
+        if endpoint == "chat/completions" and (
+            refusal := limits.context_refusal(status, try_json(raw), detail)
+        ):
+            return self._too_long(refusal)
         retried = status in _STATUS_RETRIED or status >= 500
         kind, message = _STATUS_MESSAGES.get(status) or _STATUS_MESSAGES[500 if retried else 0]
         if status == 401 and not self._api_key:
@@ -541,6 +665,22 @@ class RemoteProvider:
         if retried:
             return _Retry(error, _retry_after(response.headers.get("retry-after")))
         return error
+
+    def _too_long(self, refusal: limits.ContextRefusal) -> ContextOverflowError:
+        """The error for a prompt the server refused as too long; a window size it names, when
+        smaller than the one assumed, is this connection's window from then on."""
+        if refusal.window is not None and refusal.window < self._context_window:
+            log.warning(
+                "%s holds %d tokens, not %d: using its number",
+                self._where,
+                refusal.window,
+                self._context_window,
+            )
+            self._context_window, self.context_window_source = refusal.window, "server"
+        return ContextOverflowError(
+            f"The prompt does not fit the context window of the model at {self._where} "
+            f"({self._context_window:,} tokens). It said: {refusal.message}"
+        )
 
     def _bad_address(self, problem: str) -> ProviderUnavailableError:
         return ProviderUnavailableError(
@@ -581,3 +721,21 @@ def _retry_after(header: str | None) -> float | None:
     except (TypeError, ValueError, IndexError, OverflowError, OSError):
         return None  # not a date, or one out of any calendar's range
     return max(wait, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """A request's estimates: its prompt, the prefix it shares with the previous prompt, and the
+    most prompt tokens it could make (its bytes and a template's own)."""
+
+    prompt: int
+    prefix: int
+    ceiling: int
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"

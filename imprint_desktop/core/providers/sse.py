@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from imprint_desktop.core.providers.base import Completion, StopKind, ToolCall
+from imprint_desktop.core.providers.base import Completion, PrefixSource, StopKind, ToolCall
 
 EVENT_LIMIT = 16 * 1024 * 1024
 """Characters of one line or one event's data. Real chunks are a few hundred bytes; even a whole
@@ -166,6 +166,13 @@ class StreamServerError(StreamProtocolError):
     """The server put an error object into the stream instead of (the rest of) an answer."""
 
 
+class EmptyStreamError(StreamProtocolError):
+    """An event stream that ended before its first event: no answer and no reason given.
+
+    llama-cpp-python's server answers so when a streamed prompt does not fit its context (the
+    error comes after the 200): asked again without streaming, it says why."""
+
+
 @dataclass(slots=True)
 class _PartialCall:
     id: str = ""
@@ -267,14 +274,19 @@ class ChunkAssembler:
         *,
         sent: bool,
         prompt_ceiling: int | None = None,
+        prefix_estimate: int = 0,
     ) -> Completion:
         """What arrived, with the estimates reconciled with the server's ``usage`` where valid.
 
         Without usage (servers that ignore ``include_usage``, and every interrupted stream) the
-        prompt is the estimate, nothing counts as reused, and output is the estimate of what
-        streamed. A request that was ``sent`` is charged its whole prompt even when it was
-        stopped early: the server may well have read it all. A reported prompt larger than
+        prompt is the estimate and output is the estimate of what streamed. A request that was
+        ``sent`` is charged its whole prompt past the reused prefix even when it was stopped
+        early: the server may well have read it all. A reported prompt larger than
         ``prompt_ceiling`` (the most tokens the request could make) is not believed either.
+
+        The reused prefix is the server's ``cached_tokens`` when it reports them (even 0);
+        otherwise ``prefix_estimate``, the provider's estimate of the prompt shared with the
+        previous request, scaled to the server's count when the prompt is the server's.
         """
         usage = self.usage or {}
         prompt, output = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
@@ -283,7 +295,14 @@ class ChunkAssembler:
         details = usage.get("prompt_tokens_details")
         cached = _count(details.get("cached_tokens")) if isinstance(details, Mapping) else None
         prompt_tokens = prompt if prompt is not None else prompt_estimate
-        reused = min(cached or 0, prompt_tokens)
+        source: PrefixSource
+        if cached is not None:
+            reused, source = min(cached, prompt_tokens), "server"
+        else:
+            shared = min(prefix_estimate, prompt_estimate)
+            if prompt is not None and prompt_estimate > 0:  # the same share of the server's count
+                shared = shared * prompt_tokens // prompt_estimate
+            reused, source = min(shared, prompt_tokens), "estimate"
         return Completion(
             text=self.text,
             tool_calls=self.tool_calls(),
@@ -294,6 +313,7 @@ class ChunkAssembler:
             output_tokens=output if output is not None else output_estimate,
             estimated=prompt is None or output is None,
             provider_usage=_usage_record(self.usage) if self.usage is not None else None,
+            prefix_source=source,
         )
 
     def event(self, data: str) -> bool:
@@ -459,6 +479,8 @@ async def read_answer(response: httpx.Response, assembler: ChunkAssembler) -> bo
     if any(assembler.event(event.data) for event in decoder.close()):
         return True
     if not decoder.saw_field:
+        if content_type.startswith("text/event-stream"):
+            raise EmptyStreamError("the event stream ended before its first event")
         raise StreamProtocolError(f"it is not an event stream ({content_type or 'no type'})")
     return assembler.finish_reason is not None
 

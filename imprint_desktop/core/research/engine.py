@@ -509,6 +509,7 @@ class ResearchEngine:
             estimated=completion.estimated,
             usage=completion.provider_usage,
             stop=completion.stop,
+            prefix_source=completion.prefix_source,
         )
         self._emit_budget()
         if completion.stop == "cancelled" or self.cancel.cancelled:
@@ -528,6 +529,7 @@ class ResearchEngine:
         estimated: bool,
         usage: Mapping[str, Any] | None,
         stop: str,
+        prefix_source: str | None = None,
     ) -> None:
         """Report one finished request with its accounting (the trace's ``request`` line)."""
         self.emit(
@@ -546,6 +548,7 @@ class ResearchEngine:
                 estimated,
                 usage,
                 stop,
+                prefix_source,
             )
         )
 

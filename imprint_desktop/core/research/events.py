@@ -75,6 +75,9 @@ class RequestFinished(Event):
     estimated: bool
     provider_usage: Mapping[str, Any] | None
     stop: str
+    # Where reused_prefix comes from: "kv_cache" (local model), "server" (its cached_tokens) or
+    # "estimate" (the prompt shared with the previous request); None for a request that failed.
+    prefix_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from imprint_desktop.core.errors import ProviderError
 from imprint_desktop.core.providers.base import CompletionRequest, Message
+from imprint_desktop.core.providers.estimate import chars_for_tokens
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.budgets import Settlement
@@ -176,6 +177,7 @@ class FinalStage:
             estimated=completion.estimated,
             usage=completion.provider_usage,
             stop=completion.stop,
+            prefix_source=completion.prefix_source,
         )
         if completion.stop == "cancelled" or engine.cancel.cancelled:
             return self._fallback("cancelled", "", started)
@@ -215,7 +217,8 @@ class FinalStage:
         window = engine.provider.context_window
         step_output = engine.settings.research_max_output_tokens
         # Characters per chunk: generous room for the instructions and the output allowance.
-        chunk_chars = max(1000, (window - step_output - 512) * 3)
+        evidence = "\n\n".join(engine.ledger.text_of(item.id) for item in items)
+        chunk_chars = max(1000, chars_for_tokens(window - step_output - 512, evidence))
         chunk: list[str] = []
         size = 0
         chunks: list[str] = []

@@ -48,6 +48,7 @@ def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one
             "budget_left": event.budget_left,
             "estimated": event.estimated,
             "provider_usage": dict(event.provider_usage) if event.provider_usage else None,
+            "prefix_source": event.prefix_source,
         }
     if isinstance(event, ev.ToolFinished):
         return {

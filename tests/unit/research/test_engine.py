@@ -483,6 +483,7 @@ def test_trace_has_the_documented_lines(tmp_path: Path) -> None:
         "request": {
             "phase", "round", "prompt_tokens", "reserved", "reused_prefix", "charged_prompt",
             "output_tokens", "charged", "refunded", "budget_left", "estimated", "provider_usage",
+            "prefix_source",
         },
         "tool": {
             "round", "call_id", "name", "kind", "status", "new_evidence", "repeated_evidence",
