@@ -82,7 +82,6 @@ class ReplyEnded:
 
 
 class ModelState(enum.Enum):
-    NONE = "none"
     LOADING = "loading"
     READY = "ready"
     FAILED = "failed"
@@ -137,7 +136,6 @@ class TraceRecord:
 
     stored_id: int
     lines: tuple[dict[str, object], ...]
-    purpose: str = "view"  # "view" or a file path it was written to
 
 
 @dataclass(frozen=True, slots=True)

@@ -272,10 +272,6 @@ class ChatView(QTextBrowser):
     def live(self) -> bool:
         return self._live_start is not None
 
-    @property
-    def live_text(self) -> str:
-        return self._live_text
-
     def end_live(self, message: ChatMessage | None) -> int | None:
         """Replace the live region with the finished message (or remove it)."""
         self._render_timer.stop()

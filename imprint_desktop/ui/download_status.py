@@ -134,9 +134,6 @@ class DownloadQueue(QWidget):
             self.show_item(item)
         self._update_buttons()
 
-    def row_of(self, download_id: str) -> int | None:
-        return self._rows.get(download_id)
-
     def select(self, download_id: str) -> None:
         row = self._rows.get(download_id)
         if row is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QUrl, Signal, Slot
+from PySide6.QtCore import Qt, QUrl, Slot
 from PySide6.QtGui import QColor, QDesktopServices
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -85,9 +85,6 @@ def _selected_data(table: QTableWidget) -> object:
 
 class ModelManagerWindow(QWidget):
     """A top-level window; one per main window, shown again rather than rebuilt."""
-
-    #: InstalledModel — the person chose a model to use (``model.path`` is already saved).
-    sig_model_used = Signal(object)
 
     def __init__(
         self, manager: DownloadManager, store: SettingsStore, parent: QWidget | None = None
@@ -341,7 +338,6 @@ class ModelManagerWindow(QWidget):
             return
         self._store.update({"model.path": str(model.path), "model.provider": "local"})
         self.say(f"{model.name} is now the model used for research.")
-        self.sig_model_used.emit(model)
         self.refresh_installed()
 
     @Slot()

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.core import resources
-from imprint_desktop.engine.payloads import IndexStatus, ModelState, ModelStatus, Outcome
+from imprint_desktop.engine.payloads import IndexStatus, ModelState, ModelStatus
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.inert import tooltip
 
@@ -193,7 +193,6 @@ class ResearchToolbar(QWidget):
             ModelState.LOADING: "loading…",
             ModelState.READY: "ready",
             ModelState.FAILED: "could not be loaded",
-            ModelState.NONE: "",
         }[status.state]
         self.model_state.setText(text)
         self.model_state.setToolTip(
@@ -214,7 +213,3 @@ class ResearchToolbar(QWidget):
     @property
     def indexing(self) -> bool:
         return self.index_bar.isVisible()
-
-
-def finished_index(status: IndexStatus) -> bool:
-    return status.outcome is Outcome.FINISHED

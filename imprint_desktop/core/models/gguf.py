@@ -72,10 +72,6 @@ class GgufInfo:
     def name(self) -> str:
         return str(self.metadata.get("general.name", ""))
 
-    @property
-    def split_count(self) -> int:
-        return int(self.metadata.get("split.count", 1) or 1)
-
     def arch_int(self, suffix: str) -> int | None:
         value = self.metadata.get(f"{self.architecture}.{suffix}")
         return (

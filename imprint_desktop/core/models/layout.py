@@ -75,10 +75,6 @@ class ModelLayout:
     def root(self) -> Path:
         return self.models_dir if self.models_dir is not None else self.cache_dir
 
-    @property
-    def uses_cache(self) -> bool:
-        return self.models_dir is None
-
     def target(self, repo_id: str, path: str, commit: str, sha256: str, size: int) -> FileTarget:
         if self.models_dir is None:
             repo = self.cache_dir / repo_folder(repo_id)
