@@ -133,27 +133,21 @@ def sentence(  # noqa: PLR0911 - one sentence per kind of error
 async def test_remote(
     http: httpx.AsyncClient, settings: Mapping[str, Any], api_key: str | None
 ) -> ConnectionTest:
-    """Ask the remote server for its models, the cheapest request that proves address and key."""
-    import httpx  # noqa: PLC0415 - engine thread, not startup
+    """Try the remote server as research would: the provider's own connection check (address
+    and key checked before sending, the model list read bounded, errors in its words)."""
+    from imprint_desktop.core.providers.remote import RemoteProvider  # noqa: PLC0415 - httpx
 
-    address = str(settings.get("remote.base_url") or "").rstrip("/")
-    base = server_address(settings)  # what messages show: no credentials, no query
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    provider = RemoteProvider(
+        http,
+        str(settings.get("remote.base_url") or ""),
+        str(settings.get("remote.model") or ""),
+        api_key,
+        int(settings.get("remote.context_window") or 0),
+    )
     try:
-        response = await http.get(f"{address}/models", headers=headers, timeout=10.0)
-    except httpx.HTTPError as error:
+        return ConnectionTest(True, await provider.check_connection())
+    except ProviderError as error:  # already a sentence naming the server without credentials
         log.info("connection test failed: %s", type(error).__name__)
-        return ConnectionTest(
-            False, f"Could not reach {base}. Check the address and that the server is running."
-        )
-    if response.status_code in (401, 403):
-        return ConnectionTest(
-            False,
-            f"The server at {base} said the API key is invalid. Open Preferences → Remote to "
-            "change it.",
-        )
-    if response.status_code >= 400:
-        return ConnectionTest(
-            False, f"The server at {base} answered {response.status_code}; check the address."
-        )
-    return ConnectionTest(True, f"Connected to {base}.")
+        return ConnectionTest(False, str(error))
+    except Exception as error:
+        return ConnectionTest(False, sentence(error, settings))

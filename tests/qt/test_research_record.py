@@ -164,10 +164,16 @@ def test_the_remote_server_test_reports_in_words(
         with qtbot.waitSignal(window.bridge.sig_connection_tested, timeout=WAIT_MS) as wrong:
             window.bridge.test_connection()
         assert not wrong.args[0].ok
-        assert "API key is invalid" in window.banner.text.text()
-        assert "Preferences → Remote" in window.banner.text.text()
+        assert "asks for an API key (401)" in window.banner.text.text()
+        assert "Preferences → Remote server" in window.banner.text.text()
 
         from imprint_desktop.settings.secrets import SecretStore
+
+        SecretStore().set("remote.api_key", "wrong")
+        with qtbot.waitSignal(window.bridge.sig_connection_tested, timeout=WAIT_MS) as refused:
+            window.bridge.test_connection()
+        assert not refused.args[0].ok
+        assert "said the API key is invalid (401)" in window.banner.text.text()
 
         SecretStore().set("remote.api_key", "right")
         with qtbot.waitSignal(window.bridge.sig_connection_tested, timeout=WAIT_MS) as right:

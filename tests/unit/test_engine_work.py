@@ -43,5 +43,5 @@ def test_a_failed_connection_test_names_the_server_without_its_credentials() -> 
             return (await work.test_remote(http, settings, None)).message
 
     message = asyncio.run(check())
-    assert message.startswith("Could not reach http://127.0.0.1:")
+    assert message.startswith("Could not connect to the server at http://127.0.0.1:")
     assert SECRET not in message and "ada" not in message
