@@ -163,6 +163,7 @@ def test_two_round_research_with_grammar_calls_and_exact_charges(
 ) -> None:
     workspace_dir = shutil.copytree(resource("sample-workspace"), tmp_path / "ws")
     with Workspace(workspace_dir) as workspace:
+        workspace.index.update()  # as the engine does before research
         toolbox = Toolbox(workspace, {}, None)
         tools = read_tools(toolbox)
         names = {schema["function"]["name"] for schema in tools}

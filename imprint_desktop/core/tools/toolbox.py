@@ -106,7 +106,7 @@ class Toolbox:
         ask_user: AskUser | None = None,
         research_sections: SectionsHandler | None = None,
         consent: FetchConsent | None = None,
-        refresh_index: bool = True,
+        refresh_index: bool = False,  # True: update the index before the first search or listing
     ) -> None:
         self.workspace = workspace
         self.settings = ToolSettings.from_mapping(settings)

@@ -39,6 +39,7 @@ def test_search_labels_the_models_note_and_not_the_persons_document(
     workspace: Workspace, corpus: Path
 ) -> None:
     path = write_model_note(workspace, "Harbour wall", "The harbour wall is made of basalt.")
+    workspace.index.update()  # as the engine does before research
     result = run_tool(Toolbox(workspace, {}, None), "search_workspace", {"query": "harbour wall"})
     by_source = {item.source: item for item in result.evidence}
     assert set(by_source) >= {path, "alpha.md"}, by_source
@@ -52,6 +53,7 @@ def test_search_labels_the_models_note_and_not_the_persons_document(
 
 def test_read_and_list_label_the_models_note(workspace: Workspace) -> None:
     path = write_model_note(workspace, "Ledger", "The ledger lists forty ships.")
+    workspace.index.update()
     toolbox = Toolbox(workspace, {}, None)
     read = run_tool(toolbox, "read_document", {"path": path})
     assert read.evidence and all(item.location.startswith(LABEL) for item in read.evidence)

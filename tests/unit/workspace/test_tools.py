@@ -143,6 +143,7 @@ def test_every_tool_validates(workspace: Workspace) -> None:
 
 
 def test_search_returns_citable_evidence(workspace: Workspace) -> None:
+    workspace.index.update()  # as the engine does before research
     toolbox = Toolbox(workspace, {}, None)
     result = asyncio.run(
         toolbox.execute("search_workspace", '{"query": "quokka"}', timeout=5, first_citation=7)
@@ -195,6 +196,7 @@ def test_every_result_is_capped(workspace: Workspace, corpus: Path) -> None:
     for number in range(40):
         write(corpus, f"bulk/{number:02d}.md", f"# Bulk {number}\n\n" + "pelican " * 300)
     write(corpus, "one-line.txt", "pelican " * 50_000)
+    workspace.index.update()
     toolbox = Toolbox(workspace, {"tools.max_result_chars": 1000}, None)
     calls = [
         ("search_workspace", {"query": "pelican", "limit": 50}),
