@@ -223,7 +223,7 @@ async def _ask(
             print(f"imprint: {note}", file=err, flush=True)
         try:
             with Workspace.from_settings(root, settings) as workspace:
-                await assistant.prepare_workspace(workspace)
+                await assistant.prepare_workspace(workspace, cancel)
                 answers: list[str] = list(args.answer)
 
                 async def ask(question: str) -> str:

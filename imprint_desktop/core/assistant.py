@@ -85,9 +85,10 @@ def provider_note(provider: Provider) -> str:
     return str(getattr(provider, "context_window_note", ""))
 
 
-async def prepare_workspace(workspace: Workspace) -> None:
-    """Bring the workspace index up to date before research time starts counting."""
-    await asyncio.to_thread(workspace.index.update)
+async def prepare_workspace(workspace: Workspace, cancel: CancelToken | None = None) -> None:
+    """Bring the workspace index up to date before research time starts counting; Stop
+    (``cancel``) ends it at once, keeping what was indexed."""
+    await asyncio.to_thread(workspace.index.update, cancel=cancel)
 
 
 async def research(
@@ -102,6 +103,7 @@ async def research(
     consent: Consent | None = None,
     sink: EventSink | None = None,
     history: Sequence[Message] = (),
+    compact_history: Sequence[Message] | None = None,
 ) -> ReplyResult:
     """Run one reply on the current loop; research time starts here, after the provider is ready.
 
@@ -125,4 +127,4 @@ async def research(
         consent=engine.consent,
         refresh_index=False,  # brought up to date by prepare_workspace, outside research time
     )
-    return await engine.run(question, toolbox, history)
+    return await engine.run(question, toolbox, history, compact_history=compact_history)

@@ -25,6 +25,7 @@ from typing import Any
 from imprint_desktop.core import paths
 from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.research.trace import trace_json, trace_line
 
 SCHEMA = """
@@ -234,8 +235,9 @@ class HistoryStore:
         """Earlier questions and answers, for the next reply's prompt."""
         messages: list[Message] = []
         for reply in self.replies(conversation_id):
-            if reply.answer:
-                messages += [Message("user", reply.question), Message("assistant", reply.answer)]
+            if reply.answer:  # as the model wrote it: the Sources block is the engine's
+                answer = written(reply.answer)
+                messages += [Message("user", reply.question), Message("assistant", answer)]
         return messages
 
     def mark_interrupted(self) -> int:

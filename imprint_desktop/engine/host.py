@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep
     import httpx
 
     from imprint_desktop.core.history import HistoryStore
-    from imprint_desktop.core.providers.base import Provider
+    from imprint_desktop.core.providers.base import Message, Provider
     from imprint_desktop.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,7 @@ class EngineHost(QThread):
         self._consent: tuple[str, asyncio.Future[Decision]] | None = None  # (call id, decision)
         self._sites: dict[int, AllowedSites] = {}  # per conversation: "Allow this site"
         self._index_cancel = threading.Event()
+        self._conversations: dict[int, tuple[Message, ...]] = {}
         with _live_lock:
             _live.add(self)
 
@@ -257,9 +258,15 @@ class EngineHost(QThread):
         return self._workspace
 
     async def update_index(
-        self, settings: Mapping[str, Any], progress: Callable[[p.IndexStatus], None]
+        self,
+        settings: Mapping[str, Any],
+        progress: Callable[[p.IndexStatus], None],
+        cancel: CancelToken | None = None,
     ) -> None:
-        """Bring the chosen workspace's index up to date, reporting progress (throttled)."""
+        """Bring the chosen workspace's index up to date, reporting progress (throttled).
+
+        ``cancel`` is the reply's Stop, which ends the update at once (a PDF being read
+        included); without it only shutting down does. Shutting down also stops a reply."""
         workspace = self.workspace(settings)
         root = str(workspace.root)
         last = [0.0]
@@ -271,7 +278,9 @@ class EngineHost(QThread):
                 progress(p.IndexStatus(root, event.done, event.total, event.path))
 
         result = await asyncio.to_thread(
-            workspace.index.update, progress=report, cancel=self._index_cancel
+            workspace.index.update,
+            progress=report,
+            cancel=cancel if cancel is not None else self._index_cancel,
         )
         outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
         progress(p.IndexStatus(root, result.documents, result.documents, outcome=outcome))
@@ -284,6 +293,19 @@ class EngineHost(QThread):
             return await self._answer
         finally:
             self._answer = None
+
+    def conversation(self, conversation_id: int) -> tuple[Message, ...]:
+        """The whole conversation the last reply in ``conversation_id`` left, or () when this
+        process has none (a conversation reopened after a restart continues from its history)."""
+        return self._conversations.get(conversation_id, ())
+
+    def keep_conversation(self, conversation_id: int, messages: tuple[Message, ...]) -> None:
+        """Remember the conversation a reply left, for the next question in it: the model then
+        continues what it has cached instead of reading the conversation again."""
+        if messages:
+            self._conversations[conversation_id] = messages
+        else:  # the answer did not come from it (a fallback, "not found"): start from history
+            self._conversations.pop(conversation_id, None)
 
     def consent_for(self, reply_id: int, conversation_id: int) -> Consent:
         """How reply ``reply_id`` asks the person about a fetch: a ``ConsentRequest`` payload

@@ -132,7 +132,8 @@ async def _research(
     if created:
         state["conversation"] = history.create_conversation(conversation_title(question))
     conversation: int = state["conversation"]
-    earlier = history.chat_messages(conversation)
+    compact = history.chat_messages(conversation)
+    earlier = host.conversation(conversation) or compact
     recorder = history.start_reply(conversation, question)
     state["recorder"] = recorder
     emit(p.ReplyOpened(reply_id, conversation, recorder.reply_id, question, created))
@@ -141,7 +142,7 @@ async def _research(
     provider = await host.provider(settings, cancel)
     cancel.raise_if_cancelled()
     emit(p.ReplyPreparing(reply_id, "Updating the workspace index…"))
-    await host.update_index(settings, emit)
+    await host.update_index(settings, emit, cancel)
     cancel.raise_if_cancelled()
 
     def sink(event: ev.Event) -> None:
@@ -151,7 +152,7 @@ async def _research(
             log.exception("could not save %s", type(event).__name__)
         emit(p.ReplyEvent(reply_id, event))
 
-    return await assistant.research(
+    result = await assistant.research(
         question,
         provider=provider,
         settings=settings,
@@ -162,7 +163,10 @@ async def _research(
         consent=host.consent_for(reply_id, conversation),
         sink=sink,
         history=earlier,
+        compact_history=compact,
     )
+    host.keep_conversation(conversation, result.conversation)
+    return result
 
 
 # --- history ------------------------------------------------------------------------------------

@@ -763,12 +763,17 @@ def test_finish_reason_length_keeps_the_text_and_cut_arguments_become_an_error(
             chunk(finish_reason="length"),
         ),
         Reply.text("Ada Quill was the last keeper", finish_reason="length"),
+        Reply.text("of Greyness Point [1]."),  # the final request completes the cut answer
     )
     result, payload = ask(imprint, openai_server, workspace)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert written(payload["answer"]) == "Ada Quill was the last keeper"
-    results = tool_results(openai_server.chat_requests()[1])
+    assert written(payload["answer"]) == "Ada Quill was the last keeper of Greyness Point [1]."
+    assert payload["stop_reason"] == "answered" and payload["final_mode"] == "model"
+    research, cut, final = openai_server.chat_requests()
+    results = tool_results(cut)
     assert list(results) == ["cut"] and results["cut"].startswith("Error:")
+    assert final.messages[-2] == {"role": "assistant", "content": "Ada Quill was the last keeper"}
+    assert final.json["max_tokens"] == 2048  # the final allowance, not the research one
 
 
 DEEPLY_NESTED = "[" * 100_000 + "]" * 100_000

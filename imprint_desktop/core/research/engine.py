@@ -246,26 +246,34 @@ class ResearchEngine:
     # --- the reply ------------------------------------------------------------------------------
 
     async def run(
-        self, question: str, tools: ResearchTools, history: Sequence[Message] = ()
+        self,
+        question: str,
+        tools: ResearchTools,
+        history: Sequence[Message] = (),
+        *,
+        compact_history: Sequence[Message] | None = None,
     ) -> ev.ReplyResult:
-        """Research ``question`` and answer it. Never raises: the result says how it ended."""
+        """Research ``question`` and answer it. Never raises: the result says how it ended.
+
+        ``history`` is the conversation so far: earlier questions and answers, or — to let a local
+        model reuse all of it from its cache — the whole conversation an earlier reply returned
+        (:attr:`~.events.ReplyResult.conversation`, system message first). When that would leave
+        too little of the context window for research, ``compact_history`` is used instead.
+        """
         self._tools = tools
         self.question = question
         self.emit(
             ev.ReplyStarted(self.now_t(), question, self.settings.snapshot, self.provider.name)
         )
         self.clock.start()
-        messages = [
-            Message("system", prompts.research_system(self.settings.system_prompt)),
-            *history,
-            Message("user", question),
-        ]
+        schemas = tuple(tools.schemas())
+        messages = await self._opening(question, history, compact_history, schemas)
         coordinator = _Loop(
             messages,
             "research",
             None,
             self._coordinator_patience,
-            tuple(tools.schemas()),
+            schemas,
             frozenset(ToolKind),
             seed=question,
         )
@@ -287,7 +295,38 @@ class ResearchEngine:
         self.emit(ev.ResearchStopped(self.now_t(), "answered"))
         # The research answer is the final answer: no final request, but the one final line.
         self.emit(ev.FinalFinished(self.now_t(), "model", 0.0))
-        return self._finish((answer, "model", None), "answered")
+        conversation = (*coordinator.messages, Message("assistant", answer))
+        return self._finish((answer, "model", None), "answered", conversation)
+
+    async def _opening(
+        self,
+        question: str,
+        history: Sequence[Message],
+        compact: Sequence[Message] | None,
+        schemas: tuple[Mapping[str, Any], ...],
+    ) -> list[Message]:
+        """The conversation the first request continues: the whole earlier one when it leaves at
+        least half the window for this reply, else the compact history."""
+        system = Message("system", prompts.research_system(self.settings.system_prompt))
+        if not history or history[0].role != "system":
+            return [system, *history, Message("user", question)]
+        whole = [system, *history[1:], Message("user", question)]
+        if compact is None:
+            return whole
+        request = CompletionRequest(
+            messages=tuple(whole),
+            max_tokens=self.settings.research_max_output_tokens,
+            deadline=self.clock.deadline(),
+            tools=schemas,
+        )
+        try:
+            tokens = await self.provider.count_prompt(request)
+        except Exception:  # the first request will meet the same failure and report it
+            log.warning("counting the earlier conversation failed", exc_info=True)
+            tokens = self.provider.context_window
+        if tokens <= self.provider.context_window // 2:
+            return whole
+        return [system, *compact, Message("user", question)]
 
     async def _after_stop(
         self, stop: ResearchStop, final: FinalStage, coordinator: _Loop
@@ -304,7 +343,7 @@ class ResearchEngine:
         if self.cancel.cancelled:  # Cancellation wins, also during the final stage; the
             # trace's one stop line keeps why research itself ended.
             return self._finish(outcome, "cancelled")
-        return self._finish(outcome, stop.reason)
+        return self._finish(outcome, stop.reason, final.conversation)
 
     async def _complete_cut(
         self, cut: _AnswerCut, final: FinalStage, coordinator: _Loop
@@ -320,7 +359,8 @@ class ResearchEngine:
             instruction=prompts.CONTINUE_ANSWER,
         )
         if mode == "model":
-            return self._finish((_joined(cut.text, text), mode, error), "answered")
+            joined = _joined(cut.text, text)
+            return self._finish((joined, mode, error), "answered", final.conversation)
         # Completing it failed (the final stage said so in its one final line): the person gets
         # the answer as far as it went, labelled.
         why = error or "the final request did not complete it"
@@ -734,7 +774,10 @@ class ResearchEngine:
         return text, "no_evidence", None
 
     def _finish(
-        self, outcome: tuple[str, ev.FinalMode, str | None], reason: ev.StopReason
+        self,
+        outcome: tuple[str, ev.FinalMode, str | None],
+        reason: ev.StopReason,
+        conversation: Sequence[Message] = (),
     ) -> ev.ReplyResult:
         answer, mode, error = outcome
         cited: tuple[ev.SourceView, ...] = ()
@@ -759,6 +802,7 @@ class ResearchEngine:
             user_wait_seconds=self.clock.user_wait,
             error=error,
             sources=cited,
+            conversation=tuple(conversation),
         )
         self.emit(ev.ReplyFinished(self.now_t(), result))
         return result

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from imprint_desktop.core.consent import Decision
+from imprint_desktop.core.providers.base import Message
 
 StopReason = Literal[
     "answered", "no_progress", "time_budget", "token_budget", "context_full", "cancelled", "error"
@@ -214,6 +215,9 @@ class ReplyResult:
     error: str | None = None
     trace: str | None = None
     sources: tuple[SourceView, ...] = ()
+    # The conversation as the model last saw it, ending with its answer (empty when the answer
+    # did not come from it): the next question in this conversation continues it.
+    conversation: tuple[Message, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -67,6 +67,9 @@ class FinalStage:
     def __init__(self, engine: ResearchEngine) -> None:
         self.engine = engine
         self._tools: tuple[Mapping[str, Any], ...] = ()
+        # The final request's messages and the answer, when the final was written on the
+        # research conversation itself (not on condensed notes): the next question extends it.
+        self.conversation: tuple[Message, ...] = ()
 
     async def run(
         self,
@@ -191,6 +194,8 @@ class FinalStage:
         text = without_call_markup(completion.text)
         if not text:
             return self._fallback(reason, "the model wrote an empty final answer", started)
+        if self._tools:
+            self.conversation = (*request.messages, Message("assistant", completion.text.strip()))
         engine.emit(ev.FinalFinished(engine.now_t(), "model", self.engine.clock_now() - started))
         return text, "model", None
 

@@ -17,7 +17,7 @@ from imprint_desktop.core.errors import (
     ProviderDeadlineError,
     ProviderUnavailableError,
 )
-from imprint_desktop.core.providers.base import CompletionRequest
+from imprint_desktop.core.providers.base import CompletionRequest, Message
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
 from imprint_desktop.core.research.final import without_call_markup
@@ -207,3 +207,33 @@ def test_a_server_s_own_limits_stop_research_and_the_final_is_written(
     assert result.stop_reason == reason and result.final_mode == "model"
     assert provider.requests[-1].phase == "final"
     assert written(result.answer) == "Lit in 1862 [1]."
+
+
+def test_a_follow_up_continues_the_whole_conversation_the_first_reply_left() -> None:
+    script = [Step(calls=[search("lit")]), Step("Lit in 1862 [1]."), Step("Alder kept it [2].")]
+    engine, tools, provider, _ = make(script, lambda n, v: passage(f"Fact for {v['query']}."))
+    first = run(engine.run("When was it lit?", tools))
+    assert first.conversation[0].role == "system"
+    assert first.conversation[-1].content == "Lit in 1862 [1]."  # as the model wrote it
+    sent_before = len(provider.requests)
+
+    follow, tools2, _, _ = make(script, lambda n, v: passage(f"Fact for {v['query']}."))
+    follow.provider = provider  # the same model, with what it has cached
+    compact = [Message("user", "When was it lit?"), Message("assistant", "Lit in 1862 [1].")]
+    run(follow.run("Who kept it?", tools2, first.conversation, compact_history=compact))
+    opening = provider.requests[sent_before]
+    assert opening.messages[: len(first.conversation)] == first.conversation
+    assert opening.messages[len(first.conversation)].content == "Who kept it?"
+
+
+def test_a_conversation_too_long_to_continue_falls_back_to_the_compact_history() -> None:
+    long = [Message("system", "x"), *[Message("user", "word " * 400)] * 8]
+    engine, tools, provider, _ = make([Step("Fine.")], lambda n, v: passage("y"),
+                                      context_window=4096)  # fmt: skip
+    compact = [Message("user", "Earlier?"), Message("assistant", "Earlier.")]
+    run(engine.run("Now?", tools, long, compact_history=compact))
+    assert [m.content for m in provider.requests[0].messages[1:]] == [
+        "Earlier?",
+        "Earlier.",
+        "Now?",
+    ]

@@ -1,0 +1,116 @@
+"""A follow-up question on the starter model: how much of the conversation is evaluated again?
+
+Two replies in one conversation over ``bench/quality-workspace`` with the real local provider
+(llama.cpp, SmolLM2-135M): a first question, then a follow-up. The follow-up's first research
+request is measured three ways, each from a fresh model (nothing cached but what the first reply
+left):
+
+- **compact**: the follow-up continues earlier questions and answers only (what the history
+  database keeps);
+- **conversation**: it continues the whole conversation the first reply returned
+  (``ReplyResult.conversation``), so the model's cache holds all of it;
+- the **new turn**: the follow-up's question and its seeded passages, in tokens — what must be
+  evaluated at the least.
+
+Prints the prompt tokens evaluated (not reused from the cache) by the follow-up's first request
+for both, and their ratio to the new turn. Target: conversation ≤ 1.2 × the new turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from imprint_desktop.core.providers.base import CompletionRequest, Message  # noqa: E402
+from imprint_desktop.core.providers.local.provider import open_local_provider  # noqa: E402
+from imprint_desktop.core.research import events as ev  # noqa: E402
+from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings  # noqa: E402
+from imprint_desktop.core.research.sources import written  # noqa: E402
+from imprint_desktop.core.tools.toolbox import Toolbox  # noqa: E402
+from imprint_desktop.core.workspace import Workspace  # noqa: E402
+from imprint_desktop.settings.store import SettingsStore  # noqa: E402
+
+WORKSPACE = ROOT / "bench" / "quality-workspace"
+FIRST = "Who was the engineer of the Tarn Valley Railway?"
+FOLLOW_UP = "When did Crag Halt reopen?"
+TARGET = 1.2
+
+
+async def reply(
+    provider: Any,
+    settings: dict[str, Any],
+    workspace: Workspace,
+    *,
+    question: str,
+    history: list[Message],
+    compact: list[Message] | None = None,
+) -> tuple[ev.ReplyResult, list[ev.Event], list[CompletionRequest]]:
+    events: list[ev.Event] = []
+    requests: list[CompletionRequest] = []
+    complete = provider.complete
+
+    async def recording(request: CompletionRequest, *args: Any) -> Any:
+        requests.append(request)
+        return await complete(request, *args)
+
+    provider.complete = recording
+    engine = ResearchEngine(provider, ResearchSettings.from_mapping(settings), sink=events.append)
+    tools = Toolbox(workspace, settings, None, refresh_index=False)
+    try:
+        result = await engine.run(question, tools, history, compact_history=compact)
+    finally:
+        provider.complete = complete
+    return result, events, requests
+
+
+async def follow_up(mode: str, settings: dict[str, Any], workspace: Workspace) -> tuple[int, int]:
+    provider = await open_local_provider(None, settings)
+    try:
+        first, _, _ = await reply(provider, settings, workspace, question=FIRST, history=[])
+        compact = [Message("user", FIRST), Message("assistant", written(first.answer))]
+        history = list(first.conversation) if mode == "conversation" else compact
+        _, events, requests = await reply(
+            provider, settings, workspace, question=FOLLOW_UP, history=history, compact=compact
+        )
+        [opening] = [e for e in events if isinstance(e, ev.RequestFinished)][:1]
+        # The new turn: the first request's prompt less the conversation it continues.
+        before = CompletionRequest(
+            messages=requests[0].messages[: len(requests[0].messages) - 3],
+            max_tokens=1,
+            deadline=requests[0].deadline,
+            tools=requests[0].tools,
+        )
+        new_turn = opening.prompt_tokens - await provider.count_prompt(before)
+        return opening.charged_prompt, new_turn
+    finally:
+        await provider.aclose()
+
+
+def main() -> int:
+    settings = dict(SettingsStore(environ={}).snapshot())
+    settings["chat.max_tokens"] = 256
+    settings["chat.research_max_output_tokens"] = 256
+    with Workspace(WORKSPACE) as workspace:
+        workspace.index.update()
+        results = {
+            m: asyncio.run(follow_up(m, settings, workspace)) for m in ("compact", "conversation")
+        }
+    for mode, (evaluated, new_turn) in results.items():
+        print(
+            f"{mode:>12}: {evaluated:5d} prompt tokens evaluated, new turn {new_turn:5d} "
+            f"→ {evaluated / max(new_turn, 1):.2f}×"
+        )
+    ratio = results["conversation"][0] / max(results["conversation"][1], 1)
+    print(
+        f"target: conversation ≤ {TARGET}× the new turn: {'met' if ratio <= TARGET else 'MISSED'}"
+    )
+    return 0 if ratio <= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
