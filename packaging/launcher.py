@@ -4,9 +4,13 @@ Without a command it opens the window, so the windowed launcher (no console on W
 code of its own.
 """
 
+import multiprocessing
 import sys
 
-from imprint_desktop.cli import main
-
 if __name__ == "__main__":
+    # The PDF reader runs in a worker process started with "spawn": in the frozen app that
+    # process starts this same program, which must become the worker, not a second Imprint.
+    multiprocessing.freeze_support()
+    from imprint_desktop.cli import main
+
     sys.exit(main())
