@@ -8,12 +8,13 @@ Apply; Cancel discards them and leaves the store untouched.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import threading
+import functools
 from dataclasses import dataclass
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QPalette, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractButton,
     QDialog,
@@ -38,6 +39,7 @@ from imprint_desktop.settings.schema import Setting, Value
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore, Source
 from imprint_desktop.ui.editors import Editor, SecretEditor, make_editor
+from imprint_desktop.ui.gui_tasks import GuiTasks, off_thread
 
 _RESTART_MARK = "⟳"
 
@@ -57,8 +59,6 @@ class PreferencesDialog(QDialog):
 
     #: Settings were saved (OK or Apply). Payload: the keys that changed, as a frozenset.
     sig_settings_applied = Signal(object)
-    #: Internal: a keyring check finished on its thread. Payload: (key, stored or None, error).
-    _sig_secret_checked = Signal(str, object, str)
 
     def __init__(
         self, store: SettingsStore, secrets: SecretStore, parent: QWidget | None = None
@@ -71,7 +71,9 @@ class PreferencesDialog(QDialog):
         self._secrets = secrets
         self._fields: dict[str, _Field] = {}
         self._restart_pending: set[str] = set()
-        self._sig_secret_checked.connect(self._secret_checked, Qt.ConnectionType.QueuedConnection)
+        #: The dialog's short asynchronous work (keyring checks); closing the dialog cancels it.
+        self.tasks = GuiTasks()
+        self._checks: dict[str, asyncio.Task[None]] = {}  # keyring checks under way, by key
 
         self.sections = QListWidget()
         self.sections.setAccessibleName("Preference pages")
@@ -214,39 +216,59 @@ class PreferencesDialog(QDialog):
             editor = SecretEditor(setting, stored=False)
             _refuse_secret(editor, message, str(error))
             return editor
-        editor = SecretEditor(setting, stored=None)
+        editor = SecretEditor(setting, stored=None)  # asked when the dialog is shown
         editor.setToolTip(where)
         editor.line.setAccessibleDescription(f"{setting.description} {where}")
-        self._check_secret(setting.key)
         return editor
 
-    def _check_secret(self, key: str) -> None:
-        """Ask the keyring whether a secret is stored, off the GUI thread: a keyring can be slow,
-        or locked and waiting for its own unlock prompt, and the dialog must stay responsive."""
-        secrets, done = self._secrets, self._sig_secret_checked
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self._check_secrets()
 
-        def check() -> None:
-            try:
-                stored, problem = secrets.has(key), ""
-            except SecretStoreError as error:
-                stored, problem = None, str(error)
-            with contextlib.suppress(RuntimeError):  # the dialog was closed meanwhile
-                done.emit(key, stored, problem)
+    def done(self, result: int) -> None:
+        self.tasks.cancel_all()  # closed (OK, Cancel or the title bar): nothing left to update
+        self._checks.clear()  # shown again, the dialog asks again
+        super().done(result)
 
-        threading.Thread(target=check, name=f"keyring-check-{key}", daemon=True).start()
+    def _check_secrets(self) -> None:
+        """Ask the keyring which keys are stored, for the fields that do not know yet (again
+        when the dialog is shown after a close that cut a check short)."""
+        for key, field in self._fields.items():
+            editor = field.editor
+            if isinstance(editor, SecretEditor) and editor.checking and key not in self._checks:
+                task = self.tasks.start(
+                    self._check_secret(field),
+                    what="ask the keyring whether a key is stored",
+                    failed=functools.partial(self._secret_unknown, field),
+                )
+                self._checks[key] = task
+                task.add_done_callback(functools.partial(self._check_ended, key))
 
-    @Slot(str, object, str)
-    def _secret_checked(self, key: str, stored: bool | None, problem: str) -> None:
-        field = self._fields.get(key)
-        if field is None or not isinstance(field.editor, SecretEditor):
+    def _check_ended(self, key: str, task: asyncio.Task[None]) -> None:
+        if self._checks.get(key) is task:
+            del self._checks[key]
+
+    async def _check_secret(self, field: _Field) -> None:
+        """Off the GUI thread, as the keyring can be slow, or locked and waiting for its own
+        unlock prompt: the dialog stays responsive meanwhile."""
+        key, editor = field.setting.key, field.editor
+        assert isinstance(editor, SecretEditor)
+        try:
+            stored = await off_thread(
+                functools.partial(self._secrets.has, key), name=f"keyring-check-{key}"
+            )
+        except SecretStoreError as error:
+            self._secret_unknown(field, str(error))
             return
-        if not field.editor.checking:  # saved meanwhile: that is the state now
-            return
-        if problem:
+        if editor.checking:  # not saved meanwhile (then that is the state now)
+            editor.set_stored(stored)
+            self._refresh(field)
+
+    def _secret_unknown(self, field: _Field, problem: str) -> None:
+        """The keyring could not say whether the key is stored: the field says why."""
+        if isinstance(field.editor, SecretEditor) and field.editor.checking:
             _refuse_secret(field.editor, field.message, problem)
-        else:
-            field.editor.set_stored(bool(stored))
-        self._refresh(field)
+            self._refresh(field)
 
     def _description(self, setting: Setting) -> str:
         parts = [setting.description]

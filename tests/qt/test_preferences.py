@@ -249,10 +249,12 @@ class _SlowKeyring(MemoryKeyring):
 
     def __init__(self) -> None:
         super().__init__()
+        self.asked = threading.Event()
         self.answer = threading.Event()
 
     def get_password(self, service: str, username: str) -> str | None:
         password = super().get_password(service, username)  # read now, answer later
+        self.asked.set()
         assert self.answer.wait(timeout=30), "the test never let the keyring answer"
         return password
 
@@ -286,17 +288,79 @@ def test_a_key_saved_before_the_keyring_answers_is_not_undone_by_the_answer(
     dialog.show_section("remote")
     editor = dialog.editor("remote.api_key")
     assert isinstance(editor, SecretEditor)
+    qtbot.waitUntil(slow.asked.is_set, timeout=10_000)  # it read "none stored"
     qtbot.keyClicks(editor.line, "sk-new")
     qtbot.mouseClick(button(dialog, APPLY), Qt.MouseButton.LeftButton)
+    assert not dialog.tasks.idle, "the check begun before the save is still waiting"
     slow.answer.set()  # now the check, begun before the save, reports "none stored"
-
-    def checked() -> bool:
-        return not any(t.name.startswith("keyring-check") for t in threading.enumerate())
-
-    qtbot.waitUntil(checked, timeout=10_000)
-    QApplication.processEvents()  # deliver the stale answer
+    qtbot.waitUntil(lambda: dialog.tasks.idle, timeout=10_000)  # the stale answer arrived
     assert slow.passwords == {(SERVICE, "remote.api_key"): "sk-new"}
     assert editor.stored and "Stored" in editor.line.placeholderText()
+
+
+def test_closing_the_dialog_stops_waiting_for_the_keyring_and_reopening_asks_again(
+    qtbot: QtBot, store: SettingsStore
+) -> None:
+    slow = _SlowKeyring()
+    slow.passwords[(SERVICE, "remote.api_key")] = "sk-stored"
+    keyring.set_keyring(slow)
+    dialog = PreferencesDialog(store, SecretStore())
+    qtbot.addWidget(dialog)
+    dialog.show()
+    editor = dialog.editor("remote.api_key")
+    assert isinstance(editor, SecretEditor) and editor.checking
+    qtbot.waitUntil(slow.asked.is_set, timeout=10_000)
+    qtbot.mouseClick(button(dialog, CANCEL), Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: dialog.tasks.idle, timeout=10_000)  # cancelled, the keyring still busy
+    assert editor.checking, "nothing answered while the dialog was closed"
+    dialog.show()
+    assert not dialog.tasks.idle, "shown again, the dialog asks the keyring again"
+    slow.answer.set()
+    qtbot.waitUntil(lambda: not editor.checking, timeout=10_000)
+    assert editor.stored and "Stored" in editor.line.placeholderText()
+    qtbot.waitUntil(lambda: dialog.tasks.idle, timeout=10_000)
+
+
+class _LockedKeyring(MemoryKeyring):
+    """A keyring that refuses every read (a locked collection whose prompt was dismissed)."""
+
+    def get_password(self, service: str, username: str) -> str | None:
+        raise keyring.errors.KeyringLocked("the collection is locked")
+
+
+def test_a_keyring_that_cannot_be_read_is_explained_in_the_field(
+    qtbot: QtBot, store: SettingsStore
+) -> None:
+    keyring.set_keyring(_LockedKeyring())
+    dialog = PreferencesDialog(store, SecretStore())
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.show_section("remote")
+    message = dialog.message("remote.api_key")
+    qtbot.waitUntil(message.isVisible, timeout=10_000)
+    assert "locked" in message.text()
+    assert not dialog.editor("remote.api_key").isEnabled()
+
+
+class _BrokenSecrets(SecretStore):
+    """A secret store with a fault of its own: ``has`` fails in a way no one foresaw."""
+
+    def has(self, key: str) -> bool:
+        raise ValueError("a fault inside the secret store")
+
+
+def test_an_unforeseen_failure_of_the_keyring_check_is_a_sentence_in_the_field(
+    qtbot: QtBot, store: SettingsStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    dialog = PreferencesDialog(store, _BrokenSecrets())
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.show_section("remote")
+    message = dialog.message("remote.api_key")
+    qtbot.waitUntil(message.isVisible, timeout=10_000)
+    assert message.text().startswith("Imprint could not ask the keyring whether a key is stored")
+    assert "ValueError" in message.text() and "a fault inside" not in message.text()
+    assert "a fault inside the secret store" in caplog.text  # the detail is in the log
 
 
 def test_without_a_keyring_the_secret_field_explains_and_refuses(
