@@ -457,6 +457,7 @@ class ResearchEngine:
             prompt_tokens=prompt_tokens,
             output_tokens=self.settings.research_max_output_tokens,
             cap=self.settings.max_result_chars,
+            question=loop.seed,
         )
 
     def _end_round(self, loop: _Loop, *, progress: bool, excluded: bool) -> None:

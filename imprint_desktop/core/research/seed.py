@@ -15,14 +15,12 @@ from __future__ import annotations
 import json
 import re
 
+from imprint_desktop.core.providers.estimate import chars_for_tokens
+
 #: The call id of the engine's own search; a conversation's later calls never reuse an id.
 SEED_CALL_ID = "imprint_seed_search"
 #: At most this many passages seed the conversation.
 SEED_LIMIT = 6
-#: Characters the seed result may take, at most, of every token the window has to spare: a
-#: cautious 3 characters a token (Latin text runs about 4; other scripts fewer — the count of the
-#: formatted prompt, not this figure, decides what is sent).
-CHARS_PER_TOKEN = 3
 #: Of the room left in the window after the prompt and the research output allowance, the seed
 #: takes at most this share, so the model still has room to research after it.
 SEED_SHARE_OF_ROOM = 0.5
@@ -449,13 +447,17 @@ def seed_arguments(query: str) -> str:
     return json.dumps({"query": query, "limit": SEED_LIMIT}, ensure_ascii=False)
 
 
-def seed_chars(*, context_window: int, prompt_tokens: int, output_tokens: int, cap: int) -> int:
+def seed_chars(
+    *, context_window: int, prompt_tokens: int, output_tokens: int, cap: int, question: str
+) -> int:
     """How many characters the seed result may take: a share of the window's spare room.
 
-    ``cap`` is the tool result size limit (``tools.max_result_chars``); the seed never exceeds it.
+    Tokens become characters at the rate of the question's script (the passages that match it
+    are written in it, mostly). ``cap`` is the tool result size limit (``tools.max_result_chars``);
+    the seed never exceeds it.
     """
     room = max(0, context_window - prompt_tokens - output_tokens)
-    planned = int(room * SEED_SHARE_OF_ROOM) * CHARS_PER_TOKEN
+    planned = chars_for_tokens(int(room * SEED_SHARE_OF_ROOM), question)
     return max(MIN_SEED_CHARS, min(cap, planned, MAX_SEED_CHARS))
 
 

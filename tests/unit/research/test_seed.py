@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from imprint_desktop.core.providers.base import CompletionRequest, Message
+from imprint_desktop.core.providers.estimate import chars_for_tokens
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import seed, sources
 from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
@@ -73,12 +74,19 @@ def test_function_words_alone_never_reach_the_search() -> None:
 
 
 def test_the_seed_takes_a_share_of_the_room_left_and_never_more_than_the_cap() -> None:
-    roomy = seed.seed_chars(context_window=32_768, prompt_tokens=800, output_tokens=1024, cap=6000)
-    tight = seed.seed_chars(context_window=2048, prompt_tokens=900, output_tokens=512, cap=6000)
-    full = seed.seed_chars(context_window=2048, prompt_tokens=2000, output_tokens=512, cap=6000)
-    assert roomy == seed.MAX_SEED_CHARS
-    assert tight == (2048 - 900 - 512) // 2 * seed.CHARS_PER_TOKEN
-    assert full == seed.MIN_SEED_CHARS
+    def chars(window: int, prompt: int, output: int, question: str = "When was it lit?") -> int:
+        return seed.seed_chars(
+            context_window=window, prompt_tokens=prompt, output_tokens=output, cap=6000,
+            question=question,
+        )  # fmt: skip
+
+    assert chars(32_768, 800, 1024) == seed.MAX_SEED_CHARS
+    tight = chars(2048, 900, 512)
+    assert seed.MIN_SEED_CHARS < tight < seed.MAX_SEED_CHARS
+    assert tight == chars_for_tokens((2048 - 900 - 512) // 2, "When was it lit?")
+    assert chars(2048, 2000, 512) == seed.MIN_SEED_CHARS
+    # The same room holds fewer characters of a script that takes more tokens a character.
+    assert chars(2048, 900, 512, "灯塔是什么时候第一次点亮的？") < tight
 
 
 # --- the engine's own search ----------------------------------------------------------------------
