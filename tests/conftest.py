@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -37,6 +38,16 @@ def memory_keyring() -> Iterator[MemoryKeyring]:
     keyring.set_keyring(backend)
     yield backend
     keyring.set_keyring(previous)
+
+
+@pytest.fixture(autouse=True)
+def logging_as_found() -> Iterator[None]:
+    """A test that runs the command line in-process (which quiets Imprint's loggers unless
+    --verbose) leaves logging as it found it, so the next test's caplog sees what it expects."""
+    logger = logging.getLogger("imprint_desktop")
+    level = logger.level
+    yield
+    logger.setLevel(level)
 
 
 @pytest.fixture(autouse=True)

@@ -69,5 +69,7 @@ def test_a_deadline_inside_prefill_ends_research_on_time(tmp_path: Path) -> None
     assert BUDGET <= result.research_seconds < BUDGET + 1.5
     first = next(e for e in events if isinstance(e, ev.RequestFinished))
     assert first.stop == "deadline" and 0 < first.charged_prompt < first.prompt_tokens
-    assert result.final_mode in ("model", "fallback") and result.answer.strip()
+    # The note does not match the question: the reply says nothing was found, or (had the
+    # seed found something) answers or falls back; it always has its one final line.
+    assert result.final_mode in ("model", "fallback", "no_evidence") and result.answer.strip()
     assert any(isinstance(e, ev.FinalFinished) for e in events)

@@ -276,6 +276,8 @@ class ResearchEngine:
             schemas,
             frozenset(ToolKind),
             seed=question,
+            # A continued conversation's calls keep their ids; new ones must not repeat them.
+            call_ids={call.id for message in messages for call in message.tool_calls},
         )
         final = FinalStage(self)
         try:
@@ -421,11 +423,10 @@ class ResearchEngine:
         if loop.worker is not None:
             self.rounds += 1
             loop.round = self.rounds
-        call = ToolCall(
-            seed.SEED_CALL_ID if loop.worker is None else f"{seed.SEED_CALL_ID}_{loop.round}",
-            "search_workspace",
-            seed.seed_arguments(query),
-        )
+        call_id = seed.SEED_CALL_ID if loop.worker is None else f"{seed.SEED_CALL_ID}_{loop.round}"
+        while call_id in loop.call_ids:  # a conversation continued: an earlier reply's seed
+            call_id += "_"
+        call = ToolCall(call_id, "search_workspace", seed.seed_arguments(query))
         loop.call_ids.add(call.id)
         self.emit(ev.RoundStarted(self.now_t(), loop.round, loop.worker))
         max_chars = await self._seed_chars(loop)

@@ -26,7 +26,13 @@ from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools, passage
 from tests.support.scripted_provider import ScriptedProvider, Step
-from tests.unit.research.test_engine import make, research_then_final, run, search
+from tests.unit.research.test_engine import (
+    assert_protocol_complete,
+    make,
+    research_then_final,
+    run,
+    search,
+)
 
 
 def test_a_worker_stopped_by_time_hands_its_passages_to_the_final_request() -> None:
@@ -211,19 +217,26 @@ def test_a_server_s_own_limits_stop_research_and_the_final_is_written(
 
 def test_a_follow_up_continues_the_whole_conversation_the_first_reply_left() -> None:
     script = [Step(calls=[search("lit")]), Step("Lit in 1862 [1]."), Step("Alder kept it [2].")]
-    engine, tools, provider, _ = make(script, lambda n, v: passage(f"Fact for {v['query']}."))
+
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        return passage(f"Fact for {values['query']}.", location=values["query"])
+
+    engine, tools, provider, _ = make(script, respond, research_first=True)
     first = run(engine.run("When was it lit?", tools))
     assert first.conversation[0].role == "system"
     assert first.conversation[-1].content == "Lit in 1862 [1]."  # as the model wrote it
     sent_before = len(provider.requests)
 
-    follow, tools2, _, _ = make(script, lambda n, v: passage(f"Fact for {v['query']}."))
+    follow, tools2, _, _ = make(script, respond, research_first=True)
     follow.provider = provider  # the same model, with what it has cached
     compact = [Message("user", "When was it lit?"), Message("assistant", "Lit in 1862 [1].")]
     run(follow.run("Who kept it?", tools2, first.conversation, compact_history=compact))
     opening = provider.requests[sent_before]
     assert opening.messages[: len(first.conversation)] == first.conversation
     assert opening.messages[len(first.conversation)].content == "Who kept it?"
+    assert_protocol_complete(opening)
+    ids = [call.id for message in opening.messages for call in message.tool_calls]
+    assert len(ids) == 3 and len(set(ids)) == 3, ids  # two seeds and a search, no id twice
 
 
 def test_a_conversation_too_long_to_continue_falls_back_to_the_compact_history() -> None:
