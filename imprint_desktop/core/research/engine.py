@@ -782,6 +782,8 @@ class ResearchEngine:
         conversation: Sequence[Message] = (),
     ) -> ev.ReplyResult:
         answer, mode, error = outcome
+        if mode == "model":
+            answer = sources.without_repeats(answer)
         cited: tuple[ev.SourceView, ...] = ()
         if mode == "model" and self.ledger.items:
             cited = sources.sources_for(answer, self.ledger.items, self.ledger.citable)

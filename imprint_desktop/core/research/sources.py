@@ -108,6 +108,28 @@ def with_sources(answer: str, sources: Sequence[ev.SourceView], excerpts: Mappin
     return f"{answer.rstrip()}\n\n{UNCITED_HEADING}\n" + "\n".join(lines)
 
 
+#: A sentence or line of an answer with the space after it, to find repeats.
+_UNIT = re.compile(r".+?(?:(?<=[.!?:])[ \t]+|\n+|$)", re.DOTALL)
+
+
+def without_repeats(answer: str) -> str:
+    """``answer`` with every sentence or line that repeats an earlier one left out.
+
+    A small model can loop, writing one sentence over and over until its allowance runs out;
+    the person should read it once. Short units (list markers, "Yes.") are kept as they are.
+    """
+    seen: set[str] = set()
+    kept: list[str] = []
+    for match in _UNIT.finditer(answer):
+        unit = match.group(0)
+        key = " ".join(unit.lower().split())
+        if len(key) >= 12 and key in seen:
+            continue
+        seen.add(key)
+        kept.append(unit)
+    return "".join(kept).strip() or answer.strip()
+
+
 def written(answer: str) -> str:
     """``answer`` without the Sources block the engine added: what the model wrote."""
     for heading in (SOURCES_HEADING, UNCITED_HEADING):

@@ -313,3 +313,28 @@ def test_passages_shown_uncited_show_the_part_that_matches_the_question() -> Non
     block = result.answer.split(f"\n\n{sources.UNCITED_HEADING}\n")[1]
     assert "The engineer was Margaret Holloway" in block
     assert block.startswith("- [1] history/opening.md, lines 7-14 — The opening of the line: “…")
+
+
+@pytest.mark.parametrize(
+    ("text", "tidy"),
+    [
+        (
+            "Theft of the bridge.\n\nTheft of the bridge.\n\nTheft of the bridge.",
+            "Theft of the bridge.",
+        ),
+        ("The answer is: The answer is: The answer is: 1857 [1].", "The answer is: 1857 [1]."),
+        ("Lit in 1857 [1]. Built by Brandt [2].", "Lit in 1857 [1]. Built by Brandt [2]."),
+        ("- Yes.\n- Yes.\n- No.", "- Yes.\n- Yes.\n- No."),  # short units stay as written
+    ],
+)
+def test_an_answer_that_loops_is_read_once(text: str, tidy: str) -> None:
+    assert sources.without_repeats(text) == tidy
+
+
+def test_a_looping_answer_reaches_the_person_once() -> None:
+    loop = "The final answer to the person's question is: " * 5 + "1857 [1]."
+    engine, tools, _p, _r = make([Step(loop)], lambda n, v: found(GANNET))
+    result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
+    assert (
+        sources.written(result.answer) == "The final answer to the person's question is: 1857 [1]."
+    )
