@@ -769,7 +769,7 @@ def test_finish_reason_length_keeps_the_text_and_cut_arguments_become_an_error(
     assert result.returncode == 0, result.stderr[-2000:]
     assert written(payload["answer"]) == "Ada Quill was the last keeper of Greyness Point [1]."
     assert payload["stop_reason"] == "answered" and payload["final_mode"] == "model"
-    research, cut, final = openai_server.chat_requests()
+    _research, cut, final = openai_server.chat_requests()
     results = tool_results(cut)
     assert list(results) == ["cut"] and results["cut"].startswith("Error:")
     assert final.messages[-2] == {"role": "assistant", "content": "Ada Quill was the last keeper"}

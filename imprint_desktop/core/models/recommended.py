@@ -320,9 +320,7 @@ def _roles(judged: Sequence[Recommendation]) -> dict[int, Role]:
         return {}
     well = [i for i in fitting if judged[i].fit.verdict is Verdict.RUNS_WELL]
     best = (
-        well[0]
-        if well
-        else min(fitting, key=lambda i: judged[i].fit.reply_seconds or float("inf"))
+        well[0] if well else min(fitting, key=lambda i: judged[i].fit.reply_seconds or float("inf"))
     )
     size = judged[best].model.size
     above = [i for i in reversed(fitting) if i < best]  # nearest first
