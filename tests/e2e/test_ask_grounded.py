@@ -145,7 +145,7 @@ def test_the_text_output_ends_with_the_sources(
     _payload, _trace, stdout = ask(imprint, openai_server, workspace, tmp_path)
     body, block = stdout.rstrip().split(f"\n\n{sources.UNCITED_HEADING}\n")
     assert body == "It was Ada Quill."
-    assert block.startswith("- [1] keepers.md, lines 1-5 — Keepers: “# Keepers The last keeper")
+    assert block.startswith("- [1] keepers.md, lines 1-5 — Keepers: “Keepers The last keeper")
 
 
 def test_with_research_first_off_the_first_request_is_the_question_alone(

@@ -91,8 +91,8 @@ def snippets(
 ) -> dict[int, str]:
     """For passages shown uncited: the part of each that matches ``question`` best, short."""
     terms = query_terms(question)
-    return {s.id: focus(" ".join(texts.get(s.id, "").split()), terms, _EXCERPT_CHARS)
-            for s in sources}  # fmt: skip
+    plain = {s.id: _HEADING_MARK.sub(r"\1", texts.get(s.id, "")) for s in sources}
+    return {s.id: focus(" ".join(plain[s.id].split()), terms, _EXCERPT_CHARS) for s in sources}
 
 
 def with_sources(answer: str, sources: Sequence[ev.SourceView], excerpts: Mapping[int, str]) -> str:
@@ -108,6 +108,8 @@ def with_sources(answer: str, sources: Sequence[ev.SourceView], excerpts: Mappin
     return f"{answer.rstrip()}\n\n{UNCITED_HEADING}\n" + "\n".join(lines)
 
 
+#: A Markdown heading's marks ("## "), left out of a quoted passage.
+_HEADING_MARK = re.compile(r"(^|\n)[ \t]*#{1,6}[ \t]+")
 #: A sentence or line of an answer with the space after it, to find repeats.
 _UNIT = re.compile(r".+?(?:(?<=[.!?:])[ \t]+|\n+|$)", re.DOTALL)
 

@@ -338,3 +338,15 @@ def test_a_looping_answer_reaches_the_person_once() -> None:
     assert (
         sources.written(result.answer) == "The final answer to the person's question is: 1857 [1]."
     )
+
+
+def test_a_quoted_passage_leaves_out_heading_marks() -> None:
+    heading = EvidenceItem(
+        "history/founding-1852.md", "lines 16-21",
+        "## The first engineer\n\nThe commissioners appointed Elias Brandt as engineer in 1852.",
+        "Founding",
+    )  # fmt: skip
+    engine, tools, _p, _r = make([Step("It was Brandt.")], lambda n, v: found(heading))
+    result = asyncio.run(engine.run("Who was the first engineer?", tools))
+    assert "“The first engineer The commissioners appointed Elias Brandt" in result.answer
+    assert "##" not in result.answer
