@@ -152,6 +152,11 @@ def _prepare(args: argparse.Namespace, err: TextIO) -> _Run:
     if not args.question.strip():
         raise SettingsError("the question is empty")
     settings = _settings(args, err)
+    if args.api_key_env and not os.environ.get(args.api_key_env):
+        raise SettingsError(
+            f"the environment variable {args.api_key_env} is not set (or is empty); "
+            "--api-key-env names the variable that holds the API key"
+        )
     root = assistant.workspace_root(settings, args.workspace)
     return _Run(args, settings, root, _open_trace(args.trace))
 

@@ -166,7 +166,9 @@ def test_unauthorised_server_exits_1_without_the_key(imprint: Imprint, workspace
             "IMPRINT_TEST_KEY",
             env={"IMPRINT_TEST_KEY": "wrong-secret-key"},
         )
-    assert result.returncode == 1 and "IMPRINT_TEST_KEY is not set" in result.stderr
+    # A variable that is not set is bad usage (2), said before anything is sent; a wrong key is
+    # the server's refusal (1).
+    assert result.returncode == 2 and "IMPRINT_TEST_KEY is not set" in result.stderr
     assert env_result.returncode == 1
     payload = json.loads(env_result.stdout)
     assert payload["stop_reason"] == "error" and payload["final_mode"] == "fallback"
