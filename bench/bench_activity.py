@@ -34,7 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from PySide6.QtCore import QElapsedTimer, QEventLoop, QObject, Qt, QTimer, Signal  # noqa: E402
+from gui_lag import LagProbe  # noqa: E402
+from PySide6.QtCore import QEventLoop, QObject, Qt, QTimer, Signal  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 import imprint_desktop.engine  # noqa: E402, F401 - guards None/True/False, as in the app
@@ -128,22 +129,7 @@ def measure(
     relay = Relay()
     if handle is not None:
         relay.sig_event.connect(handle, Qt.ConnectionType.QueuedConnection)
-    lags: list[float] = []
-    clock = QElapsedTimer()
-    probe = QTimer()
-    probe.setTimerType(Qt.TimerType.PreciseTimer)
-    probe.setInterval(PROBE_MS)
-    last = [0]
-
-    def tick() -> None:
-        now = clock.nsecsElapsed()
-        if last[0]:
-            lags.append(max(0.0, (now - last[0]) / 1e9 - PROBE_MS / 1000))
-            if os.environ.get("BENCH_DEBUG") and lags[-1] > 0.02:
-                print(f"{name}: lag {lags[-1] * 1000:.0f} ms at {now / 1e9:.2f} s", file=sys.stderr)
-        last[0] = now
-
-    probe.timeout.connect(tick)
+    probe = LagProbe(PROBE_MS, name)
 
     def send() -> None:
         start = time.monotonic()
@@ -156,7 +142,6 @@ def measure(
     sender = threading.Thread(target=send, name="bench-sender")
     before = updates()
     cpu = time.thread_time()  # the GUI thread's CPU time: handling, layout and painting
-    clock.start()
     probe.start()
     sender.start()
     run_for(seconds + 0.3)
@@ -164,7 +149,7 @@ def measure(
     run_for(0.1)  # what is still queued, and the last coalesced update
     probe.stop()
     busy = time.thread_time() - cpu
-    steady = lags[int(0.2 * 1000 / PROBE_MS) :] or lags
+    steady = probe.steady(0.2)
     return Run(
         name,
         max(steady),

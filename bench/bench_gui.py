@@ -169,9 +169,10 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def measure_streaming(seconds: float) -> tuple[float, float, int, int]:  # noqa: PLR0915
+def measure_streaming(seconds: float) -> tuple[float, float, int, int]:
     """(worst lag, p99 lag, ticks, renders) while a reply streams and budgets update."""
-    from PySide6.QtCore import QElapsedTimer, Qt, QTimer  # noqa: PLC0415
+    from gui_lag import LagProbe  # noqa: PLC0415 - Qt loads here, after the startup figures
+    from PySide6.QtCore import QTimer  # noqa: PLC0415
     from PySide6.QtWidgets import QApplication  # noqa: PLC0415
 
     from imprint_desktop.app import build_window  # noqa: PLC0415
@@ -190,22 +191,7 @@ def measure_streaming(seconds: float) -> tuple[float, float, int, int]:  # noqa:
     window.show()
     app = QApplication.instance()
     assert isinstance(app, QApplication)
-    lags: list[float] = []
-    clock = QElapsedTimer()
-    probe = QTimer()
-    probe.setTimerType(Qt.TimerType.PreciseTimer)
-    probe.setInterval(PROBE_MS)
-    last = [0]
-
-    def tick() -> None:
-        now = clock.nsecsElapsed()
-        if last[0]:
-            lags.append(max(0.0, (now - last[0]) / 1e9 - PROBE_MS / 1000))
-            if os.environ.get("BENCH_DEBUG") and lags[-1] > 0.02:
-                print(f"lag {lags[-1] * 1000:.0f} ms at {now / 1e9:.2f} s", file=sys.stderr)
-        last[0] = now
-
-    probe.timeout.connect(tick)
+    probe = LagProbe(PROBE_MS)
     bridge = window.bridge
     reply_id = [0]
 
@@ -226,7 +212,6 @@ def measure_streaming(seconds: float) -> tuple[float, float, int, int]:  # noqa:
     window.bridge.sig_reply_ended.connect(reply_ended)
 
     def start() -> None:
-        clock.start()
         probe.start()
         window.composer.edit.setPlainText("Stream a long answer, please.")
         window.composer.submit()
@@ -241,7 +226,7 @@ def measure_streaming(seconds: float) -> tuple[float, float, int, int]:  # noqa:
     if not ended:
         raise SystemExit("the streamed reply did not end")
     # Skip the first ticks: they include the model "loading" and the first index of the workspace.
-    steady = lags[int(0.3 * 1000 / PROBE_MS) :] or lags
+    steady = probe.steady(0.3)
     return max(steady), percentile(steady, 0.99), len(steady), renders
 
 
