@@ -33,6 +33,7 @@ from imprint_desktop.core.providers.base import (
     Provider,
     ToolCall,
 )
+from imprint_desktop.core.providers.estimate import estimate_tokens
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts, seed, sources
 from imprint_desktop.core.research.budgets import (
@@ -872,20 +873,20 @@ _NOT_EXECUTED: dict[ev.StopReason, str] = {
 
 
 class _Streamed:
-    """A request's text sink that also keeps count of what streamed (for a failed request)."""
+    """A request's text sink that also keeps what streamed (to charge a failed request)."""
 
     def __init__(self, sink: Callable[[str], None]) -> None:
         self._sink = sink
-        self._bytes = 0
+        self._pieces: list[str] = []
 
     def __call__(self, text: str) -> None:
-        self._bytes += len(text.encode("utf-8", "replace"))
+        self._pieces.append(text)
         self._sink(text)
 
     @property
     def tokens(self) -> int:
-        """The streamed output in tokens: at least one a 4 bytes, and one for any output."""
-        return (self._bytes + 3) // 4
+        """The streamed output in tokens, by the estimate that holds for any script."""
+        return estimate_tokens("".join(self._pieces)) if self._pieces else 0
 
 
 class _AnswerCut(Exception):  # noqa: N818 - control flow inside the engine, never escapes it
