@@ -45,8 +45,6 @@ PACKAGES: dict[str, str] = {
     "wineserver64": "wine64",
     "mount": "mount",
     "umount": "mount",
-    "import": "imagemagick",
-    "convert": "imagemagick",
     "make": "build-essential",  # make is a dependency of build-essential
     "cmake": "cmake",
     "apt-get": "apt",
@@ -233,7 +231,7 @@ from subprocess import Popen as Spawn
 from pathlib import Path
 WINE = shutil.which("wine64") or "/usr/lib/wine/wine64"
 command = ["makensis", "-WX"]
-subprocess.run(["import", "-window", "root"], check=True)
+subprocess.run(["desktop-file-validate", "imprint.desktop"], check=True)
 Spawn(command)
 subprocess.run([WINE, "setup.exe"])
 subprocess.run([str(Path(WINE).with_name("wineserver64")), "-w"])
@@ -249,7 +247,7 @@ subprocess.run([str(Path("dist") / "imprint.exe")])
         ("wine64", None),
         ("wine64", "/usr/lib/wine/wine64"),
         ("makensis", None),
-        ("import", None),
+        ("desktop-file-validate", None),
         ("wineserver64", None),
         ("xdotool", None),
         ("Xvfb", None),
@@ -293,9 +291,9 @@ DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y \\
 
 
 def test_a_program_missing_from_the_list_is_named_with_its_package() -> None:
-    launches = [Launch("import", "tests/e2e/gui_driver.py:81"), Launch("Xvfb", "a.py:1")]
+    launches = [Launch("makensis", "tests/e2e/test_packaging.py:81"), Launch("Xvfb", "a.py:1")]
     assert problems(launches, {"xvfb"}) == [
-        "import (tests/e2e/gui_driver.py:81) comes from the Debian package imagemagick, which "
+        "makensis (tests/e2e/test_packaging.py:81) comes from the Debian package nsis, which "
         "`scripts/system-deps.sh test` does not install: add it to the test list"
     ]
     (unknown,) = problems([Launch("frobnicate", "b.py:2")], {"xvfb"})
