@@ -248,6 +248,7 @@ class EngineBridge(QObject):
 
         def work(jobs: ModuleType, emit: Callable[[object], None]) -> None:
             self._host.history.delete(conversation_id)
+            self._host.forget_conversation(conversation_id)
             jobs.list_conversations(self._host, emit, search)
 
         self._history_job(work)

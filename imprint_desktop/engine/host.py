@@ -305,7 +305,12 @@ class EngineHost(QThread):
         if messages:
             self._conversations[conversation_id] = messages
         else:  # the answer did not come from it (a fallback, "not found"): start from history
-            self._conversations.pop(conversation_id, None)
+            self.forget_conversation(conversation_id)
+
+    def forget_conversation(self, conversation_id: int) -> None:
+        """Drop what :meth:`keep_conversation` kept (the conversation was deleted: its id may be
+        given to a new one)."""
+        self._conversations.pop(conversation_id, None)
 
     def consent_for(self, reply_id: int, conversation_id: int) -> Consent:
         """How reply ``reply_id`` asks the person about a fetch: a ``ConsentRequest`` payload

@@ -133,7 +133,8 @@ async def _research(
         state["conversation"] = history.create_conversation(conversation_title(question))
     conversation: int = state["conversation"]
     compact = history.chat_messages(conversation)
-    earlier = host.conversation(conversation) or compact
+    # Only a conversation with saved replies is continued (a new one may reuse a deleted id).
+    earlier = (host.conversation(conversation) if compact else ()) or compact
     recorder = history.start_reply(conversation, question)
     state["recorder"] = recorder
     emit(p.ReplyOpened(reply_id, conversation, recorder.reply_id, question, created))
