@@ -60,7 +60,7 @@ async def reply(
 
     provider.complete = recording
     engine = ResearchEngine(provider, ResearchSettings.from_mapping(settings), sink=events.append)
-    tools = Toolbox(workspace, settings, None, refresh_index=False)
+    tools = Toolbox(workspace, settings, None)
     try:
         result = await engine.run(question, tools, history, compact_history=compact)
     finally:

@@ -125,6 +125,5 @@ async def research(
         ask_user=engine.ask_user if ask is not None else None,
         research_sections=engine.research_sections,
         consent=engine.consent,
-        refresh_index=False,  # brought up to date by prepare_workspace, outside research time
     )
     return await engine.run(question, toolbox, history, compact_history=compact_history)

@@ -195,7 +195,6 @@ def run_reply(
                 http,
                 ask_user=engine.ask_user,
                 research_sections=engine.research_sections,
-                refresh_index=False,
             )
             return await engine.run(QUESTION, toolbox)
 

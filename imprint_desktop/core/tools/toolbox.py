@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +38,6 @@ from imprint_desktop.core.errors import (
     ImprintError,
     ToolError,
     UnknownToolError,
-    WorkspaceIndexError,
 )
 from imprint_desktop.core.tools import notes, workspace_tools
 from imprint_desktop.core.tools.arguments import parse_arguments
@@ -106,7 +104,6 @@ class Toolbox:
         ask_user: AskUser | None = None,
         research_sections: SectionsHandler | None = None,
         consent: FetchConsent | None = None,
-        refresh_index: bool = False,  # True: update the index before the first search or listing
     ) -> None:
         self.workspace = workspace
         self.settings = ToolSettings.from_mapping(settings)
@@ -114,7 +111,6 @@ class Toolbox:
         self._ask_user = ask_user
         self._consent = consent
         self._research_sections = research_sections
-        self._index_fresh = not refresh_index
         self._runners: dict[str, _Runner] = {
             "search_workspace": self._search_workspace,
             "read_document": self._read_document,
@@ -212,26 +208,9 @@ class Toolbox:
 
     # --- the tools -----------------------------------------------------------------------------
 
-    async def _ensure_index(self, timeout: float | None) -> None:
-        """Bring the index up to date once per toolbox (cheap when nothing changed)."""
-        if self._index_fresh:
-            return
-        cancel = threading.Event()
-        try:
-            report = await asyncio.shield(
-                asyncio.to_thread(self.workspace.index.update, cancel=cancel)
-            )
-        except (asyncio.CancelledError, TimeoutError):
-            cancel.set()  # the update stops at its next file and keeps what it indexed
-            raise
-        if report.cancelled:
-            raise WorkspaceIndexError("The workspace index is still being built; try again.")
-        self._index_fresh = True
-
     async def _search_workspace(
         self, values: dict[str, Any], timeout: float | None, max_chars: int
     ) -> Output:
-        await self._ensure_index(timeout)
         return await asyncio.to_thread(
             self._labelled,
             workspace_tools.search_workspace,
@@ -257,7 +236,6 @@ class Toolbox:
     async def _list_documents(
         self, values: dict[str, Any], timeout: float | None, max_chars: int
     ) -> Output:
-        await self._ensure_index(timeout)
         return await asyncio.to_thread(
             self._labelled, workspace_tools.list_documents, self.workspace, values["folder"]
         )
