@@ -11,7 +11,6 @@ before the next request is sent, including the calls that were never started (``
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
@@ -45,6 +44,7 @@ from imprint_desktop.core.research.budgets import (
 from imprint_desktop.core.research.final import FinalStage, stop_in_words
 from imprint_desktop.core.research.ledger import EvidenceLedger, Judged
 from imprint_desktop.core.research.stop import ResearchStop
+from imprint_desktop.core.tools.arguments import loose_arguments
 from imprint_desktop.core.tools.base import ToolKind, ToolResult
 
 log = logging.getLogger(__name__)
@@ -690,6 +690,7 @@ class ResearchEngine:
         assert self._tools is not None
         self._current_call = call.id
         kind_name = kind.value if kind is not None else "unknown"
+        values = loose_arguments(call.arguments)
         self.emit(
             ev.ToolStarted(
                 self.now_t(),
@@ -697,12 +698,12 @@ class ResearchEngine:
                 call.id,
                 call.name,
                 kind_name,
-                _describe_call(call),
+                _describe_call(call.name, values),
                 origin,
                 call.arguments if isinstance(call.arguments, str) else "",
             )
         )
-        self.looked.note(call)
+        self.looked.note(call.name, values)
         started = self.clock_now()
         evidence_before = len(self.ledger.items)
         execution = self._tools.execute(
@@ -936,14 +937,8 @@ def _unique_ids(
     return tuple(unique)
 
 
-def _describe_call(call: ToolCall) -> str:
+def _describe_call(name: str, arguments: Mapping[str, object]) -> str:
     """What a call does, in words for the status line ("Searching 'quarry'")."""
-    try:
-        arguments = json.loads(call.arguments) if call.arguments else {}
-    except (ValueError, RecursionError):  # whatever the model sent, the toolbox will say so
-        arguments = {}
-    if not isinstance(arguments, dict):
-        arguments = {}
     value = next((str(v) for v in arguments.values() if isinstance(v, str)), "")
     short = value if len(value) <= 60 else value[:59] + "…"
     verbs = {
@@ -955,4 +950,4 @@ def _describe_call(call: ToolCall) -> str:
         "ask_user": "Asking you a question",
         "research_sections": "Researching sections",
     }
-    return verbs.get(call.name, f"Running {call.name}")
+    return verbs.get(name, f"Running {name}")

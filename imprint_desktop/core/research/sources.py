@@ -9,12 +9,10 @@ this module's message naming where it looked, what it searched and read, and wha
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.workspace.passages import focus, query_terms
 
@@ -37,15 +35,9 @@ class LookedAt:
     paths: list[str] = field(default_factory=list)
     urls: list[str] = field(default_factory=list)
 
-    def note(self, call: ToolCall) -> None:
-        try:
-            arguments = json.loads(call.arguments) if call.arguments else {}
-        except (ValueError, RecursionError):
-            return
-        if not isinstance(arguments, dict):
-            return
-        value = {"search_workspace": "query", "read_document": "path", "fetch_url": "url"}
-        key = value.get(call.name)
+    def note(self, name: str, arguments: Mapping[str, object]) -> None:
+        """Keep what a call of tool ``name`` with ``arguments`` searched, read or fetched."""
+        key = {"search_workspace": "query", "read_document": "path", "fetch_url": "url"}.get(name)
         text = arguments.get(key) if key else None
         if not isinstance(text, str) or not text.strip():
             return

@@ -19,6 +19,20 @@ from imprint_desktop.core.errors import ToolArgumentError
 from imprint_desktop.core.tools.base import ToolSpec
 
 
+def loose_arguments(arguments: object) -> Mapping[str, object]:
+    """Whatever a call's arguments hold, as a mapping ({} when they are not one).
+
+    For describing a call in words (the status line, the activity list, "what was searched"),
+    never for running it: :func:`parse_arguments` does that, and says what is wrong.
+    """
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except (ValueError, RecursionError):
+            return {}
+    return arguments if isinstance(arguments, Mapping) else {}
+
+
 def parse_arguments(spec: ToolSpec, arguments: str | Mapping[str, object] | None) -> dict[str, Any]:
     """The validated arguments, defaults filled in; :class:`ToolArgumentError` otherwise."""
     if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
