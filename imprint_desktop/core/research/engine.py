@@ -788,8 +788,8 @@ class ResearchEngine:
             answer = sources.without_repeats(answer)
         cited: tuple[ev.SourceView, ...] = ()
         if mode == "model" and self.ledger.items:
-            cited = sources.sources_for(answer, self.ledger.items, self.ledger.citable)
             citable = self.ledger.citable
+            cited = sources.sources_for(answer, self.ledger.items, citable)
             texts = {s.id: self.ledger.text_of(s.id) or citable[s.id].excerpt for s in cited}
             excerpts = sources.snippets(cited, texts, self.question)
             answer = sources.with_sources(answer, cited, excerpts)
