@@ -44,6 +44,7 @@ from imprint_desktop.core.research.report import (
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
+    from imprint_desktop.core.vocabulary import CallStatus
 
 FLUSH_MS = 100  # a list people read: ten updates a second are live enough
 EVIDENCE_IDS_ROLE = int(Qt.ItemDataRole.UserRole) + 1
@@ -240,7 +241,7 @@ class ActivityModel(QAbstractTableModel):
             self._denied.add(str(getattr(event, "call_id", "")))
 
     def _finish_call(self, event: ev.ToolFinished, changed: set[tuple[int, int]]) -> None:
-        status = event.status
+        status: CallStatus = event.status
         if status == "error" and event.call_id in self._denied:
             status = "denied"
         place = self._calls.pop((event.round, event.call_id), None)

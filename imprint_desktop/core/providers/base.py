@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.vocabulary import Phase as Phase  # noqa: PLC0414 - re-exported
 
 Role = Literal["system", "user", "assistant", "tool"]
 StopKind = Literal["stop", "tool_calls", "length", "deadline", "cancelled"]
-Phase = Literal["research", "worker", "condense", "final"]
 #: Where a completion's ``reused_prefix`` comes from: the local model's KV cache, the server's
 #: ``cached_tokens``, or the provider's estimate of the prefix shared with the previous prompt.
 PrefixSource = Literal["kv_cache", "server", "estimate"]

@@ -12,19 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from imprint_desktop.core.consent import Decision
 from imprint_desktop.core.providers.base import Message
 
-StopReason = Literal[
-    "answered", "no_progress", "time_budget", "token_budget", "context_full", "cancelled", "error"
-]
-#: How the reply's answer was made: by the model, as the labelled evidence fallback, or as the
-#: engine's own "nothing was found" message when research ended on a budget with no evidence.
-FinalMode = Literal["model", "fallback", "no_evidence"]
-#: Who made a tool call: the model, or the engine itself (the search before answering).
-ToolOrigin = Literal["model", "engine"]
+# The words events are made of (:mod:`imprint_desktop.core.vocabulary`), named here too for the
+# code that builds events (``ev.StopReason``); ``X as X`` is how mypy reads a re-export.
+from imprint_desktop.core.vocabulary import FinalMode as FinalMode  # noqa: PLC0414
+from imprint_desktop.core.vocabulary import Phase as Phase  # noqa: PLC0414
+from imprint_desktop.core.vocabulary import StopReason as StopReason  # noqa: PLC0414
+from imprint_desktop.core.vocabulary import ToolOrigin as ToolOrigin  # noqa: PLC0414
+from imprint_desktop.core.vocabulary import ToolStatus as ToolStatus  # noqa: PLC0414
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +46,7 @@ class RoundStarted(Event):
 
 @dataclass(frozen=True, slots=True)
 class RequestStarted(Event):
-    phase: str
+    phase: Phase
     round: int
     prompt_tokens: int
     reserved: int
@@ -63,7 +62,7 @@ class TextDelta(Event):
 class RequestFinished(Event):
     """One model request and its accounting, exactly as the trace's ``request`` line."""
 
-    phase: str
+    phase: Phase
     round: int
     prompt_tokens: int
     reserved: int
@@ -109,7 +108,7 @@ class ToolFinished(Event):
     call_id: str
     name: str
     kind: str
-    status: str
+    status: ToolStatus
     new_evidence: int
     repeated_evidence: int
     seconds: float

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from imprint_desktop.core.research.events import StopReason
+from imprint_desktop.core.vocabulary import StopReason
 
 
 class ResearchStop(Exception):  # noqa: N818 - control flow inside the engine, never escapes it
