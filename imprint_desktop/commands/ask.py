@@ -36,6 +36,7 @@ from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.report_html import report_writer
 from imprint_desktop.core.research.trace import TraceWriter, fan_out
+from imprint_desktop.core.research.wording import phase_words, stop_words
 from imprint_desktop.core.workspace import Workspace
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.secrets import SecretStore
@@ -45,16 +46,6 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-
-_STOP_WORDS = {
-    "answered": "answered",
-    "no_progress": "research stopped finding new evidence",
-    "time_budget": "the research time budget ran out",
-    "token_budget": "the research token budget ran out",
-    "context_full": "the context window filled up",
-    "cancelled": "stopped",
-    "error": "the model failed",
-}
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -342,7 +333,7 @@ def _print_result(
     if result.error:
         print(f"imprint: {result.error}", file=err)
     print(
-        f"\n[{_STOP_WORDS[result.stop_reason]} · {_count(result.rounds, 'round')} · "
+        f"\n[{stop_words(result.stop_reason).brief} · {_count(result.rounds, 'round')} · "
         f"{_count(len(result.evidence), 'piece')} of evidence · "
         f"{tokens.charged:,}/{tokens.budget:,} research tokens · "
         f"{result.research_seconds:.1f} s]",
@@ -364,7 +355,7 @@ class _Progress:
         if isinstance(event, ev.ToolStarted):
             self._show(f"{event.summary}…")
         elif isinstance(event, ev.FinalStarted):
-            self._show("Writing the final answer…")
+            self._show(phase_words("final").now)
         elif isinstance(event, ev.ReplyFinished):
             self._show("")
 

@@ -34,13 +34,13 @@ from PySide6.QtGui import QColor, QFont, QGuiApplication, QPalette
 import imprint_desktop.engine  # noqa: F401 - its import guards None/True/False (qt_refcounts)
 from imprint_desktop.core.research.report import (
     FINAL_GROUP,
-    PHASE_WORDS,
     ActivityRow,
     describe_call,
     describe_started,
     read_words,
     round_heading,
 )
+from imprint_desktop.core.research.wording import phase_words
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
@@ -223,7 +223,7 @@ class ActivityModel(QAbstractTableModel):
             self._finish_call(event, changed)
         elif isinstance(event, ev.RequestStarted):
             group = FINAL_GROUP if event.phase == "final" else event.round
-            words = PHASE_WORDS.get(event.phase, event.phase)
+            words = phase_words(event.phase).request
             row = ActivityRow(
                 group, "request", words, "running", t=event.t, reserved=event.reserved
             )
@@ -272,7 +272,7 @@ class ActivityModel(QAbstractTableModel):
         place, self._request = self._request, None
         if place is None:
             number = FINAL_GROUP if event.phase == "final" else event.round
-            words = PHASE_WORDS.get(event.phase, event.phase)
+            words = phase_words(event.phase).request
             place = self._append(ActivityRow(number, "request", words, event.phase, t=event.t))
         position, index = place
         group = self._groups[position]

@@ -1,4 +1,4 @@
-"""Small widgets of the research panel: a two-segment bar and plain-word labels for stop reasons.
+"""A small widget of the research panel: a bar of two segments.
 
 A token budget has two parts worth seeing at once — what is already charged and what the request in
 flight has reserved — which a QProgressBar cannot draw, hence :class:`SegmentBar`. Its text is also
@@ -11,14 +11,9 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from imprint_desktop.core.research.report import seconds_text, stop_sentence
+from imprint_desktop.core.research.report import seconds_text
 
-__all__ = ["SegmentBar", "seconds_text", "stop_words"]
-
-
-def stop_words(reason: str | None) -> str:
-    """Why research stopped, in the one wording every view uses."""
-    return stop_sentence(reason)
+__all__ = ["SegmentBar", "seconds_text"]
 
 
 class SegmentBar(QWidget):

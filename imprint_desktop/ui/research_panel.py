@@ -30,21 +30,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from imprint_desktop.core.research.wording import final_mode_words, phase_words, stop_sentence
 from imprint_desktop.ui.activity import ActivityModel
 from imprint_desktop.ui.activity_view import ActivityView, titled_stack
-from imprint_desktop.ui.budget_widgets import SegmentBar, seconds_text, stop_words
+from imprint_desktop.ui.budget_widgets import SegmentBar, seconds_text
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
 
 TICK_MS = 100
 EVIDENCE_ROLE = Qt.ItemDataRole.UserRole
-#: How the answer was made, in the final group's words (every final mode, checked by mypy).
-_FINAL_WORDS: dict[ev.FinalMode, str] = {
-    "model": "written by the model",
-    "fallback": "the evidence, unanswered",
-    "no_evidence": "nothing was found, so the model was not asked",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,12 +205,12 @@ class ResearchPanel(QWidget):
         if isinstance(event, activity) or hasattr(event, "decision"):  # a fetch consent too
             self.activity_model.feed(event)
         if isinstance(event, ev.ReplyStarted):
-            self.set_now("Thinking…")
+            self.set_now(phase_words("research").now)
             self._tick.start()
         elif isinstance(event, ev.BudgetUpdate):
             self._budget(event)
         elif isinstance(event, ev.RequestStarted) and event.phase != "final":
-            self.set_now("Thinking…" if event.phase == "research" else "Working on a section…")
+            self.set_now(phase_words(event.phase).now)
         elif isinstance(event, ev.ToolStarted):
             self.set_now(f"{event.summary}…")
         elif isinstance(event, ev.ToolFinished):
@@ -223,14 +218,14 @@ class ResearchPanel(QWidget):
         elif isinstance(event, ev.QuestionAsked):
             self.set_now("Waiting for your answer (research time is paused)…")
         elif isinstance(event, ev.ResearchStopped):
-            self.stop_label.setText(stop_words(event.reason))
+            self.stop_label.setText(stop_sentence(event.reason))
             self._research_over = True
             self._clock = ClockReading(
                 self._clock.now(time.monotonic()), self._clock.limit, False, 0.0, False
             )
             self._show_time()
         elif isinstance(event, ev.FinalStarted):
-            self.set_now("Writing the final answer…")
+            self.set_now(phase_words("final").now)
             self._final_started = time.monotonic()
             self._final_deadline = event.deadline_seconds
             self.final_text.setText(
@@ -241,7 +236,9 @@ class ResearchPanel(QWidget):
             self._tick.start()
         elif isinstance(event, ev.FinalFinished):
             self._final_started = None
-            self.final_text.setText(f"Done in {event.seconds:.1f} s: {_FINAL_WORDS[event.mode]}.")
+            self.final_text.setText(
+                f"Done in {event.seconds:.1f} s: {final_mode_words(event.mode).done}."
+            )
             self.final_bar.setValue(1000)
         elif isinstance(event, ev.ReplyFinished):
             self.finish(event.result.stop_reason, event.result.evidence)
@@ -257,7 +254,7 @@ class ResearchPanel(QWidget):
         self._show_time()
         self.set_now("Done." if reason != "cancelled" else "Stopped.")
         if reason:
-            self.stop_label.setText(stop_words(reason))
+            self.stop_label.setText(stop_sentence(reason))
         known = {
             self.evidence.item(row).data(EVIDENCE_ROLE).id for row in range(self.evidence.count())
         }
@@ -271,7 +268,7 @@ class ResearchPanel(QWidget):
         """A saved reply's outcome and evidence (no live budgets)."""
         self.reset()
         self.set_now(note or "A saved reply.")
-        self.stop_label.setText(stop_words(reason))
+        self.stop_label.setText(stop_sentence(reason))
         for item in evidence:
             self._add_evidence(item)
 

@@ -24,48 +24,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
+from imprint_desktop.core.research.wording import (
+    final_mode_words,
+    request_words,
+    status_words,
+    stop_mark,
+    stop_sentence,
+)
+from imprint_desktop.core.vocabulary import is_final_mode
+
 if TYPE_CHECKING:  # the window imports this module at startup; the events load with a reply
     from imprint_desktop.core.research.events import EvidenceItemView, ToolStarted
 
-#: Why research stopped, in one sentence per reason (DESIGN §1); every view asks here.
-STOP_SENTENCES: dict[str, str] = {
-    "answered": "The model answered.",
-    "no_progress": "Research stopped: recent rounds found no new evidence.",
-    "time_budget": "Research stopped: the research time ran out.",
-    "token_budget": "Research stopped: the research token budget ran out.",
-    "context_full": "Research stopped: the model's context window is full.",
-    "cancelled": "Stopped.",
-    "error": "The model failed.",
-}
-#: The same, in a few words: the chart's stop mark.
-STOP_LABELS: dict[str, str] = {
-    "answered": "answered",
-    "no_progress": "no new evidence",
-    "time_budget": "time ran out",
-    "token_budget": "tokens ran out",
-    "context_full": "context full",
-    "cancelled": "stopped by you",
-    "error": "model failed",
-}
-STATUS_WORDS: dict[str, str] = {
-    "ok": "ok",
-    "empty": "nothing found",
-    "error": "error",
-    "not_executed": "not executed",
-    "denied": "denied",
-    "running": "running…",
-}
-PHASE_WORDS: dict[str, str] = {
-    "research": "model request",
-    "worker": "section request",
-    "condense": "condensing request",
-    "final": "final answer request",
-}
-FINAL_MODE_WORDS: dict[str, str] = {
-    "model": "written by the model",
-    "fallback": "the evidence, unanswered (no final answer could be written)",
-    "no_evidence": "nothing was found in the documents",
-}
 #: The group of activity rows that belong to the final answer, after every round.
 FINAL_GROUP = 1 << 30
 WORDS_CHARS = 90
@@ -91,15 +61,6 @@ _PAST = (
     ("Researching sections", "researched in sections"),
     ("Running ", "ran "),
 )
-
-
-def stop_sentence(reason: str | None) -> str:
-    """Why research stopped, or "" for no reason (a reply that never got that far)."""
-    return STOP_SENTENCES.get(reason or "", "")
-
-
-def status_words(status: str) -> str:
-    return STATUS_WORDS.get(status, status.replace("_", " "))
 
 
 def plain(text: str, limit: int = WORDS_CHARS) -> str:
@@ -302,8 +263,8 @@ class Summary:
             ("Tokens refunded", f"{self.tokens_refunded:,}"),
             ("Final answer tokens", f"{self.tokens_final:,} (outside the budget)"),
         ]
-        if self.final_mode:
-            rows.append(("Answer", FINAL_MODE_WORDS.get(self.final_mode, self.final_mode)))
+        if mode := self.final_mode:
+            rows.append(("Answer", final_mode_words(mode).answer if is_final_mode(mode) else mode))
         return rows
 
 
@@ -384,7 +345,7 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
             row = ActivityRow(
                 FINAL_GROUP if phase == "final" else number,
                 "request",
-                PHASE_WORDS.get(phase, plain(phase, 30)),
+                request_words(phase) or plain(phase, 30),
                 phase,
                 t=t,
                 charged=cost,
@@ -588,9 +549,4 @@ def chart_series(report: Report) -> tuple[ChartSeries, ...]:
 
 def stop_label(report: Report) -> str:
     """The chart's stop mark: "stopped: time ran out"."""
-    reason = report.summary.stop_reason
-    return (
-        f"stopped: {STOP_LABELS.get(reason, 'interrupted')}"
-        if reason != "answered"
-        else ("answered")
-    )
+    return stop_mark(report.summary.stop_reason)

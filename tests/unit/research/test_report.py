@@ -20,7 +20,6 @@ from imprint_desktop.core.research.report import (
     describe_call,
     describe_started,
     plain,
-    stop_sentence,
 )
 from imprint_desktop.core.research.report_html import (
     budget_svg,
@@ -28,6 +27,7 @@ from imprint_desktop.core.research.report_html import (
     report_writer,
 )
 from imprint_desktop.core.research.trace import trace_line
+from imprint_desktop.core.research.wording import stop_sentence
 from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools
 from tests.support.scripted_provider import ScriptedProvider, Step
