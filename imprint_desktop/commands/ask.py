@@ -34,6 +34,7 @@ from imprint_desktop.core.errors import (
 from imprint_desktop.core.history import HistoryStore, ReplyRecorder, conversation_title
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.report_html import report_writer
 from imprint_desktop.core.research.trace import TraceWriter, fan_out
 from imprint_desktop.core.research.wording import phase_words, stop_words
@@ -345,19 +346,23 @@ def _count(number: int, noun: str) -> str:
     return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
-class _Progress:
+class _Progress(EventHandler):
     """One status line on a terminal: what the research is doing now."""
 
     def __init__(self, err: TextIO) -> None:
         self.err = err
 
     def __call__(self, event: ev.Event) -> None:
-        if isinstance(event, ev.ToolStarted):
-            self._show(f"{event.summary}…")
-        elif isinstance(event, ev.FinalStarted):
-            self._show(phase_words("final").now)
-        elif isinstance(event, ev.ReplyFinished):
-            self._show("")
+        ev.dispatch(event, self)
+
+    def on_tool_started(self, event: ev.ToolStarted) -> None:
+        self._show(f"{event.summary}…")
+
+    def on_final_started(self, event: ev.FinalStarted) -> None:
+        self._show(phase_words("final").now)
+
+    def on_reply_finished(self, event: ev.ReplyFinished) -> None:
+        self._show("")
 
     def _show(self, text: str) -> None:
         self.err.write(f"\r\033[K{text}")

@@ -25,6 +25,7 @@ from typing import Any
 from imprint_desktop.core import paths
 from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.research.trace import trace_json, trace_line
 
@@ -297,8 +298,9 @@ def _reply(row: tuple[Any, ...], evidence: tuple[ev.EvidenceItemView, ...]) -> S
     )
 
 
-class ReplyRecorder:
-    """An event sink that writes one reply into the history as it happens."""
+class ReplyRecorder(EventHandler):
+    """An event sink that writes one reply into the history as it happens: every trace line, the
+    evidence as it is found, and the result at the end."""
 
     def __init__(self, store: HistoryStore, reply_id: int) -> None:
         self.store = store
@@ -306,11 +308,31 @@ class ReplyRecorder:
         self._seq = 0
 
     def __call__(self, event: ev.Event) -> None:
-        if isinstance(event, ev.ReplyStarted):
-            self._keep_workspace(event.settings)
+        ev.dispatch(event, self)
+
+    def on_event(self, event: ev.Event) -> None:
+        self._record(event)
+
+    def on_reply_started(self, event: ev.ReplyStarted) -> None:
+        self._keep_workspace(event.settings)
+        self._record(event)
+
+    def on_tool_finished(self, event: ev.ToolFinished) -> None:
+        self._record(event, event.evidence)
+
+    def on_reply_finished(self, event: ev.ReplyFinished) -> None:
+        self._record(event, result=event.result)
+
+    def _record(
+        self,
+        event: ev.Event,
+        evidence: tuple[ev.EvidenceItemView, ...] = (),
+        result: ev.ReplyResult | None = None,
+    ) -> None:
+        """The event's trace line, ``evidence`` and ``result``, in one transaction (none at all for
+        an event that leaves nothing to keep)."""
         line = trace_line(event)
-        evidence = event.evidence if isinstance(event, ev.ToolFinished) else ()
-        if line is None and not evidence and not isinstance(event, ev.ReplyFinished):
+        if line is None and not evidence and result is None:
             return
         with self.store.transaction() as db:
             if line is not None:
@@ -327,8 +349,7 @@ class ReplyRecorder:
                     for item in evidence
                 ],
             )
-            if isinstance(event, ev.ReplyFinished):
-                result = event.result
+            if result is not None:
                 db.execute(
                     """UPDATE replies SET status = 'finished', stop_reason = ?, final_mode = ?,
                        answer = ?, error = ?, result = ?, finished = ? WHERE id = ?""",

@@ -32,6 +32,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QPalette
 
 import imprint_desktop.engine  # noqa: F401 - its import guards None/True/False (qt_refcounts)
+from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.report import (
     FINAL_GROUP,
     ActivityRow,
@@ -82,7 +83,7 @@ class _Group:
         return round_heading(self.number, self.calls, self.found)
 
 
-class ActivityModel(QAbstractTableModel):
+class ActivityModel(QAbstractTableModel, EventHandler):
     """A table of the reply's rounds in the order they came: each round's own row (its title),
     then its calls and requests.
 
@@ -102,6 +103,7 @@ class ActivityModel(QAbstractTableModel):
         self._request: tuple[int, int] | None = None  # the request in flight
         self._denied: set[str] = set()
         self._pending: list[ev.Event] = []
+        self._changed: set[tuple[int, int]] = set()  # rows the flush under way changed
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(FLUSH_MS)
@@ -135,13 +137,15 @@ class ActivityModel(QAbstractTableModel):
     def flush(self) -> None:
         """Publish what was fed since the last flush: one insertion for the rows added at the end,
         one ``dataChanged`` for the rows that changed."""
+        from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - after startup
+
         self._timer.stop()
         pending, self._pending = self._pending, []
         if not pending:
             return
-        changed: set[tuple[int, int]] = set()
+        changed = self._changed = set()
         for event in pending:
-            self._apply(event, changed)
+            ev.dispatch(event, self)  # the on_… methods below
         # A round before the last that grew (rare: a section worker's coordinator call) gets its
         # rows inserted in place; everything else is appended in one go.
         for position in range(len(self._starts) - 1):
@@ -204,43 +208,22 @@ class ActivityModel(QAbstractTableModel):
         """Every row, published or not, in order."""
         return [row for group in self._groups for row in group.rows]
 
-    def _apply(self, event: ev.Event, changed: set[tuple[int, int]]) -> None:
-        from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - after startup
+    # --- the events, as a flush applies them -------------------------------------------------
 
-        if isinstance(event, ev.ToolStarted):
-            row = ActivityRow(
-                event.round,
-                "tool",
-                describe_started(event),
-                "running",
-                t=event.t,
-                call_id=event.call_id,
-                name=event.name,
-                origin=str(getattr(event, "origin", "model")),
-            )
-            self._calls[(event.round, event.call_id)] = self._append(row)
-        elif isinstance(event, ev.ToolFinished):
-            self._finish_call(event, changed)
-        elif isinstance(event, ev.RequestStarted):
-            group = FINAL_GROUP if event.phase == "final" else event.round
-            words = phase_words(event.phase).request
-            row = ActivityRow(
-                group, "request", words, "running", t=event.t, reserved=event.reserved
-            )
-            self._request = self._append(row)
-        elif isinstance(event, ev.RequestFinished):
-            self._finish_request(event, changed)
-        elif isinstance(event, ev.QuestionAsked):  # the question, which the start did not say
-            for (_round, call_id), (position, index) in self._calls.items():
-                if call_id == event.call_id:
-                    row = self._groups[position].rows[index]
-                    words = describe_call(row.name, {"question": event.question})
-                    self._groups[position].rows[index] = replace(row, what=words)
-                    changed.add((position, index))
-        elif str(getattr(event, "decision", "")).startswith("den"):  # a fetch the person denied
-            self._denied.add(str(getattr(event, "call_id", "")))
+    def on_tool_started(self, event: ev.ToolStarted) -> None:
+        row = ActivityRow(
+            event.round,
+            "tool",
+            describe_started(event),
+            "running",
+            t=event.t,
+            call_id=event.call_id,
+            name=event.name,
+            origin=event.origin,
+        )
+        self._calls[(event.round, event.call_id)] = self._append(row)
 
-    def _finish_call(self, event: ev.ToolFinished, changed: set[tuple[int, int]]) -> None:
+    def on_tool_finished(self, event: ev.ToolFinished) -> None:
         status: CallStatus = event.status
         if status == "error" and event.call_id in self._denied:
             status = "denied"
@@ -259,16 +242,22 @@ class ActivityModel(QAbstractTableModel):
             what=what,
             status=status,
             call_id=event.call_id,
-            origin=str(getattr(event, "origin", group.rows[index].origin)),
+            origin=event.origin,
             new_evidence=event.new_evidence,
             repeated_evidence=event.repeated_evidence,
             evidence_ids=tuple(item.id for item in event.evidence),
             seconds=event.seconds,
         )
         group.found += event.new_evidence
-        changed.add(place)
+        self._changed.add(place)
 
-    def _finish_request(self, event: ev.RequestFinished, changed: set[tuple[int, int]]) -> None:
+    def on_request_started(self, event: ev.RequestStarted) -> None:
+        group = FINAL_GROUP if event.phase == "final" else event.round
+        words = phase_words(event.phase).request
+        row = ActivityRow(group, "request", words, "running", t=event.t, reserved=event.reserved)
+        self._request = self._append(row)
+
+    def on_request_finished(self, event: ev.RequestFinished) -> None:
         place, self._request = self._request, None
         if place is None:
             number = FINAL_GROUP if event.phase == "final" else event.round
@@ -284,7 +273,20 @@ class ActivityModel(QAbstractTableModel):
             refunded=event.refunded,
             reserved=event.reserved,
         )
-        changed.add(place)
+        self._changed.add(place)
+
+    def on_question_asked(self, event: ev.QuestionAsked) -> None:
+        """The question, which the call's start did not say."""
+        for (_round, call_id), (position, index) in self._calls.items():
+            if call_id == event.call_id:
+                row = self._groups[position].rows[index]
+                words = describe_call(row.name, {"question": event.question})
+                self._groups[position].rows[index] = replace(row, what=words)
+                self._changed.add((position, index))
+
+    def on_consent_decided(self, event: ev.ConsentDecided) -> None:
+        if not event.decision.allowed:  # its call ends in an error, shown as denied
+            self._denied.add(event.call_id)
 
     def _append(self, row: ActivityRow) -> tuple[int, int]:
         position = self._where.get(row.group)

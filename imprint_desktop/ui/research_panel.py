@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.wording import final_mode_words, phase_words, stop_sentence
 from imprint_desktop.ui.activity import ActivityModel
 from imprint_desktop.ui.activity_view import ActivityView, titled_stack
@@ -80,7 +81,7 @@ def evidence_row(item: ev.EvidenceItemView) -> QListWidgetItem:
     return row
 
 
-class ResearchPanel(QWidget):
+class ResearchPanel(QWidget, EventHandler):
     """Live view of one reply's research; also shows a finished reply's record."""
 
     sig_evidence_opened = Signal(object)  # EvidenceItemView
@@ -196,88 +197,16 @@ class ResearchPanel(QWidget):
         self.now_label.setText(text)
 
     def apply(self, event: ev.Event) -> None:
-        """Reflect one research event."""
+        """Reflect one research event (in the ``on_…`` methods below)."""
         from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - after startup
 
-        activity = (
-            ev.ToolStarted | ev.ToolFinished | ev.RequestStarted | ev.RequestFinished
-        ) | ev.QuestionAsked
-        if isinstance(event, activity) or hasattr(event, "decision"):  # a fetch consent too
-            self.activity_model.feed(event)
-        if isinstance(event, ev.ReplyStarted):
-            self.set_now(phase_words("research").now)
-            self._tick.start()
-        elif isinstance(event, ev.BudgetUpdate):
-            self._budget(event)
-        elif isinstance(event, ev.RequestStarted) and event.phase != "final":
-            self.set_now(phase_words(event.phase).now)
-        elif isinstance(event, ev.ToolStarted):
-            self.set_now(f"{event.summary}…")
-        elif isinstance(event, ev.ToolFinished):
-            self._evidence_pending += event.evidence  # shown with the activity, coalesced
-        elif isinstance(event, ev.QuestionAsked):
-            self.set_now("Waiting for your answer (research time is paused)…")
-        elif isinstance(event, ev.ResearchStopped):
-            self.stop_label.setText(stop_sentence(event.reason))
-            self._research_over = True
-            self._clock = ClockReading(
-                self._clock.now(time.monotonic()), self._clock.limit, False, 0.0, False
-            )
-            self._show_time()
-        elif isinstance(event, ev.FinalStarted):
-            self.set_now(phase_words("final").now)
-            self._final_started = time.monotonic()
-            self._final_deadline = event.deadline_seconds
-            self.final_text.setText(
-                f"Up to {event.allowance:,} tokens, within {event.deadline_seconds:.0f} s "
-                "(outside the research budgets)."
-            )
-            self.final_group.show()
-            self._tick.start()
-        elif isinstance(event, ev.FinalFinished):
-            self._final_started = None
-            self.final_text.setText(
-                f"Done in {event.seconds:.1f} s: {final_mode_words(event.mode).done}."
-            )
-            self.final_bar.setValue(1000)
-        elif isinstance(event, ev.ReplyFinished):
-            self.finish(event.result.stop_reason, event.result.evidence)
+        ev.dispatch(event, self)
 
-    def finish(self, reason: str | None, evidence: tuple[ev.EvidenceItemView, ...]) -> None:
-        """Research is over: freeze the clock, say why it ended, list all the evidence."""
-        self._tick.stop()
-        self.activity_model.flush()
-        self._flush_evidence()
-        self._clock = ClockReading(
-            self._clock.now(time.monotonic()), self._clock.limit, False, 0.0, False
-        )
-        self._show_time()
-        self.set_now("Done." if reason != "cancelled" else "Stopped.")
-        if reason:
-            self.stop_label.setText(stop_sentence(reason))
-        known = {
-            self.evidence.item(row).data(EVIDENCE_ROLE).id for row in range(self.evidence.count())
-        }
-        for item in evidence:
-            if item.id not in known:
-                self._add_evidence(item)
+    def on_reply_started(self, event: ev.ReplyStarted) -> None:
+        self.set_now(phase_words("research").now)
+        self._tick.start()
 
-    def show_record(
-        self, reason: str | None, evidence: tuple[ev.EvidenceItemView, ...], note: str = ""
-    ) -> None:
-        """A saved reply's outcome and evidence (no live budgets)."""
-        self.reset()
-        self.set_now(note or "A saved reply.")
-        self.stop_label.setText(stop_sentence(reason))
-        for item in evidence:
-            self._add_evidence(item)
-
-    def stop_clock(self) -> None:
-        self._tick.stop()
-
-    # --- internals ------------------------------------------------------------------------
-
-    def _budget(self, update: ev.BudgetUpdate) -> None:
+    def on_budget_update(self, update: ev.BudgetUpdate) -> None:
         running = self._tick.isActive() and not self._research_over
         self._clock = ClockReading(
             update.research_seconds,
@@ -314,6 +243,91 @@ class ResearchPanel(QWidget):
             f"Round {update.rounds} · {update.evidence} piece"
             f"{'' if update.evidence == 1 else 's'} of evidence"
         )
+
+    def on_request_started(self, event: ev.RequestStarted) -> None:
+        self.activity_model.feed(event)
+        if event.phase != "final":  # the final answer's own line said so already
+            self.set_now(phase_words(event.phase).now)
+
+    def on_request_finished(self, event: ev.RequestFinished) -> None:
+        self.activity_model.feed(event)
+
+    def on_tool_started(self, event: ev.ToolStarted) -> None:
+        self.activity_model.feed(event)
+        self.set_now(f"{event.summary}…")
+
+    def on_tool_finished(self, event: ev.ToolFinished) -> None:
+        self.activity_model.feed(event)
+        self._evidence_pending += event.evidence  # shown with the activity, coalesced
+
+    def on_question_asked(self, event: ev.QuestionAsked) -> None:
+        self.activity_model.feed(event)
+        self.set_now("Waiting for your answer (research time is paused)…")
+
+    def on_consent_decided(self, event: ev.ConsentDecided) -> None:
+        self.activity_model.feed(event)
+
+    def on_research_stopped(self, event: ev.ResearchStopped) -> None:
+        self.stop_label.setText(stop_sentence(event.reason))
+        self._research_over = True
+        self._clock = ClockReading(
+            self._clock.now(time.monotonic()), self._clock.limit, False, 0.0, False
+        )
+        self._show_time()
+
+    def on_final_started(self, event: ev.FinalStarted) -> None:
+        self.set_now(phase_words("final").now)
+        self._final_started = time.monotonic()
+        self._final_deadline = event.deadline_seconds
+        self.final_text.setText(
+            f"Up to {event.allowance:,} tokens, within {event.deadline_seconds:.0f} s "
+            "(outside the research budgets)."
+        )
+        self.final_group.show()
+        self._tick.start()
+
+    def on_final_finished(self, event: ev.FinalFinished) -> None:
+        self._final_started = None
+        how = final_mode_words(event.mode).done
+        self.final_text.setText(f"Done in {event.seconds:.1f} s: {how}.")
+        self.final_bar.setValue(1000)
+
+    def on_reply_finished(self, event: ev.ReplyFinished) -> None:
+        self.finish(event.result.stop_reason, event.result.evidence)
+
+    def finish(self, reason: str | None, evidence: tuple[ev.EvidenceItemView, ...]) -> None:
+        """Research is over: freeze the clock, say why it ended, list all the evidence."""
+        self._tick.stop()
+        self.activity_model.flush()
+        self._flush_evidence()
+        self._clock = ClockReading(
+            self._clock.now(time.monotonic()), self._clock.limit, False, 0.0, False
+        )
+        self._show_time()
+        self.set_now("Done." if reason != "cancelled" else "Stopped.")
+        if reason:
+            self.stop_label.setText(stop_sentence(reason))
+        known = {
+            self.evidence.item(row).data(EVIDENCE_ROLE).id for row in range(self.evidence.count())
+        }
+        for item in evidence:
+            if item.id not in known:
+                self._add_evidence(item)
+
+    def show_record(
+        self, reason: str | None, evidence: tuple[ev.EvidenceItemView, ...], note: str = ""
+    ) -> None:
+        """A saved reply's outcome and evidence (no live budgets)."""
+        self.reset()
+        self.set_now(note or "A saved reply.")
+        self.stop_label.setText(stop_sentence(reason))
+        for item in evidence:
+            self._add_evidence(item)
+
+    def stop_clock(self) -> None:
+        self._tick.stop()
+
+    # --- internals ------------------------------------------------------------------------
 
     @Slot()
     def _advance(self) -> None:

@@ -5,14 +5,20 @@ so the window, the trace and the saved conversation cannot disagree. Events are 
 safe to hand from the engine thread to the GUI thread as they are.
 
 ``t`` on every event is research-independent wall time since the reply started (seconds, from the
-monotonic clock), which is what the trace format records.
+monotonic clock), which is what the trace format records. Their words — why research stopped, a
+request's phase, how a call ended — are the Literals of :mod:`imprint_desktop.core.vocabulary`.
+
+A consumer reacts to them through :func:`dispatch` and an
+:class:`~imprint_desktop.core.research.handler.EventHandler`, or with its own ``match`` over
+:data:`AnyEvent` ending in ``assert_never`` (the trace, which must decide about every event): either
+way, an event type added without its case fails mypy.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
 
 from imprint_desktop.core.consent import Decision
 from imprint_desktop.core.providers.base import Message
@@ -24,6 +30,9 @@ from imprint_desktop.core.vocabulary import Phase as Phase  # noqa: PLC0414
 from imprint_desktop.core.vocabulary import StopReason as StopReason  # noqa: PLC0414
 from imprint_desktop.core.vocabulary import ToolOrigin as ToolOrigin  # noqa: PLC0414
 from imprint_desktop.core.vocabulary import ToolStatus as ToolStatus  # noqa: PLC0414
+
+if TYPE_CHECKING:
+    from imprint_desktop.core.research.handler import EventHandler
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,3 +268,66 @@ class ReplyResult:
 @dataclass(frozen=True, slots=True)
 class ReplyFinished(Event):
     result: ReplyResult = field(compare=False)
+
+
+#: Every event the engine sends. :func:`dispatch`, and any ``match`` over events, covers them all.
+AnyEvent: TypeAlias = (
+    ReplyStarted
+    | RoundStarted
+    | RequestStarted
+    | TextDelta
+    | RequestFinished
+    | ToolStarted
+    | ToolFinished
+    | QuestionAsked
+    | UserWait
+    | ConsentDecided
+    | RoundEnded
+    | BudgetUpdate
+    | ResearchStopped
+    | FinalStarted
+    | FinalFinished
+    | ReplyFinished
+)
+
+
+def dispatch(event: Event, handler: EventHandler) -> None:  # noqa: PLR0912 - one case per event
+    """Call ``handler``'s method for the type of ``event``."""
+    if not isinstance(event, AnyEvent):  # not one of the engine's: no method of its own
+        handler.on_event(event)
+        return
+    match event:
+        case TextDelta():
+            handler.on_text_delta(event)
+        case ReplyStarted():
+            handler.on_reply_started(event)
+        case RoundStarted():
+            handler.on_round_started(event)
+        case RequestStarted():
+            handler.on_request_started(event)
+        case RequestFinished():
+            handler.on_request_finished(event)
+        case ToolStarted():
+            handler.on_tool_started(event)
+        case ToolFinished():
+            handler.on_tool_finished(event)
+        case QuestionAsked():
+            handler.on_question_asked(event)
+        case UserWait():
+            handler.on_user_wait(event)
+        case ConsentDecided():
+            handler.on_consent_decided(event)
+        case RoundEnded():
+            handler.on_round_ended(event)
+        case BudgetUpdate():
+            handler.on_budget_update(event)
+        case ResearchStopped():
+            handler.on_research_stopped(event)
+        case FinalStarted():
+            handler.on_final_started(event)
+        case FinalFinished():
+            handler.on_final_finished(event)
+        case ReplyFinished():
+            handler.on_reply_finished(event)
+        case _:
+            assert_never(event)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.report import (
     STOP_COLOUR,
     Report,
@@ -230,7 +231,7 @@ def write_report(path: Path, report: Report) -> None:
         raise
 
 
-class ReportWriter:
+class ReportWriter(EventHandler):
     """An event sink that keeps what the report needs and writes it when the reply finishes.
 
     Tool arguments are not in the trace, so it also keeps what each call did in words.
@@ -244,13 +245,16 @@ class ReportWriter:
         self.written = False
 
     def __call__(self, event: ev.Event) -> None:
-        if isinstance(event, ev.ToolStarted):
-            self._described[(event.round, event.call_id)] = describe_started(event)
         line = trace_line(event)
         if line is not None:
             self._lines.append(line)
-        if isinstance(event, ev.ReplyFinished):
-            self.write(event.result.evidence)
+        ev.dispatch(event, self)
+
+    def on_tool_started(self, event: ev.ToolStarted) -> None:
+        self._described[(event.round, event.call_id)] = describe_started(event)
+
+    def on_reply_finished(self, event: ev.ReplyFinished) -> None:
+        self.write(event.result.evidence)
 
     def write(self, evidence: Sequence[ev.EvidenceItemView]) -> None:
         report = build_report(self._lines, evidence, described=self._described)
