@@ -10,6 +10,7 @@ already frozen and travel inside :class:`ReplyEvent` unchanged.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,8 @@ if TYPE_CHECKING:  # imported where used (engine thread, event handlers): startu
 
 
 class Outcome(enum.Enum):
-    """How a job ended: every job ends in exactly one of these."""
+    """How a job ended: every job ends in exactly one of these (replies, index updates, downloads
+    and hub jobs alike)."""
 
     FINISHED = "finished"
     FAILED = "failed"
@@ -159,3 +161,23 @@ class FileSaved:
 
     path: str
     what: str
+
+
+ReplyPayload = ReplyOpened | ReplyPreparing | ReplyEvent | ConsentRequest | ReplyEnded
+"""What one reply sends; each carries its ``reply_id``, so a superseded reply's are dropped."""
+
+Payload = (
+    ReplyPayload
+    | ModelStatus
+    | IndexStatus
+    | ConversationList
+    | ConversationRecord
+    | TraceRecord
+    | FileSaved
+    | ConnectionTest
+    | EngineProblem
+)
+"""Everything the engine thread sends the GUI thread."""
+
+Emit = Callable[[Payload], None]
+"""How engine-thread work hands a payload to the bridge (thread-safe)."""
