@@ -2,7 +2,8 @@
 
 :class:`EngineBridge` lives on the GUI thread. Its methods are the whole API the window uses; each
 returns at once and queues work on the engine thread (:class:`~.host.EngineHost`). Results come back
-as frozen payloads (:mod:`.payloads`) on these signals, always delivered on the GUI thread:
+as frozen payloads (:mod:`.payloads`) on these signals, each declared with its payload's type and
+always delivered on the GUI thread:
 
 =============================  =================================================================
 signal                         payload
@@ -40,7 +41,7 @@ import itertools
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
 
@@ -60,19 +61,19 @@ class _Relay(QObject):
 
 
 class EngineBridge(QObject):
-    sig_reply_opened = Signal(object)
-    sig_reply_preparing = Signal(object)
-    sig_reply_event = Signal(object)
-    sig_consent_requested = Signal(object)
-    sig_reply_ended = Signal(object)
-    sig_model_status = Signal(object)
-    sig_index_progress = Signal(object)
-    sig_conversations_listed = Signal(object)
-    sig_conversation_loaded = Signal(object)
-    sig_trace_loaded = Signal(object)
-    sig_file_saved = Signal(object)
-    sig_connection_tested = Signal(object)
-    sig_engine_problem = Signal(object)
+    sig_reply_opened = Signal(p.ReplyOpened)
+    sig_reply_preparing = Signal(p.ReplyPreparing)
+    sig_reply_event = Signal(p.ReplyEvent)
+    sig_consent_requested = Signal(p.ConsentRequest)
+    sig_reply_ended = Signal(p.ReplyEnded)
+    sig_model_status = Signal(p.ModelStatus)
+    sig_index_progress = Signal(p.IndexStatus)
+    sig_conversations_listed = Signal(p.ConversationList)
+    sig_conversation_loaded = Signal(p.ConversationRecord)
+    sig_trace_loaded = Signal(p.TraceRecord)
+    sig_file_saved = Signal(p.FileSaved)
+    sig_connection_tested = Signal(p.ConnectionTest)
+    sig_engine_problem = Signal(p.EngineProblem)
 
     def __init__(
         self,
@@ -100,21 +101,6 @@ class EngineBridge(QObject):
         self._cancel: CancelToken | None = None
         self._search = ""
         self._closed = False
-        self._routes: dict[type, SignalInstance] = {
-            p.ReplyOpened: self.sig_reply_opened,
-            p.ReplyPreparing: self.sig_reply_preparing,
-            p.ReplyEvent: self.sig_reply_event,
-            p.ConsentRequest: self.sig_consent_requested,
-            p.ReplyEnded: self.sig_reply_ended,
-            p.ModelStatus: self.sig_model_status,
-            p.IndexStatus: self.sig_index_progress,
-            p.ConversationList: self.sig_conversations_listed,
-            p.ConversationRecord: self.sig_conversation_loaded,
-            p.TraceRecord: self.sig_trace_loaded,
-            p.FileSaved: self.sig_file_saved,
-            p.ConnectionTest: self.sig_connection_tested,
-            p.EngineProblem: self.sig_engine_problem,
-        }
         self._host.start()
 
     # --- replies ------------------------------------------------------------------------------
@@ -220,12 +206,41 @@ class EngineBridge(QObject):
 
     @Slot(object)
     def _dispatch(self, payload: p.Payload) -> None:
-        reply_id = getattr(payload, "reply_id", None)
-        if reply_id is not None and reply_id != self._reply_id:
-            return  # a superseded reply: latest wins
-        if isinstance(payload, p.ReplyEnded):
-            self._running = False
-            self._cancel = None
-        signal = self._routes.get(type(payload))
-        if signal is not None:
-            signal.emit(payload)
+        if isinstance(payload, p.ReplyPayload):
+            if payload.reply_id != self._reply_id:
+                return  # a superseded reply: latest wins
+            if isinstance(payload, p.ReplyEnded):
+                self._running = False
+                self._cancel = None
+        self._signal_for(payload).emit(payload)
+
+    def _signal_for(self, payload: p.Payload) -> SignalInstance:  # noqa: PLR0911, PLR0912 - one per kind
+        match payload:
+            case p.ReplyOpened():
+                return self.sig_reply_opened
+            case p.ReplyPreparing():
+                return self.sig_reply_preparing
+            case p.ReplyEvent():
+                return self.sig_reply_event
+            case p.ConsentRequest():
+                return self.sig_consent_requested
+            case p.ReplyEnded():
+                return self.sig_reply_ended
+            case p.ModelStatus():
+                return self.sig_model_status
+            case p.IndexStatus():
+                return self.sig_index_progress
+            case p.ConversationList():
+                return self.sig_conversations_listed
+            case p.ConversationRecord():
+                return self.sig_conversation_loaded
+            case p.TraceRecord():
+                return self.sig_trace_loaded
+            case p.FileSaved():
+                return self.sig_file_saved
+            case p.ConnectionTest():
+                return self.sig_connection_tested
+            case p.EngineProblem():
+                return self.sig_engine_problem
+            case _:
+                assert_never(payload)
