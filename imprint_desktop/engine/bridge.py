@@ -49,15 +49,10 @@ from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.consent import Decision
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.host import EngineHost
+from imprint_desktop.engine.relay import Relay
 from imprint_desktop.engine.work import ProviderFactory
 
 log = logging.getLogger(__name__)
-
-
-class _Relay(QObject):
-    """Emitted on the engine thread; the bridge (GUI thread) receives it queued."""
-
-    sig_payload = Signal(object)
 
 
 class EngineBridge(QObject):
@@ -86,7 +81,7 @@ class EngineBridge(QObject):
     ) -> None:
         super().__init__(parent)
         self._settings = settings
-        self._relay = _Relay()
+        self._relay = Relay()
         self._relay.sig_payload.connect(self._dispatch)
         self._host = EngineHost(
             self._relay.sig_payload.emit,
