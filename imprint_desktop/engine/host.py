@@ -79,7 +79,7 @@ class EngineHost(QThread):
         self.setObjectName("imprint-engine")
         self._emit = emit
         self._history_path = history_path
-        self.loop = asyncio.new_event_loop()
+        self._loop = asyncio.new_event_loop()
         self._stopping = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._history: HistoryStore | None = None
@@ -196,20 +196,20 @@ class EngineHost(QThread):
         self._call(self._spawn, job)
 
     def _call(self, callback: Callable[..., None], *args: object) -> None:
-        if not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(callback, *args)
+        if not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(callback, *args)
 
     # --- the thread ---------------------------------------------------------------------------
 
     def run(self) -> None:
-        asyncio.set_event_loop(self.loop)
+        asyncio.set_event_loop(self._loop)
         try:
-            self.loop.run_until_complete(self._serve())
-            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-            self.loop.run_until_complete(self.loop.shutdown_default_executor())
+            self._loop.run_until_complete(self._serve())
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.run_until_complete(self._loop.shutdown_default_executor())
         finally:
             asyncio.set_event_loop(None)
-            self.loop.close()
+            self._loop.close()
             with _live_lock:
                 _live.discard(self)
 
@@ -237,7 +237,7 @@ class EngineHost(QThread):
         if self._stopping.is_set():
             job().close()  # never started: nothing to report
             return
-        task = self.loop.create_task(job())
+        task = self._loop.create_task(job())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -39,7 +39,7 @@ async def load_conversation(
     history: HistoryStore, emit: p.Emit, conversation_id: int, request: int
 ) -> None:
     replies = tuple(history.replies(conversation_id))
-    emit(p.ConversationRecord(conversation_id, _title(history, conversation_id), replies, request))
+    emit(p.ConversationRecord(conversation_id, replies, request))
 
 
 async def rename_conversation(

@@ -35,7 +35,6 @@ class ReplyOpened:
     reply_id: int  # the bridge's call number ("latest wins")
     conversation_id: int
     stored_id: int  # the reply's row in the history
-    question: str
     conversation_created: bool = False
 
 
@@ -109,10 +108,6 @@ class IndexStatus:
     outcome: Outcome | None = None
     message: str = ""
 
-    @property
-    def fraction(self) -> float:
-        return self.done / self.total if self.total else 0.0
-
 
 @dataclass(frozen=True, slots=True)
 class ConversationList:
@@ -127,7 +122,6 @@ class ConversationRecord:
     """One conversation's saved replies (questions, answers, evidence, interrupted marks)."""
 
     conversation_id: int
-    title: str
     replies: tuple[StoredReply, ...]
     request: int = 0  # the number the request was made with, so a stale answer can be ignored
 

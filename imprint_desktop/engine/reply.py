@@ -185,9 +185,7 @@ class ReplyJob:
         earlier = (memory.messages(conversation) if compact else ()) or compact
         recorder = history.start_reply(conversation, self.question)
         self._recorder = recorder
-        self._emit(
-            p.ReplyOpened(self.reply_id, conversation, recorder.reply_id, self.question, created)
-        )
+        self._emit(p.ReplyOpened(self.reply_id, conversation, recorder.reply_id, created))
 
         settings, cancel = self.settings, self.cancel
         self._emit(p.ReplyPreparing(self.reply_id, "Getting the model ready…"))
