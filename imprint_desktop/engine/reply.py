@@ -82,12 +82,13 @@ class ConversationMemory:
         if messages:
             self._messages[conversation_id] = messages
         else:  # the answer did not come from it (a fallback, "not found"): start from history
-            self.forget(conversation_id)
+            self._messages.pop(conversation_id, None)
 
     def forget(self, conversation_id: int) -> None:
-        """Drop what :meth:`keep` kept (the conversation was deleted: its id may be given to a new
-        one)."""
+        """Drop all of a deleted conversation: SQLite may give its id to a new one, which starts
+        from its own history and asks about every site again."""
         self._messages.pop(conversation_id, None)
+        self._sites.pop(conversation_id, None)
 
     def sites(self, conversation_id: int) -> AllowedSites:
         """The sites allowed "for this conversation", kept for as long as the window is open and
