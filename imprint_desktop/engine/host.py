@@ -8,8 +8,9 @@ The GUI talks to it only through :class:`~imprint_desktop.engine.bridge.EngineBr
 the methods under "called from the GUI thread" (each thread-safe: it queues work on the loop) and
 receives frozen payloads through ``emit``. The host hands each job what it uses — a
 :class:`~.reply.ReplyJob` the history store, the shared :class:`~.resources.EngineResources` and the
-:class:`~.reply.ConversationMemory`; a history job the store — and runs it under one error policy
-(:meth:`EngineHost._submit`); replies run one at a time, each with its own policy.
+:class:`~.reply.ConversationMemory`; a history job the store — and no job calls back into the host.
+Replies run one at a time, each ending through :meth:`~.reply.ReplyJob.run`; every other job runs
+under :meth:`EngineHost._submit`, where an exception becomes the payload that words its failure.
 
 The loop is created with the host so work can be queued before the thread has started; the HTTP
 client is created and closed inside the loop. :meth:`EngineHost.stop` asks the loop to finish:
