@@ -2,14 +2,16 @@
 
 :class:`EngineBridge` lives on the GUI thread. Its methods are the whole API the window uses; each
 returns at once and queues work on the engine thread (:class:`~.host.EngineHost`). Results come back
-as frozen payloads (:mod:`.payloads`) on these signals, always delivered on the GUI thread:
+as frozen payloads (:mod:`.payloads`) on these signals, each declared with its payload's type and
+always delivered on the GUI thread:
 
 =============================  =================================================================
 signal                         payload
 =============================  =================================================================
 ``sig_reply_opened``           :class:`ReplyOpened` — question saved, conversation id known
 ``sig_reply_preparing``        :class:`ReplyPreparing` — loading the model, updating the index
-``sig_reply_event``            :class:`ReplyEvent` — one research event (budgets, text, tools…)
+``sig_reply_event``            :class:`ReplyEvent` — one research event (budgets, text, tools…;
+                               answer a ``QuestionAsked`` with :meth:`EngineBridge.answer_question`)
 ``sig_consent_requested``      :class:`ConsentRequest` — may the model fetch this URL? (answer
                                with :meth:`EngineBridge.answer_consent`)
 ``sig_reply_ended``            :class:`ReplyEnded` — one per reply: finished/failed/cancelled
@@ -24,7 +26,13 @@ signal                         payload
 =============================  =================================================================
 
 "Latest wins": every reply gets a new id; starting a reply cancels the one before, and payloads of
-a superseded reply are dropped here, so a slow old reply can never paint over the new one.
+a superseded reply are dropped here, so a slow old reply can never paint over the new one. The
+person's answers go back the same way: :meth:`EngineBridge.answer_question` and
+:meth:`EngineBridge.answer_consent` name the reply and the tool call they answer, and one for a
+call that no longer waits is dropped.
+
+The bridge only numbers replies, takes the settings snapshot each job starts from and routes
+payloads; the work itself is the host's (:mod:`.host`), which runs each job with what it needs.
 """
 
 from __future__ import annotations
@@ -33,8 +41,7 @@ import itertools
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import ModuleType
-from typing import Any
+from typing import Any, assert_never
 
 from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
 
@@ -42,31 +49,26 @@ from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.consent import Decision
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.host import EngineHost
-from imprint_desktop.engine.work import ProviderFactory, sentence
+from imprint_desktop.engine.relay import Relay
+from imprint_desktop.engine.work import ProviderFactory
 
 log = logging.getLogger(__name__)
 
 
-class _Relay(QObject):
-    """Emitted on the engine thread; the bridge (GUI thread) receives it queued."""
-
-    sig_payload = Signal(object)
-
-
 class EngineBridge(QObject):
-    sig_reply_opened = Signal(object)
-    sig_reply_preparing = Signal(object)
-    sig_reply_event = Signal(object)
-    sig_consent_requested = Signal(object)
-    sig_reply_ended = Signal(object)
-    sig_model_status = Signal(object)
-    sig_index_progress = Signal(object)
-    sig_conversations_listed = Signal(object)
-    sig_conversation_loaded = Signal(object)
-    sig_trace_loaded = Signal(object)
-    sig_file_saved = Signal(object)
-    sig_connection_tested = Signal(object)
-    sig_engine_problem = Signal(object)
+    sig_reply_opened = Signal(p.ReplyOpened)
+    sig_reply_preparing = Signal(p.ReplyPreparing)
+    sig_reply_event = Signal(p.ReplyEvent)
+    sig_consent_requested = Signal(p.ConsentRequest)
+    sig_reply_ended = Signal(p.ReplyEnded)
+    sig_model_status = Signal(p.ModelStatus)
+    sig_index_progress = Signal(p.IndexStatus)
+    sig_conversations_listed = Signal(p.ConversationList)
+    sig_conversation_loaded = Signal(p.ConversationRecord)
+    sig_trace_loaded = Signal(p.TraceRecord)
+    sig_file_saved = Signal(p.FileSaved)
+    sig_connection_tested = Signal(p.ConnectionTest)
+    sig_engine_problem = Signal(p.EngineProblem)
 
     def __init__(
         self,
@@ -79,7 +81,7 @@ class EngineBridge(QObject):
     ) -> None:
         super().__init__(parent)
         self._settings = settings
-        self._relay = _Relay()
+        self._relay = Relay()
         self._relay.sig_payload.connect(self._dispatch)
         self._host = EngineHost(
             self._relay.sig_payload.emit,
@@ -94,21 +96,6 @@ class EngineBridge(QObject):
         self._cancel: CancelToken | None = None
         self._search = ""
         self._closed = False
-        self._routes: dict[type, SignalInstance] = {
-            p.ReplyOpened: self.sig_reply_opened,
-            p.ReplyPreparing: self.sig_reply_preparing,
-            p.ReplyEvent: self.sig_reply_event,
-            p.ConsentRequest: self.sig_consent_requested,
-            p.ReplyEnded: self.sig_reply_ended,
-            p.ModelStatus: self.sig_model_status,
-            p.IndexStatus: self.sig_index_progress,
-            p.ConversationList: self.sig_conversations_listed,
-            p.ConversationRecord: self.sig_conversation_loaded,
-            p.TraceRecord: self.sig_trace_loaded,
-            p.FileSaved: self.sig_file_saved,
-            p.ConnectionTest: self.sig_connection_tested,
-            p.EngineProblem: self.sig_engine_problem,
-        }
         self._host.start()
 
     # --- replies ------------------------------------------------------------------------------
@@ -131,24 +118,13 @@ class EngineBridge(QObject):
         reply_id = next(self._ids)
         cancel = CancelToken()
         self._reply_id, self._cancel, self._running = reply_id, cancel, True
-        settings = self._settings()
-        host = self._host
-        emit = self._relay.sig_payload.emit
-
-        async def job() -> None:
-            from imprint_desktop.engine import jobs  # noqa: PLC0415 - on the engine thread
-
-            await jobs.run_reply(
-                host,
-                emit,
-                reply_id,
-                conversation_id=conversation_id,
-                question=question,
-                settings=settings,
-                cancel=cancel,
-            )
-
-        self._host.submit(job)
+        self._host.start_reply(
+            reply_id,
+            conversation_id=conversation_id,
+            question=question,
+            settings=self._settings(),
+            cancel=cancel,
+        )
         return reply_id
 
     def cancel_reply(self) -> None:
@@ -156,13 +132,16 @@ class EngineBridge(QObject):
         if self._cancel is not None:
             self._cancel.cancel()
 
-    def answer_question(self, text: str) -> None:
-        """Answer the model's ``ask_user`` question; research time resumes."""
-        self._host.answer(text)
+    def answer_question(self, reply_id: int, call_id: str, text: str) -> None:
+        """Answer ``ask_user`` call ``call_id`` of reply ``reply_id`` (both from its
+        ``QuestionAsked`` event); research time resumes. An answer for a call that no longer
+        waits — the reply was stopped or superseded — is dropped."""
+        self._host.answer_question(reply_id, call_id, text)
 
-    def answer_consent(self, call_id: str, decision: Decision) -> None:
-        """Decide the model's ``fetch_url`` call ``call_id``; research time resumes."""
-        self._host.answer_consent(call_id, decision)
+    def answer_consent(self, reply_id: int, call_id: str, decision: Decision) -> None:
+        """Decide ``fetch_url`` call ``call_id`` of reply ``reply_id`` (both from its
+        :class:`ConsentRequest`); research time resumes. A late decision is dropped."""
+        self._host.answer_consent(reply_id, call_id, decision)
 
     def shutdown(self, timeout_ms: int = 15_000) -> bool:
         """Cancel everything, close the engine's resources on its thread and join it.
@@ -184,131 +163,79 @@ class EngineBridge(QObject):
 
     def load_model(self) -> None:
         """Load (or reload) the model the settings choose, outside any reply's research time."""
-        settings = self._settings()
-        host = self._host
-
-        async def job() -> None:
-            try:
-                await host.provider(settings)
-            except Exception as error:
-                # ModelStatus(FAILED) already went out; this is the sentence to show.
-                self._relay.sig_payload.emit(p.EngineProblem(sentence(error, settings)))
-
-        host.submit(job)
+        self._host.load_model(self._settings())
 
     def index_workspace(self) -> None:
         """Bring the chosen workspace's index up to date, reporting progress and its end."""
-        settings = self._settings()
-        host = self._host
-        emit = self._relay.sig_payload.emit
-
-        async def job() -> None:
-            root = str(settings.get("workspace.path") or "")
-            try:
-                await host.update_index(settings, emit)  # ends with its own terminal status
-            except Exception as error:
-                emit(p.IndexStatus(root, 0, 0, outcome=p.Outcome.FAILED, message=sentence(error)))
-
-        host.submit(job)
+        self._host.index_workspace(self._settings())
 
     def test_connection(self) -> None:
-        settings = self._settings()
-        host = self._host
-
-        async def job() -> None:
-            self._relay.sig_payload.emit(await host.test_connection(settings))
-
-        host.submit(job)
+        self._host.test_connection(self._settings())
 
     # --- history --------------------------------------------------------------------------------
 
     def list_conversations(self, search: str = "") -> None:
         self._search = search
-        self._history_job(lambda jobs, emit: jobs.list_conversations(self._host, emit, search))
+        self._host.list_conversations(search)
 
     def load_conversation(self, conversation_id: int) -> int:
         """Read one conversation; returns the request number its ConversationRecord carries."""
         request = next(self._requests)
-        self._history_job(
-            lambda jobs, emit: jobs.load_conversation(self._host, emit, conversation_id, request)
-        )
+        self._host.load_conversation(conversation_id, request)
         return request
 
     def rename_conversation(self, conversation_id: int, title: str) -> None:
-        search = self._search
-
-        def work(jobs: ModuleType, emit: Callable[[object], None]) -> None:
-            self._host.history.rename(conversation_id, title)
-            jobs.list_conversations(self._host, emit, search)
-
-        self._history_job(work)
+        self._host.rename_conversation(conversation_id, title, self._search)
 
     def delete_conversation(self, conversation_id: int) -> None:
-        search = self._search
-
-        def work(jobs: ModuleType, emit: Callable[[object], None]) -> None:
-            self._host.history.delete(conversation_id)
-            self._host.forget_conversation(conversation_id)
-            jobs.list_conversations(self._host, emit, search)
-
-        self._history_job(work)
+        self._host.delete_conversation(conversation_id, self._search)
 
     def load_trace(self, stored_id: int, save_to: Path | None = None) -> None:
         """The reply's trace on ``sig_trace_loaded``, or written to ``save_to`` (JSON Lines)."""
-        host, emit = self._host, self._relay.sig_payload.emit
-
-        async def job() -> None:
-            from imprint_desktop.engine import jobs  # noqa: PLC0415 - on the engine thread
-
-            try:
-                await jobs.save_trace(host, emit, stored_id, save_to)
-            except Exception as error:
-                emit(p.EngineProblem(f"The trace could not be saved: {sentence(error)}"))
-
-        host.submit(job)
+        self._host.load_trace(stored_id, save_to)
 
     def export_conversation(self, conversation_id: int, path: Path) -> None:
-        host, emit = self._host, self._relay.sig_payload.emit
-
-        async def job() -> None:
-            from imprint_desktop.engine import jobs  # noqa: PLC0415 - on the engine thread
-
-            try:
-                await jobs.export_conversation(host, emit, conversation_id, path)
-            except OSError as error:
-                emit(
-                    p.EngineProblem(
-                        f"The conversation could not be saved to {path}: {error.strerror}. "
-                        "Choose another folder."
-                    )
-                )
-
-        host.submit(job)
-
-    def _history_job(self, work: Callable[[ModuleType, Callable[[object], None]], None]) -> None:
-        emit = self._relay.sig_payload.emit
-
-        async def job() -> None:
-            from imprint_desktop.engine import jobs  # noqa: PLC0415 - on the engine thread
-
-            try:
-                work(jobs, emit)
-            except Exception as error:
-                log.exception("history job failed")
-                emit(p.EngineProblem(f"The chat history could not be read or saved: {error}"))
-
-        self._host.submit(job)
+        self._host.export_conversation(conversation_id, path)
 
     # --- delivery on the GUI thread --------------------------------------------------------
 
     @Slot(object)
-    def _dispatch(self, payload: object) -> None:
-        reply_id = getattr(payload, "reply_id", None)
-        if reply_id is not None and reply_id != self._reply_id:
-            return  # a superseded reply: latest wins
-        if isinstance(payload, p.ReplyEnded):
-            self._running = False
-            self._cancel = None
-        signal = self._routes.get(type(payload))
-        if signal is not None:
-            signal.emit(payload)
+    def _dispatch(self, payload: p.Payload) -> None:
+        if isinstance(payload, p.ReplyPayload):
+            if payload.reply_id != self._reply_id:
+                return  # a superseded reply: latest wins
+            if isinstance(payload, p.ReplyEnded):
+                self._running = False
+                self._cancel = None
+        self._signal_for(payload).emit(payload)
+
+    def _signal_for(self, payload: p.Payload) -> SignalInstance:  # noqa: PLR0911, PLR0912 - one per kind
+        match payload:
+            case p.ReplyOpened():
+                return self.sig_reply_opened
+            case p.ReplyPreparing():
+                return self.sig_reply_preparing
+            case p.ReplyEvent():
+                return self.sig_reply_event
+            case p.ConsentRequest():
+                return self.sig_consent_requested
+            case p.ReplyEnded():
+                return self.sig_reply_ended
+            case p.ModelStatus():
+                return self.sig_model_status
+            case p.IndexStatus():
+                return self.sig_index_progress
+            case p.ConversationList():
+                return self.sig_conversations_listed
+            case p.ConversationRecord():
+                return self.sig_conversation_loaded
+            case p.TraceRecord():
+                return self.sig_trace_loaded
+            case p.FileSaved():
+                return self.sig_file_saved
+            case p.ConnectionTest():
+                return self.sig_connection_tested
+            case p.EngineProblem():
+                return self.sig_engine_problem
+            case _:
+                assert_never(payload)

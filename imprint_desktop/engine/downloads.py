@@ -46,6 +46,8 @@ from imprint_desktop.core.models import (
 )
 from imprint_desktop.core.models.journal import Journal
 from imprint_desktop.core.models.recommended import MachineProbe
+from imprint_desktop.engine.payloads import Outcome
+from imprint_desktop.engine.relay import Relay
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +60,6 @@ class DownloadState(enum.Enum):
     PAUSED = "paused"
     FAILED = "failed"
     DONE = "done"
-    CANCELLED = "cancelled"
-
-
-class Outcome(enum.Enum):
-    FINISHED = "finished"
-    FAILED = "failed"
     CANCELLED = "cancelled"
 
 
@@ -115,12 +111,6 @@ class JobEnded:
     outcome: Outcome
     value: object = None  # the result when finished
     message: str = ""  # a sentence for a person when failed
-
-
-class _Relay(QObject):
-    """Carries a worker's terminal event to the GUI thread (queued connection)."""
-
-    sig_ended = Signal(object)
 
 
 class _Job(QRunnable):
@@ -175,8 +165,8 @@ class DownloadManager(QObject):
         self._probe = probe  # how recommend() reads this computer; tests give a fixed one
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(max_parallel + 2)  # downloads plus hub jobs
-        self._relay = _Relay()
-        self._relay.sig_ended.connect(self._on_ended)
+        self._relay = Relay()
+        self._relay.sig_payload.connect(self._on_ended)
         self._items: dict[str, DownloadItem] = {}
         self._records: dict[str, DownloadRecord] = {}
         self._models: dict[str, RemoteModel] = {}
@@ -259,7 +249,7 @@ class DownloadManager(QObject):
 
         def finish(outcome: Outcome, value: object, message: str) -> None:
             result = value if outcome is Outcome.FINISHED else None
-            relay.sig_ended.emit(JobEnded(job_id, kind, outcome, result, message))
+            relay.sig_payload.emit(JobEnded(job_id, kind, outcome, result, message))
 
         self._pool.start(_Job(work, finish))
         return job_id
@@ -329,7 +319,7 @@ class DownloadManager(QObject):
         def finish(outcome: Outcome, value: object, message: str) -> None:
             discarded = outcome is Outcome.CANCELLED and control.discard
             payload = (ident, discarded, str(value) if outcome is Outcome.FINISHED else "")
-            relay.sig_ended.emit(JobEnded(ident, "download", outcome, payload, message))
+            relay.sig_payload.emit(JobEnded(ident, "download", outcome, payload, message))
 
         self._pool.start(_Job(lambda: downloader.run(record, control, progress), finish))
         if not self._timer.isActive():

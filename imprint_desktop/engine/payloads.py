@@ -10,6 +10,7 @@ already frozen and travel inside :class:`ReplyEvent` unchanged.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,7 +20,8 @@ if TYPE_CHECKING:  # imported where used (engine thread, event handlers): startu
 
 
 class Outcome(enum.Enum):
-    """How a job ended: every job ends in exactly one of these."""
+    """How a job ended: every job ends in exactly one of these (replies, index updates, downloads
+    and hub jobs alike)."""
 
     FINISHED = "finished"
     FAILED = "failed"
@@ -33,7 +35,6 @@ class ReplyOpened:
     reply_id: int  # the bridge's call number ("latest wins")
     conversation_id: int
     stored_id: int  # the reply's row in the history
-    question: str
     conversation_created: bool = False
 
 
@@ -107,10 +108,6 @@ class IndexStatus:
     outcome: Outcome | None = None
     message: str = ""
 
-    @property
-    def fraction(self) -> float:
-        return self.done / self.total if self.total else 0.0
-
 
 @dataclass(frozen=True, slots=True)
 class ConversationList:
@@ -125,7 +122,6 @@ class ConversationRecord:
     """One conversation's saved replies (questions, answers, evidence, interrupted marks)."""
 
     conversation_id: int
-    title: str
     replies: tuple[StoredReply, ...]
     request: int = 0  # the number the request was made with, so a stale answer can be ignored
 
@@ -159,3 +155,23 @@ class FileSaved:
 
     path: str
     what: str
+
+
+ReplyPayload = ReplyOpened | ReplyPreparing | ReplyEvent | ConsentRequest | ReplyEnded
+"""What one reply sends; each carries its ``reply_id``, so a superseded reply's are dropped."""
+
+Payload = (
+    ReplyPayload
+    | ModelStatus
+    | IndexStatus
+    | ConversationList
+    | ConversationRecord
+    | TraceRecord
+    | FileSaved
+    | ConnectionTest
+    | EngineProblem
+)
+"""Everything the engine thread sends the GUI thread."""
+
+Emit = Callable[[Payload], None]
+"""How engine-thread work hands a payload to the bridge (thread-safe)."""

@@ -43,7 +43,8 @@ from imprint_desktop.core.models import (
     Sort,
     human_size,
 )
-from imprint_desktop.engine.downloads import DownloadManager, JobEnded, Outcome
+from imprint_desktop.engine.downloads import DownloadManager, JobEnded
+from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import DownloadQueue
 from imprint_desktop.ui.recommended import RecommendedPage

@@ -46,8 +46,8 @@ from imprint_desktop.engine.downloads import (
     DownloadManager,
     DownloadState,
     JobEnded,
-    Outcome,
 )
+from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import describe
 

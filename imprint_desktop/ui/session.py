@@ -111,6 +111,8 @@ class ChatSession(QObject):
         self._live_workspace: str | None = None  # the folder the running reply researches
         self._live_evidence: dict[int, ev.EvidenceItemView] = {}  # what it found so far
         self._panel_workspace: str | None = None  # the folder of the evidence the panel lists
+        self._asked = (0, "")  # the reply and ask_user call the question card answers
+        self._consent_reply = 0  # the reply whose fetch_url call the consent card decides
 
         composer.sig_question_sent.connect(self.send)
         composer.sig_stop_requested.connect(self.stop)
@@ -167,7 +169,8 @@ class ChatSession(QObject):
 
     @Slot(str)
     def _answered(self, text: str) -> None:
-        self.bridge.answer_question(text)
+        reply_id, call_id = self._asked
+        self.bridge.answer_question(reply_id, call_id, text)
         self.view.set_live_status(f"You answered: {text}")
         self.composer.edit.setFocus()
 
@@ -176,12 +179,13 @@ class ChatSession(QObject):
         waiting = "Waiting for you to allow or deny a web page (research time is paused)…"
         self.panel.set_now(waiting)
         self.view.set_live_status(waiting)
+        self._consent_reply = request.reply_id
         self.consent_card.ask(request.call_id, request.url, request.site)
 
     @Slot(str, str)
     def _consent_decided(self, call_id: str, decision: str) -> None:
         chosen = Decision(decision)
-        self.bridge.answer_consent(call_id, chosen)
+        self.bridge.answer_consent(self._consent_reply, call_id, chosen)
         self.panel.set_now("Fetching the page…" if chosen.allowed else "Thinking…")
         self.view.set_live_status(f"The web page: {DECISION_WORDS[chosen]}.")
         self.composer.edit.setFocus()
@@ -224,6 +228,7 @@ class ChatSession(QObject):
             self.view.clear_live_text()
             self.view.set_live_status("Writing the final answer…")
         elif isinstance(event, ev.QuestionAsked):
+            self._asked = (payload.reply_id, event.call_id)
             self.view.set_live_status(f"Imprint asks: {event.question}")
             self.card.ask(event.question)
 

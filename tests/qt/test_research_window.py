@@ -118,6 +118,43 @@ def test_a_reply_drives_every_widget(qtbot: QtBot, research_store: SettingsStore
     qtbot.waitUntil(lambda: window.conversations.list.count() == 1, timeout=WAIT_MS)
 
 
+def test_an_answer_reaches_only_the_reply_and_call_that_asked(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    script = [
+        Step(calls=[ask("Which wall do you mean?")]),
+        Step("The harbour wall."),
+        Step(calls=[ask("And which ship?")]),
+        Step("The ledger ship."),
+    ]
+    window = open_window(qtbot, research_store, script).window
+    bridge = window.bridge
+    asked: list[tuple[int, str]] = []
+    answers: list[str] = []
+
+    def watch(payload: p.ReplyEvent) -> None:
+        if isinstance(payload.event, ev.QuestionAsked):
+            asked.append((payload.reply_id, payload.event.call_id))
+        elif isinstance(payload.event, ev.UserWait):
+            answers.append(payload.event.answer)
+
+    bridge.sig_reply_event.connect(watch)
+    for question, answer in (("Which wall?", "The harbour wall"), ("Which ship?", "The ledger")):
+        type_question(qtbot, window, question)
+        qtbot.waitUntil(window.card.isVisible, timeout=WAIT_MS)
+        reply_id, call_id = asked[-1]
+        # Answers meant for the reply before (the same call id or its own) and for another call
+        # of this reply reach nothing; they were sent first, so the card's answer would not count.
+        for stale_reply, stale_call in [(reply_id - 1, call_id), *asked[:-1], (reply_id, "x")]:
+            bridge.answer_question(stale_reply, stale_call, "a stale answer")
+        with qtbot.waitSignal(bridge.sig_reply_ended, timeout=WAIT_MS) as ended:
+            qtbot.keyClicks(window.card.answer, answer)
+            qtbot.keyClick(window.card.answer, Qt.Key.Key_Return)
+        assert ended.args[0].outcome is p.Outcome.FINISHED
+    assert answers == ["The harbour wall", "The ledger"]
+    assert [reply for reply, _ in asked] == [1, 2]
+
+
 def test_stop_ends_a_hanging_reply_quickly_and_the_window_is_usable(
     qtbot: QtBot, research_store: SettingsStore
 ) -> None:

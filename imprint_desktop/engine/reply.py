@@ -1,0 +1,263 @@
+"""One reply, from the question to the saved answer, as one object on the engine loop.
+
+A :class:`ReplyJob` holds everything one reply has: its id, question, settings and Stop token, the
+conversation it belongs to (made when its question starts a new one), its history row, and what it
+waits for from the person — the answer to an ``ask_user`` call and the decision on a ``fetch_url``
+call, each under the call's id. An answer for a call that is not waiting (a late click on an old
+card, a reply already over) is dropped.
+
+:meth:`ReplyJob.run` is the reply's one error policy: whatever happens, the reply ends with exactly
+one :class:`~.payloads.ReplyEnded` — finished, failed or cancelled — and its history row is closed
+(a row is left ``running`` only when the process itself dies, which is what makes it reopen as
+interrupted).
+
+The host gives a reply what it uses — the history store, the engine's shared resources, the memory
+of conversations — and a reply calls nothing above it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.consent import AllowedSites, Decision, remembering, site_of
+from imprint_desktop.core.errors import Cancelled
+from imprint_desktop.engine import payloads as p
+from imprint_desktop.engine.work import sentence
+
+if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep startup fast
+    from imprint_desktop.core.history import HistoryStore, ReplyRecorder
+    from imprint_desktop.core.providers.base import Message
+    from imprint_desktop.core.research import events as ev
+    from imprint_desktop.engine.resources import EngineResources
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Waiting(Generic[T]):
+    """What a reply waits for from the person, one future per tool call id (engine loop only)."""
+
+    def __init__(self) -> None:
+        self._futures: dict[str, asyncio.Future[T]] = {}
+
+    async def wait(self, call_id: str) -> T:
+        """Wait for :meth:`deliver` to ``call_id``; cancelled with the reply by Stop."""
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._futures[call_id] = future
+        try:
+            return await future
+        finally:
+            del self._futures[call_id]
+
+    def deliver(self, call_id: str, value: T) -> bool:
+        """Hand ``value`` to the wait for ``call_id``; False (and dropped) when none waits."""
+        future = self._futures.get(call_id)
+        if future is None or future.done():
+            return False
+        future.set_result(value)
+        return True
+
+
+class ConversationMemory:
+    """What this process remembers of each conversation between its replies (engine loop only):
+    the whole conversation the last reply left, and the sites the person allowed in it."""
+
+    def __init__(self) -> None:
+        self._messages: dict[int, tuple[Message, ...]] = {}
+        self._sites: dict[int, AllowedSites] = {}
+
+    def messages(self, conversation_id: int) -> tuple[Message, ...]:
+        """The conversation the last reply in ``conversation_id`` left, or () when this process
+        has none (a conversation reopened after a restart continues from its history)."""
+        return self._messages.get(conversation_id, ())
+
+    def keep(self, conversation_id: int, messages: tuple[Message, ...]) -> None:
+        """Remember the conversation a reply left, for the next question in it: the model then
+        continues what it has cached instead of reading the conversation again."""
+        if messages:
+            self._messages[conversation_id] = messages
+        else:  # the answer did not come from it (a fallback, "not found"): start from history
+            self._messages.pop(conversation_id, None)
+
+    def forget(self, conversation_id: int) -> None:
+        """Drop all of a deleted conversation: SQLite may give its id to a new one, which starts
+        from its own history and asks about every site again."""
+        self._messages.pop(conversation_id, None)
+        self._sites.pop(conversation_id, None)
+
+    def sites(self, conversation_id: int) -> AllowedSites:
+        """The sites allowed "for this conversation", kept for as long as the window is open and
+        not asked about again."""
+        return self._sites.setdefault(conversation_id, AllowedSites())
+
+
+def require(history: HistoryStore | None) -> HistoryStore:
+    """The history store, or the error that says it could not be opened."""
+    if history is None:
+        raise RuntimeError("The chat history is not available.")
+    return history
+
+
+class ReplyJob:
+    """One reply: its typed state, its waits for the person, and its one error policy."""
+
+    def __init__(
+        self,
+        reply_id: int,
+        *,
+        question: str,
+        conversation_id: int | None,
+        settings: Mapping[str, Any],
+        cancel: CancelToken,
+        emit: p.Emit,
+    ) -> None:
+        self.reply_id = reply_id  # the bridge's call number ("latest wins")
+        self.question = question
+        self.conversation_id = conversation_id  # None until a new conversation is made
+        self.settings = settings
+        self.cancel = cancel
+        self._emit = emit
+        self._recorder: ReplyRecorder | None = None  # the reply's history row, once saved
+        self._answers: Waiting[str] = Waiting()  # ask_user calls
+        self._decisions: Waiting[Decision] = Waiting()  # fetch_url calls
+        self._asking = ""  # the ask_user call whose question was shown last
+
+    def answer(self, call_id: str, text: str) -> bool:
+        """The person's answer to ``ask_user`` call ``call_id``; False when none waits."""
+        return self._answers.deliver(call_id, text)
+
+    def decide(self, call_id: str, decision: Decision) -> bool:
+        """The person's decision on ``fetch_url`` call ``call_id``; False when none waits."""
+        return self._decisions.deliver(call_id, decision)
+
+    async def run(
+        self,
+        history: HistoryStore | None,
+        resources: EngineResources,
+        memory: ConversationMemory,
+    ) -> None:
+        """Research the question and report how the reply ended: the reply's one error policy."""
+        if self.cancel.cancelled:  # superseded before it could start
+            self._end(p.Outcome.CANCELLED)
+            return
+        try:
+            result = await self._research(require(history), resources, memory)
+        except (Cancelled, asyncio.CancelledError):
+            self._close_row("cancelled", "")
+            self._end(p.Outcome.CANCELLED)
+            return
+        except Exception as error:
+            message = sentence(error, self.settings)
+            self._close_row("error", message)
+            self._end(p.Outcome.FAILED, message=message)
+            return
+        if result.stop_reason == "cancelled":
+            self._end(p.Outcome.CANCELLED, result)
+        elif result.stop_reason == "error":
+            detail = (result.error or "").strip()
+            self._end(
+                p.Outcome.FAILED,
+                result,
+                f"The model failed: {detail or 'no reason given'}. The evidence found so far is "
+                "kept below; try again, or choose another model in the toolbar.",
+            )
+        else:
+            self._end(p.Outcome.FINISHED, result)
+
+    async def _research(
+        self, history: HistoryStore, resources: EngineResources, memory: ConversationMemory
+    ) -> ev.ReplyResult:
+        from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
+        from imprint_desktop.core.history import conversation_title  # noqa: PLC0415 - likewise
+        from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - likewise
+
+        conversation = self.conversation_id
+        created = conversation is None
+        if conversation is None:
+            conversation = history.create_conversation(conversation_title(self.question))
+            self.conversation_id = conversation
+        compact = history.chat_messages(conversation)
+        # Only a conversation with saved replies is continued (a new one may reuse a deleted id).
+        earlier = (memory.messages(conversation) if compact else ()) or compact
+        recorder = history.start_reply(conversation, self.question)
+        self._recorder = recorder
+        self._emit(p.ReplyOpened(self.reply_id, conversation, recorder.reply_id, created))
+
+        settings, cancel = self.settings, self.cancel
+        self._emit(p.ReplyPreparing(self.reply_id, "Getting the model ready…"))
+        provider = await resources.provider(settings, cancel)
+        cancel.raise_if_cancelled()
+        self._emit(p.ReplyPreparing(self.reply_id, "Updating the workspace index…"))
+        await resources.update_index(settings, self._emit, cancel)
+        cancel.raise_if_cancelled()
+
+        def sink(event: ev.Event) -> None:
+            if isinstance(event, ev.QuestionAsked):
+                self._asking = event.call_id  # the wait that follows is this call's
+            try:
+                recorder(event)
+            except Exception:  # the reply goes on; the log says why the history lacks a line
+                log.exception("could not save %s", type(event).__name__)
+            self._emit(p.ReplyEvent(self.reply_id, event))
+
+        result = await assistant.research(
+            self.question,
+            provider=provider,
+            settings=settings,
+            workspace=resources.workspace(settings),
+            http=resources.http(settings),
+            cancel=cancel,
+            ask=self._ask_person,
+            consent=remembering(self._ask_consent, memory.sites(conversation)),
+            sink=sink,
+            history=earlier,
+            compact_history=compact,
+        )
+        memory.keep(conversation, result.conversation)
+        return result
+
+    async def _ask_person(self, question: str) -> str:
+        """Wait for the person's answer to the ``ask_user`` call the QuestionAsked event named."""
+        del question  # shown through that event
+        return await self._answers.wait(self._asking)
+
+    async def _ask_consent(self, call_id: str, url: str) -> Decision:
+        """Ask the window's card whether ``call_id`` may fetch ``url``, and wait for the decision.
+        It comes back through the loop, so it cannot arrive before the wait has begun."""
+        self._emit(p.ConsentRequest(self.reply_id, call_id, url, site_of(url)))
+        return await self._decisions.wait(call_id)
+
+    def _close_row(self, reason: ev.StopReason, message: str) -> None:
+        """End the history row of a reply that raised (research itself records its own end)."""
+        from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - engine thread
+
+        if self._recorder is None:
+            return
+        closing = ev.ReplyResult(
+            answer="",
+            final_mode="fallback",
+            stop_reason=reason,
+            rounds=0,
+            evidence=(),
+            tokens=ev.TokenTotals(0, 0, 0, 0),
+            research_seconds=0.0,
+            user_wait_seconds=0.0,
+            error=message or None,
+        )
+        try:
+            self._recorder(ev.ReplyFinished(0.0, closing))
+        except Exception:  # the reply still ends; the row reopens as interrupted
+            log.exception("could not close the reply's history row")
+
+    def _end(
+        self, outcome: p.Outcome, result: ev.ReplyResult | None = None, message: str = ""
+    ) -> None:
+        stored = self._recorder.reply_id if self._recorder is not None else None
+        self._emit(
+            p.ReplyEnded(self.reply_id, outcome, result, message, self.conversation_id, stored)
+        )

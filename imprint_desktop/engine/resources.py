@@ -1,0 +1,172 @@
+"""What every job on the engine thread shares: the HTTP client, the provider and the workspace.
+
+Each is made for a settings snapshot and kept while the settings it depends on stay the same, so a
+second question does not load the model again or reopen the workspace index. Loading the provider
+reports :class:`~.payloads.ModelStatus` (loading, ready, failed) through the ``emit`` it is given.
+
+:class:`EngineResources` belongs to the engine loop: every method but :meth:`stop_indexing` is
+called there, and :meth:`aclose` closes everything there when the thread stops. It knows nothing of
+replies or of the thread that hosts it; the host hands it to the jobs that need it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.engine import payloads as p
+from imprint_desktop.engine.work import (
+    ProviderFactory,
+    describe_model,
+    model_key,
+    network_key,
+    read_api_key,
+    test_remote,
+    workspace_key,
+)
+
+if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep startup fast
+    import httpx
+
+    from imprint_desktop.core.providers.base import Provider
+    from imprint_desktop.core.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+class EngineResources:
+    """The client, provider and workspace the current settings choose, made once and kept."""
+
+    def __init__(
+        self,
+        emit: p.Emit,
+        provider_factory: ProviderFactory,
+        api_key: Callable[[], str | None],
+    ) -> None:
+        self._emit = emit
+        self._factory = provider_factory
+        self._api_key = api_key
+        self._model_lock = asyncio.Lock()
+        self._http: httpx.AsyncClient | None = None
+        self._http_key: tuple[object, ...] = ()
+        self._closing: set[asyncio.Task[None]] = set()  # replaced clients, closing
+        self._provider: Provider | None = None
+        self._provider_key: tuple[object, ...] = ()
+        self._workspace: Workspace | None = None
+        self._workspace_key: tuple[object, ...] = ()
+        self._stop_indexing = threading.Event()
+
+    def stop_indexing(self) -> None:
+        """End an index update that no reply's Stop can end, because the app closes (any
+        thread)."""
+        self._stop_indexing.set()
+
+    def http(self, settings: Mapping[str, Any]) -> httpx.AsyncClient:
+        """The client for ``settings``' network options (made again when they change)."""
+        from imprint_desktop.core.net import make_async_client  # noqa: PLC0415 - engine thread
+
+        key = network_key(settings)
+        if self._http is None or key != self._http_key:
+            old, self._http = self._http, make_async_client(settings)
+            self._http_key = key
+            if old is not None:
+                task = asyncio.get_running_loop().create_task(old.aclose())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
+        return self._http
+
+    async def provider(
+        self, settings: Mapping[str, Any], cancel: CancelToken | None = None
+    ) -> Provider:
+        """The provider ``settings`` choose, loaded once and kept while they stay the same."""
+        async with self._model_lock:
+            key = model_key(settings)
+            http = self.http(settings)
+            if self._provider is not None and key == self._provider_key and self._http is http:
+                return self._provider
+            await self._close_provider()
+            description = describe_model(settings)
+            self._emit(p.ModelStatus(p.ModelState.LOADING, description))
+            try:
+                api_key = await read_api_key(settings, self._api_key)
+                provider = await self._factory(settings, http, api_key, cancel or CancelToken())
+            except BaseException as error:
+                message = str(error) if not isinstance(error, asyncio.CancelledError) else ""
+                self._emit(p.ModelStatus(p.ModelState.FAILED, description, message))
+                raise
+            self._provider, self._provider_key = provider, key
+            from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread
+
+            note = assistant.provider_note(provider)  # e.g. a context window the server hides
+            self._emit(p.ModelStatus(p.ModelState.READY, description, note))
+            return provider
+
+    async def _close_provider(self) -> None:
+        provider, self._provider, self._provider_key = self._provider, None, ()
+        if provider is not None:
+            try:
+                await provider.aclose()
+            except Exception:
+                log.exception("closing the provider failed")
+
+    def workspace(self, settings: Mapping[str, Any]) -> Workspace:
+        """The workspace ``settings`` choose, opened once and kept while they stay the same."""
+        from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread
+        from imprint_desktop.core.workspace import Workspace  # noqa: PLC0415
+
+        root = assistant.workspace_root(settings)
+        key = workspace_key(root, settings)
+        if self._workspace is None or key != self._workspace_key:
+            if self._workspace is not None:
+                self._workspace.close()
+                self._workspace = None
+            self._workspace = Workspace.from_settings(root, settings)
+            self._workspace_key = key
+        return self._workspace
+
+    async def update_index(
+        self,
+        settings: Mapping[str, Any],
+        progress: Callable[[p.IndexStatus], None],
+        cancel: CancelToken | None = None,
+    ) -> None:
+        """Bring the chosen workspace's index up to date, reporting progress (throttled).
+
+        ``cancel`` is the reply's Stop, which ends the update at once (a PDF being read
+        included); without it only closing the app does (:meth:`stop_indexing`)."""
+        workspace = self.workspace(settings)
+        root = str(workspace.root)
+        loop = asyncio.get_running_loop()
+        last = [0.0]
+
+        def report(event: Any) -> None:
+            now = loop.time()
+            if now - last[0] >= 0.05 or event.done == event.total:
+                last[0] = now
+                progress(p.IndexStatus(root, event.done, event.total, event.path))
+
+        result = await asyncio.to_thread(
+            workspace.index.update,
+            progress=report,
+            cancel=cancel if cancel is not None else self._stop_indexing,
+        )
+        outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
+        progress(p.IndexStatus(root, result.documents, result.documents, outcome=outcome))
+
+    async def test_connection(self, settings: Mapping[str, Any]) -> p.ConnectionTest:
+        """Try the remote server ``settings`` name, with the key the keyring keeps for it."""
+        api_key = await read_api_key({**settings, "model.provider": "remote"}, self._api_key)
+        return await test_remote(self.http(settings), settings, api_key)
+
+    async def aclose(self) -> None:
+        """Close the provider, the client and the workspace (on the loop, when it stops)."""
+        await self._close_provider()
+        await asyncio.gather(*self._closing, return_exceptions=True)
+        if self._http is not None:
+            await self._http.aclose()
+        if self._workspace is not None:
+            self._workspace.close()
