@@ -21,6 +21,8 @@ from PySide6.QtCore import QObject, QUrl, Signal, Slot
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from imprint_desktop.core.consent import DECISION_WORDS, Decision
+from imprint_desktop.core.research.handler import EventHandler
+from imprint_desktop.core.research.wording import phase_words
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.ui.chat_view import ChatMessage, ChatView, Citation
@@ -76,7 +78,7 @@ def researched_folder(settings: Mapping[str, Any]) -> str | None:
         return None
 
 
-class ChatSession(QObject):
+class ChatSession(QObject, EventHandler):
     """Controller of one window's chat (GUI thread only)."""
 
     sig_status = Signal(str)  # a short line for the status bar
@@ -113,6 +115,7 @@ class ChatSession(QObject):
         self._panel_workspace: str | None = None  # the folder of the evidence the panel lists
         self._asked = (0, "")  # the reply and ask_user call the question card answers
         self._consent_reply = 0  # the reply whose fetch_url call the consent card decides
+        self._event_reply = 0  # the reply of the event being handled
 
         composer.sig_question_sent.connect(self.send)
         composer.sig_stop_requested.connect(self.stop)
@@ -211,26 +214,35 @@ class ChatSession(QObject):
         from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - after startup
 
         event = payload.event
-        if isinstance(event, ev.TextDelta):
-            self.view.append_text(event.text)
-            return
-        self.panel.apply(event)
-        if isinstance(event, ev.ReplyStarted):
-            self._live_workspace = self._panel_workspace = researched_folder(event.settings)
-        elif isinstance(event, ev.ToolFinished):
-            self._live_evidence.update((item.id, item) for item in event.evidence)
-        elif isinstance(event, ev.RequestStarted):
-            self.view.clear_live_text()
-            self.view.set_live_status(self.panel.now_label.text())
-        elif isinstance(event, ev.ToolStarted):
-            self.view.set_live_status(f"{event.summary}…")
-        elif isinstance(event, ev.FinalStarted):
-            self.view.clear_live_text()
-            self.view.set_live_status("Writing the final answer…")
-        elif isinstance(event, ev.QuestionAsked):
-            self._asked = (payload.reply_id, event.call_id)
-            self.view.set_live_status(f"Imprint asks: {event.question}")
-            self.card.ask(event.question)
+        if not isinstance(event, ev.TextDelta):
+            self.panel.apply(event)
+        self._event_reply = payload.reply_id
+        ev.dispatch(event, self)
+
+    def on_text_delta(self, event: ev.TextDelta) -> None:
+        self.view.append_text(event.text)
+
+    def on_reply_started(self, event: ev.ReplyStarted) -> None:
+        self._live_workspace = self._panel_workspace = researched_folder(event.settings)
+
+    def on_tool_finished(self, event: ev.ToolFinished) -> None:
+        self._live_evidence.update((item.id, item) for item in event.evidence)
+
+    def on_request_started(self, event: ev.RequestStarted) -> None:
+        self.view.clear_live_text()
+        self.view.set_live_status(self.panel.now_label.text())
+
+    def on_tool_started(self, event: ev.ToolStarted) -> None:
+        self.view.set_live_status(f"{event.summary}…")
+
+    def on_final_started(self, event: ev.FinalStarted) -> None:
+        self.view.clear_live_text()
+        self.view.set_live_status(phase_words("final").now)
+
+    def on_question_asked(self, event: ev.QuestionAsked) -> None:
+        self._asked = (self._event_reply, event.call_id)
+        self.view.set_live_status(f"Imprint asks: {event.question}")
+        self.card.ask(event.question)
 
     @Slot(object)
     def _ended(self, ended: p.ReplyEnded) -> None:
