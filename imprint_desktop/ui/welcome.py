@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from imprint_desktop import APP_NAME
 from imprint_desktop.core import resources
+from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.errors import SettingsError, SettingValueError
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.store import SettingsStore
@@ -74,7 +75,8 @@ def needs_welcome(store: SettingsStore) -> bool:
     """First run (no settings file yet) and no model chosen, in the file or the environment."""
     if store.path.exists():
         return False
-    return store.get("model.provider") == "local" and not str(store.get("model.path"))
+    chosen = chosen_model(store.config())
+    return not chosen.remote and chosen.file is None
 
 
 class WelcomeDialog(QDialog):
