@@ -125,6 +125,7 @@ async def _research(
     state: dict[str, Any],
 ) -> ev.ReplyResult:
     from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
+    from imprint_desktop.core.config import Config  # noqa: PLC0415 - likewise
     from imprint_desktop.core.history import conversation_title  # noqa: PLC0415 - likewise
 
     history = host.history
@@ -156,7 +157,7 @@ async def _research(
     result = await assistant.research(
         question,
         provider=provider,
-        settings=settings,
+        config=Config.from_values(settings),
         workspace=host.workspace(settings),
         http=host.http(settings),
         cancel=cancel,

@@ -212,7 +212,7 @@ class ModelSwitchOffer(QObject):
         path = self.path
         if button is self.switch_button:
             changes: dict[str, object] = {"model.path": path, "model.provider": "local"}
-            if self.entry.fit.on_gpu and self._store.get("model.n_gpu_layers") == 0:
+            if self.entry.fit.on_gpu and self._store.config().model.n_gpu_layers == 0:
                 changes["model.n_gpu_layers"] = -1  # it was judged to run on the GPU
             self._store.update(changes)
             self.sig_switched.emit(path)

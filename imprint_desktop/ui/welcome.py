@@ -161,9 +161,10 @@ class WelcomeDialog(QDialog):
         first = self.starter_option if starter_model is not None else self.manager_option
         first.setChecked(True)
 
-        self.server_url = QLineEdit(str(store.get("remote.base_url")))
+        remote = store.config().remote
+        self.server_url = QLineEdit(remote.base_url)
         self.server_url.setAccessibleName("Server address")
-        self.server_model = QLineEdit(str(store.get("remote.model")))
+        self.server_model = QLineEdit(remote.model)
         self.server_model.setAccessibleName("Model name on the server")
         self.server_model.setPlaceholderText("as the server names it (optional)")
         self.remote_fields = QWidget()
