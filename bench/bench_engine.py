@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from imprint_desktop.core.cancel import CancelToken  # noqa: E402
+from imprint_desktop.core.config import NetworkConfig  # noqa: E402
 from imprint_desktop.core.net import make_async_client  # noqa: E402
 from imprint_desktop.core.providers.base import ToolCall  # noqa: E402
 from imprint_desktop.core.providers.remote import RemoteProvider  # noqa: E402
@@ -260,8 +261,7 @@ def _press_stop(server: OpenAIServer, cancel: CancelToken, pressed: list[float])
 
 
 async def _stalled_reply(url: str, cancel: CancelToken) -> float:
-    settings = {"network.proxy": "", "network.ca_bundle": ""}
-    async with make_async_client(settings) as http:
+    async with make_async_client(NetworkConfig(proxy="", ca_bundle="")) as http:
         provider = RemoteProvider(http, url, "", None, 8192)
         engine = ResearchEngine(provider, ResearchSettings(), cancel=cancel)
 

@@ -26,6 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from imprint_desktop.core.config import Config  # noqa: E402
 from imprint_desktop.core.providers.base import CompletionRequest, Message  # noqa: E402
 from imprint_desktop.core.providers.local.provider import open_local_provider  # noqa: E402
 from imprint_desktop.core.research import events as ev  # noqa: E402
@@ -69,7 +70,7 @@ async def reply(
 
 
 async def follow_up(mode: str, settings: dict[str, Any], workspace: Workspace) -> tuple[int, int]:
-    provider = await open_local_provider(None, settings)
+    provider = await open_local_provider(None, Config.from_values(settings).model)
     try:
         first, _, _ = await reply(provider, settings, workspace, question=FIRST, history=[])
         compact = [Message("user", FIRST), Message("assistant", written(first.answer))]

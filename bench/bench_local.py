@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 import llama_cpp  # noqa: E402
 
 from imprint_desktop.core.cancel import CancelToken  # noqa: E402
+from imprint_desktop.core.config import Config  # noqa: E402
 from imprint_desktop.core.providers.base import (  # noqa: E402
     CompletionRequest,
     Message,
@@ -50,6 +51,7 @@ from imprint_desktop.core.providers.local import LocalProvider, load_local_provi
 from imprint_desktop.core.providers.local.loader import physical_cores  # noqa: E402
 from imprint_desktop.core.providers.local.session import AbortSwitch  # noqa: E402
 from imprint_desktop.core.resources import starter_model_path  # noqa: E402
+from imprint_desktop.settings.schema import default_values  # noqa: E402
 
 TARGET_STOP_P95 = 0.050
 TARGET_GENERATION_RATIO = 0.95
@@ -230,7 +232,7 @@ async def main_async(arguments: argparse.Namespace) -> int:
         return 1
     threads = physical_cores()
     settings = {"model.n_ctx": N_CTX, "model.n_batch": N_BATCH, "model.n_threads": threads}
-    provider = load_local_provider(model, settings)
+    provider = load_local_provider(model, Config.from_values(default_values() | settings).model)
     raw = llama_cpp.Llama(
         str(model),
         n_ctx=N_CTX,

@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from llama_cpp import Llama  # noqa: E402
 
+from imprint_desktop.core.config import Config  # noqa: E402
 from imprint_desktop.core.providers.base import CompletionRequest, Message, ToolCall  # noqa: E402
 from imprint_desktop.core.providers.estimate import estimate_tokens  # noqa: E402
 from imprint_desktop.core.providers.local.provider import load_local_provider  # noqa: E402
@@ -30,7 +31,7 @@ from imprint_desktop.core.providers.remote import RemoteProvider  # noqa: E402
 from imprint_desktop.core.research import prompts  # noqa: E402
 from imprint_desktop.core.resources import starter_model_path  # noqa: E402
 from imprint_desktop.core.tools.specs import SPECS  # noqa: E402
-from imprint_desktop.settings.schema import SETTINGS  # noqa: E402
+from imprint_desktop.settings.schema import default_values  # noqa: E402
 from tests.support.script_samples import SAMPLES  # noqa: E402
 
 FLOOR = 0.97
@@ -94,8 +95,7 @@ def _requests() -> dict[str, CompletionRequest]:
 
 
 async def _count(request: CompletionRequest) -> tuple[int, int, float]:
-    settings = {setting.key: setting.default for setting in SETTINGS}
-    local = load_local_provider(None, settings)
+    local = load_local_provider(None, Config.from_values(default_values()).model)
     try:
         real = await local.count_prompt(request)
     finally:

@@ -117,7 +117,7 @@ def attach_downloads(
 
     app = create_application()
     if manager is None:
-        manager = DownloadManager(store.snapshot, window)
+        manager = DownloadManager(store.config, window)
     else:
         manager.setParent(window)
     window.attach_downloads(manager)
@@ -238,7 +238,7 @@ def run(
         # The welcome offers recommended models and starts the chosen download at once.
         from imprint_desktop.engine.downloads import DownloadManager  # noqa: PLC0415 - heavy
 
-        downloads = DownloadManager(store.snapshot)
+        downloads = DownloadManager(store.config)
     welcome = maybe_show_welcome(None, store, enabled=not scripted, downloads=downloads)
     window = open_main_window(store, new_secret_store, downloads)
     if welcome is not None and welcome.open_model_manager:

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from imprint_desktop.commands.fetch_consent import is_terminal, terminal_consent
 from imprint_desktop.core import assistant
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import (
     Cancelled,
     ImprintError,
@@ -149,7 +150,7 @@ def _prepare(args: argparse.Namespace, err: TextIO) -> _Run:
             f"the environment variable {args.api_key_env} is not set (or is empty); "
             "--api-key-env names the variable that holds the API key"
         )
-    root = assistant.workspace_root(settings, args.workspace)
+    root = assistant.workspace_root(Config.from_values(settings), args.workspace)
     return _Run(args, settings, root, _open_trace(args.trace))
 
 
@@ -213,13 +214,14 @@ async def _ask(
     args, settings, root, trace = prepared.args, prepared.settings, prepared.root, prepared.trace
     loop = asyncio.get_running_loop()
     _install_interrupt(loop, cancel, err)
-    http = make_async_client(settings)
+    config = Config.from_values(settings)
+    http = make_async_client(config.network)
     try:
-        provider = await assistant.open_provider(settings, http, api_key=api_key, cancel=cancel)
+        provider = await assistant.open_provider(config, http, api_key=api_key, cancel=cancel)
         if note := assistant.provider_note(provider):
             print(f"imprint: {note}", file=err, flush=True)
         try:
-            with Workspace.from_settings(root, settings) as workspace:
+            with Workspace.from_config(root, config.workspace) as workspace:
                 await assistant.prepare_workspace(workspace, cancel)
                 answers: list[str] = list(args.answer)
 
@@ -235,7 +237,7 @@ async def _ask(
                     result = await assistant.research(
                         args.question,
                         provider=provider,
-                        settings=settings,
+                        config=config,
                         workspace=workspace,
                         http=http,
                         cancel=cancel,

@@ -20,10 +20,10 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import ImprintError, ModelStoreError
 from imprint_desktop.core.models import (
     DownloadControl,
@@ -119,26 +119,24 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
     store = SettingsStore(args.config) if args.config else SettingsStore()
     for problem in store.problems:
         print(f"warning: {problem.message}", file=err)
-    settings = store.snapshot()
+    config = store.config()
     try:
-        return _dispatch(args, settings, out, err)
+        return _dispatch(args, config, out, err)
     except ImprintError as error:
         print(f"imprint: {error}", file=err)
         return EXIT_ERROR
 
 
-def _dispatch(
-    args: argparse.Namespace, settings: Mapping[str, object], out: TextIO, err: TextIO
-) -> int:
+def _dispatch(args: argparse.Namespace, config: Config, out: TextIO, err: TextIO) -> int:
     if args.action == "search":
-        return _search(settings, args, out)
+        return _search(config, args, out)
     if args.action == "files":
-        return _files(settings, args, out)
+        return _files(config, args, out)
     if args.action == "download":
-        return _download(settings, args, out, err)
+        return _download(config, args, out, err)
     if args.action == "recommended":
-        return _recommended(recommend_here(settings), as_json=args.json, out=out)
-    library = ModelLibrary(ModelLayout.from_settings(settings))
+        return _recommended(recommend_here(config), as_json=args.json, out=out)
+    library = ModelLibrary(ModelLayout.from_config(config.downloads))
     if args.action == "list":
         return _list(library, as_json=args.json, out=out)
     if args.action == "remove":
@@ -149,9 +147,9 @@ def _dispatch(
     return EXIT_OK
 
 
-def _search(settings: Mapping[str, object], args: argparse.Namespace, out: TextIO) -> int:
+def _search(config: Config, args: argparse.Namespace, out: TextIO) -> int:
     sort = Sort.DOWNLOADS if args.sort == "downloads" else Sort.RECENT
-    page = HubClient(HubConfig.from_settings(settings)).search(args.text, sort, args.page - 1)
+    page = HubClient(HubConfig.from_config(config.network)).search(args.text, sort, args.page - 1)
     if args.json:
         rows = [
             {
@@ -175,9 +173,9 @@ def _search(settings: Mapping[str, object], args: argparse.Namespace, out: TextI
     return EXIT_OK
 
 
-def _files(settings: Mapping[str, object], args: argparse.Namespace, out: TextIO) -> int:
-    n_ctx = int(str(settings.get("model.n_ctx", 8192)))
-    listing = HubClient(HubConfig.from_settings(settings)).repo_models(args.repo, n_ctx)
+def _files(config: Config, args: argparse.Namespace, out: TextIO) -> int:
+    n_ctx = config.model.n_ctx
+    listing = HubClient(HubConfig.from_config(config.network)).repo_models(args.repo, n_ctx)
     if args.json:
         rows = [
             {
@@ -255,7 +253,7 @@ def _computer(found: Recommendations) -> str:
 
 
 def _download_target(
-    settings: Mapping[str, object], args: argparse.Namespace, err: TextIO
+    config: Config, args: argparse.Namespace, err: TextIO
 ) -> tuple[str, str] | None:
     """REPO and FILE, given or recommended; None (after saying why) for bad usage."""
     if args.recommended is None:
@@ -266,7 +264,7 @@ def _download_target(
     if args.repo or args.file:
         print("imprint models download: --recommended takes no REPO or FILE.", file=err)
         return None
-    found = recommend_here(settings)
+    found = recommend_here(config)
     if args.recommended == BEST_FIT:
         entry = found.best
         if entry is None:
@@ -282,15 +280,13 @@ def _download_target(
     return entry.model.repo, entry.model.file
 
 
-def _download(
-    settings: Mapping[str, object], args: argparse.Namespace, out: TextIO, err: TextIO
-) -> int:
-    target = _download_target(settings, args, err)
+def _download(config: Config, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    target = _download_target(config, args, err)
     if target is None:
         return EXIT_USAGE
-    hub = HubClient(HubConfig.from_settings(settings))
-    downloader = ModelDownloader(hub, ModelLayout.from_settings(settings))
-    model = hub.resolve_model(*target, int(str(settings.get("model.n_ctx", 8192))))
+    hub = HubClient(HubConfig.from_config(config.network))
+    downloader = ModelDownloader(hub, ModelLayout.from_config(config.downloads))
+    model = hub.resolve_model(*target, config.model.n_ctx)
     record = downloader.record_for(model)
     resumed = downloader.partial_bytes(record)
     if resumed and not args.json:

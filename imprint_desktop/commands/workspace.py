@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
     # pypdf reports every oddity of a damaged PDF; the index report already names the file.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
-        with Workspace.from_settings(folder, store.snapshot()) as workspace:
+        with Workspace.from_config(folder, store.config().workspace) as workspace:
             progress = _ProgressLine(err) if err.isatty() else None
             report = workspace.index.update(progress=progress)
             if progress is not None:

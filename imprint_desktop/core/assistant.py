@@ -7,14 +7,14 @@ so a reply from ``imprint ask`` and one from the window are the same reply.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import httpx
 
-from imprint_desktop.core import resources
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.chosen import chosen_model, workspace_folder
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.consent import Consent
 from imprint_desktop.core.errors import WorkspaceMissingError
 from imprint_desktop.core.providers.base import Message, Provider
@@ -29,14 +29,16 @@ from imprint_desktop.core.tools.toolbox import Toolbox
 from imprint_desktop.core.workspace import Workspace
 
 
-def workspace_root(settings: Mapping[str, Any], override: Path | None = None) -> Path:
-    """The folder to research: ``override``, else ``workspace.path``, else the sample workspace."""
-    if override is not None:
-        root = override
-    elif str(settings.get("workspace.path") or "").strip():
-        root = Path(str(settings["workspace.path"])).expanduser()
-    else:
-        root = resources.resource("sample-workspace")
+def workspace_root(config: Config, override: Path | None = None) -> Path:
+    """The folder to research: ``override``, else ``workspace.path``, else the sample workspace;
+    :class:`WorkspaceMissingError` when it is not a folder."""
+    return existing_workspace(
+        override if override is not None else workspace_folder(config.workspace.path)
+    )
+
+
+def existing_workspace(root: Path) -> Path:
+    """``root``, or :class:`WorkspaceMissingError` saying what to do when it is not a folder."""
     if root.exists() and not root.is_dir():
         raise WorkspaceMissingError(
             f"The workspace {root} is a file, not a folder. Choose a folder in Preferences → "
@@ -51,7 +53,7 @@ def workspace_root(settings: Mapping[str, Any], override: Path | None = None) ->
 
 
 async def open_provider(
-    settings: Mapping[str, Any],
+    config: Config,
     http: httpx.AsyncClient,
     *,
     api_key: str | None = None,
@@ -59,15 +61,12 @@ async def open_provider(
 ) -> Provider:
     """The provider the settings choose; a local model is loaded here, a server is asked for its
     context window here (both outside research time)."""
-    if settings.get("model.provider") == "remote":
+    chosen = chosen_model(config)
+    if chosen.remote:
         from imprint_desktop.core.providers.remote import RemoteProvider  # noqa: PLC0415
 
         remote = RemoteProvider(
-            http,
-            str(settings["remote.base_url"]),
-            str(settings.get("remote.model") or ""),
-            api_key,
-            int(settings["remote.context_window"]),
+            http, chosen.server, chosen.server_model, api_key, config.remote.context_window
         )
         await remote.discover_context_window()
         return remote
@@ -75,8 +74,7 @@ async def open_provider(
         open_local_provider,
     )
 
-    path = str(settings.get("model.path") or "").strip()
-    return await open_local_provider(Path(path) if path else None, settings, cancel=cancel)
+    return await open_local_provider(chosen.file, config.model, cancel=cancel)
 
 
 def provider_note(provider: Provider) -> str:
@@ -95,7 +93,7 @@ async def research(
     question: str,
     *,
     provider: Provider,
-    settings: Mapping[str, Any],
+    config: Config,
     workspace: Workspace,
     http: httpx.AsyncClient | None,
     cancel: CancelToken,
@@ -112,7 +110,7 @@ async def research(
     """
     engine = ResearchEngine(
         provider,
-        ResearchSettings.from_mapping(settings),
+        ResearchSettings.from_mapping(config.as_values()),
         cancel=cancel,
         ask=ask,
         consent=consent,
@@ -120,7 +118,7 @@ async def research(
     )
     toolbox = Toolbox(
         workspace,
-        settings,
+        config.as_values(),
         http,
         ask_user=engine.ask_user if ask is not None else None,
         research_sections=engine.research_sections,

@@ -366,11 +366,13 @@ class ReplyRecorder(EventHandler):
 
     def _keep_workspace(self, settings: Mapping[str, Any]) -> None:
         """Note the folder the reply researches, unless :meth:`HistoryStore.start_reply` did."""
-        from imprint_desktop.core.assistant import workspace_root  # noqa: PLC0415 - loaded by now
+        from imprint_desktop.core.assistant import existing_workspace  # noqa: PLC0415 - loaded by now
+        from imprint_desktop.core.chosen import workspace_folder  # noqa: PLC0415
         from imprint_desktop.core.errors import ImprintError  # noqa: PLC0415
 
         try:
-            root = str(workspace_root(settings))
+            folder = workspace_folder(str(settings.get("workspace.path") or ""))
+            root = str(existing_workspace(folder))
         except ImprintError:
             return
         with self.store.transaction() as db:

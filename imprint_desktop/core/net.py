@@ -19,13 +19,13 @@ key can never leak to a page that ``fetch_url`` reads with the same client.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Mapping
 from pathlib import Path
 
 import certifi
 import httpx
 
 from imprint_desktop import APP_NAME, __version__
+from imprint_desktop.core.config import NetworkConfig
 from imprint_desktop.core.errors import SettingValueError
 
 USER_AGENT = f"{APP_NAME}/{__version__}"
@@ -34,15 +34,15 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 
 
 def make_async_client(
-    settings: Mapping[str, object], *, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT
+    settings: NetworkConfig, *, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT
 ) -> httpx.AsyncClient:
-    """A client configured from ``settings`` (a :meth:`SettingsStore.snapshot`).
+    """A client configured by the ``network.*`` settings (``Config.network``).
 
     Create it on the loop that will use it and close it there (``await client.aclose()``).
     Raises :class:`SettingValueError` naming the setting when the proxy or the CA file is unusable.
     """
-    proxy = str(settings.get("network.proxy") or "").strip()
-    ca_bundle = str(settings.get("network.ca_bundle") or "").strip()
+    proxy = settings.proxy.strip()
+    ca_bundle = settings.ca_bundle.strip()
     verify: ssl.SSLContext | bool = ssl_context(ca_bundle) if ca_bundle else True
     # A mount with no transport means "no proxy" for the hosts it matches, env proxies included.
     direct: dict[str, httpx.AsyncBaseTransport | None] = {

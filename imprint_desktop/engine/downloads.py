@@ -26,6 +26,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
 
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import Cancelled, ImprintError
 from imprint_desktop.core.models import (
     DownloadControl,
@@ -150,7 +151,7 @@ class DownloadManager(QObject):
 
     def __init__(
         self,
-        settings: Callable[[], Mapping[str, object]],
+        settings: Callable[[], Config],
         parent: QObject | None = None,
         *,
         options: DownloadOptions | None = None,
@@ -181,10 +182,10 @@ class DownloadManager(QObject):
     # --- the store, built from a fresh settings snapshot for each job -----------------------
 
     def _config(self) -> HubConfig:
-        return HubConfig.from_settings(self._settings(), self._environ)
+        return HubConfig.from_config(self._settings().network, self._environ)
 
     def _layout(self) -> ModelLayout:
-        return ModelLayout.from_settings(self._settings(), self._environ)
+        return ModelLayout.from_config(self._settings().downloads, self._environ)
 
     def _downloader(self) -> ModelDownloader:
         return ModelDownloader(HubClient(self._config()), self._layout(), Journal(), self._options)
@@ -200,7 +201,7 @@ class DownloadManager(QObject):
 
     def list_files(self, repo_id: str) -> str:
         config = self._config()
-        n_ctx = int(str(self._settings().get("model.n_ctx", 8192)))
+        n_ctx = self._settings().model.n_ctx
         return self._submit("files", lambda: HubClient(config).repo_models(repo_id, n_ctx))
 
     def list_installed(self) -> str:
@@ -229,7 +230,7 @@ class DownloadManager(QObject):
         with why the download could not start (no network, the file is gone from the hub).
         """
         config = self._config()
-        n_ctx = int(str(self._settings().get("model.n_ctx", 8192)))
+        n_ctx = self._settings().model.n_ctx
         return self._submit(
             "resolve", lambda: HubClient(config).resolve_model(model.repo, model.file, n_ctx)
         )

@@ -173,6 +173,7 @@ class ReplyJob:
         self, history: HistoryStore, resources: EngineResources, memory: ConversationMemory
     ) -> ev.ReplyResult:
         from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
+        from imprint_desktop.core.config import Config  # noqa: PLC0415 - likewise
         from imprint_desktop.core.history import conversation_title  # noqa: PLC0415 - likewise
         from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - likewise
 
@@ -208,7 +209,7 @@ class ReplyJob:
         result = await assistant.research(
             self.question,
             provider=provider,
-            settings=settings,
+            config=Config.from_values(settings),
             workspace=resources.workspace(settings),
             http=resources.http(settings),
             cancel=cancel,

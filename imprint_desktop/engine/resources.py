@@ -67,11 +67,13 @@ class EngineResources:
 
     def http(self, settings: Mapping[str, Any]) -> httpx.AsyncClient:
         """The client for ``settings``' network options (made again when they change)."""
+        from imprint_desktop.core.config import Config  # noqa: PLC0415 - engine thread
         from imprint_desktop.core.net import make_async_client  # noqa: PLC0415 - engine thread
 
         key = network_key(settings)
         if self._http is None or key != self._http_key:
-            old, self._http = self._http, make_async_client(settings)
+            network = Config.from_values(settings).network
+            old, self._http = self._http, make_async_client(network)
             self._http_key = key
             if old is not None:
                 task = asyncio.get_running_loop().create_task(old.aclose())
@@ -116,15 +118,17 @@ class EngineResources:
     def workspace(self, settings: Mapping[str, Any]) -> Workspace:
         """The workspace ``settings`` choose, opened once and kept while they stay the same."""
         from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread
+        from imprint_desktop.core.config import Config  # noqa: PLC0415
         from imprint_desktop.core.workspace import Workspace  # noqa: PLC0415
 
-        root = assistant.workspace_root(settings)
+        config = Config.from_values(settings)
+        root = assistant.workspace_root(config)
         key = workspace_key(root, settings)
         if self._workspace is None or key != self._workspace_key:
             if self._workspace is not None:
                 self._workspace.close()
                 self._workspace = None
-            self._workspace = Workspace.from_settings(root, settings)
+            self._workspace = Workspace.from_config(root, config.workspace)
             self._workspace_key = key
         return self._workspace
 

@@ -43,8 +43,10 @@ async def open_default_provider(
     settings: Mapping[str, Any], http: httpx.AsyncClient, api_key: str | None, cancel: CancelToken
 ) -> Provider:
     from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
+    from imprint_desktop.core.config import Config  # noqa: PLC0415 - likewise
 
-    return await assistant.open_provider(settings, http, api_key=api_key, cancel=cancel)
+    config = Config.from_values(settings)
+    return await assistant.open_provider(config, http, api_key=api_key, cancel=cancel)
 
 
 def model_key(settings: Mapping[str, Any]) -> tuple[object, ...]:

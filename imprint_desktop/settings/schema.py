@@ -406,6 +406,15 @@ def get(key: str) -> Setting:
         raise UnknownSettingError(key) from None
 
 
+def default_values() -> dict[str, Value]:
+    """Every non-secret setting's default by key, in declaration order: an empty settings file."""
+    return {
+        setting.key: setting.default
+        for setting in SETTINGS
+        if not setting.secret and setting.default is not None
+    }
+
+
 def section(name: str) -> Section:
     for candidate in SECTIONS:
         if candidate.name == name:

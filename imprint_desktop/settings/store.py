@@ -35,6 +35,7 @@ import tomlkit.exceptions
 from tomlkit.items import Table
 
 from imprint_desktop.core import paths
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import SettingsWriteError, SettingValueError
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.schema import Setting, Value
@@ -69,7 +70,7 @@ class SettingsStore:
     """Effective settings for one config file and one environment.
 
     Not thread-safe: it belongs to the GUI thread (or the CLI). Hand other threads a
-    :meth:`snapshot`.
+    :meth:`config`, the typed snapshot.
     """
 
     def __init__(self, path: Path | None = None, environ: Mapping[str, str] | None = None) -> None:
@@ -124,8 +125,12 @@ class SettingsStore:
             raise SettingValueError(key, "is a secret; read it from the keyring")
         return value
 
+    def config(self) -> Config:
+        """Every effective non-secret value, typed and frozen: safe to hand to another thread."""
+        return Config.from_values(self.snapshot())
+
     def snapshot(self) -> Mapping[str, Value]:
-        """Every effective non-secret value, frozen: safe to hand to another thread."""
+        """Every effective non-secret value by its key, frozen (what :meth:`config` is made of)."""
         return MappingProxyType(
             {
                 setting.key: self.get(setting.key)

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLay
 
 from imprint_desktop import APP_NAME
 from imprint_desktop.core import resources
+from imprint_desktop.core.chosen import chosen_model, chosen_workspace, sample_workspace
 from imprint_desktop.settings.store import SettingsStore
 
 
@@ -19,21 +20,22 @@ def welcome_html(store: SettingsStore, starter: Path | bool | None) -> str:
     ``starter`` is the starter model's file, None when it is not installed, or True while that
     is still being checked (off the GUI thread: finding it scans the installed packages).
     """
-    if store.get("model.provider") == "remote":
-        model = f"Remote server {store.get('remote.base_url')}"
-        name = store.get("remote.model")
+    config = store.config()
+    chosen = chosen_model(config)
+    if chosen.remote:
+        model = f"Remote server {chosen.server}"
+        name = chosen.server_model
         model += f", model “{name}”" if name else ", the server's default model"
-    elif store.get("model.path"):
-        model = f"Local model {store.get('model.path')}"
+    elif chosen.file is not None:
+        model = f"Local model {chosen.file}"
     elif starter is True:
         model = resources.STARTER_NAME
     elif starter is not None and starter is not False:
         model = f"{resources.STARTER_NAME}, {starter}"
     else:
         model = "No model yet: choose one in Preferences → Model"
-    workspace = (
-        store.get("workspace.path") or f"Sample workspace, {resources.resource('sample-workspace')}"
-    )
+    folder = chosen_workspace(config.workspace.path)
+    workspace = folder if folder is not None else f"Sample workspace, {sample_workspace()}"
     return (
         f"<h2>{APP_NAME}</h2>"
         "<p>Ask a question below; the model researches your documents and answers with "

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.models import (
     Fit,
     InstalledModel,
@@ -306,13 +307,13 @@ class ModelManagerWindow(QWidget):
         self._jobs[self._manager.list_installed()] = "installed"
 
     def _show_installed(self, models: tuple[InstalledModel, ...]) -> None:
-        current = str(self._store.get("model.path"))
+        chosen = chosen_model(self._store.config())
         self._installed_models = {str(model.path): model for model in models}
         self.installed.setRowCount(0)
         for model in models:
             row = self.installed.rowCount()
             self.installed.insertRow(row)
-            in_use = current == str(model.path)
+            in_use = chosen.uses_file(model.path)
             state = "In use" if in_use else ("Ready" if model.usable else model.problem)
             self.installed.setItem(row, 0, _cell(model.name, str(model.path)))
             self.installed.setItem(row, 1, _cell(model.source.value))

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.models import (
     Recommendation,
     Recommendations,
@@ -95,8 +96,8 @@ def front_window() -> QWidget | None:
 
 
 def current_model_name(store: SettingsStore) -> str:
-    path = str(store.get("model.path") or "")
-    return Path(path).name if path else "the current model"
+    chosen = chosen_model(store.config()).file
+    return chosen.name if chosen is not None else "the current model"
 
 
 class ModelSwitchOffer(QObject):
@@ -211,7 +212,7 @@ class ModelSwitchOffer(QObject):
         path = self.path
         if button is self.switch_button:
             changes: dict[str, object] = {"model.path": path, "model.provider": "local"}
-            if self.entry.fit.on_gpu and self._store.get("model.n_gpu_layers") == 0:
+            if self.entry.fit.on_gpu and self._store.config().model.n_gpu_layers == 0:
                 changes["model.n_gpu_layers"] = -1  # it was judged to run on the GPU
             self._store.update(changes)
             self.sig_switched.emit(path)
@@ -354,7 +355,8 @@ class RecommendedPage(QWidget):
             text = describe(item)
         elif entry.installed is not None or (item is not None and item.path):
             path = str(entry.installed or (item.path if item else ""))
-            text = "In use" if str(self._store.get("model.path")) == path else "Installed"
+            in_use = chosen_model(self._store.config()).uses_file(path)
+            text = "In use" if in_use else "Installed"
         else:
             text = ""
         cell = self.table.item(row, 4)

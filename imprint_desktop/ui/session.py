@@ -69,11 +69,12 @@ def messages_for(replies: tuple[StoredReply, ...]) -> list[ChatMessage]:
 
 def researched_folder(settings: Mapping[str, Any]) -> str | None:
     """The folder a reply with these settings researches (as the engine chooses it)."""
-    from imprint_desktop.core.assistant import workspace_root  # noqa: PLC0415 - engine loaded it
+    from imprint_desktop.core.assistant import existing_workspace  # noqa: PLC0415 - engine loaded it
+    from imprint_desktop.core.chosen import workspace_folder  # noqa: PLC0415
     from imprint_desktop.core.errors import ImprintError  # noqa: PLC0415
 
     try:
-        return str(workspace_root(settings))
+        return str(existing_workspace(workspace_folder(str(settings.get("workspace.path") or ""))))
     except ImprintError:
         return None
 

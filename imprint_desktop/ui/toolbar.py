@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.core import resources
+from imprint_desktop.core.chosen import chosen_workspace, sample_workspace
 from imprint_desktop.engine.payloads import IndexStatus, ModelState, ModelStatus
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.inert import tooltip
@@ -142,10 +143,9 @@ class WorkspacePicker(QToolButton):
         self.refresh()
 
     def refresh(self) -> None:
-        path = str(self._store.get("workspace.path") or "")
-        shown = Path(path).name if path else "Sample workspace"
-        self.setText(f"Workspace: {shown}")
-        self.setToolTip(tooltip(path or str(resources.resource("sample-workspace"))))
+        folder = chosen_workspace(self._store.config().workspace.path)
+        self.setText(f"Workspace: {folder.name if folder is not None else 'Sample workspace'}")
+        self.setToolTip(tooltip(str(folder or sample_workspace())))
 
     @Slot()
     def choose_folder(self) -> None:

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from imprint_desktop import APP_NAME
 from imprint_desktop.core import resources
+from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.errors import SettingsError, SettingValueError
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.store import SettingsStore
@@ -74,7 +75,8 @@ def needs_welcome(store: SettingsStore) -> bool:
     """First run (no settings file yet) and no model chosen, in the file or the environment."""
     if store.path.exists():
         return False
-    return store.get("model.provider") == "local" and not str(store.get("model.path"))
+    chosen = chosen_model(store.config())
+    return not chosen.remote and chosen.file is None
 
 
 class WelcomeDialog(QDialog):
@@ -159,9 +161,10 @@ class WelcomeDialog(QDialog):
         first = self.starter_option if starter_model is not None else self.manager_option
         first.setChecked(True)
 
-        self.server_url = QLineEdit(str(store.get("remote.base_url")))
+        remote = store.config().remote
+        self.server_url = QLineEdit(remote.base_url)
         self.server_url.setAccessibleName("Server address")
-        self.server_model = QLineEdit(str(store.get("remote.model")))
+        self.server_model = QLineEdit(remote.model)
         self.server_model.setAccessibleName("Model name on the server")
         self.server_model.setPlaceholderText("as the server names it (optional)")
         self.remote_fields = QWidget()

@@ -17,7 +17,7 @@ from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.workspace import Workspace
-from imprint_desktop.settings.store import SettingsStore
+from tests.support.settings import make_config
 
 pytestmark = pytest.mark.integration
 
@@ -29,15 +29,12 @@ def test_a_deadline_inside_prefill_ends_research_on_time(tmp_path: Path) -> None
     root = tmp_path / "docs"
     root.mkdir()
     (root / "note.md").write_text("# Note\n\nThe ferry leaves at dawn.\n", encoding="utf-8")
-    settings = dict(SettingsStore(environ={}).snapshot())
-    settings.update(
-        {
-            "model.n_ctx": 8192,
-            "model.n_batch": 64,
-            "chat.research_max_output_tokens": 64,
-            "chat.max_tokens": 64,
-        }
-    )
+    settings = {
+        "model.n_ctx": 8192,
+        "model.n_batch": 64,
+        "chat.research_max_output_tokens": 64,
+        "chat.max_tokens": 64,
+    }
     # About 4,000 tokens of question: far more prefill than BUDGET seconds allow.
     question = "Summarise this log. " + " ".join(
         f"Entry {n}: the lamp was trimmed, the log signed and the weather noted."
@@ -46,16 +43,16 @@ def test_a_deadline_inside_prefill_ends_research_on_time(tmp_path: Path) -> None
     events: list[ev.Event] = []
 
     async def reply() -> ev.ReplyResult:
-        async with make_async_client(settings) as http:
-            provider = await assistant.open_provider(settings, http)
+        async with make_async_client(make_config(settings).network) as http:
+            provider = await assistant.open_provider(make_config(settings), http)
             try:
                 with Workspace(root) as workspace:
                     await assistant.prepare_workspace(workspace)
-                    values = {**settings, "chat.research_timeout_sec": BUDGET}
+                    budget = {**settings, "chat.research_timeout_sec": BUDGET}
                     return await assistant.research(
                         question,
                         provider=provider,
-                        settings=values,
+                        config=make_config(budget),
                         workspace=workspace,
                         http=http,
                         cancel=CancelToken(),

@@ -17,6 +17,7 @@ import pytest
 
 from imprint_desktop.core import assistant
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.providers.remote import RemoteProvider
@@ -66,12 +67,12 @@ def run_reply(
     values = settings(**overrides)
 
     async def reply() -> ev.ReplyResult:
-        async with make_async_client(values) as http:
+        async with make_async_client(Config.from_values(values).network) as http:
             provider = RemoteProvider(http, server_url, model, None, 4096)
             return await assistant.research(
                 "When was the harbour light first lit?",
                 provider=provider,
-                settings=values,
+                config=Config.from_values(values),
                 workspace=workspace,
                 http=http,
                 cancel=cancel or CancelToken(),

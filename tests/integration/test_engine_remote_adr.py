@@ -31,6 +31,7 @@ import pytest
 
 from imprint_desktop.core import assistant
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.history import HistoryStore
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import ToolCall
@@ -168,13 +169,13 @@ def run_reply(
     sink = fan_out([events.append, writer, extra_sink])
 
     async def reply() -> ev.ReplyResult:
-        async with make_async_client(values) as http:
+        async with make_async_client(Config.from_values(values).network) as http:
             provider = RemoteProvider(http, server.base_url, "", None, context_window)
             if clock is None:
                 return await assistant.research(
                     QUESTION,
                     provider=provider,
-                    settings=values,
+                    config=Config.from_values(values),
                     workspace=workspace,
                     http=http,
                     cancel=cancel or CancelToken(),

@@ -26,6 +26,7 @@ from imprint_desktop.core.tools import Toolbox, ToolResult
 from imprint_desktop.core.workspace import Workspace
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.scripted_provider import ScriptedProvider, Step
+from tests.support.settings import make_config
 
 pytestmark = pytest.mark.integration
 
@@ -83,7 +84,7 @@ def fetch(
     values = {"network.proxy": proxy.url if proxy else "", **settings}
 
     async def call() -> ToolResult:
-        async with make_async_client(values) as client:
+        async with make_async_client(make_config(values).network) as client:
             toolbox = Toolbox(workspace, values, client, consent=person)
             return await toolbox.execute("fetch_url", {"url": url}, timeout=10.0)
 
@@ -289,7 +290,7 @@ def test_the_wait_for_consent_is_not_research_time_and_a_denial_is_not_progress(
     settings = ResearchSettings(timeout_sec=10, no_progress_rounds=2, research_first=False)
 
     async def reply() -> ev.ReplyResult:
-        async with make_async_client({}) as client:
+        async with make_async_client(make_config().network) as client:
             engine = ResearchEngine(
                 provider, settings, consent=person, sink=events.append, clock=clock
             )

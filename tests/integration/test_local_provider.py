@@ -10,6 +10,7 @@ observer or the text stream says the model is in the middle of its work.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shutil
 import time
 from collections.abc import Coroutine, Iterator
@@ -20,6 +21,7 @@ import llama_cpp
 import pytest
 
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.config import ModelConfig
 from imprint_desktop.core.errors import (
     ChatTemplateError,
     ContextOverflowError,
@@ -40,13 +42,14 @@ from tests.support.gguf_files import (
     truncated_copy,
     unknown_architecture,
 )
+from tests.support.settings import make_config
 
 pytestmark = pytest.mark.integration
 T = TypeVar("T")
 
 STARTER = starter_model_path()
 N_BATCH = 64
-SETTINGS = {"model.n_ctx": 4096, "model.n_batch": N_BATCH, "model.n_threads": 0}
+MODEL = make_config({"model.n_ctx": 4096, "model.n_batch": N_BATCH, "model.n_threads": 0}).model
 READ_TOOLS = ("search_workspace", "read_document", "list_documents")
 
 if STARTER is None:  # pragma: no cover - the dev setup installs it
@@ -55,7 +58,7 @@ if STARTER is None:  # pragma: no cover - the dev setup installs it
 
 @pytest.fixture(scope="module")
 def provider() -> Iterator[LocalProvider]:
-    loaded = load_local_provider(None, SETTINGS)
+    loaded = load_local_provider(None, MODEL)
     yield loaded
     loaded.close()
 
@@ -106,7 +109,7 @@ def read_tools(toolbox: Toolbox) -> tuple[dict[str, object], ...]:
 
 def test_starter_model_loads_with_progress_and_answers() -> None:
     stages: list[tuple[float, str]] = []
-    model = load_local_provider(None, SETTINGS, progress=lambda f, s: stages.append((f, s)))
+    model = load_local_provider(None, MODEL, progress=lambda f, s: stages.append((f, s)))
     try:
         assert model.exact_counts
         assert model.context_window == 4096
@@ -335,9 +338,9 @@ def test_stop_during_generation(provider: LocalProvider) -> None:
 # --- bad model files --------------------------------------------------------------------------
 
 
-def _load_fails(path: Path, settings: dict[str, object] | None = None) -> ModelLoadError:
+def _load_fails(path: Path, options: ModelConfig = MODEL) -> ModelLoadError:
     with pytest.raises(ModelLoadError) as caught:
-        load_local_provider(path, settings or SETTINGS)
+        load_local_provider(path, options)
     return caught.value
 
 
@@ -377,7 +380,7 @@ def test_unknown_architecture(tmp_path: Path) -> None:
 
 def test_context_too_large_for_memory() -> None:
     assert STARTER is not None
-    error = _load_fails(STARTER, {**SETTINGS, "model.n_ctx": 50_000_000})
+    error = _load_fails(STARTER, dataclasses.replace(MODEL, n_ctx=50_000_000))
     assert isinstance(error, ModelMemoryError)
     assert "model.n_ctx" in str(error)
 
@@ -451,7 +454,7 @@ def test_template_hostile_only_with_tools_fails_the_request_safely(tmp_path: Pat
         "{% endfor %}<|im_start|>assistant\n"
     )
     path = rewrite_gguf(STARTER, tmp_path / "sly.gguf", {"tokenizer.chat_template": template})
-    model = load_local_provider(path, SETTINGS)
+    model = load_local_provider(path, MODEL)
     try:
         tool = {"type": "function", "function": {"name": "t", "parameters": {"type": "object"}}}
         with pytest.raises(ChatTemplateError, match="sandbox"):

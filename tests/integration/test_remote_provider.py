@@ -38,6 +38,7 @@ from imprint_desktop.core.providers.remote import RemoteProvider, RetryPolicy
 from imprint_desktop.core.resources import resource
 from tests.support.llama_server import LlamaServer
 from tests.support.openai_server import OpenAIServer, Reply, Usage, chunk, closed_port, sse
+from tests.support.settings import make_config
 
 pytestmark = pytest.mark.integration
 
@@ -86,7 +87,7 @@ def run(
     texts: list[str] = []
 
     async def main() -> Completion:
-        async with make_async_client(settings or {}) as client:
+        async with make_async_client(make_config(settings).network) as client:
             provider = RemoteProvider(client, base_url, model, api_key, 8192, retry=retry)
             return await provider.complete(request or ask(), cancel or CancelToken(), texts.append)
 
@@ -94,13 +95,13 @@ def run(
 
 
 async def count(base_url: str, request: CompletionRequest) -> int:
-    async with make_async_client({}) as client:
+    async with make_async_client(make_config().network) as client:
         return await RemoteProvider(client, base_url, "", None, 8192).count_prompt(request)
 
 
 def check(base_url: str, *, api_key: str | None = None, model: str = "") -> str:
     async def main() -> str:
-        async with make_async_client({}) as client:
+        async with make_async_client(make_config().network) as client:
             provider = RemoteProvider(client, base_url, model, api_key, 8192, retry=FAST)
             return await provider.check_connection()
 
@@ -244,7 +245,7 @@ def test_without_usage_the_counts_are_estimates(openai_server: OpenAIServer) -> 
     request = ask()
 
     async def main() -> tuple[int, Completion]:
-        async with make_async_client({}) as client:
+        async with make_async_client(make_config().network) as client:
             provider = RemoteProvider(client, openai_server.base_url, "", None, 8192, retry=FAST)
             return await provider.count_prompt(request), await provider.complete(
                 request, CancelToken()
@@ -534,7 +535,7 @@ def test_check_connection_reports_refusal_and_absence(openai_server: OpenAIServe
 
 def test_name_and_repr_hide_credentials() -> None:
     async def main() -> RemoteProvider:
-        async with make_async_client({}) as client:
+        async with make_async_client(make_config().network) as client:
             return RemoteProvider(client, "http://me:hunter2@127.0.0.1:9/v1?k=q", "m", KEY, 4096)
 
     provider = asyncio.run(main())
@@ -551,7 +552,7 @@ ELSEWHERE = "http://imprint-proxy-check.invalid/v1/models"
 
 def fetch(url: str, settings: Mapping[str, object]) -> int:
     async def main() -> int:
-        async with make_async_client(settings) as client:
+        async with make_async_client(make_config(settings).network) as client:
             return (await client.get(url)).status_code
 
     return asyncio.run(main())
@@ -588,7 +589,9 @@ def test_socks_without_its_package_names_the_setting() -> None:
     if importlib.util.find_spec("socksio") is not None:
         pytest.skip("socksio is installed: SOCKS proxies work")
     with pytest.raises(SettingValueError, match="socksio") as raised:
-        make_async_client({"network.proxy": "socks5://me:hunter2@127.0.0.1:1080"})
+        make_async_client(
+            make_config({"network.proxy": "socks5://me:hunter2@127.0.0.1:1080"}).network
+        )
     assert raised.value.key == "network.proxy"
     assert "hunter2" not in str(raised.value)
 
@@ -666,7 +669,7 @@ def test_an_unusable_ca_bundle_names_the_setting(tmp_path: Path, content: str | 
     if content is not None:
         bundle.write_text(content)
     with pytest.raises(SettingValueError, match="Preferences → Network") as raised:
-        make_async_client({"network.ca_bundle": str(bundle)})
+        make_async_client(make_config({"network.ca_bundle": str(bundle)}).network)
     assert raised.value.key == "network.ca_bundle"
 
 
@@ -718,7 +721,7 @@ def test_real_llama_cpp_server_does_not_say_its_window(real_llama_server: LlamaS
     test_remote_provider_limits.py)."""
 
     async def main() -> RemoteProvider:
-        async with make_async_client({}) as client:
+        async with make_async_client(make_config().network) as client:
             provider = RemoteProvider(client, real_llama_server.base_url, "", None, 0)
             await provider.discover_context_window()
             return provider
@@ -741,7 +744,7 @@ def test_a_prompt_past_the_real_server_s_context_is_a_full_context(
     )
 
     async def main() -> tuple[RemoteProvider, ContextOverflowError]:
-        async with make_async_client({}) as client:
+        async with make_async_client(make_config().network) as client:
             provider = RemoteProvider(client, real_llama_server.base_url, "", None, 0, retry=FAST)
             with pytest.raises(ContextOverflowError) as raised:
                 await provider.complete(request, CancelToken())

@@ -45,6 +45,7 @@ from imprint_desktop.core.providers.sse import (
 )
 from tests.integration.test_remote_provider import FAST, KEY, ask, check, run
 from tests.support.openai_server import SSE, OpenAIServer, Reply, chunk, sse
+from tests.support.settings import make_config
 
 pytestmark = pytest.mark.integration
 
@@ -246,7 +247,7 @@ def test_an_api_key_that_cannot_be_sent_is_an_auth_error(
 
 
 async def check_with_key(base_url: str, key: str) -> str:
-    async with make_async_client({}) as client:
+    async with make_async_client(make_config().network) as client:
         return await RemoteProvider(client, base_url, "", key, 8192).check_connection()
 
 
@@ -322,7 +323,7 @@ def test_an_exception_from_the_text_sink_is_not_disguised(openai_server: OpenAIS
 
     openai_server.script(Reply.text("Hello there"))
     with pytest.raises(SinkBrokeError):
-        run_with(make_async_client({}), openai_server.base_url, sink)
+        run_with(make_async_client(make_config().network), openai_server.base_url, sink)
 
 
 # --- chunks of the wrong shape -------------------------------------------------------------------
@@ -838,7 +839,7 @@ def test_a_server_refusing_stream_options_is_asked_without_them(
     ).encode()
 
     async def main() -> list[Completion]:
-        async with make_async_client({}) as client:
+        async with make_async_client(make_config().network) as client:
             provider = RemoteProvider(client, openai_server.base_url, "", None, 8192, retry=ONCE)
             first = await provider.complete(ask(), CancelToken())
             second = await provider.complete(ask(), CancelToken())
@@ -863,7 +864,7 @@ def test_a_required_tool_call_is_asked_for_and_dropped_if_the_server_refuses_it(
     ).encode()
 
     async def main() -> list[Completion]:
-        async with make_async_client({}) as client:
+        async with make_async_client(make_config().network) as client:
             provider = RemoteProvider(client, openai_server.base_url, "", None, 8192, retry=ONCE)
             required = replace(ask(), tool_choice="required")
             return [

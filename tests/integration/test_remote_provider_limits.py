@@ -32,8 +32,8 @@ from imprint_desktop.core.providers.remote import (
     RemoteProvider,
     RetryPolicy,
 )
-from imprint_desktop.settings.schema import SETTINGS
 from tests.support.openai_server import MODELS_PATH, OpenAIServer, Reply, Usage, closed_port
+from tests.support.settings import make_config
 
 pytestmark = pytest.mark.integration
 
@@ -71,7 +71,7 @@ def with_provider(
     made: list[RemoteProvider] = []
 
     async def main() -> T:
-        async with make_async_client({}) as client:
+        async with make_async_client(make_config().network) as client:
             url = base_url or server.base_url
             provider = RemoteProvider(client, url, model, api_key, window, retry=FAST)
             made.append(provider)
@@ -552,13 +552,12 @@ def test_a_server_that_never_answers_is_given_up_on(openai_server: OpenAIServer)
 def test_the_provider_the_settings_open_has_asked_the_server(openai_server: OpenAIServer) -> None:
     """assistant.open_provider: the window is known before research time starts."""
     openai_server.script(listing({"id": "m", "max_model_len": 6000}), path=MODELS_PATH)
-    settings = {setting.key: setting.default for setting in SETTINGS}
-    settings |= {"model.provider": "remote", "remote.base_url": openai_server.base_url}
-    assert settings["remote.context_window"] == 0, "asking the server is the default"
+    config = make_config({"model.provider": "remote", "remote.base_url": openai_server.base_url})
+    assert config.remote.context_window == 0, "asking the server is the default"
 
     async def main() -> tuple[int, str]:
-        async with make_async_client({}) as client:
-            provider = await assistant.open_provider(settings, client)
+        async with make_async_client(make_config().network) as client:
+            provider = await assistant.open_provider(config, client)
             return provider.context_window, assistant.provider_note(provider)
 
     window, note = asyncio.run(main())

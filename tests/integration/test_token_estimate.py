@@ -22,8 +22,8 @@ from imprint_desktop.core.providers.remote import RemoteProvider
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.resources import starter_model_path
 from imprint_desktop.core.tools.specs import SPECS
-from imprint_desktop.settings.schema import SETTINGS
 from tests.support.script_samples import SAMPLES
+from tests.support.settings import make_config
 
 pytestmark = pytest.mark.integration
 
@@ -96,7 +96,7 @@ def test_a_research_request_counted_remotely_holds_against_the_template(passages
     )
 
     async def counts() -> tuple[int, int]:
-        local = load_local_provider(None, {setting.key: setting.default for setting in SETTINGS})
+        local = load_local_provider(None, make_config().model)
         try:
             exact = await local.count_prompt(request)
         finally:

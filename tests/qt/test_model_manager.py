@@ -38,7 +38,7 @@ def cache(tmp_path: Path) -> Path:
 @pytest.fixture
 def manager(hub: HubServer, cache: Path, store: SettingsStore) -> Iterator[DownloadManager]:
     downloads = DownloadManager(
-        store.snapshot,
+        store.config,
         environ={"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(cache)},
         options=DownloadOptions(backoff_initial=0.01, backoff_max=0.05),
         probe=lambda _folder, _threads: LAPTOP,
@@ -284,7 +284,7 @@ def test_a_model_that_does_not_fit_is_not_offered_for_download(
         available_memory=16 * GB, cpu_cores=4, fast_cpu=True, gpu=None, disk_free=3 * GB
     )
     manager = DownloadManager(
-        store.snapshot,
+        store.config,
         environ={"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(cache)},
         probe=lambda _folder, _threads: crowded,
     )

@@ -213,7 +213,7 @@ def download_manager(
     hub: HubServer, store: SettingsStore, cache: Path, machine: Machine = LAPTOP
 ) -> DownloadManager:
     return DownloadManager(
-        store.snapshot,
+        store.config,
         environ={"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(cache)},
         options=DownloadOptions(backoff_initial=0.01, backoff_max=0.05),
         probe=lambda _folder, _threads: machine,
@@ -331,7 +331,7 @@ def test_the_person_can_keep_the_current_model(
         qtbot.keyClick(offer.box, Qt.Key.Key_Escape)
     assert store.get("model.path") == str(starter)
     assert Path(kept.args[0]).name == entry.model.file
-    layout = ModelLayout.from_settings(store.snapshot(), {"HF_HUB_CACHE": str(cache)})
+    layout = ModelLayout.from_config(store.config().downloads, {"HF_HUB_CACHE": str(cache)})
     installed = ModelLibrary(layout)
     assert entry.model.installed_name in {model.name for model in installed.installed()}
 

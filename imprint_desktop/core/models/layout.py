@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from imprint_desktop.core import paths
+from imprint_desktop.core.config import DownloadsConfig
 
 
 def hf_cache_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -65,10 +66,11 @@ class ModelLayout:
     cache_dir: Path
 
     @classmethod
-    def from_settings(
-        cls, settings: Mapping[str, object], environ: Mapping[str, str] | None = None
+    def from_config(
+        cls, settings: DownloadsConfig, environ: Mapping[str, str] | None = None
     ) -> ModelLayout:
-        folder = str(settings.get("downloads.models_dir", "") or "")
+        """``downloads.models_dir``, else the Hugging Face cache ``environ`` names."""
+        folder = settings.models_dir
         return cls(Path(folder).expanduser() if folder else None, hf_cache_dir(environ))
 
     @property

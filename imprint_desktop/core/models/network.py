@@ -20,6 +20,7 @@ import httpx2
 import huggingface_hub
 from huggingface_hub.utils import _http as hub_http
 
+from imprint_desktop.core.config import NetworkConfig
 from imprint_desktop.core.net import ssl_context
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -39,17 +40,13 @@ class HubConfig:
     )
 
     @classmethod
-    def from_settings(
-        cls, settings: Mapping[str, object], environ: Mapping[str, str] | None = None
+    def from_config(
+        cls, settings: NetworkConfig, environ: Mapping[str, str] | None = None
     ) -> HubConfig:
         """Proxy and CA bundle from settings (``network.*``); the endpoint from ``HF_ENDPOINT``."""
         env = os.environ if environ is None else environ
         endpoint = (env.get(ENDPOINT_ENV) or DEFAULT_ENDPOINT).rstrip("/")
-        return cls(
-            endpoint=endpoint,
-            proxy=str(settings.get("network.proxy", "") or ""),
-            ca_bundle=str(settings.get("network.ca_bundle", "") or ""),
-        )
+        return cls(endpoint=endpoint, proxy=settings.proxy, ca_bundle=settings.ca_bundle)
 
     def _verify(self) -> ssl.SSLContext | bool:
         """The same trust as every other client of Imprint (:func:`core.net.ssl_context`)."""

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from imprint_desktop.core import resources
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import ModelStoreError
 from imprint_desktop.core.models.fit import ModelFit, Verdict, assess_fit, human_size
 from imprint_desktop.core.models.layout import ModelLayout
@@ -347,15 +348,15 @@ def _probe(folder: Path, threads: int) -> Machine:
 
 
 def recommend_here(
-    settings: Mapping[str, object],
+    config: Config,
     environ: Mapping[str, str] | None = None,
     *,
     probe: MachineProbe = _probe,
     catalogue: Sequence[RecommendedModel] | None = None,
 ) -> Recommendations:
     """:func:`recommend` for this computer, the settings' context window and its models folder."""
-    layout = ModelLayout.from_settings(settings, environ)
-    machine = probe(layout.root, _int(settings.get("model.n_threads"), 0))
+    layout = ModelLayout.from_config(config.downloads, environ)
+    machine = probe(layout.root, config.model.n_threads)
     installed = {
         model.name: model.path
         for model in ModelLibrary(layout).installed()
@@ -364,11 +365,7 @@ def recommend_here(
     return recommend(
         catalogue if catalogue is not None else load_catalogue(),
         machine,
-        n_ctx=_int(settings.get("model.n_ctx"), 8192),
-        time_budget=float(_int(settings.get("chat.research_timeout_sec"), 300)),
+        n_ctx=config.model.n_ctx,
+        time_budget=float(config.chat.research_timeout_sec),
         installed=installed,
     )
-
-
-def _int(value: object, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default

@@ -10,9 +10,9 @@ than parsed again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from imprint_desktop.core.config import WorkspaceConfig
 from imprint_desktop.core.errors import DocumentError
 from imprint_desktop.core.workspace.extract import (
     BINARY_SUFFIXES,
@@ -59,18 +59,14 @@ class Workspace:
         self._pdf_lock = threading.Lock()  # one PDF at a time through the one worker
 
     @classmethod
-    def from_settings(
-        cls, root: Path, settings: Mapping[str, object], *, db_path: Path | None = None
+    def from_config(
+        cls, root: Path, settings: WorkspaceConfig, *, db_path: Path | None = None
     ) -> Workspace:
-        """A workspace configured by a settings snapshot (``SettingsStore.snapshot()``)."""
-        notes = settings.get("workspace.notes_folder", DEFAULT_NOTES_FOLDER)
-        megabytes = settings.get("workspace.max_file_mb", DEFAULT_MAX_FILE_BYTES // 2**20)
+        """The workspace at ``root`` as the ``workspace.*`` settings configure it."""
         return cls(
             root,
-            notes_folder=notes if isinstance(notes, str) else DEFAULT_NOTES_FOLDER,
-            max_file_bytes=int(megabytes) * 2**20
-            if isinstance(megabytes, int | float) and not isinstance(megabytes, bool)
-            else DEFAULT_MAX_FILE_BYTES,
+            notes_folder=settings.notes_folder,
+            max_file_bytes=settings.max_file_mb * 2**20,
             db_path=db_path,
         )
 

@@ -12,6 +12,7 @@ from imprint_desktop.core.models import ModelLayout, ModelLibrary, Source
 from imprint_desktop.core.models.journal import DownloadRecord, FileRecord, Journal, boot_id
 from imprint_desktop.core.models.layout import hf_cache_dir
 from imprint_desktop.core.resources import starter_model_path
+from tests.support.settings import make_config
 
 COMMIT_A = "a" * 40
 COMMIT_B = "b" * 40
@@ -142,7 +143,8 @@ def test_cache_dir_follows_huggingface_hub_variables(tmp_path: Path) -> None:
     assert hf_cache_dir({"HF_HUB_CACHE": str(tmp_path)}) == tmp_path
     assert hf_cache_dir({"HF_HOME": str(tmp_path)}) == tmp_path / "hub"
     assert hf_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "huggingface" / "hub"
-    layout = ModelLayout.from_settings({"downloads.models_dir": str(tmp_path / "m")}, {})
+    settings = make_config({"downloads.models_dir": str(tmp_path / "m")}).downloads
+    layout = ModelLayout.from_config(settings, {})
     target = layout.target("o/r", "sub/f.gguf", COMMIT_A, "1" * 64, 3)
     assert target.final == tmp_path / "m" / "o" / "r" / "sub" / "f.gguf"
     assert target.partial.name == "f.gguf.part" and target.blob is None

@@ -21,6 +21,7 @@ from imprint_desktop.core.models.recommended import (
     recommend_here,
 )
 from imprint_desktop.core.resources import starter_model_path
+from tests.support.settings import make_config
 
 GB = 1 << 30
 #: Bits per weight a GGUF file of each quantization really has (the embedding and output tensors
@@ -284,7 +285,7 @@ def test_a_model_already_downloaded_is_marked_installed(tmp_path: Path) -> None:
     target = folder.joinpath(*lightest.repo.split("/"), lightest.file)
     target.parent.mkdir(parents=True)
     target.symlink_to(starter)
-    settings = {"downloads.models_dir": str(folder), "model.n_ctx": 4096}
+    settings = make_config({"downloads.models_dir": str(folder), "model.n_ctx": 4096})
 
     def probe(root: Path, threads: int) -> Machine:
         assert root == folder and threads == 0

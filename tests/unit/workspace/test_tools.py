@@ -12,6 +12,7 @@ import pytest
 from imprint_desktop.core.tools import SPECS, Toolbox, ToolKind, ToolResult, ToolSettings
 from imprint_desktop.core.workspace import Workspace
 from imprint_desktop.settings import schema
+from tests.support.settings import make_config
 from tests.unit.workspace.conftest import run_tool, write
 
 DESIGN_TOOLS = {
@@ -229,7 +230,8 @@ def test_write_note_never_overwrites(workspace: Workspace, corpus: Path) -> None
 
 
 def test_write_note_uses_the_notes_folder_setting(corpus: Path) -> None:
-    with Workspace.from_settings(corpus, {"workspace.notes_folder": "research/notes"}) as opened:
+    settings = make_config({"workspace.notes_folder": "research/notes"}).workspace
+    with Workspace.from_config(corpus, settings) as opened:
         result = run_tool(Toolbox(opened, {}, None), "write_note", {"title": "A", "content": "b"})
     assert result.status == "ok"
     assert (corpus / "research/notes/a.md").is_file()

@@ -9,7 +9,7 @@ template), :mod:`.toolcalls` (native call formats and the tool-call grammar), :m
 
 from __future__ import annotations
 
-from imprint_desktop.core.providers.local.loader import LoadProgress, ModelOptions
+from imprint_desktop.core.providers.local.loader import LoadProgress
 from imprint_desktop.core.providers.local.provider import (
     LocalProvider,
     load_local_provider,
@@ -20,7 +20,6 @@ from imprint_desktop.core.providers.local.provider import (
 __all__ = [
     "LoadProgress",
     "LocalProvider",
-    "ModelOptions",
     "load_local_provider",
     "open_local_provider",
     "resolve_model_path",

@@ -25,7 +25,7 @@ import ctypes
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +35,7 @@ import llama_cpp
 from jinja2.exceptions import SecurityError
 
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.config import ModelConfig
 from imprint_desktop.core.errors import (
     Cancelled,
     ChatTemplateError,
@@ -61,38 +62,6 @@ MAX_UBATCH = 128
 LoadProgress = Callable[[float, str], None]
 
 
-@dataclass(frozen=True, slots=True)
-class ModelOptions:
-    """The ``model.*`` settings that shape a loaded model (DESIGN §3)."""
-
-    n_ctx: int = 8192
-    n_threads: int = 0  # 0: one per physical core
-    n_gpu_layers: int = 0
-    n_batch: int = 512
-    tool_call_grammar: bool = False
-
-    @classmethod
-    def from_settings(cls, settings: Mapping[str, object]) -> ModelOptions:
-        defaults = cls()
-
-        def number(key: str, default: int) -> int:
-            value = settings.get(key, default)
-            return value if isinstance(value, int) and not isinstance(value, bool) else default
-
-        grammar = settings.get("model.tool_call_grammar", defaults.tool_call_grammar)
-        return cls(
-            n_ctx=number("model.n_ctx", defaults.n_ctx),
-            n_threads=number("model.n_threads", defaults.n_threads),
-            n_gpu_layers=number("model.n_gpu_layers", defaults.n_gpu_layers),
-            n_batch=number("model.n_batch", defaults.n_batch),
-            tool_call_grammar=grammar if isinstance(grammar, bool) else False,
-        )
-
-    @property
-    def threads(self) -> int:
-        return self.n_threads if self.n_threads > 0 else physical_cores()
-
-
 @dataclass(slots=True)
 class LoadedModel:
     """A model and its one context, owned by the model thread; :meth:`close` frees both."""
@@ -104,7 +73,7 @@ class LoadedModel:
     context: Any  # llama_context *, freed by close()
     vocab: Any  # llama_vocab *, owned by the model
     template: ChatTemplate
-    options: ModelOptions
+    options: ModelConfig  # the model.* settings it was loaded with (DESIGN §3)
     n_ctx: int
     add_bos: bool
     bos_text: str
@@ -136,11 +105,12 @@ def physical_cores() -> int:
 
 def load_model(
     path: Path,
-    options: ModelOptions,
+    options: ModelConfig,
     progress: LoadProgress | None = None,
     cancel: CancelToken | None = None,
 ) -> LoadedModel:
-    """Check ``path`` and load it; raise a :class:`ModelLoadError` subclass saying why not."""
+    """Check ``path`` and load it as the ``model.*`` settings in ``options`` say; raise a
+    :class:`ModelLoadError` subclass saying why not."""
     report = progress or (lambda _fraction, _stage: None)
     report(0.0, "Checking the model file")
     info = check_model_file(path)
@@ -209,7 +179,7 @@ def check_model_file(path: Path) -> GgufInfo:
         raise ModelFileError(f"{path.name}: {error}") from error
 
 
-def check_memory(path: Path, info: GgufInfo, options: ModelOptions) -> None:
+def check_memory(path: Path, info: GgufInfo, options: ModelConfig) -> None:
     """Refuse a model whose weights and KV cache for ``n_ctx`` exceed the memory available now.
 
     Only for CPU inference: with layers on a GPU, video memory is what runs out, and llama.cpp's
@@ -242,13 +212,14 @@ def _checked_template(source: str | None, name: str) -> str | None:
     return source
 
 
-def _new_context(model: Any, options: ModelOptions, name: str) -> Any:
+def _new_context(model: Any, options: ModelConfig, name: str) -> Any:
     params = llama_cpp.llama_context_default_params()
     params.n_ctx = options.n_ctx
     params.n_batch = min(options.n_batch, options.n_ctx)
     params.n_ubatch = min(params.n_batch, MAX_UBATCH)
-    params.n_threads = options.threads
-    params.n_threads_batch = options.threads
+    threads = options.n_threads if options.n_threads > 0 else physical_cores()  # 0: one a core
+    params.n_threads = threads
+    params.n_threads_batch = threads
     params.no_perf = False
     params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
     with _captured_errors() as errors:

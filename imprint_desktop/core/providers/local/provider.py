@@ -25,12 +25,14 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.chosen import model_file
+from imprint_desktop.core.config import ModelConfig
 from imprint_desktop.core.errors import ChatTemplateError, ContextOverflowError, ModelFileError
 from imprint_desktop.core.providers.base import (
     Completion,
@@ -39,7 +41,7 @@ from imprint_desktop.core.providers.base import (
     TextSink,
     ToolCall,
 )
-from imprint_desktop.core.providers.local.loader import LoadProgress, ModelOptions, load_model
+from imprint_desktop.core.providers.local.loader import LoadProgress, load_model
 from imprint_desktop.core.providers.local.session import (
     ModelSession,
     PrefillObserver,
@@ -298,7 +300,7 @@ def _partial_marker_length(text: str) -> int:
 
 def load_local_provider(
     path: Path | None,
-    settings: Mapping[str, object],
+    options: ModelConfig,
     progress: LoadProgress | None = None,
     *,
     cancel: CancelToken | None = None,
@@ -306,13 +308,13 @@ def load_local_provider(
     """Load a GGUF model and return its provider; blocks until loaded (call it off the GUI thread).
 
     ``path`` None means the ``model.path`` setting, or the starter model when that is empty.
-    ``settings`` is a snapshot of the settings store (``model.n_ctx``, ``model.n_threads``,
-    ``model.n_gpu_layers``, ``model.n_batch``, ``model.tool_call_grammar``). ``progress`` gets
+    ``options`` are the ``model.*`` settings (``Config.model``: the context window, threads, GPU
+    layers, batch size, tool-call grammar). ``progress`` gets
     ``(fraction, stage)`` on the model thread. Failures raise a
     :class:`~imprint_desktop.core.errors.ModelLoadError` subclass (never leaving a thread behind);
     setting ``cancel`` during loading raises :class:`~imprint_desktop.core.errors.Cancelled`.
     """
-    executor, future = _start(path, settings, progress, cancel)
+    executor, future = _start(path, options, progress, cancel)
     try:
         return future.result()
     except BaseException:
@@ -322,13 +324,13 @@ def load_local_provider(
 
 async def open_local_provider(
     path: Path | None,
-    settings: Mapping[str, object],
+    options: ModelConfig,
     progress: LoadProgress | None = None,
     *,
     cancel: CancelToken | None = None,
 ) -> LocalProvider:
     """:func:`load_local_provider` for async callers: the loop keeps running while it loads."""
-    executor, future = _start(path, settings, progress, cancel)
+    executor, future = _start(path, options, progress, cancel)
     try:
         return await asyncio.wrap_future(future)
     except BaseException:
@@ -339,13 +341,11 @@ async def open_local_provider(
         raise
 
 
-def resolve_model_path(path: Path | None, settings: Mapping[str, object]) -> Path:
+def resolve_model_path(path: Path | None, options: ModelConfig) -> Path:
     """The model file to load: ``path``, else ``model.path``, else the starter model."""
-    if path is not None:
-        return path
-    configured = settings.get("model.path")
-    if isinstance(configured, str | Path) and str(configured).strip():
-        return Path(str(configured)).expanduser()
+    chosen = path if path is not None else model_file(options.path)
+    if chosen is not None:
+        return chosen
     starter = starter_model_path()
     if starter is None:
         raise ModelFileError(
@@ -357,12 +357,11 @@ def resolve_model_path(path: Path | None, settings: Mapping[str, object]) -> Pat
 
 def _start(
     path: Path | None,
-    settings: Mapping[str, object],
+    options: ModelConfig,
     progress: LoadProgress | None,
     cancel: CancelToken | None,
 ) -> tuple[ThreadPoolExecutor, Future[LocalProvider]]:
-    model_path = resolve_model_path(path, settings)
-    options = ModelOptions.from_settings(settings)
+    model_path = resolve_model_path(path, options)
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="imprint-llama")
 
     def load() -> LocalProvider:

@@ -1,0 +1,88 @@
+"""What the settings choose: the model that answers and the folder that research reads.
+
+Both settings have a fallback a person never types: an empty ``model.path`` is the starter model,
+an empty ``workspace.path`` the bundled sample workspace. The provider loader, the engine's status
+line, the window's welcome text, the toolbar, the first-run check and the command line all need the
+same answer, so they ask here instead of reading the keys and applying the fallback themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from imprint_desktop.core import resources
+from imprint_desktop.core.config import Config, ModelProvider
+
+
+@dataclass(frozen=True, slots=True)
+class ChosenModel:
+    """The model ``model.provider`` chooses, with what each kind of provider needs."""
+
+    provider: ModelProvider
+    file: Path | None
+    """The local model file ``model.path`` names; None: the starter model. Kept while a server is
+    chosen, as the local model to come back to."""
+    server: str
+    """``remote.base_url`` as set: it may hold credentials, so show :attr:`server_address`."""
+    server_model: str
+    """``remote.model``; empty lets the server choose its default."""
+
+    @property
+    def remote(self) -> bool:
+        return self.provider == "remote"
+
+    @property
+    def server_address(self) -> str:
+        """The server as it may be shown or logged: without user name, password, query or
+        fragment, exactly as the remote provider shows it; empty when no address is set."""
+        if not self.server:
+            return ""
+        from imprint_desktop.core.providers.remote import public_url  # noqa: PLC0415 - httpx: not at startup
+
+        return public_url(self.server)
+
+    def describe(self) -> str:
+        """The model in a few words, for the toolbar and the status line."""
+        if self.remote:
+            return f"{self.server_model or 'default model'} on {self.server_address}"
+        if self.file is not None:
+            return self.file.name
+        return resources.STARTER_NAME
+
+    def uses_file(self, path: Path | str) -> bool:
+        """Whether ``path`` is the local model file chosen (the starter model is not a choice)."""
+        return self.file is not None and self.file == Path(path)
+
+
+def chosen_model(config: Config) -> ChosenModel:
+    return ChosenModel(
+        config.model.provider,
+        model_file(config.model.path),
+        config.remote.base_url,
+        config.remote.model,
+    )
+
+
+def model_file(path: str) -> Path | None:
+    """The file a ``model.path`` value names, or None when it is empty (the starter model)."""
+    text = path.strip()
+    return Path(text).expanduser() if text else None
+
+
+def chosen_workspace(path: str) -> Path | None:
+    """The folder a ``workspace.path`` value names, or None when it is empty (the sample
+    workspace)."""
+    text = path.strip()
+    return Path(text).expanduser() if text else None
+
+
+def workspace_folder(path: str) -> Path:
+    """The folder research reads for a ``workspace.path`` value: the one named, else the bundled
+    sample workspace. Whether it is a folder is checked where it is opened
+    (:func:`~imprint_desktop.core.assistant.workspace_root`)."""
+    return chosen_workspace(path) or sample_workspace()
+
+
+def sample_workspace() -> Path:
+    return resources.resource("sample-workspace")

@@ -1,0 +1,291 @@
+"""The settings as one typed, frozen snapshot: ``config.chat.max_tokens``, never a key string.
+
+Generated from settings/schema.py by ``python -m imprint_desktop.settings.codegen``; do not edit.
+
+Every non-secret setting is a field of its section's class, typed by its kind; empty text means
+"not set" for a file or a folder, as in the settings file. The classes have no defaults of their
+own: defaults, bounds and checks live in the schema alone, and a :class:`Config` holds the values
+the settings store produced (``SettingsStore.config()``). It is frozen, so it can be handed to
+another thread as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+Value = int | float | bool | str
+_Choice = TypeVar("_Choice", bound=str)
+ModelProvider = Literal["local", "remote"]
+UiTheme = Literal["system", "light", "dark"]
+_MODEL_PROVIDER: tuple[ModelProvider, ...] = ("local", "remote")
+_UI_THEME: tuple[UiTheme, ...] = ("system", "light", "dark")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatConfig:
+    """Research (``[chat]``). How long and how far a reply may research, and how it answers."""
+
+    research_timeout_sec: int
+    """Research time budget (s)."""
+
+    research_token_budget: int
+    """Research token budget (tokens)."""
+
+    research_no_progress_rounds: int
+    """Patience (rounds)."""
+
+    research_first: bool
+    """Search before answering."""
+
+    answer_without_evidence: bool
+    """Answer when nothing is found."""
+
+    max_tokens: int
+    """Final answer length (tokens)."""
+
+    research_max_output_tokens: int
+    """Research step length (tokens)."""
+
+    temperature: float
+    """Temperature."""
+
+    system_prompt: str
+    """Extra instructions."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelConfig:
+    """Model (``[model]``). Which model answers, and how the local model runs."""
+
+    provider: ModelProvider
+    """Provider."""
+
+    path: str
+    """Model file (file path; empty: not set)."""
+
+    n_ctx: int
+    """Context window (tokens)."""
+
+    n_threads: int
+    """CPU threads."""
+
+    n_gpu_layers: int
+    """GPU layers."""
+
+    n_batch: int
+    """Prompt batch size (tokens)."""
+
+    tool_call_grammar: bool
+    """Constrain tool calls with a grammar."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteConfig:
+    """Remote server (``[remote]``). An OpenAI-compatible server instead of a local model."""
+
+    base_url: str
+    """Server address."""
+
+    model: str
+    """Model name."""
+
+    context_window: int
+    """Context window (tokens)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkspaceConfig:
+    """Workspace (``[workspace]``). The folder of documents that research reads."""
+
+    path: str
+    """Workspace folder (folder path; empty: not set)."""
+
+    notes_folder: str
+    """Notes folder."""
+
+    max_file_mb: int
+    """Largest file to index (MB)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolsConfig:
+    """Tools (``[tools]``). What the model's research tools may do."""
+
+    max_result_chars: int
+    """Tool result size limit (characters)."""
+
+    fetch_url_enabled: bool
+    """Allow fetching web pages."""
+
+    fetch_url_confirm: bool
+    """Ask before fetching a web page."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DownloadsConfig:
+    """Downloads (``[downloads]``). Where downloaded models are kept."""
+
+    models_dir: str
+    """Models folder (folder path; empty: not set)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NetworkConfig:
+    """Network (``[network]``). How Imprint reaches the internet."""
+
+    proxy: str
+    """Proxy."""
+
+    ca_bundle: str
+    """CA certificates (file path; empty: not set)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UiConfig:
+    """Appearance (``[ui]``). How the window looks."""
+
+    theme: UiTheme
+    """Theme."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """Every non-secret setting, by section; see the module docstring."""
+
+    chat: ChatConfig
+    model: ModelConfig
+    remote: RemoteConfig
+    workspace: WorkspaceConfig
+    tools: ToolsConfig
+    downloads: DownloadsConfig
+    network: NetworkConfig
+    ui: UiConfig
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, object]) -> Config:
+        """The snapshot of complete, validated values by key, as the store gives them.
+
+        A missing key raises :class:`KeyError`, a value of the wrong kind :class:`TypeError` or
+        :class:`ValueError`; bounds and checks are the store's (the schema's) to apply.
+        """
+        return cls(
+            chat=ChatConfig(
+                research_timeout_sec=_int(values, "chat.research_timeout_sec"),
+                research_token_budget=_int(values, "chat.research_token_budget"),
+                research_no_progress_rounds=_int(values, "chat.research_no_progress_rounds"),
+                research_first=_bool(values, "chat.research_first"),
+                answer_without_evidence=_bool(values, "chat.answer_without_evidence"),
+                max_tokens=_int(values, "chat.max_tokens"),
+                research_max_output_tokens=_int(values, "chat.research_max_output_tokens"),
+                temperature=_float(values, "chat.temperature"),
+                system_prompt=_str(values, "chat.system_prompt"),
+            ),
+            model=ModelConfig(
+                provider=_choice(values, "model.provider", _MODEL_PROVIDER),
+                path=_str(values, "model.path"),
+                n_ctx=_int(values, "model.n_ctx"),
+                n_threads=_int(values, "model.n_threads"),
+                n_gpu_layers=_int(values, "model.n_gpu_layers"),
+                n_batch=_int(values, "model.n_batch"),
+                tool_call_grammar=_bool(values, "model.tool_call_grammar"),
+            ),
+            remote=RemoteConfig(
+                base_url=_str(values, "remote.base_url"),
+                model=_str(values, "remote.model"),
+                context_window=_int(values, "remote.context_window"),
+            ),
+            workspace=WorkspaceConfig(
+                path=_str(values, "workspace.path"),
+                notes_folder=_str(values, "workspace.notes_folder"),
+                max_file_mb=_int(values, "workspace.max_file_mb"),
+            ),
+            tools=ToolsConfig(
+                max_result_chars=_int(values, "tools.max_result_chars"),
+                fetch_url_enabled=_bool(values, "tools.fetch_url_enabled"),
+                fetch_url_confirm=_bool(values, "tools.fetch_url_confirm"),
+            ),
+            downloads=DownloadsConfig(
+                models_dir=_str(values, "downloads.models_dir"),
+            ),
+            network=NetworkConfig(
+                proxy=_str(values, "network.proxy"),
+                ca_bundle=_str(values, "network.ca_bundle"),
+            ),
+            ui=UiConfig(
+                theme=_choice(values, "ui.theme", _UI_THEME),
+            ),
+        )
+
+    def as_values(self) -> dict[str, Value]:
+        """Every value by its key, in the schema's order (the settings a trace records)."""
+        return {
+            "chat.research_timeout_sec": self.chat.research_timeout_sec,
+            "chat.research_token_budget": self.chat.research_token_budget,
+            "chat.research_no_progress_rounds": self.chat.research_no_progress_rounds,
+            "chat.research_first": self.chat.research_first,
+            "chat.answer_without_evidence": self.chat.answer_without_evidence,
+            "chat.max_tokens": self.chat.max_tokens,
+            "chat.research_max_output_tokens": self.chat.research_max_output_tokens,
+            "chat.temperature": self.chat.temperature,
+            "chat.system_prompt": self.chat.system_prompt,
+            "model.provider": self.model.provider,
+            "model.path": self.model.path,
+            "model.n_ctx": self.model.n_ctx,
+            "model.n_threads": self.model.n_threads,
+            "model.n_gpu_layers": self.model.n_gpu_layers,
+            "model.n_batch": self.model.n_batch,
+            "model.tool_call_grammar": self.model.tool_call_grammar,
+            "remote.base_url": self.remote.base_url,
+            "remote.model": self.remote.model,
+            "remote.context_window": self.remote.context_window,
+            "workspace.path": self.workspace.path,
+            "workspace.notes_folder": self.workspace.notes_folder,
+            "workspace.max_file_mb": self.workspace.max_file_mb,
+            "tools.max_result_chars": self.tools.max_result_chars,
+            "tools.fetch_url_enabled": self.tools.fetch_url_enabled,
+            "tools.fetch_url_confirm": self.tools.fetch_url_confirm,
+            "downloads.models_dir": self.downloads.models_dir,
+            "network.proxy": self.network.proxy,
+            "network.ca_bundle": self.network.ca_bundle,
+            "ui.theme": self.ui.theme,
+        }
+
+
+def _int(values: Mapping[str, object], key: str) -> int:
+    value = values[key]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # as the schema takes 300.0 for 300
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{key} must be a whole number (got {value!r})")
+    return value
+
+
+def _float(values: Mapping[str, object], key: str) -> float:
+    value = values[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{key} must be a number (got {value!r})")
+    return float(value)
+
+
+def _bool(values: Mapping[str, object], key: str) -> bool:
+    value = values[key]
+    if not isinstance(value, bool):
+        raise TypeError(f"{key} must be true or false (got {value!r})")
+    return value
+
+
+def _str(values: Mapping[str, object], key: str) -> str:
+    value = values[key]
+    if not isinstance(value, str):
+        raise TypeError(f"{key} must be text (got {value!r})")
+    return value
+
+
+def _choice(values: Mapping[str, object], key: str, allowed: tuple[_Choice, ...]) -> _Choice:
+    value = values[key]
+    for choice in allowed:
+        if value == choice:
+            return choice
+    raise ValueError(f"{key} must be one of {', '.join(allowed)} (got {value!r})")
