@@ -24,6 +24,14 @@ def imprint_env(isolated_dirs: Path) -> dict[str, str]:
 
 
 @pytest.fixture
+def scripted_first_step(imprint_env: dict[str, str]) -> None:
+    """For scenarios that script every request (``pytest.mark.usefixtures`` in their module): the
+    engine's own search before answering (chat.research_first) is off; test_ask_grounded.py tests
+    it on its own."""
+    imprint_env["IMPRINT_CHAT_RESEARCH_FIRST"] = "false"
+
+
+@pytest.fixture
 def imprint(imprint_env: dict[str, str]) -> Imprint:
     def run(
         *args: str, env: dict[str, str] | None = None, stdin: str = "", timeout: float = 60

@@ -19,14 +19,7 @@ from imprint_desktop.core.research.trace import read_trace
 from tests.e2e.conftest import Imprint
 from tests.support.openai_server import OpenAIServer, Reply, Usage
 
-pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(autouse=True)
-def _scripted_first_step(imprint_env: dict[str, str]) -> None:
-    """These scenarios script every request: the engine's own search before answering
-    (chat.research_first) is tested on its own in test_ask_grounded.py."""
-    imprint_env["IMPRINT_CHAT_RESEARCH_FIRST"] = "false"
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("scripted_first_step")]
 
 
 SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "sample-workspace"

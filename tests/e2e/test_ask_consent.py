@@ -25,17 +25,11 @@ from imprint_desktop.core.providers.base import ToolCall
 from tests.e2e.conftest import Imprint
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("scripted_first_step")]
 
 QUESTION = "What does the harbour page say?"
 PAGE = b"<html><head><title>Tides</title></head><body><p>High water comes at noon.</p></body>"
 PROMPT = "[d]eny?"
-
-
-@pytest.fixture(autouse=True)
-def _scripted_first_step(imprint_env: dict[str, str]) -> None:
-    """Every request is scripted: the engine's own first search is tested elsewhere."""
-    imprint_env["IMPRINT_CHAT_RESEARCH_FIRST"] = "false"
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """`imprint ask` against servers that state their limits (DESIGN §1, issue 15 items 2, 3, 4, 8).
 
-Black-box, as in test_ask_contract.py: the real command line as a subprocess against scripted
-OpenAI-compatible servers on loopback, read through its exit code, `--json` result, stderr, trace
-and the requests the server received.
+Black-box, as the other `imprint ask` scenarios (tests/support/ask_command.py): the real command
+line as a subprocess against scripted OpenAI-compatible servers on loopback, read through its exit
+code, `--json` result, stderr, trace and the requests the server received.
 
 * A server's own context-length refusal ends research with ``context_full`` and the final answer
   is still written (or the labelled fallback), exit 0.

@@ -40,6 +40,7 @@ def test_search_and_files(imprint: Imprint, env: dict[str, str]) -> None:
     assert [row["repo_id"] for row in json.loads(found.stdout)["results"]] == [STARTER_REPO]
 
     plain = imprint("models", "search", "", env=env)
+    assert plain.returncode == 0, plain.stderr
     assert plain.stdout.index(STARTER_REPO) < plain.stdout.index("example/Tiny-Split-GGUF")
 
     files = imprint("models", "files", STARTER_REPO, "--json", env=env)
@@ -49,6 +50,7 @@ def test_search_and_files(imprint: Imprint, env: dict[str, str]) -> None:
     assert model["fit"] == "fits"
 
     split = imprint("models", "files", "example/Tiny-Split-GGUF", env=env)
+    assert split.returncode == 0, split.stderr
     assert "tiny-Q8_0.gguf  Q8_0  128 B, 2 parts" in split.stdout
 
 
@@ -60,6 +62,7 @@ def test_download_list_remove(imprint: Imprint, env: dict[str, str], hub: HubSer
     assert Path(result["path"]).stat().st_size == result["size"]
 
     listed = imprint("models", "list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
     rows = {row["source"]: row for row in json.loads(listed.stdout)}
     assert rows["hf-cache"]["path"] == result["path"]
     assert rows["hf-cache"]["usable"] is True
@@ -85,7 +88,9 @@ def test_import_links_in_place_and_remove_forgets(
     copy.symlink_to(original)
     imported = imprint("models", "import", str(copy), env=env)
     assert imported.returncode == 0, imported.stderr
-    listed = json.loads(imprint("models", "list", "--json", env=env).stdout)
+    listing = imprint("models", "list", "--json", env=env)
+    assert listing.returncode == 0, listing.stderr
+    listed = json.loads(listing.stdout)
     assert any(row["source"] == "imported" for row in listed)
 
     broken = tmp_path / "broken.gguf"
@@ -96,7 +101,9 @@ def test_import_links_in_place_and_remove_forgets(
     forgot = imprint("models", "remove", str(copy), env=env)
     assert forgot.returncode == 0, forgot.stderr
     assert "stays" in forgot.stdout and copy.exists() and original.exists()
-    listed = json.loads(imprint("models", "list", "--json", env=env).stdout)
+    listing = imprint("models", "list", "--json", env=env)
+    assert listing.returncode == 0, listing.stderr
+    listed = json.loads(listing.stdout)
     assert not any(row["source"] == "imported" for row in listed)
 
 
@@ -166,7 +173,9 @@ def test_download_recommended_takes_the_best_fit(
     imprint: Imprint, env: dict[str, str], hub: HubServer
 ) -> None:
     serve_recommended(hub)
-    found = json.loads(imprint("models", "recommended", "--json", env=env).stdout)
+    recommended = imprint("models", "recommended", "--json", env=env)
+    assert recommended.returncode == 0, recommended.stderr
+    found = json.loads(recommended.stdout)
     if found["best"] is None:  # a computer too small for any of them
         refused = imprint("models", "download", "--recommended", env=env)
         assert refused.returncode == 1 and "None of the recommended models" in refused.stderr
@@ -180,7 +189,9 @@ def test_download_recommended_takes_the_best_fit(
     assert Path(result["path"]).name == best["file"]
     assert f"/models--{best['repo'].replace('/', '--')}/" in result["path"]
 
-    again = json.loads(imprint("models", "recommended", "--json", env=env).stdout)
+    recommended = imprint("models", "recommended", "--json", env=env)
+    assert recommended.returncode == 0, recommended.stderr
+    again = json.loads(recommended.stdout)
     row = next(row for row in again["models"] if row["id"] == best["id"])
     assert row["installed"] == result["path"]
 

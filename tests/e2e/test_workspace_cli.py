@@ -39,9 +39,9 @@ def test_index_then_search_the_sample_workspace(imprint: Imprint, sample: Path) 
     lines = (sample / hits[0]["path"]).read_text().split("\n")
     assert "1994" in "\n".join(lines[hits[0]["start_line"] - 1 : hits[0]["end_line"]])
 
-    pdf = json.loads(
-        imprint("workspace", "search", str(sample), "generator fault", "--json").stdout
-    )
+    searched = imprint("workspace", "search", str(sample), "generator fault", "--json")
+    assert searched.returncode == 0, searched.stderr
+    pdf = json.loads(searched.stdout)
     assert pdf[0]["path"] == "reports/annual-report-1998.pdf"
 
 
@@ -113,8 +113,10 @@ def test_a_pdf_that_reads_for_minutes_is_skipped_with_its_reason_and_not_retried
     started = time.monotonic()
     second = imprint("workspace", "index", str(corpus), "--json")
     assert time.monotonic() - started < 10  # not read again: it has not changed
+    assert second.returncode == 0, second.stderr
     report = json.loads(second.stdout)
     assert report["unchanged"] == 2
     assert [problem["path"] for problem in report["problems"]] == ["endless.pdf"]
     found = imprint("workspace", "search", str(corpus), "tide", "--json")
+    assert found.returncode == 0, found.stderr
     assert [hit["path"] for hit in json.loads(found.stdout)] == ["note.md"]

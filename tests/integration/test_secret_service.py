@@ -94,6 +94,7 @@ def test_cli_stores_the_key_in_the_secret_service_and_nowhere_else(
     shown = imprint("get", KEY)
     assert shown.returncode == 0 and "(stored in the Secret Service" in shown.stdout
     listing = imprint("list", "--json")
+    assert listing.returncode == 0, listing.stderr
     assert "sk-cli-secret" not in listing.stdout + listing.stderr
     assert not config_dir.exists() or not any(
         "sk-cli-secret" in path.read_text() for path in config_dir.rglob("*") if path.is_file()

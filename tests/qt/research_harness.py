@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -17,6 +17,7 @@ from imprint_desktop.core.providers.base import CompletionRequest, Provider
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
+from imprint_desktop.ui.research_panel import TICK_MS
 from tests.support.scripted_provider import ScriptedProvider, Step
 
 Script = Sequence[Step] | Callable[[CompletionRequest], Step]
@@ -81,3 +82,13 @@ def type_question(qtbot: QtBot, window: MainWindow, text: str) -> None:
     window.composer.edit.setFocus()
     qtbot.keyClicks(window.composer.edit, text)
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+
+
+def watch_the_panel(qtbot: QtBot, ticks: int) -> None:
+    """Wait as long as the research panel takes to redraw its clock ``ticks`` times (it redraws
+    every ``TICK_MS``), as a person watching it would, on a timer of the test's own."""
+    watch = QTimer()
+    watch.setSingleShot(True)
+    watch.setInterval(ticks * TICK_MS + TICK_MS // 2)
+    with qtbot.waitSignal(watch.timeout, timeout=10_000):
+        watch.start()

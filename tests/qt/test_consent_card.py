@@ -21,7 +21,7 @@ from imprint_desktop.engine import payloads as p
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.consent_card import ConsentCard, host_span
 from imprint_desktop.ui.main_window import MainWindow
-from tests.qt.research_harness import open_window, type_question, write_corpus
+from tests.qt.research_harness import open_window, type_question, watch_the_panel, write_corpus
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.scripted_provider import ScriptedProvider, Step
 
@@ -93,11 +93,10 @@ def test_the_card_shows_the_address_in_full_and_allow_once_fetches_while_the_clo
 
     # Research time is paused while the card waits: the panel's clock does not move …
     assert window.panel.time_paused
-    frozen = window.panel.shown_seconds
-    for _ in range(3):
-        with qtbot.waitSignal(window.panel._tick.timeout, timeout=WAIT_MS):
-            pass
+    frozen, shown_time = window.panel.shown_seconds, window.panel.time_bar.format()
+    watch_the_panel(qtbot, ticks=3)
     assert window.panel.shown_seconds == frozen
+    assert window.panel.time_bar.format() == shown_time
     waited = time.monotonic() - shown
 
     ended = decide(qtbot, window, "allow_once")

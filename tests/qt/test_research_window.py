@@ -21,7 +21,14 @@ from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.host import running_hosts
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
-from tests.qt.research_harness import ask, open_window, search, type_question, write_corpus
+from tests.qt.research_harness import (
+    ask,
+    open_window,
+    search,
+    type_question,
+    watch_the_panel,
+    write_corpus,
+)
 from tests.qt.transcript_links import click_link
 from tests.support.scripted_provider import Step
 
@@ -83,12 +90,12 @@ def test_a_reply_drives_every_widget(qtbot: QtBot, research_store: SettingsStore
 
     # Research time is paused while the question waits: the bar says so and does not move.
     assert window.panel.time_paused
-    assert "(paused)" in window.panel.time_bar.format()
+    shown = window.panel.time_bar.format()
+    assert "(paused)" in shown
     frozen = window.panel.shown_seconds
-    for _ in range(2):
-        with qtbot.waitSignal(window.panel._tick.timeout, timeout=WAIT_MS):
-            pass
+    watch_the_panel(qtbot, ticks=2)
     assert window.panel.shown_seconds == frozen
+    assert window.panel.time_bar.format() == shown
     assert "Waiting for your answer" in window.panel.now_label.text()
     assert window.card.answer.hasFocus()
 
@@ -165,9 +172,8 @@ def test_stop_ends_a_hanging_reply_quickly_and_the_window_is_usable(
 
     # While the model works, the clock runs between budget events (extrapolated by the GUI).
     start = window.panel.shown_seconds
-    for _ in range(2):
-        with qtbot.waitSignal(window.panel._tick.timeout, timeout=WAIT_MS):
-            pass
+    shown = window.panel.time_bar.format()
+    qtbot.waitUntil(lambda: window.panel.time_bar.format() != shown, timeout=WAIT_MS)
     assert window.panel.shown_seconds > start
 
     with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=250) as ended:
@@ -350,16 +356,13 @@ def test_streamed_text_is_coalesced_into_few_repaints(
 ) -> None:
     view = open_window(qtbot, research_store).window.transcript
     view.begin_live("Thinking…")
-    with qtbot.waitSignal(view._render_timer.timeout, timeout=WAIT_MS):
-        pass
+    qtbot.waitUntil(lambda: "Thinking…" in view.toPlainText(), timeout=WAIT_MS)
     before = view.renders
     for index in range(200):
         view.append_text(f"token{index} ")
     assert view.renders == before  # nothing painted per token
-    with qtbot.waitSignal(view._render_timer.timeout, timeout=WAIT_MS):
-        pass
+    qtbot.waitUntil(lambda: "token199" in view.toPlainText(), timeout=WAIT_MS)
     assert view.renders == before + 1
-    assert "token199" in view.toPlainText()
 
 
 def test_window_geometry_is_remembered(qtbot: QtBot, research_store: SettingsStore) -> None:
@@ -417,15 +420,31 @@ def test_streaming_lays_out_only_the_paragraph_being_written(
     view.add_message(ChatMessage("you", "q"))
     view.begin_live("Thinking…")
     answer = "First paragraph [1].\n\n1. one\n2. two\n\nLast paragraph, still being written"
-    view.append_text(answer[:30])
-    with qtbot.waitSignal(view._render_timer.timeout, timeout=WAIT_MS):
-        pass
-    first_block = view.document().findBlock(view._tail_start or 0)
-    view.append_text(answer[30:])
-    with qtbot.waitSignal(view._render_timer.timeout, timeout=WAIT_MS):
-        pass
-    assert view._settled == answer.rindex("\n\n") + 2  # the list is settled, the tail is not
-    assert view.document().findBlock(first_block.position()).text() == first_block.text()
+    edits: list[int] = []  # where each change to the document began
+    view.document().contentsChange.connect(lambda at, _removed, _added: edits.append(at))
+
+    def stream(text: str) -> int:
+        """Append ``text``; after the one coalesced render, where the earliest change began."""
+        edits.clear()
+        renders = view.renders
+        view.append_text(text)
+        qtbot.waitUntil(lambda: view.renders > renders, timeout=WAIT_MS)
+        return min(edits)
+
+    def end_of(text: str) -> int:
+        """Where the text of the paragraph holding ``text`` ends."""
+        block = view.document().find(text).block()
+        return block.position() + block.length() - 1
+
+    stream(answer[:30])  # the first paragraph is finished, the list is not
+    first = view.document().find("First paragraph").block()
+    first_text, first_position, first_end = first.text(), first.position(), end_of("First")
+    assert stream(answer[30:-8]) >= first_end  # the list is laid out below the first paragraph
+    assert view.document().findBlock(first_position).text() == first_text
+    # The list is settled: only the paragraph still being written is laid out again.
+    list_end = end_of("two")
+    assert stream(answer[-8:]) >= list_end
+    assert "Last paragraph, still being written" in view.toPlainText()
     view.end_live(ChatMessage("assistant", answer, stored_id=1))
     full = open_window(qtbot, research_store).window.transcript
     full.add_message(ChatMessage("you", "q"))

@@ -94,14 +94,14 @@ def test_env_override_is_explained_on_set(
     monkeypatch.setenv("IMPRINT_UI_THEME", "light")
     code, _, err = run(capsys, "set", "ui.theme", "dark")
     assert code == 0 and "IMPRINT_UI_THEME is set and overrides" in err
-    assert run(capsys, "get", "ui.theme")[1] == "light\n"
+    assert run(capsys, "get", "ui.theme")[:2] == (0, "light\n")
 
 
 def test_reset_all_keeps_api_keys(
     capsys: pytest.CaptureFixture[str], memory_keyring: MemoryKeyring, config_file: Path
 ) -> None:
     memory_keyring.set_password(SERVICE, "remote.api_key", "sk-keep")
-    run(capsys, "set", "model.n_ctx", "4096")
+    assert run(capsys, "set", "model.n_ctx", "4096")[0] == 0
     code, out, _ = run(capsys, "reset", "--all")
     assert code == 0 and "kept" in out
     assert "n_ctx" not in config_file.read_text()
@@ -122,7 +122,8 @@ def test_api_key_goes_to_the_keyring_never_to_the_file_or_output(
     for args in (("get", "remote.api_key"), ("list",), ("list", "--json")):
         code, out, err = run(capsys, *args)
         assert code == 0 and "sk-from-stdin" not in out + err
-    assert "(stored in MemoryKeyring" in run(capsys, "get", "remote.api_key")[1]
+    code, out, _ = run(capsys, "get", "remote.api_key")
+    assert code == 0 and "(stored in MemoryKeyring" in out
     code, _, err = run(capsys, "set", "remote.api_key", "sk-on-the-command-line")
     assert code == 0 and "shell history" in err
     assert run(capsys, "reset", "remote.api_key")[0] == 0

@@ -19,7 +19,7 @@ from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
 from imprint_desktop.core.research.final import FALLBACK_LABEL
 from imprint_desktop.core.research.sources import written
-from imprint_desktop.core.research.trace import TraceWriter, read_trace, trace_line
+from imprint_desktop.core.research.trace import TraceWriter, fan_out, read_trace, trace_line
 from imprint_desktop.core.tools.base import ToolResult
 from tests.support.fake_tools import FakeTools, passage
 from tests.support.scripted_provider import ScriptedProvider, Step
@@ -53,14 +53,17 @@ def make(
     ask: Callable[[str], Any] | None = None,
     cancel: CancelToken | None = None,
     context_window: int = 32_768,
+    trace: TraceWriter | None = None,
     **overrides: Any,
 ) -> tuple[ResearchEngine, FakeTools, ScriptedProvider, Recorder]:
+    """The engine, its scripted tools and model, and what it reports (also to ``trace``)."""
     # The stopping scenarios script every request themselves: the engine's own first search
     # (chat.research_first) is tested on its own in test_seed.py.
     settings = ResearchSettings(**{"timeout_sec": 60, "research_first": False, **overrides})
     provider = ScriptedProvider(script, context_window=context_window)
     recorder = Recorder()
-    engine = ResearchEngine(provider, settings, cancel=cancel, ask=ask, sink=recorder)
+    sink = fan_out([recorder, trace])
+    engine = ResearchEngine(provider, settings, cancel=cancel, ask=ask, sink=sink)
     tools = FakeTools(respond, ask_user=engine.ask_user, research_sections=engine.research_sections)
     return engine, tools, provider, recorder
 
@@ -203,14 +206,14 @@ def test_write_rounds_are_excluded_and_writes_never_deduplicated() -> None:
 
 def test_token_budget_stop_charges_net_of_reused_prefix_and_refunds(tmp_path: Path) -> None:
     script = research_then_final(lambda n: Step(calls=[search(f"q{n}")]), "All of it [1].")
-    engine, tools, _provider, recorder = make(
+    trace = TraceWriter(tmp_path / "trace.jsonl")
+    engine, tools, _provider, _recorder = make(
         script,
         new_passage_each_time(),
+        trace=trace,
         token_budget=6000,
         research_max_output_tokens=400,
     )
-    trace = TraceWriter(tmp_path / "trace.jsonl")
-    engine._sink = lambda event: (recorder(event), trace(event))  # type: ignore[method-assign]
     result = run(engine.run("Tell me everything.", tools))
     trace.close()
     assert result.stop_reason == "token_budget"
@@ -463,9 +466,8 @@ def test_a_worker_repeating_known_evidence_is_not_progress() -> None:
 def test_trace_has_the_documented_lines(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     script = [Step(calls=[search("a")]), Step("Answer [1].")]
-    engine, tools, _, _ = make(script, new_passage_each_time())
     writer = TraceWriter(path)
-    engine._sink = writer  # type: ignore[method-assign]
+    engine, tools, _, _ = make(script, new_passage_each_time(), trace=writer)
     run(engine.run("Q?", tools))
     writer.close()
     lines = read_trace(path)

@@ -1,0 +1,368 @@
+"""Running `imprint ask` in the end-to-end scenarios and reading what it leaves, against its
+written contract (DESIGN §4, §5).
+
+The scenario modules (``tests/e2e/test_ask_*.py``) run the real command line as a subprocess with
+private config and data folders, against scripted OpenAI-compatible servers on 127.0.0.1, and read
+only what a person or a script sees: the exit code, stdout and stderr, the ``--json`` result, the
+trace file and the HTTP requests the server received. This module holds what they share: the
+question and answer they script, the tool calls a scripted model makes, :func:`ask` (one run to
+its end) and :func:`spawn` (a run to signal or feed while it works), and the checks of the
+``--json`` result and of the trace against every field DESIGN §4 and §5 name.
+
+Nothing here sleeps: runs are synchronised on the servers' stalls and on what the process prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import IO, Any
+
+from imprint_desktop.core.providers.base import ToolCall
+from tests.e2e.conftest import Imprint
+from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+
+QUESTION = "Who was the last keeper?"
+FALLBACK_PREFIX = "No final answer could be written"  # DESIGN §1, the label of the fallback
+ANSWER = "The last keeper was Ada Quill [1]."
+
+STOP_REASONS = {
+    "answered",
+    "no_progress",
+    "time_budget",
+    "token_budget",
+    "context_full",
+    "cancelled",
+    "error",
+}
+EXIT_FOR_STOP = {
+    "answered": 0,
+    "no_progress": 0,
+    "time_budget": 0,
+    "token_budget": 0,
+    "context_full": 0,
+    "cancelled": 130,
+    "error": 1,
+}
+
+# DESIGN §5: every trace event is {"t", "type"} plus exactly these fields.
+TRACE_FIELDS: dict[str, set[str]] = {
+    "run_start": {"question", "settings"},
+    "request": {
+        "phase",
+        "round",
+        "prompt_tokens",
+        "reserved",
+        "reused_prefix",
+        "charged_prompt",
+        "output_tokens",
+        "charged",
+        "refunded",
+        "budget_left",
+        "estimated",
+        "provider_usage",
+        "prefix_source",  # DESIGN §1: which source the reused prefix came from
+    },
+    "tool": {
+        "round",
+        "call_id",
+        "name",
+        "kind",
+        "status",
+        "new_evidence",
+        "repeated_evidence",
+        "seconds",
+    },
+    "user_wait": {"seconds"},
+    "consent": {"call_id", "url", "decision", "seconds"},
+    "round_end": {"round", "progress", "excluded", "no_progress_rounds"},
+    "stop": {"reason"},
+    "final": {"mode", "seconds"},
+}
+TOOL_KINDS = {
+    "search_workspace": "read",
+    "read_document": "read",
+    "list_documents": "read",
+    "fetch_url": "read",
+    "write_note": "write",
+    "ask_user": "ask",
+    "research_sections": "coordinator",
+}
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def ask(
+    imprint: Imprint,
+    server: OpenAIServer | None,
+    workspace: Path,
+    *extra: str,
+    question: str = QUESTION,
+    stdin: str = "",
+    env: dict[str, str] | None = None,
+    json_mode: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run `imprint ask QUESTION --workspace DIR [--base-url URL] [--json] EXTRA` to its end; never
+    a Python traceback."""
+    args = ["ask", question, "--workspace", str(workspace)]
+    if server is not None:
+        args += ["--base-url", server.base_url]
+    if json_mode:
+        args.append("--json")
+    result = imprint(*args, *extra, stdin=stdin, env=env, timeout=60)
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    return result
+
+
+def search(call_id: str, query: str) -> ToolCall:
+    return ToolCall(call_id, "search_workspace", json.dumps({"query": query}))
+
+
+def ask_user(call_id: str, question: str) -> ToolCall:
+    return ToolCall(call_id, "ask_user", json.dumps({"question": question}))
+
+
+def fetch(call_id: str, url: str) -> ToolCall:
+    return ToolCall(call_id, "fetch_url", json.dumps({"url": url}))
+
+
+def stalled_page() -> Reply:
+    """An HTML page whose body never finishes until the server is released or stopped."""
+    return dataclasses.replace(
+        Reply.stall("<html><body><p>Loading"), headers=(("Content-Type", "text/html"),)
+    )
+
+
+def tool_results(request: RecordedRequest) -> dict[str, str]:
+    """The tool messages of a request, by the id of the call they answer."""
+    results: dict[str, str] = {}
+    for message in request.messages:
+        if message.get("role") == "tool":
+            call_id = message["tool_call_id"]
+            assert call_id not in results, f"{call_id!r} answered twice"
+            results[call_id] = message["content"]
+    return results
+
+
+def strict_json(text: str) -> Any:
+    """JSON as the standard defines it: NaN and Infinity are not JSON."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+# --- what the contract promises ------------------------------------------------------------------
+
+
+def the_json_result(stdout: str) -> dict[str, Any]:
+    """`--json` prints exactly one JSON object on stdout and nothing else there (DESIGN §4)."""
+    assert stdout.endswith("\n") and stdout.count("\n") == 1, f"stdout: {stdout[:800]!r}"
+    payload = strict_json(stdout)
+    assert isinstance(payload, dict), stdout[:800]
+    assert_result_fields(payload)
+    return payload
+
+
+def assert_result_fields(payload: Mapping[str, Any]) -> None:
+    """Every field DESIGN §4 names, with its type, in every ending."""
+    missing = {
+        "answer",
+        "final_mode",
+        "stop_reason",
+        "rounds",
+        "evidence",
+        "tokens",
+        "research_seconds",
+        "user_wait_seconds",
+        "trace",
+    } - set(payload)
+    assert not missing, f"missing fields {missing} in {payload}"
+    assert isinstance(payload["answer"], str) and payload["answer"].strip(), payload
+    assert payload["final_mode"] in ("model", "fallback", "no_evidence"), payload
+    assert payload["stop_reason"] in STOP_REASONS, payload
+    assert is_int(payload["rounds"]) and payload["rounds"] >= 0, payload
+    assert isinstance(payload["evidence"], list)
+    ids = []
+    for item in payload["evidence"]:
+        assert isinstance(item, dict) and {"id", "source", "excerpt"} <= set(item), item
+        assert is_int(item["id"]), item
+        assert isinstance(item["source"], str) and item["source"], item
+        assert isinstance(item["excerpt"], str) and item["excerpt"].strip(), item
+        ids.append(item["id"])
+    assert len(ids) == len(set(ids)), f"evidence ids repeat: {ids}"
+    tokens = payload["tokens"]
+    assert isinstance(tokens, dict)
+    assert {"budget", "charged", "refunded", "final_charged"} <= set(tokens), tokens
+    for key in ("budget", "charged", "refunded", "final_charged"):
+        assert is_int(tokens[key]) and tokens[key] >= 0, tokens
+    assert tokens["charged"] <= tokens["budget"], f"research spent past its budget: {tokens}"
+    for key in ("research_seconds", "user_wait_seconds"):
+        assert is_number(payload[key]) and payload[key] >= 0, payload
+    assert payload["trace"] is None or isinstance(payload["trace"], str), payload
+    if payload["final_mode"] == "fallback":
+        assert payload["answer"].startswith(FALLBACK_PREFIX), payload["answer"][:300]
+        for item in payload["evidence"]:  # the fallback lists the evidence, each with its source
+            assert item["source"] in payload["answer"], (item, payload["answer"][:1000])
+    if payload["stop_reason"] == "answered":
+        assert payload["final_mode"] == "model" and tokens["final_charged"] == 0, payload
+
+
+def read_trace(path: Path) -> list[dict[str, Any]]:
+    """The trace file, every line checked against DESIGN §5 (types, exact fields, values)."""
+    assert path.is_file(), f"no trace at {path}"
+    records: list[dict[str, Any]] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = strict_json(line)
+        assert isinstance(record, dict), line
+        kind = record.get("type")
+        assert kind in TRACE_FIELDS, f"unknown trace event type in {line}"
+        assert set(record) == {"t", "type"} | TRACE_FIELDS[kind], (
+            f"{kind}: fields {sorted(set(record) - {'t', 'type'})}, "
+            f"DESIGN §5 says {sorted(TRACE_FIELDS[kind])}"
+        )
+        assert is_number(record["t"]) and record["t"] >= 0, line
+        records.append(record)
+    assert records, "the trace is empty"
+    times = [record["t"] for record in records]
+    assert times == sorted(times), f"trace times go backwards: {times}"
+    assert records[0]["type"] == "run_start", records[0]
+    assert [r["type"] for r in records].count("run_start") == 1
+    assert [r["type"] for r in records].count("stop") == 1, "one stop per reply"
+    for record in records:
+        kind = record["type"]
+        if kind == "run_start":
+            assert isinstance(record["question"], str) and isinstance(record["settings"], dict)
+        elif kind == "request":
+            assert record["phase"] in ("research", "worker", "condense", "final"), record
+            assert isinstance(record["estimated"], bool), record
+            words = {"phase", "estimated", "provider_usage", "prefix_source"}
+            for key in TRACE_FIELDS["request"] - words:
+                assert is_int(record[key]) and record[key] >= 0, (key, record)
+            assert record["provider_usage"] is None or isinstance(record["provider_usage"], dict)
+            assert record["prefix_source"] in (None, "kv_cache", "server", "estimate"), record
+            assert record["charged"] + record["refunded"] == record["reserved"], record
+        elif kind == "tool":
+            assert record["status"] in ("ok", "empty", "error", "not_executed"), record
+            assert TOOL_KINDS.get(record["name"], record["kind"]) == record["kind"], record
+            assert is_number(record["seconds"]) and record["seconds"] >= 0, record
+            assert is_int(record["new_evidence"]) and is_int(record["repeated_evidence"])
+        elif kind == "user_wait":
+            assert is_number(record["seconds"]) and record["seconds"] >= 0, record
+        elif kind == "round_end":
+            assert isinstance(record["progress"], bool) and isinstance(record["excluded"], bool)
+            assert is_int(record["round"]) and is_int(record["no_progress_rounds"]), record
+        elif kind == "stop":
+            assert record["reason"] in STOP_REASONS, record
+        elif kind == "final":
+            assert record["mode"] in ("model", "fallback", "no_evidence"), record
+    return records
+
+
+def of_type(records: Sequence[Mapping[str, Any]], kind: str) -> list[Mapping[str, Any]]:
+    return [record for record in records if record["type"] == kind]
+
+
+def assert_trace_matches_result(
+    records: Sequence[Mapping[str, Any]], payload: Mapping[str, Any]
+) -> None:
+    """The trace and the JSON result tell the same story (one source of truth)."""
+    (stop,) = of_type(records, "stop")
+    assert stop["reason"] == payload["stop_reason"]
+    finals = of_type(records, "final")
+    if payload["stop_reason"] != "answered":
+        assert len(finals) == 1 and finals[0]["mode"] == payload["final_mode"], finals
+    requests = of_type(records, "request")
+    research = [r for r in requests if r["phase"] != "final"]
+    final = [r for r in requests if r["phase"] == "final"]
+    tokens = payload["tokens"]
+    assert sum(r["charged"] for r in research) == tokens["charged"], (requests, tokens)
+    assert sum(r["refunded"] for r in research) == tokens["refunded"], (requests, tokens)
+    assert sum(r["charged"] for r in final) == tokens["final_charged"], (requests, tokens)
+    assert len(of_type(records, "round_end")) == payload["rounds"]
+    waits = sum(r["seconds"] for r in of_type(records, "user_wait"))
+    assert abs(waits - payload["user_wait_seconds"]) < 0.01, (waits, payload)
+    settings = records[0]["settings"]
+    assert settings["chat.research_token_budget"] == tokens["budget"]
+
+
+# --- processes that are signalled or fed while they run -----------------------------------------
+
+
+class Watched:
+    """A pipe read on a thread into a buffer, so a test can wait for what the process printed."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self._pipe = pipe
+        self._data = bytearray()
+        self._changed = threading.Condition()
+        self._done = False
+        self._thread = threading.Thread(target=self._read, name="watched-pipe")
+        self._thread.start()
+
+    def _read(self) -> None:
+        while True:
+            piece = os.read(self._pipe.fileno(), 4096)
+            with self._changed:
+                if not piece:
+                    self._done = True
+                    self._changed.notify_all()
+                    return
+                self._data += piece
+                self._changed.notify_all()
+
+    def wait_for(self, text: str, timeout: float = 60) -> bool:
+        needle = text.encode()
+        with self._changed:
+            return self._changed.wait_for(lambda: needle in self._data or self._done, timeout) and (
+                needle in self._data
+            )
+
+    def text(self) -> str:
+        self._thread.join(timeout=30)
+        with self._changed:
+            return bytes(self._data).decode("utf-8", errors="replace")
+
+
+@contextmanager
+def spawn(
+    imprint_env: Mapping[str, str], *args: str
+) -> Iterator[tuple[subprocess.Popen[bytes], Watched, Watched]]:
+    """`imprint ARGS` with pipes on all three streams; killed (only it) if the test fails."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "imprint_desktop", *args],
+        env=dict(imprint_env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    out, err = Watched(process.stdout), Watched(process.stderr)
+    try:
+        yield process, out, err
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=30)
+        out.text()
+        err.text()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            with suppress(OSError):
+                pipe.close()
