@@ -71,18 +71,20 @@ from imprint_desktop.core.errors import (
 )
 from imprint_desktop.core.providers import limits
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, StopKind, TextSink
-from imprint_desktop.core.providers.estimate import estimate_tokens
-from imprint_desktop.core.providers.sse import (
+from imprint_desktop.core.providers.bodies import (
     ANSWER_LIMIT,
-    ChunkAssembler,
     EmptyStreamError,
-    StreamProtocolError,
-    StreamServerError,
-    error_text,
     parse_json,
     read_answer,
     read_bounded,
     read_limited,
+)
+from imprint_desktop.core.providers.chunks import ChunkAssembler
+from imprint_desktop.core.providers.estimate import estimate_tokens
+from imprint_desktop.core.providers.wire import (
+    StreamProtocolError,
+    StreamServerError,
+    error_text,
     try_json,
     valid_text,
 )
