@@ -33,7 +33,7 @@ from imprint_desktop.core.providers.base import Completion, ToolCall
 from imprint_desktop.core.providers.bodies import parse_json
 from imprint_desktop.core.providers.chunks import ChunkAssembler
 from imprint_desktop.core.providers.estimate import estimate_tokens
-from imprint_desktop.core.providers.remote import RemoteProvider, RetryPolicy, public_url
+from imprint_desktop.core.providers.remote import RemoteProvider, RetryPolicy
 from imprint_desktop.core.providers.remote_request import output_limit
 from imprint_desktop.core.providers.wire import StreamProtocolError, error_text, try_json
 from tests.integration.test_remote_provider import FAST, KEY, ask, check, run
@@ -217,12 +217,6 @@ def test_an_unusable_server_address_is_named(base_url: str, words: str) -> None:
     assert "Server address in Preferences → Remote server" in str(error)
     with pytest.raises(ProviderUnavailableError, match="Server address"):
         check(base_url)
-
-
-def test_public_url_never_fails_and_never_shows_credentials() -> None:
-    assert public_url("http://me:hunter2@127.0.0.1:99999/v1?k=q") == "http://127.0.0.1:99999/v1"
-    assert public_url("http://me:hunter2@[::1/v1?k=q#f") == "http://[::1/v1"
-    assert public_url("127.0.0.1:8080/v1/") == "127.0.0.1:8080/v1"
 
 
 @pytest.mark.parametrize("key", ["sk-imprint-ü", "sk-imprint\u200b-key", "sk-imprint\nkey"])

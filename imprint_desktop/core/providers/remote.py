@@ -49,7 +49,6 @@ import time
 from asyncio import FIRST_COMPLETED
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -82,6 +81,9 @@ from imprint_desktop.core.providers.remote_request import (
 )
 from imprint_desktop.core.providers.wire import StreamProtocolError, valid_text
 
+# Re-exported: engine.work imports public_url from here.
+from imprint_desktop.core.urls import public_url as public_url  # noqa: PLC0414
+
 log = logging.getLogger(__name__)
 
 
@@ -101,26 +103,6 @@ class RetryPolicy:
     def delay(self, retry: int) -> float:
         ceiling = min(self.max_delay, self.first_delay * 2.0 ** (retry - 1))
         return ceiling * random.uniform(0.5, 1.0)
-
-
-def public_url(url: str) -> str:
-    """``url`` without user name, password, query or fragment: safe to show and to log.
-    Never fails: an address too broken to parse is cut down by hand the same way."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:  # a port out of range, an unclosed "[": show it, without credentials
-        head = url.split("#", 1)[0].split("?", 1)[0]
-        scheme, separator, rest = head.partition("://")
-        if not separator:
-            return head.rstrip("/")
-        netloc, slash, path = rest.partition("/")
-        return f"{scheme}://{netloc.rpartition('@')[2]}{slash}{path}".rstrip("/")
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{port}" if port else host
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
 @dataclass(slots=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 from typing import Literal
-from urllib.parse import urlsplit
+
+from imprint_desktop.core.urls import NotHttpUrl, http_url
 
 # Lines logged here are the remote provider's, under its name (as ``imprint -v`` shows them).
 log = logging.getLogger("imprint_desktop.core.providers.remote")
@@ -27,14 +28,9 @@ ContextSource = Literal["settings", "server", "assumed"]
 def address_problem(url: str) -> str | None:
     """Why ``url`` cannot be a server address, or None when it can (as far as parsing tells)."""
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - parsing the port is the check
-    except ValueError as error:
-        return str(error)
-    if parts.scheme.lower() not in ("http", "https"):
-        return "it must start with http:// or https://"
-    if not parts.hostname:
-        return "it names no server"
+        http_url(url)
+    except NotHttpUrl as problem:
+        return str(problem)
     return None
 
 
