@@ -33,7 +33,8 @@ from imprint_desktop.core.providers.base import Completion, ToolCall
 from imprint_desktop.core.providers.bodies import parse_json
 from imprint_desktop.core.providers.chunks import ChunkAssembler
 from imprint_desktop.core.providers.estimate import estimate_tokens
-from imprint_desktop.core.providers.remote import RemoteProvider, RetryPolicy
+from imprint_desktop.core.providers.remote import RemoteProvider
+from imprint_desktop.core.providers.remote_failures import RetryPolicy
 from imprint_desktop.core.providers.remote_request import output_limit
 from imprint_desktop.core.providers.wire import StreamProtocolError, error_text, try_json
 from tests.integration.test_remote_provider import FAST, KEY, ask, check, run

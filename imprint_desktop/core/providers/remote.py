@@ -44,7 +44,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import random
 import time
 from asyncio import FIRST_COMPLETED
 from dataclasses import dataclass
@@ -72,7 +71,12 @@ from imprint_desktop.core.providers.remote_config import (
     address_problem,
     key_problem,
 )
-from imprint_desktop.core.providers.remote_failures import Failures, OptionRefused, Retry
+from imprint_desktop.core.providers.remote_failures import (
+    Failures,
+    OptionRefused,
+    Retry,
+    RetryPolicy,
+)
 from imprint_desktop.core.providers.remote_request import (
     PromptCounts,
     RequestShape,
@@ -85,24 +89,6 @@ from imprint_desktop.core.providers.wire import StreamProtocolError, valid_text
 from imprint_desktop.core.urls import public_url as public_url  # noqa: PLC0414
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How hard to try before a failure becomes the person's problem.
-
-    ``attempts`` counts the first try. Waits double from ``first_delay`` up to ``max_delay`` and
-    are jittered down to half, so clients that failed together do not return together.
-    """
-
-    attempts: int = 5
-    first_delay: float = 0.5
-    max_delay: float = 8.0
-    connect_timeout: float = 10.0  # an address that never answers should fail, not eat the budget
-
-    def delay(self, retry: int) -> float:
-        ceiling = min(self.max_delay, self.first_delay * 2.0 ** (retry - 1))
-        return ceiling * random.uniform(0.5, 1.0)
 
 
 @dataclass(slots=True)

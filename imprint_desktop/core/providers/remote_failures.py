@@ -11,16 +11,19 @@ The sentences name the server by its public address only, and the API key is cut
 the server or the network said (:meth:`Failures.redact`).
 
 Which failures are retried: 408, 409, 425, 429 and 5xx statuses and connection failures, only as
-long as nothing streamed (a retry would repeat text the person already saw). A body that breaks
-its ``Content-Encoding`` or the protocol is not: the same body would come again.
+long as nothing streamed (a retry would repeat text the person already saw), and as often as the
+:class:`RetryPolicy` says. A body that breaks its ``Content-Encoding`` or the protocol is not: the
+same body would come again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import random
 import time
 import traceback
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
 import httpx
@@ -79,6 +82,24 @@ _STATUS_MESSAGES: dict[int, tuple[type[ProviderError], str]] = {
         "window in {prefs}.",
     ),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How hard to try before a failure becomes the person's problem.
+
+    ``attempts`` counts the first try. Waits double from ``first_delay`` up to ``max_delay`` and
+    are jittered down to half, so clients that failed together do not return together.
+    """
+
+    attempts: int = 5
+    first_delay: float = 0.5
+    max_delay: float = 8.0
+    connect_timeout: float = 10.0  # an address that never answers should fail, not eat the budget
+
+    def delay(self, retry: int) -> float:
+        ceiling = min(self.max_delay, self.first_delay * 2.0 ** (retry - 1))
+        return ceiling * random.uniform(0.5, 1.0)
 
 
 class Retry(Exception):  # noqa: N818 - a signal inside the remote provider, never seen outside
