@@ -13,6 +13,7 @@ from pathlib import Path
 
 from imprint_desktop.core import resources
 from imprint_desktop.core.config import Config, ModelProvider
+from imprint_desktop.core.urls import public_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +39,6 @@ class ChosenModel:
         fragment, exactly as the remote provider shows it; empty when no address is set."""
         if not self.server:
             return ""
-        from imprint_desktop.core.providers.remote import public_url  # noqa: PLC0415 - httpx: not at startup
-
         return public_url(self.server)
 
     def describe(self) -> str:

@@ -23,6 +23,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 from urllib.parse import urlsplit
 
 from imprint_desktop.core.errors import SettingValueError, UnknownSettingError
+from imprint_desktop.core.urls import NotHttpUrl, http_url
 
 Value = int | float | bool | str
 
@@ -194,9 +195,11 @@ def _number(value: float) -> str:
 
 
 def check_http_url(text: str) -> str | None:
-    """Accept an absolute http(s) URL with a host."""
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    """Accept an absolute http(s) URL with a host, as the remote provider reads it
+    (:func:`~imprint_desktop.core.urls.http_url`)."""
+    try:
+        http_url(text)
+    except NotHttpUrl:
         return f"must be an http:// or https:// address (got {text!r})"
     return None
 

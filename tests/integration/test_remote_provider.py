@@ -34,7 +34,8 @@ from imprint_desktop.core.errors import (
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, Message, ToolCall
 from imprint_desktop.core.providers.estimate import estimate_tokens
-from imprint_desktop.core.providers.remote import RemoteProvider, RetryPolicy
+from imprint_desktop.core.providers.remote import RemoteProvider
+from imprint_desktop.core.providers.remote_failures import RetryPolicy
 from imprint_desktop.core.resources import resource
 from tests.support.llama_server import LlamaServer
 from tests.support.openai_server import OpenAIServer, Reply, Usage, chunk, closed_port, sse

@@ -27,22 +27,16 @@ from imprint_desktop.core.errors import (
     ProviderUnavailableError,
 )
 from imprint_desktop.core.net import make_async_client
-from imprint_desktop.core.providers import sse as sse_module
+from imprint_desktop.core.providers import bodies
+from imprint_desktop.core.providers import sse as framing
 from imprint_desktop.core.providers.base import Completion, ToolCall
+from imprint_desktop.core.providers.bodies import parse_json
+from imprint_desktop.core.providers.chunks import ChunkAssembler
 from imprint_desktop.core.providers.estimate import estimate_tokens
-from imprint_desktop.core.providers.remote import (
-    RemoteProvider,
-    RetryPolicy,
-    output_limit,
-    public_url,
-)
-from imprint_desktop.core.providers.sse import (
-    ChunkAssembler,
-    StreamProtocolError,
-    error_text,
-    parse_json,
-    try_json,
-)
+from imprint_desktop.core.providers.remote import RemoteProvider
+from imprint_desktop.core.providers.remote_failures import RetryPolicy
+from imprint_desktop.core.providers.remote_request import output_limit
+from imprint_desktop.core.providers.wire import StreamProtocolError, error_text, try_json
 from tests.integration.test_remote_provider import FAST, KEY, ask, check, run
 from tests.support.openai_server import SSE, OpenAIServer, Reply, chunk, sse
 from tests.support.settings import make_config
@@ -225,12 +219,6 @@ def test_an_unusable_server_address_is_named(base_url: str, words: str) -> None:
     assert "Server address in Preferences → Remote server" in str(error)
     with pytest.raises(ProviderUnavailableError, match="Server address"):
         check(base_url)
-
-
-def test_public_url_never_fails_and_never_shows_credentials() -> None:
-    assert public_url("http://me:hunter2@127.0.0.1:99999/v1?k=q") == "http://127.0.0.1:99999/v1"
-    assert public_url("http://me:hunter2@[::1/v1?k=q#f") == "http://[::1/v1"
-    assert public_url("127.0.0.1:8080/v1/") == "127.0.0.1:8080/v1"
 
 
 @pytest.mark.parametrize("key", ["sk-imprint-ü", "sk-imprint\u200b-key", "sk-imprint\nkey"])
@@ -547,7 +535,7 @@ def test_invalid_utf8_in_a_json_answer_is_replaced(openai_server: OpenAIServer) 
 def test_an_oversized_line_is_a_response_error(
     openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sse_module, "EVENT_LIMIT", 4096)
+    monkeypatch.setattr(framing, "EVENT_LIMIT", 4096)
     endless = b"data: " + b"x" * 2048
     openai_server.script(Reply.raw(*[endless] * 8), Reply.text("never asked for"))
     error = failure(openai_server.base_url)
@@ -558,7 +546,7 @@ def test_an_oversized_line_is_a_response_error(
 def test_an_oversized_event_is_a_response_error(
     openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sse_module, "EVENT_LIMIT", 4096)
+    monkeypatch.setattr(framing, "EVENT_LIMIT", 4096)
     line = b"data: " + b"x" * 1000 + b"\n"
     openai_server.script(Reply.raw(*[line] * 8), Reply.text("never asked for"))
     error = failure(openai_server.base_url)
@@ -615,7 +603,7 @@ def test_a_whole_json_text_completion_works(openai_server: OpenAIServer) -> None
 def test_a_json_answer_larger_than_the_limit_is_a_response_error(
     openai_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sse_module, "ANSWER_LIMIT", 10_000)
+    monkeypatch.setattr(bodies, "ANSWER_LIMIT", 10_000)
     openai_server.script(Reply.json(whole({"content": "x" * 20_000})), Reply.text("never"))
     error = failure(openai_server.base_url)
     assert isinstance(error, ProviderResponseError)

@@ -118,6 +118,9 @@ def test_out_of_bounds_message_names_key_and_bounds() -> None:
         ("model.provider", "cloud"),
         ("remote.base_url", "ftp://host/v1"),
         ("remote.base_url", "localhost:8080"),
+        ("remote.base_url", "http://[::1/v1"),  # urlsplit raises: a message, not a crash
+        ("remote.base_url", "http://:8080/v1"),  # no host
+        ("remote.base_url", "http://127.0.0.1:99999/v1"),  # the provider would refuse the port
         ("network.proxy", "proxy:3128"),
         ("workspace.notes_folder", "../outside"),
         ("workspace.notes_folder", "/etc"),

@@ -26,12 +26,8 @@ from typing import Any
 
 import httpx
 
-from imprint_desktop.core.providers.sse import (
-    ANSWER_LIMIT,
-    StreamProtocolError,
-    read_bounded,
-    try_json,
-)
+from imprint_desktop.core.providers.bodies import ANSWER_LIMIT, read_bounded
+from imprint_desktop.core.providers.wire import StreamProtocolError, try_json
 
 log = logging.getLogger(__name__)
 

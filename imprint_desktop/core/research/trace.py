@@ -6,7 +6,8 @@ Written from the same events the window shows, so a trace is what the person saw
 exactly the fields DESIGN §5 lists. Secrets never appear: the settings snapshot holds no secret
 settings (they live in the keyring), no event carries one, a password written into a URL the model
 asked to fetch is replaced by ``***``, and URLs in settings (a server or proxy address may hold
-``user:password@`` or a key in its query) are written without credentials or query values.
+``user:password@`` or a key in its query) are written without credentials or query values
+(:mod:`imprint_desktop.core.urls` holds that policy).
 Lines are flushed as they are written, so a trace of a killed process ends at the last event.
 """
 
@@ -17,9 +18,9 @@ import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any, assert_never
-from urllib.parse import urlsplit, urlunsplit
 
 from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.urls import redacted_url, without_password
 
 
 def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one per type
@@ -76,7 +77,7 @@ def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one
                 "t": t,
                 "type": "consent",
                 "call_id": event.call_id,
-                "url": _without_password(event.url),
+                "url": without_password(event.url),
                 "decision": event.decision.value,
                 "seconds": round(event.seconds, 4),
             }
@@ -127,38 +128,11 @@ def _finite(value: Any) -> Any:
 
 
 def _without_credentials(value: Any) -> Any:
-    """A URL-valued setting without the password in it and with its query values hidden."""
+    """A setting's value, where a URL (a server or proxy address) is redacted as a record keeps
+    a configured address (:func:`~imprint_desktop.core.urls.redacted_url`)."""
     if not isinstance(value, str) or "://" not in value:
         return value
-    try:
-        parts = urlsplit(value)
-        port = parts.port
-    except ValueError:
-        return "<not a valid URL>"
-    netloc = parts.netloc
-    if parts.username is not None or parts.password is not None:
-        host = parts.hostname or ""
-        host = f"[{host}]" if ":" in host else host
-        netloc = f"***@{host}" + (f":{port}" if port else "")
-    query = "&".join(
-        f"{name}=***" if sep else name
-        for name, sep, _ in (pair.partition("=") for pair in parts.query.split("&") if pair)
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
-
-
-def _without_password(url: str) -> str:
-    """A URL as it was asked for, but a password written into it replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-    except ValueError:
-        return url
-    if not password:
-        return url
-    user, _, host = parts.netloc.rpartition("@")
-    name = user.partition(":")[0]
-    return urlunsplit(parts._replace(netloc=f"{name}:***@{host}"))
+    return redacted_url(value)
 
 
 class TraceWriter:

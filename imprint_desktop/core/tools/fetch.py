@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import httpx
 
 from imprint_desktop.core.errors import FetchError
 from imprint_desktop.core.tools.addresses import HopGuard, never_fetched
+from imprint_desktop.core.urls import NotHttpUrl, http_url
 from imprint_desktop.core.workspace.extract import decode
 from imprint_desktop.core.workspace.html import html_title, html_to_text
 
@@ -45,17 +45,21 @@ class Page:
 
 
 def check_url(url: str) -> str:
-    """``url`` if it is an absolute http(s) URL with a host; :class:`FetchError` otherwise."""
+    """``url`` if it is an absolute http(s) URL with a host (as
+    :func:`~imprint_desktop.core.urls.http_url` reads it, and httpx too); :class:`FetchError`
+    otherwise."""
     text = url.strip()
     try:
-        parts = urlsplit(text)
-    except ValueError as error:
-        raise FetchError(f"{url!r} is not a valid URL ({error}).") from None
-    if parts.scheme.lower() not in ("http", "https"):
-        shown = f"{parts.scheme}:" if parts.scheme else "no scheme"
-        raise FetchError(f"Only http:// and https:// URLs can be fetched ({url!r} has {shown}).")
-    if not parts.hostname:
-        raise FetchError(f"{url!r} has no host name.")
+        http_url(text)
+    except NotHttpUrl as problem:
+        if problem.reason == "scheme":
+            shown = f"{problem.scheme}:" if problem.scheme else "no scheme"
+            raise FetchError(
+                f"Only http:// and https:// URLs can be fetched ({url!r} has {shown})."
+            ) from None
+        if problem.reason == "host":
+            raise FetchError(f"{url!r} has no host name.") from None
+        raise FetchError(f"{url!r} is not a valid URL ({problem}).") from None
     try:
         httpx.URL(text)
     except httpx.InvalidURL as error:
