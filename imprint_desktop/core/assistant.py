@@ -118,12 +118,5 @@ async def research(
         consent=consent,
         sink=sink,
     )
-    toolbox = Toolbox(
-        workspace,
-        settings,
-        http,
-        ask_user=engine.ask_user if ask is not None else None,
-        research_sections=engine.research_sections,
-        consent=engine.consent,
-    )
+    toolbox = Toolbox(workspace, settings, http)
     return await engine.run(question, toolbox, history, compact_history=compact_history)

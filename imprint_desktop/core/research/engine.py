@@ -44,8 +44,17 @@ from imprint_desktop.core.research.budgets import (
 from imprint_desktop.core.research.final import FinalStage, stop_in_words
 from imprint_desktop.core.research.ledger import EvidenceLedger, Judged
 from imprint_desktop.core.research.stop import ResearchStop
-from imprint_desktop.core.tools.arguments import loose_arguments
-from imprint_desktop.core.tools.base import ToolKind, ToolResult
+from imprint_desktop.core.tools.arguments import loose_arguments, parse_arguments
+from imprint_desktop.core.tools.base import (
+    EvidenceItem,
+    Output,
+    ToolKind,
+    ToolResult,
+    carried_out,
+    render,
+    unknown_tool,
+)
+from imprint_desktop.core.tools.specs import SPECS
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +63,8 @@ AskPerson = Callable[[str], Awaitable[str]]
 
 
 class ResearchTools(Protocol):
-    """What the engine needs of the toolbox (:class:`~imprint_desktop.core.tools.Toolbox`)."""
+    """What the engine needs of the toolbox (:class:`~imprint_desktop.core.tools.Toolbox`): the
+    workspace and web tools. ``ask_user`` and ``research_sections`` are the engine's own."""
 
     def schemas(self) -> list[dict[str, Any]]: ...
 
@@ -65,6 +75,14 @@ class ResearchTools(Protocol):
         """Where the tools look, in words for the person ("the workspace “notes” (/home/…)")."""
         ...
 
+    def needs_consent(
+        self,
+        name: str,
+        arguments: str | Mapping[str, object] | None,
+        *,
+        timeout: float | None = None,
+    ) -> str | None: ...
+
     async def execute(
         self,
         name: str,
@@ -73,6 +91,7 @@ class ResearchTools(Protocol):
         timeout: float | None = None,
         first_citation: int = 1,
         max_chars: int | None = None,
+        consent: Decision | None = None,
     ) -> ToolResult: ...
 
 
@@ -152,23 +171,80 @@ class ResearchEngine:
         self.ledger = EvidenceLedger()
         self.rounds = 0
         self._tools: ResearchTools | None = None
+        self._offered: tuple[Mapping[str, Any], ...] = ()  # the toolbox's tools and the engine's
         self.question = ""
         self._coordinator_patience = Patience(settings.no_progress_rounds)
-        self._current_call = ""
         # A reply-wide stop met inside a section worker, carried out to the coordinator's batch.
         self._worker_stop: ResearchStop | None = None
         self.final_charged = 0  # tokens of the final request, outside the research budget
         self.looked = sources.LookedAt()  # what research searched and read, for "not found"
         self._requests = 0  # research requests sent (a budget too small for one is said so)
 
-    # --- the handlers the toolbox calls back --------------------------------------------------
+    # --- the engine's own tools: asking the person, research in sections -----------------------
 
-    async def ask_user(self, question: str) -> str:
+    def _own_tools(self) -> tuple[Mapping[str, Any], ...]:
+        """The engine's own tools: ``ask_user`` when someone can be asked, ``research_sections``."""
+        names = (
+            ("ask_user", "research_sections") if self._ask is not None else ("research_sections",)
+        )
+        return tuple(SPECS[name].schema() for name in names)
+
+    def _kind(self, name: str) -> ToolKind | None:
+        assert self._tools is not None
+        if name in ("ask_user", "research_sections"):
+            return SPECS[name].kind
+        return self._tools.kind(name)
+
+    async def _ask_tool(
+        self, call: ToolCall, timeout: float | None, first_citation: int
+    ) -> ToolResult:
+        """``ask_user``: the person's answer, as evidence from them."""
+        values = parse_arguments(SPECS[call.name], call.arguments)
+        if timeout is not None and timeout <= 0:
+            return ToolResult.not_executed(call.name, "research time budget exhausted")
+        answer = await self.ask_user(call.id, values["question"])
+        if not answer.strip():
+            output = Output("The person gave no answer.", status="empty")
+        else:
+            output = Output(
+                "The person answered:",
+                [EvidenceItem("user", "answer", answer.strip())],
+                labels=["the person"],
+            )
+        return render(
+            call.name,
+            output,
+            max_chars=self.settings.max_result_chars,
+            first_citation=first_citation,
+        )
+
+    async def _coordinate(self, call: ToolCall) -> ToolResult:
+        """``research_sections``: a section worker per section (see :meth:`research_sections`)."""
+        values = parse_arguments(SPECS[call.name], call.arguments)
+        return await self.research_sections(values["sections"])
+
+    async def _use_toolbox(
+        self, call: ToolCall, timeout: float | None, first_citation: int, max_chars: int | None
+    ) -> ToolResult:
+        """A workspace or web tool, once the person allowed what it needs them to allow."""
+        assert self._tools is not None
+        url = self._tools.needs_consent(call.name, call.arguments, timeout=timeout)
+        decision = await self.consent(call.id, url) if url is not None else None
+        return await self._tools.execute(
+            call.name,
+            call.arguments,
+            timeout=timeout,
+            first_citation=first_citation,
+            max_chars=max_chars,
+            consent=decision,
+        )
+
+    async def ask_user(self, call_id: str, question: str) -> str:
         """Ask the person; research time pauses until they answer (DESIGN §1)."""
         if self._ask is None:
             return ""
         self.clock.pause()
-        self.emit(ev.QuestionAsked(self.now_t(), self._current_call, question))
+        self.emit(ev.QuestionAsked(self.now_t(), call_id, question))
         self._emit_budget()
         waited_from = self.clock_now()
         answer = ""
@@ -181,8 +257,8 @@ class ResearchEngine:
             self._emit_budget()
         return answer
 
-    async def consent(self, url: str) -> Decision:
-        """May the current call fetch ``url``? Research time pauses while the person decides,
+    async def consent(self, call_id: str, url: str) -> Decision:
+        """May call ``call_id`` fetch ``url``? Research time pauses while the person decides,
         and the decision is traced; it is not progress (DESIGN §2)."""
         if self._consent is None:
             decision, seconds = Decision.DENY_UNATTENDED, 0.0
@@ -191,21 +267,20 @@ class ResearchEngine:
             self._emit_budget()
             waited_from = self.clock_now()
             try:
-                decision = await self._consent(self._current_call, url)
+                decision = await self._consent(call_id, url)
             finally:
                 self.clock.resume()
             seconds = self.clock_now() - waited_from
-        self.emit(ev.ConsentDecided(self.now_t(), self._current_call, url, decision, seconds))
+        self.emit(ev.ConsentDecided(self.now_t(), call_id, url, decision, seconds))
         self._emit_budget()
         return decision
 
     async def research_sections(self, sections: list[str]) -> ToolResult:
         """Run one read-only worker per section under the reply-wide budgets."""
-        assert self._tools is not None
         read_only = tuple(
             schema
-            for schema in self._tools.schemas()
-            if self._tools.kind(schema["function"]["name"]) is ToolKind.READ
+            for schema in self._offered
+            if self._kind(schema["function"]["name"]) is ToolKind.READ
         )
         summaries: list[str] = []
         for section in sections:
@@ -267,7 +342,8 @@ class ResearchEngine:
             ev.ReplyStarted(self.now_t(), question, self.settings.snapshot, self.provider.name)
         )
         self.clock.start()
-        schemas = tuple(tools.schemas())
+        schemas = (*tools.schemas(), *self._own_tools())
+        self._offered = schemas
         messages = await self._opening(question, history, compact_history, schemas)
         coordinator = _Loop(
             messages,
@@ -603,7 +679,7 @@ class ResearchEngine:
         assert self._tools is not None
         stop: ResearchStop | None = None
         for call in calls:
-            kind = self._tools.kind(call.name)
+            kind = self._kind(call.name)
             if stop is None:
                 stop = self._take_worker_stop() or self._pending_stop()
             if stop is not None:
@@ -687,8 +763,6 @@ class ResearchEngine:
         origin: ev.ToolOrigin = "model",
         max_chars: int | None = None,
     ) -> tuple[ToolResult, bool]:
-        assert self._tools is not None
-        self._current_call = call.id
         kind_name = kind.value if kind is not None else "unknown"
         values = loose_arguments(call.arguments)
         self.emit(
@@ -706,13 +780,7 @@ class ResearchEngine:
         self.looked.note(call.name, values)
         started = self.clock_now()
         evidence_before = len(self.ledger.items)
-        execution = self._tools.execute(
-            call.name,
-            call.arguments,
-            timeout=self.clock.remaining,
-            first_citation=self.ledger.next_citation,
-            max_chars=max_chars,
-        )
+        execution = self._execution(call, max_chars)
         if kind is ToolKind.WRITE:
             result = await execution  # a write is never abandoned half-way
         else:
@@ -729,6 +797,22 @@ class ResearchEngine:
         seconds = self.clock_now() - started
         self._tool_finished(loop, call, kind, result, judged=judged, seconds=seconds, origin=origin)
         return result, progress
+
+    def _execution(self, call: ToolCall, max_chars: int | None) -> Coroutine[Any, Any, ToolResult]:
+        """The work of one call: the engine's own tools here, the workspace and web tools in the
+        toolbox; whatever fails becomes a result the model reads (``carried_out``)."""
+        offered = [schema["function"]["name"] for schema in self._offered]
+        timeout = self.clock.remaining
+        first_citation = self.ledger.next_citation
+        if call.name not in offered:
+            work = _refused(call.name, unknown_tool(call.name, offered))
+        elif call.name == "research_sections":
+            work = self._coordinate(call)
+        elif call.name == "ask_user":
+            work = self._ask_tool(call, timeout, first_citation)
+        else:
+            work = self._use_toolbox(call, timeout, first_citation, max_chars)
+        return carried_out(call.name, work, timeout=timeout)
 
     async def _unless_stopped(
         self, name: str, execution: Coroutine[Any, Any, ToolResult]
@@ -904,6 +988,10 @@ def _joined(start: str, rest: str) -> str:
         return rest
     glue = "" if start.endswith((" ", "\n")) or rest.startswith((" ", "\n", ",", ".")) else " "
     return start + glue + rest
+
+
+async def _refused(name: str, message: str) -> ToolResult:
+    return ToolResult.error(name, message)
 
 
 def _section_evidence(ledger: EvidenceLedger, since: int, limit_chars: int) -> str:

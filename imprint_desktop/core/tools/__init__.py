@@ -7,9 +7,7 @@ Pure Python (no Qt). The engine's whole API is :class:`Toolbox` (``schemas``, ``
 from __future__ import annotations
 
 from imprint_desktop.core.tools.base import (
-    AskUser,
     EvidenceItem,
-    SectionsHandler,
     ToolKind,
     ToolResult,
     ToolSpec,
@@ -20,9 +18,7 @@ from imprint_desktop.core.tools.toolbox import Toolbox, ToolSettings
 
 __all__ = [
     "SPECS",
-    "AskUser",
     "EvidenceItem",
-    "SectionsHandler",
     "ToolKind",
     "ToolResult",
     "ToolSettings",

@@ -1,4 +1,4 @@
-"""What every tool shares: kinds, results, evidence, the size cap, and the handler interfaces.
+"""What every tool shares: kinds, results, evidence, the size cap, and one error policy.
 
 A tool result has two faces. ``content`` is what the model reads: already capped to
 ``tools.max_result_chars``, each piece of evidence numbered ``[n]`` so an answer can cite it, and
@@ -8,14 +8,22 @@ an item cut from the content is cut from the evidence too.
 
 Results are data. Nothing a document or web page says is ever executed or obeyed; the content is
 framed as quoted material so the model can tell it from its instructions.
+
+A call never raises (cancellation aside): :func:`carried_out` turns whatever went wrong into an
+error result with a sentence the model can act on — for the toolbox's tools and the engine's own.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
+
+from imprint_desktop.core.errors import ImprintError
+
+log = logging.getLogger(__name__)
 
 ToolStatus = Literal["ok", "empty", "error", "not_executed"]
 
@@ -92,16 +100,29 @@ class ToolSpec:
         }
 
 
-class AskUser(Protocol):
-    """Asks the person a question and returns the answer; the engine pauses research time."""
+async def carried_out(
+    name: str, work: Awaitable[ToolResult], *, timeout: float | None = None
+) -> ToolResult:
+    """``work``'s result, or the error result the model reads when it failed: a sentence of the
+    failure for an :class:`~imprint_desktop.core.errors.ImprintError` or a bad value, the time
+    left (``timeout``) when it ran out, a plain "failed" for a defect (logged). Only
+    cancellation passes."""
+    try:
+        return await work
+    except (ImprintError, ValueError) as error:
+        return ToolResult.error(name, str(error))
+    except TimeoutError:
+        return ToolResult.error(
+            name, f"the tool did not finish in the {timeout:.1f} seconds of research time left."
+        )
+    except Exception:
+        log.exception("tool %s failed", name)
+        return ToolResult.error(name, "the tool failed unexpectedly; try something else.")
 
-    async def __call__(self, question: str) -> str: ...
 
-
-class SectionsHandler(Protocol):
-    """Runs section workers for ``research_sections`` (the engine) and reports what they found."""
-
-    async def __call__(self, sections: list[str]) -> ToolResult: ...
+def unknown_tool(name: object, offered: Iterable[str]) -> str:
+    """The error for a call of a tool that is not offered, naming the ones that are."""
+    return f"There is no tool named {name!r}. The tools are: {', '.join(offered)}."
 
 
 @dataclass(frozen=True, slots=True)

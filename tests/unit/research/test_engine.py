@@ -61,7 +61,7 @@ def make(
     provider = ScriptedProvider(script, context_window=context_window)
     recorder = Recorder()
     engine = ResearchEngine(provider, settings, cancel=cancel, ask=ask, sink=recorder)
-    tools = FakeTools(respond, ask_user=engine.ask_user, research_sections=engine.research_sections)
+    tools = FakeTools(respond)
     return engine, tools, provider, recorder
 
 
@@ -351,7 +351,7 @@ def test_waiting_for_the_person_is_not_research_time_and_is_progress() -> None:
     )
     recorder = Recorder()
     engine = ResearchEngine(provider, settings, ask=person, sink=recorder, clock=clock)
-    tools = FakeTools(new_passage_each_time(), ask_user=engine.ask_user)
+    tools = FakeTools(new_passage_each_time())
     result = run(engine.run("Tell me about the lights.", tools))
     assert result.stop_reason == "answered"
     assert result.user_wait_seconds >= 1000 and result.research_seconds < 5

@@ -52,7 +52,7 @@ def test_a_worker_stopped_by_time_hands_its_passages_to_the_final_request() -> N
     provider = ScriptedProvider(script)
     settings = ResearchSettings(timeout_sec=1.0, research_first=False)
     engine = ResearchEngine(provider, settings, clock=lambda: now[0])
-    tools = FakeTools(respond, research_sections=engine.research_sections)
+    tools = FakeTools(respond)
     result = run(engine.run("Who kept the light?", tools))
     assert result.stop_reason == "time_budget"
     final = provider.requests[-1]
