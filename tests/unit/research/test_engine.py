@@ -36,11 +36,14 @@ def search(query: str) -> tuple[str, dict[str, Any]]:
 
 
 class Recorder:
-    def __init__(self) -> None:
+    def __init__(self, also: Callable[[ev.Event], None] | None = None) -> None:
         self.events: list[ev.Event] = []
+        self._also = also  # another listener, such as a trace writer
 
     def __call__(self, event: ev.Event) -> None:
         self.events.append(event)
+        if self._also is not None:
+            self._also(event)
 
     def of(self, kind: type[ev.Event]) -> list[Any]:
         return [event for event in self.events if isinstance(event, kind)]
@@ -53,13 +56,14 @@ def make(
     ask: Callable[[str], Any] | None = None,
     cancel: CancelToken | None = None,
     context_window: int = 32_768,
+    also: Callable[[ev.Event], None] | None = None,
     **overrides: Any,
 ) -> tuple[ResearchEngine, FakeTools, ScriptedProvider, Recorder]:
     # The stopping scenarios script every request themselves: the engine's own first search
     # (chat.research_first) is tested on its own in test_seed.py.
     settings = ResearchSettings(**{"timeout_sec": 60, "research_first": False, **overrides})
     provider = ScriptedProvider(script, context_window=context_window)
-    recorder = Recorder()
+    recorder = Recorder(also)
     engine = ResearchEngine(provider, settings, cancel=cancel, ask=ask, sink=recorder)
     tools = FakeTools(respond)
     return engine, tools, provider, recorder
@@ -203,14 +207,14 @@ def test_write_rounds_are_excluded_and_writes_never_deduplicated() -> None:
 
 def test_token_budget_stop_charges_net_of_reused_prefix_and_refunds(tmp_path: Path) -> None:
     script = research_then_final(lambda n: Step(calls=[search(f"q{n}")]), "All of it [1].")
-    engine, tools, _provider, recorder = make(
+    trace = TraceWriter(tmp_path / "trace.jsonl")
+    engine, tools, _provider, _ = make(
         script,
         new_passage_each_time(),
         token_budget=6000,
         research_max_output_tokens=400,
+        also=trace,
     )
-    trace = TraceWriter(tmp_path / "trace.jsonl")
-    engine._sink = lambda event: (recorder(event), trace(event))  # type: ignore[method-assign]
     result = run(engine.run("Tell me everything.", tools))
     trace.close()
     assert result.stop_reason == "token_budget"
@@ -463,9 +467,8 @@ def test_a_worker_repeating_known_evidence_is_not_progress() -> None:
 def test_trace_has_the_documented_lines(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     script = [Step(calls=[search("a")]), Step("Answer [1].")]
-    engine, tools, _, _ = make(script, new_passage_each_time())
     writer = TraceWriter(path)
-    engine._sink = writer  # type: ignore[method-assign]
+    engine, tools, _, _ = make(script, new_passage_each_time(), also=writer)
     run(engine.run("Q?", tools))
     writer.close()
     lines = read_trace(path)
