@@ -30,7 +30,7 @@ from imprint_desktop.core.tools.base import (
     render,
     unknown_tool,
 )
-from imprint_desktop.core.tools.specs import SPECS
+from imprint_desktop.core.tools.specs import SPECS, describe_call
 
 
 class ResearchTools(Protocol):
@@ -110,7 +110,7 @@ class ToolCalls:
                 call.id,
                 call.name,
                 kind.value if kind is not None else "unknown",
-                _describe_call(call.name, values),
+                describe_call(call.name, values).doing,
                 origin,
                 call.arguments if isinstance(call.arguments, str) else "",
             )
@@ -221,19 +221,3 @@ class ToolCalls:
 
 async def _refused(name: str, message: str) -> ToolResult:
     return ToolResult.error(name, message)
-
-
-def _describe_call(name: str, arguments: Mapping[str, object]) -> str:
-    """What a call does, in words for the status line ("Searching 'quarry'")."""
-    value = next((str(v) for v in arguments.values() if isinstance(v, str)), "")
-    short = value if len(value) <= 60 else value[:59] + "…"
-    verbs = {
-        "search_workspace": f"Searching '{short}'",
-        "read_document": f"Reading {short}",
-        "list_documents": "Listing documents",
-        "fetch_url": f"Fetching {short}",
-        "write_note": f"Writing note '{short}'",
-        "ask_user": "Asking you a question",
-        "research_sections": "Researching sections",
-    }
-    return verbs.get(name, f"Running {name}")

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from imprint_desktop.core.errors import ImprintError
+from imprint_desktop.core.tools.words import CallWords
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,8 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool's declaration: both the schema the model sees and the validation come from it."""
+    """A tool's declaration: the schema the model sees, the validation, and how its calls are put
+    in words all come from it."""
 
     name: str
     kind: ToolKind
@@ -82,6 +84,11 @@ class ToolSpec:
     properties: Mapping[str, Mapping[str, Any]]
     required: tuple[str, ...] = ()
     defaults: Mapping[str, object] = field(default_factory=dict)
+    #: A call in words, from its arguments (loosely read: they may be anything the model sent).
+    words: Callable[[Mapping[str, object]], CallWords] = field(kw_only=True)
+    #: How :attr:`words` begins, while a call runs and afterwards ("Searching ", "searched "):
+    #: a status line alone, without the call's arguments, is put in the past tense by them.
+    verbs: tuple[str, str] = field(kw_only=True)
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-calling declaration of this tool."""
