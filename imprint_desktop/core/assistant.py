@@ -116,12 +116,5 @@ async def research(
         consent=consent,
         sink=sink,
     )
-    toolbox = Toolbox(
-        workspace,
-        config.as_values(),
-        http,
-        ask_user=engine.ask_user if ask is not None else None,
-        research_sections=engine.research_sections,
-        consent=engine.consent,
-    )
+    toolbox = Toolbox(workspace, config.as_values(), http)
     return await engine.run(question, toolbox, history, compact_history=compact_history)

@@ -85,8 +85,12 @@ def fetch(
 
     async def call() -> ToolResult:
         async with make_async_client(make_config(values).network) as client:
-            toolbox = Toolbox(workspace, values, client, consent=person)
-            return await toolbox.execute("fetch_url", {"url": url}, timeout=10.0)
+            toolbox = Toolbox(workspace, values, client)
+            arguments = {"url": url}
+            # As the engine does: the toolbox names what needs a decision, the person decides.
+            asks = toolbox.needs_consent("fetch_url", arguments, timeout=10.0)
+            decision = await person(asks) if asks is not None and person is not None else None
+            return await toolbox.execute("fetch_url", arguments, timeout=10.0, consent=decision)
 
     return asyncio.run(call())
 
@@ -294,7 +298,7 @@ def test_the_wait_for_consent_is_not_research_time_and_a_denial_is_not_progress(
             engine = ResearchEngine(
                 provider, settings, consent=person, sink=events.append, clock=clock
             )
-            toolbox = Toolbox(workspace, {}, client, consent=engine.consent)
+            toolbox = Toolbox(workspace, {}, client)
             return await engine.run("What do the pages say?", toolbox)
 
     result = asyncio.run(reply())

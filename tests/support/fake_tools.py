@@ -11,22 +11,16 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from imprint_desktop.core.tools.base import (
-    AskUser,
-    EvidenceItem,
-    SectionsHandler,
-    ToolKind,
-    ToolResult,
-)
+from imprint_desktop.core.consent import Decision
+from imprint_desktop.core.tools.base import EvidenceItem, ToolKind, ToolResult
 
+#: The toolbox's tools (``ask_user`` and ``research_sections`` are the engine's own).
 KINDS = {
     "search_workspace": ToolKind.READ,
     "read_document": ToolKind.READ,
     "list_documents": ToolKind.READ,
     "fetch_url": ToolKind.READ,
     "write_note": ToolKind.WRITE,
-    "ask_user": ToolKind.ASK,
-    "research_sections": ToolKind.COORDINATOR,
 }
 
 Respond = Callable[[str, dict[str, Any]], ToolResult | Awaitable[ToolResult]]
@@ -40,16 +34,8 @@ def passage(text: str, source: str = "doc.md", location: str = "lines 1-3") -> T
 
 
 class FakeTools:
-    def __init__(
-        self,
-        respond: Respond,
-        *,
-        ask_user: AskUser | None = None,
-        research_sections: SectionsHandler | None = None,
-    ) -> None:
+    def __init__(self, respond: Respond) -> None:
         self.respond = respond
-        self.ask_user = ask_user
-        self.research_sections = research_sections
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.writes: list[dict[str, Any]] = []
 
@@ -69,6 +55,15 @@ class FakeTools:
     def scope(self) -> str:
         return "the test workspace"
 
+    def needs_consent(
+        self,
+        name: str,
+        arguments: str | Mapping[str, object] | None,
+        *,
+        timeout: float | None = None,
+    ) -> str | None:
+        return None  # no fetch here asks the person (tests/integration/test_fetch_consent.py)
+
     async def execute(
         self,
         name: str,
@@ -77,23 +72,12 @@ class FakeTools:
         timeout: float | None = None,
         first_citation: int = 1,
         max_chars: int | None = None,
+        consent: Decision | None = None,
     ) -> ToolResult:
         values = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
         self.calls.append((name, values))
         if timeout is not None and timeout <= 0:
             return ToolResult.not_executed(name, "research time budget exhausted")
-        if name == "ask_user":
-            assert self.ask_user is not None
-            answer = await self.ask_user(values["question"])
-            return ToolResult(
-                name,
-                "ok",
-                f"The person answered: {answer}",
-                (EvidenceItem("user", "answer", answer),),
-            )
-        if name == "research_sections":
-            assert self.research_sections is not None
-            return await self.research_sections(values["sections"])
         if name == "write_note":
             self.writes.append(values)
         outcome = self.respond(name, values)

@@ -165,13 +165,7 @@ def run_reply(
                 sink=sink,
                 clock=clock,
             )
-            toolbox = Toolbox(
-                workspace,
-                values,
-                http,
-                ask_user=engine.ask_user,
-                research_sections=engine.research_sections,
-            )
+            toolbox = Toolbox(workspace, values, http)
             return await engine.run(QUESTION, toolbox)
 
     try:

@@ -5,29 +5,38 @@ makes one tools-free final request with its own output allowance (``chat.max_tok
 deadline (120 s), outside the research budgets. If the final prompt does not fit the context window,
 evidence is first condensed by requests charged to what is left of the research budgets. If it still
 does not fit, or the final request fails, the answer is the labelled evidence fallback.
+
+The stage reads the reply it ends through a narrow protocol (:class:`FinalReply`, what it reads of
+the reply; :class:`FinalRequests`, the budgeted requests condensing is charged to) and returns what
+the final request was charged with its answer (:class:`FinalAnswer`); it changes nothing else.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
+from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import ProviderError
-from imprint_desktop.core.providers.base import CompletionRequest, Message
+from imprint_desktop.core.providers.base import (
+    Completion,
+    CompletionRequest,
+    Message,
+    Phase,
+    Provider,
+)
 from imprint_desktop.core.providers.estimate import chars_for_tokens
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
-from imprint_desktop.core.research.budgets import Settlement
+from imprint_desktop.core.research.budgets import ResearchClock, Settlement, TokenBudget
+from imprint_desktop.core.research.ledger import EvidenceLedger
+from imprint_desktop.core.research.reply import ResearchSettings
 from imprint_desktop.core.research.stop import ResearchStop
 
-if TYPE_CHECKING:
-    from imprint_desktop.core.research.engine import ResearchEngine
-
 log = logging.getLogger(__name__)
-
-Outcome = tuple[str, ev.FinalMode, str | None]
 
 FALLBACK_LABEL = "No final answer could be written"
 # The evidence texts in a fallback share this many characters; every item's source is listed.
@@ -63,13 +72,78 @@ def stop_in_words(reason: ev.StopReason) -> str:
     return _REASONS[reason]
 
 
+@dataclass(frozen=True, slots=True)
+class FinalAnswer:
+    """The answer the final stage wrote, or the fallback it fell back to."""
+
+    text: str
+    mode: ev.FinalMode
+    error: str | None = None  # why there is no model answer, when it failed
+    charged: int = 0  # tokens of the final request, outside the research budget
+    # The final request's messages and the answer, when the final was written on the research
+    # conversation itself (not on condensed notes): the next question extends it.
+    conversation: tuple[Message, ...] = ()
+
+
+class FinalReply(Protocol):
+    """What the final stage reads of the reply it ends (a :class:`~.reply.Reply`)."""
+
+    @property
+    def question(self) -> str: ...
+    @property
+    def provider(self) -> Provider: ...
+    @property
+    def settings(self) -> ResearchSettings: ...
+    @property
+    def ledger(self) -> EvidenceLedger: ...
+    @property
+    def cancel(self) -> CancelToken: ...
+    @property
+    def clock(self) -> ResearchClock: ...  # reopened while condensing, which is research
+    @property
+    def tokens(self) -> TokenBudget: ...  # what is left of it, for the request line
+    @property
+    def rounds(self) -> int: ...
+    def clock_now(self) -> float: ...
+    def now_t(self) -> float: ...
+    def emit(self, event: ev.Event) -> None: ...
+    def text_sink(self, phase: str) -> Callable[[str], None]: ...
+
+
+class FinalRequests(Protocol):
+    """The budgeted requests condensing is charged to, and the request lines (a
+    :class:`~.requests.Requests`)."""
+
+    async def send(
+        self,
+        messages: Sequence[Message],
+        phase: Phase,
+        *,
+        tools: tuple[Mapping[str, Any], ...] = (),
+        max_tokens: int,
+        check_context: bool = False,
+    ) -> Completion: ...
+
+    def finished(
+        self,
+        phase: Phase,
+        round_number: int,
+        prompt_tokens: int,
+        settlement: Settlement,
+        *,
+        reused_prefix: int,
+        estimated: bool,
+        usage: Mapping[str, Any] | None,
+        stop: str,
+        prefix_source: str | None = None,
+    ) -> None: ...
+
+
 class FinalStage:
-    def __init__(self, engine: ResearchEngine) -> None:
-        self.engine = engine
+    def __init__(self, reply: FinalReply, requests: FinalRequests) -> None:
+        self.reply = reply
+        self.requests = requests
         self._tools: tuple[Mapping[str, Any], ...] = ()
-        # The final request's messages and the answer, when the final was written on the
-        # research conversation itself (not on condensed notes): the next question extends it.
-        self.conversation: tuple[Message, ...] = ()
 
     async def run(
         self,
@@ -78,30 +152,30 @@ class FinalStage:
         tools: tuple[Mapping[str, Any], ...] = (),
         *,
         instruction: str | None = None,
-    ) -> Outcome:
+    ) -> FinalAnswer:
         """The final answer. ``tools`` are the research tools, sent with ``tool_choice="none"``:
         a local model's prompt then stays the same and its research prefix is reused, while a
         remote provider leaves them out of the request."""
         self._tools = tools
-        engine = self.engine
-        settings = engine.settings
+        reply = self.reply
+        settings = reply.settings
         allowance = settings.max_tokens
         if instruction is None:
-            instruction = prompts.FINAL if engine.ledger.items else prompts.FINAL_WITHOUT_EVIDENCE
+            instruction = prompts.FINAL if reply.ledger.items else prompts.FINAL_WITHOUT_EVIDENCE
         final_messages = [*messages, Message("user", instruction)]
         request = self._request(final_messages, allowance)
         try:
-            prompt_tokens = await engine.provider.count_prompt(request)
+            prompt_tokens = await reply.provider.count_prompt(request)
         except Exception as error:
             log.exception("counting the final prompt failed")
             return self._fallback(reason, f"the final request failed: {error}")
-        if prompt_tokens + allowance > engine.provider.context_window:
+        if prompt_tokens + allowance > reply.provider.context_window:
             # Condensing is research work: its requests and its time come out of what is left.
-            engine.clock.reopen()
+            reply.clock.reopen()
             try:
                 condensed = await self._condense()
             finally:
-                engine.clock.stop()
+                reply.clock.stop()
             if isinstance(condensed, ResearchStop):
                 if condensed.reason == "cancelled":
                     return self._fallback("cancelled", "")
@@ -114,11 +188,11 @@ class FinalStage:
             self._tools = ()  # a new, short prompt: nothing to reuse, so no room spent on tools
             request = self._request(condensed, allowance)
             try:
-                prompt_tokens = await engine.provider.count_prompt(request)
+                prompt_tokens = await reply.provider.count_prompt(request)
             except Exception as error:
                 log.exception("counting the condensed final prompt failed")
                 return self._fallback(reason, f"the final request failed: {error}")
-            if prompt_tokens + allowance > engine.provider.context_window:
+            if prompt_tokens + allowance > reply.provider.context_window:
                 return self._fallback(
                     reason, "even the condensed evidence does not fit the model's context window"
                 )
@@ -126,46 +200,45 @@ class FinalStage:
 
     async def _final_request(
         self, request: CompletionRequest, prompt_tokens: int, reason: ev.StopReason
-    ) -> Outcome:
-        engine = self.engine
-        started = engine.clock_now()
-        engine.emit(
-            ev.FinalStarted(engine.now_t(), request.max_tokens, engine.settings.final_deadline_sec)
+    ) -> FinalAnswer:
+        reply = self.reply
+        started = reply.clock_now()
+        reply.emit(
+            ev.FinalStarted(reply.now_t(), request.max_tokens, reply.settings.final_deadline_sec)
         )
-        engine.emit(
+        reply.emit(
             ev.RequestStarted(
-                engine.now_t(),
+                reply.now_t(),
                 "final",
-                engine.rounds,
+                reply.rounds,
                 prompt_tokens,
                 prompt_tokens + request.max_tokens,
             )
         )
         allowed = prompt_tokens + request.max_tokens  # outside the research budget: not reserved
         try:
-            completion = await engine.provider.complete(
-                request, engine.cancel, engine.text_sink("final")
+            completion = await reply.provider.complete(
+                request, reply.cancel, reply.text_sink("final")
             )
         except Exception as error:  # a provider defect must not lose the evidence either
             if not isinstance(error, ProviderError):
                 log.exception("the final request failed")
-            engine.request_finished(  # the failed request still has its trace line
+            self.requests.finished(  # the failed request still has its trace line
                 "final",
-                engine.rounds,
+                reply.rounds,
                 prompt_tokens,
-                Settlement(allowed, 0, 0, 0, allowed, engine.tokens.left),
+                Settlement(allowed, 0, 0, 0, allowed, reply.tokens.left),
                 reused_prefix=0,
-                estimated=not engine.provider.exact_counts,
+                estimated=not reply.provider.exact_counts,
                 usage=None,
                 stop="error",
             )
             shown = str(error) if isinstance(error, ProviderError) else repr(error)
             return self._fallback(reason, f"the final request failed: {shown}", started)
         charged = completion.prompt_evaluated + completion.output_tokens
-        engine.final_charged += charged
-        engine.request_finished(
+        self.requests.finished(
             "final",
-            engine.rounds,
+            reply.rounds,
             prompt_tokens,  # one rule for every request line: the engine's count (usage keeps
             # the server's)
             Settlement(
@@ -174,7 +247,7 @@ class FinalStage:
                 output_tokens=completion.output_tokens,
                 charged=charged,
                 refunded=max(0, allowed - charged),
-                budget_left=engine.tokens.left,
+                budget_left=reply.tokens.left,
             ),
             reused_prefix=completion.reused_prefix,
             estimated=completion.estimated,
@@ -182,53 +255,65 @@ class FinalStage:
             stop=completion.stop,
             prefix_source=completion.prefix_source,
         )
-        if completion.stop == "cancelled" or engine.cancel.cancelled:
+        return replace(self._answer(request, completion, reason, started), charged=charged)
+
+    def _answer(
+        self,
+        request: CompletionRequest,
+        completion: Completion,
+        reason: ev.StopReason,
+        started: float,
+    ) -> FinalAnswer:
+        """The answer of a final request that completed, or the fallback when it is none."""
+        reply = self.reply
+        if completion.stop == "cancelled" or reply.cancel.cancelled:
             return self._fallback("cancelled", "", started)
         if completion.stop == "deadline":
             return self._fallback(
                 reason,
                 "the final answer did not finish within its "
-                f"{engine.settings.final_deadline_sec:.0f} seconds",
+                f"{reply.settings.final_deadline_sec:.0f} seconds",
                 started,
             )
         text = without_call_markup(completion.text)
         if not text:
             return self._fallback(reason, "the model wrote an empty final answer", started)
+        conversation: tuple[Message, ...] = ()
         if self._tools:
-            self.conversation = (*request.messages, Message("assistant", completion.text.strip()))
-        engine.emit(ev.FinalFinished(engine.now_t(), "model", self.engine.clock_now() - started))
-        return text, "model", None
+            conversation = (*request.messages, Message("assistant", completion.text.strip()))
+        reply.emit(ev.FinalFinished(reply.now_t(), "model", reply.clock_now() - started))
+        return FinalAnswer(text, "model", conversation=conversation)
 
     def _request(self, messages: Sequence[Message], allowance: int) -> CompletionRequest:
-        engine = self.engine
+        reply = self.reply
         return CompletionRequest(
             messages=tuple(messages),
             max_tokens=allowance,
-            deadline=self.engine.clock_now() + engine.settings.final_deadline_sec,
+            deadline=reply.clock_now() + reply.settings.final_deadline_sec,
             # Declared but not callable: the prompt (and a local model's reused prefix) stays the
             # one research built, and a remote provider leaves the list out.
             tools=self._tools,
             tool_choice="none",
-            temperature=engine.settings.temperature,
+            temperature=reply.settings.temperature,
             phase="final",
         )
 
     async def _condense(self) -> list[Message] | ResearchStop:
         """Notes from the evidence, made by requests charged to the research budgets, or the stop
         that ended condensing (a budget ran out, the model failed, or Stop was pressed)."""
-        engine = self.engine
+        reply = self.reply
         notes: list[str] = []
-        items = list(engine.ledger.items)
-        window = engine.provider.context_window
-        step_output = engine.settings.research_max_output_tokens
+        items = list(reply.ledger.items)
+        window = reply.provider.context_window
+        step_output = reply.settings.research_max_output_tokens
         # Characters per chunk: generous room for the instructions and the output allowance.
-        evidence = "\n\n".join(engine.ledger.text_of(item.id) for item in items)
+        evidence = "\n\n".join(reply.ledger.text_of(item.id) for item in items)
         chunk_chars = max(1000, chars_for_tokens(window - step_output - 512, evidence))
         chunk: list[str] = []
         size = 0
         chunks: list[str] = []
         for item in items:
-            text = f"[{item.id}] {item.source}, {item.location}:\n{engine.ledger.text_of(item.id)}"
+            text = f"[{item.id}] {item.source}, {item.location}:\n{reply.ledger.text_of(item.id)}"
             if chunk and size + len(text) > chunk_chars:
                 chunks.append("\n\n".join(chunk))
                 chunk, size = [], 0
@@ -239,45 +324,45 @@ class FinalStage:
         if not chunks:
             # Nothing was found: the question alone is the whole of what the final needs.
             return [
-                Message("system", prompts.research_system(engine.settings.system_prompt)),
-                Message("user", f"{engine.question}\n\n{prompts.FINAL_WITHOUT_EVIDENCE}"),
+                Message("system", prompts.research_system(reply.settings.system_prompt)),
+                Message("user", f"{reply.question}\n\n{prompts.FINAL_WITHOUT_EVIDENCE}"),
             ]
         for body in chunks:
             messages = [
                 Message("system", prompts.CONDENSE),
-                Message("user", f"Question: {engine.question}\n\nEvidence:\n{body}"),
+                Message("user", f"Question: {reply.question}\n\nEvidence:\n{body}"),
             ]
             try:
-                completion = await engine.request(
+                completion = await self.requests.send(
                     messages, "condense", max_tokens=step_output, check_context=True
                 )
             except ResearchStop as stop:
                 return stop
             notes.append(completion.text.strip())
         return [
-            Message("system", prompts.research_system(engine.settings.system_prompt)),
+            Message("system", prompts.research_system(reply.settings.system_prompt)),
             Message(
                 "user",
-                f"{engine.question}\n\nNotes from the research so far:\n\n"
+                f"{reply.question}\n\nNotes from the research so far:\n\n"
                 + "\n\n".join(notes)
                 + f"\n\n{prompts.FINAL}",
             ),
         ]
 
-    def fallback_for(self, reason: ev.StopReason, detail: str) -> Outcome:
+    def fallback_for(self, reason: ev.StopReason, detail: str) -> FinalAnswer:
         """The answer when no final request is made (Stop, or the model failed)."""
         return self._fallback(reason, detail)
 
     def _fallback(
         self, reason: ev.StopReason, detail: str, started: float | None = None
-    ) -> Outcome:
-        engine = self.engine
+    ) -> FinalAnswer:
+        reply = self.reply
         why = _REASONS[reason] + (f"; {detail}" if detail and reason != "error" else "")
         if reason == "error" and detail:
             why = f"{_REASONS['error']}: {detail}"
-        evidence = engine.ledger.as_text(limit_chars=FALLBACK_EVIDENCE_CHARS)
-        body = evidence if engine.ledger.items else "No evidence was gathered."
+        evidence = reply.ledger.as_text(limit_chars=FALLBACK_EVIDENCE_CHARS)
+        body = evidence if reply.ledger.items else "No evidence was gathered."
         text = f"{FALLBACK_LABEL}: {why.rstrip('.')}.\n\nEvidence gathered:\n\n{body}"
-        seconds = self.engine.clock_now() - started if started is not None else 0.0
-        engine.emit(ev.FinalFinished(engine.now_t(), "fallback", seconds))
-        return text, "fallback", detail or None
+        seconds = reply.clock_now() - started if started is not None else 0.0
+        reply.emit(ev.FinalFinished(reply.now_t(), "fallback", seconds))
+        return FinalAnswer(text, "fallback", detail or None)

@@ -16,13 +16,10 @@ or escaped.
 
 from __future__ import annotations
 
-import json
 import math
-import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import urlsplit
 
 from imprint_desktop.core.research.wording import (
     final_mode_words,
@@ -31,6 +28,8 @@ from imprint_desktop.core.research.wording import (
     stop_mark,
     stop_sentence,
 )
+from imprint_desktop.core.tools import specs
+from imprint_desktop.core.tools.words import plain as plain  # noqa: PLC0414 - re-exported for the views
 from imprint_desktop.core.vocabulary import is_final_mode
 
 if TYPE_CHECKING:  # the window imports this module at startup; the events load with a reply
@@ -38,67 +37,12 @@ if TYPE_CHECKING:  # the window imports this module at startup; the events load 
 
 #: The group of activity rows that belong to the final answer, after every round.
 FINAL_GROUP = 1 << 30
-WORDS_CHARS = 90
-
-_GENERIC = {
-    "search_workspace": "searched the workspace",
-    "read_document": "read a document",
-    "list_documents": "listed documents",
-    "fetch_url": "fetched a web page",
-    "write_note": "wrote a note",
-    "ask_user": "asked you a question",
-    "research_sections": "researched in sections",
-}
-# The engine's status-line words ("Searching 'quarry'") in the past tense, for events that do not
-# carry their arguments.
-_PAST = (
-    ("Searching ", "searched "),
-    ("Reading ", "read "),
-    ("Fetching ", "fetched "),
-    ("Writing note ", "wrote note "),
-    ("Listing documents", "listed documents"),
-    ("Asking you a question", "asked you a question"),
-    ("Researching sections", "researched in sections"),
-    ("Running ", "ran "),
-)
 
 
-def plain(text: str, limit: int = WORDS_CHARS) -> str:
-    """Untrusted ``text`` on one line: control and direction-changing characters dropped, white
-    space collapsed, cut to ``limit`` characters with "…"."""
-    kept = "".join(
-        " " if char.isspace() else char
-        for char in text[: limit * 4]
-        if char.isspace() or unicodedata.category(char) not in ("Cc", "Cf", "Cs", "Co", "Cn")
-    )
-    flat = " ".join(kept.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
-def describe_call(name: str, arguments: object) -> str:  # noqa: PLR0911 - one per tool
-    """What a tool call did, in the past tense and plain words ("searched 'harbour light'")."""
-    values = _arguments(arguments)
-
-    def text(key: str, limit: int = 60) -> str:
-        value = values.get(key)
-        return plain(value, limit) if isinstance(value, str) else ""
-
-    if name == "search_workspace" and text("query"):
-        return f"searched '{text('query')}'"
-    if name == "read_document" and text("path"):
-        return f"read {text('path')}{_line_range(values.get('start_line'), values.get('end_line'))}"
-    if name == "list_documents":
-        return f"listed documents in {text('folder')}" if text("folder") else "listed documents"
-    if name == "fetch_url" and text("url", 400):
-        return f"fetched {_short_url(str(values['url']))}"
-    if name == "write_note" and text("title"):
-        return f"wrote note '{text('title')}'"
-    if name == "ask_user" and text("question"):
-        return f"asked you '{text('question')}'"
-    sections = values.get("sections")
-    if name == "research_sections" and isinstance(sections, list):
-        return f"researched in {len(sections)} section{'' if len(sections) == 1 else 's'}"
-    return _GENERIC.get(name, f"ran {plain(name, 40)}")
+def describe_call(name: str, arguments: object) -> str:
+    """What a tool call did, in the past tense and plain words ("searched 'harbour light'"), as
+    the tool's spec words it."""
+    return specs.describe_call(name, arguments).done
 
 
 def describe_started(event: ToolStarted) -> str:
@@ -107,42 +51,7 @@ def describe_started(event: ToolStarted) -> str:
     arguments = getattr(event, "arguments", "")
     if arguments:
         return describe_call(event.name, arguments)
-    summary = plain(event.summary)
-    for present, past in _PAST:
-        if summary.startswith(present):
-            return past + summary[len(present) :]
-    return _GENERIC.get(event.name, summary or f"ran {plain(event.name, 40)}")
-
-
-def _arguments(arguments: object) -> Mapping[str, object]:
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except (ValueError, RecursionError):
-            return {}
-    return arguments if isinstance(arguments, Mapping) else {}
-
-
-def _line_range(start: object, end: object) -> str:
-    first = start if isinstance(start, int) and not isinstance(start, bool) else None
-    last = end if isinstance(end, int) and not isinstance(end, bool) else None
-    if first is None and last is None:
-        return ""
-    if last is None:
-        return f" from line {first}"
-    return f" lines {first or 1}–{last}"
-
-
-def _short_url(url: str) -> str:
-    try:
-        parts = urlsplit(url.strip())
-        host = parts.hostname or ""
-    except ValueError:
-        return plain(url, 50)
-    if not host:
-        return plain(url, 50)
-    rest = parts.path.strip("/")
-    return plain(host, 50) + ("/…" if rest or parts.query else "")
+    return specs.done_from_status(event.name, event.summary)
 
 
 # --- the report ------------------------------------------------------------------------------
@@ -439,7 +348,7 @@ def _what_from(name: str, evidence: Sequence[EvidenceItemView], ids: tuple[int, 
     """Words for a call whose arguments are unknown; a read names what it found."""
     if name == "read_document" and ids:
         return read_words([item for item in evidence if item.id in ids])
-    return _GENERIC.get(name, f"ran {plain(name, 40)}")
+    return describe_call(name, None)
 
 
 def read_words(found: Sequence[EvidenceItemView]) -> str:

@@ -3,7 +3,8 @@
 Before the first model request of a research conversation the engine runs ``search_workspace``
 itself with the question's content words, so every model — a tiny local one that would pick the
 wrong tool as much as a large remote one — starts from passages of the person's documents. This
-module builds that query and plans how much of the result fits the model's context window.
+module builds that call (its query and id) and plans how much of the result fits the model's
+context window; the round loop (:mod:`.rounds`) runs it like any read.
 
 The query keeps a question's content words and drops the function words of its language: "what
 does the …" matches everything and nothing, and BM25 ranks on the rare words anyway. The language is
@@ -13,9 +14,13 @@ the one whose function words the question uses most; a question in none of them 
 from __future__ import annotations
 
 import json
+import logging
 import re
 
+from imprint_desktop.core.providers.base import CompletionRequest, Provider, ToolCall
 from imprint_desktop.core.providers.estimate import chars_for_tokens
+
+log = logging.getLogger(__name__)
 
 #: The call id of the engine's own search; a conversation's later calls never reuse an id.
 SEED_CALL_ID = "imprint_seed_search"
@@ -96,6 +101,35 @@ def seed_query(question: str) -> str:
 def seed_arguments(query: str) -> str:
     """The arguments of the engine's ``search_workspace`` call, as the model would send them."""
     return json.dumps({"query": query, "limit": SEED_LIMIT}, ensure_ascii=False)
+
+
+def seed_call(text: str, used: set[str], round_number: int | None = None) -> ToolCall:
+    """The engine's own ``search_workspace`` call for ``text`` (the question, or a worker's
+    section), with an id no call in ``used`` had (it is added there): the coordinator's is
+    :data:`SEED_CALL_ID`, a worker's carries its ``round_number``."""
+    call_id = SEED_CALL_ID if round_number is None else f"{SEED_CALL_ID}_{round_number}"
+    while call_id in used:  # a conversation continued: an earlier reply's seed
+        call_id += "_"
+    used.add(call_id)
+    return ToolCall(call_id, "search_workspace", seed_arguments(seed_query(text)))
+
+
+async def planned_chars(
+    provider: Provider, request: CompletionRequest, *, cap: int, question: str
+) -> int:
+    """:func:`seed_chars` for the prompt of ``request`` (the first request, before the seed)."""
+    try:
+        prompt_tokens = await provider.count_prompt(request)
+    except Exception:  # the first request will meet the same failure and report it
+        log.warning("counting the prompt before the first search failed", exc_info=True)
+        return cap
+    return seed_chars(
+        context_window=provider.context_window,
+        prompt_tokens=prompt_tokens,
+        output_tokens=request.max_tokens,
+        cap=cap,
+        question=question,
+    )
 
 
 def seed_chars(

@@ -1,23 +1,23 @@
-"""The toolbox: the tools of DESIGN §2 with their schemas, run safely for the research engine.
+"""The toolbox: the workspace and web tools of DESIGN §2 with their schemas, run safely.
 
 The engine builds one :class:`Toolbox` per reply, sends :meth:`Toolbox.schemas` with its requests
-and hands every tool call to :meth:`Toolbox.execute`, which never raises (cancellation aside):
-unknown tools, malformed or wrongly typed arguments, paths leading out of the workspace, network
-failures and bugs all come back as a :class:`ToolResult` with status ``error`` and a sentence the
-model can act on.
+and hands every call of these tools to :meth:`Toolbox.execute`, which never raises (cancellation
+aside): unknown tools, malformed or wrongly typed arguments, paths leading out of the workspace,
+network failures and bugs all come back as a :class:`ToolResult` with status ``error`` and a
+sentence the model can act on. The toolbox calls nothing of the engine's: ``ask_user`` and
+``research_sections`` are the engine's own tools, carried out by the engine.
 
 Blocking work (index queries, file reads, note writes) runs in worker threads via
 :func:`asyncio.to_thread`, so the engine's loop keeps streaming and checking its clocks. Reads are
 bounded by the caller's ``timeout`` (the research time left); a write is never abandoned half-way,
-so ``write_note`` runs to completion however little time is left. ``ask_user`` and
-``research_sections`` are carried out by handlers the engine supplies: the toolbox only declares and
-validates them.
+so ``write_note`` runs to completion however little time is left.
 
 ``fetch_url`` asks first (DESIGN §2): a URL that is never fetched (link-local, cloud metadata) is
-refused without asking; otherwise, with ``tools.fetch_url_confirm`` on, the ``consent`` handler the
-engine supplies decides — outside the time limit of the call, since the engine pauses research time
-while the person decides — and a denial is a tool error the model can read. Without a handler
-nobody can be asked, and the fetch is denied.
+refused without asking; otherwise, with ``tools.fetch_url_confirm`` on, the person decides. The
+toolbox says which address needs a decision (:meth:`Toolbox.needs_consent`); the caller asks the
+person — outside the time limit of the call, research time paused — and passes the decision to
+:meth:`Toolbox.execute`. A denial is a tool error the model can read; without a decision nobody
+could be asked, and the fetch is denied.
 
 Passages from notes the model wrote (:mod:`.notes`) come back labelled as such, so neither the model
 nor the person takes them for the person's own documents.
@@ -34,22 +34,18 @@ from typing import Any
 import httpx
 
 from imprint_desktop.core.consent import Decision, denied_message
-from imprint_desktop.core.errors import (
-    ImprintError,
-    ToolError,
-    UnknownToolError,
-)
+from imprint_desktop.core.errors import ToolError, UnknownToolError
 from imprint_desktop.core.tools import notes, workspace_tools
 from imprint_desktop.core.tools.arguments import parse_arguments
 from imprint_desktop.core.tools.base import (
-    AskUser,
     EvidenceItem,
     Output,
-    SectionsHandler,
     ToolKind,
     ToolResult,
     ToolSpec,
+    carried_out,
     render,
+    unknown_tool,
 )
 from imprint_desktop.core.tools.fetch import MAX_BYTES, check_target, fetch_page
 from imprint_desktop.core.tools.specs import SPECS
@@ -88,8 +84,6 @@ class ToolSettings:
 
 #: A tool's implementation: its validated arguments, the research time left, the result's size cap.
 _Runner = Callable[[dict[str, Any], float | None, int], Awaitable[Output]]
-#: Asks the person whether ``url`` may be fetched (the engine's handler: it knows the call).
-FetchConsent = Callable[[str], Awaitable[Decision]]
 
 
 class Toolbox:
@@ -100,24 +94,16 @@ class Toolbox:
         workspace: Workspace,
         settings: Mapping[str, object],
         http: httpx.AsyncClient | None,
-        *,
-        ask_user: AskUser | None = None,
-        research_sections: SectionsHandler | None = None,
-        consent: FetchConsent | None = None,
     ) -> None:
         self.workspace = workspace
         self.settings = ToolSettings.from_mapping(settings)
         self._http = http
-        self._ask_user = ask_user
-        self._consent = consent
-        self._research_sections = research_sections
         self._runners: dict[str, _Runner] = {
             "search_workspace": self._search_workspace,
             "read_document": self._read_document,
             "list_documents": self._list_documents,
             "fetch_url": self._fetch_url,
             "write_note": self._write_note,
-            "ask_user": self._ask,
         }
 
     # --- what the engine asks ------------------------------------------------------------------
@@ -137,9 +123,30 @@ class Toolbox:
         return [SPECS[name].schema() for name in self.names]
 
     def kind(self, name: str) -> ToolKind | None:
-        """The kind of tool ``name`` (for budgets and progress), or None for an unknown name."""
-        spec = SPECS.get(name)
+        """The kind of tool ``name`` (for budgets and progress), or None for a name that is not
+        one of the toolbox's tools."""
+        spec = SPECS.get(name) if name in self._runners else None
         return spec.kind if spec is not None else None
+
+    def needs_consent(
+        self,
+        name: str,
+        arguments: str | Mapping[str, object] | None,
+        *,
+        timeout: float | None = None,
+    ) -> str | None:
+        """The address the person must allow before this call may run, or None when no one is to
+        be asked: the call is no fetch, ``tools.fetch_url_confirm`` is off, or :meth:`execute`
+        refuses the call before anything is fetched (bad arguments, no time left, an address that
+        is never fetched) and says why."""
+        if name != "fetch_url" or not self.settings.fetch_url_confirm:
+            return None
+        if timeout is not None and timeout <= 0:
+            return None
+        try:
+            return check_target(parse_arguments(self._spec(name), arguments)["url"])
+        except Exception:  # execute meets the same failure and reports it
+            return None
 
     async def execute(
         self,
@@ -149,6 +156,7 @@ class Toolbox:
         timeout: float | None = None,
         first_citation: int = 1,
         max_chars: int | None = None,
+        consent: Decision | None = None,
     ) -> ToolResult:
         """Run one tool call; never raises except :class:`asyncio.CancelledError`.
 
@@ -156,55 +164,49 @@ class Toolbox:
         it return an error result. ``first_citation`` numbers the result's evidence ``[n]``,
         ``[n+1]``… so numbers stay unique across a reply. ``max_chars`` caps this result below
         ``tools.max_result_chars`` (the engine's own first search fits what the window has left).
+        ``consent`` is the person's decision on the address :meth:`needs_consent` named (None:
+        nobody was asked).
         """
         cap = self.settings.max_result_chars
         cap = cap if max_chars is None else max(1, min(cap, max_chars))
-        try:
-            spec = self._spec(name)
-            values = parse_arguments(spec, arguments)
-            if spec.kind is ToolKind.COORDINATOR:
-                return await self._coordinate(values)
-            if timeout is not None and timeout <= 0:
-                return ToolResult.not_executed(name, "research time budget exhausted")
-            runner = self._runners[name]
-            if name == "fetch_url":  # the person's decision is not part of the call's time
-                values = {**values, "url": await self._consent_to_fetch(values["url"])}
-            if spec.kind is ToolKind.READ and timeout is not None:
-                output = await asyncio.wait_for(runner(values, timeout, cap), timeout)
-            else:
-                output = await runner(values, timeout, cap)
-            return render(
-                name,
-                output,
-                max_chars=cap,
-                first_citation=first_citation,
-            )
-        except (ImprintError, ValueError) as error:
-            return ToolResult.error(name, str(error))
-        except TimeoutError:
-            return ToolResult.error(
-                name, f"the tool did not finish in the {timeout:.1f} seconds of research time left."
-            )
-        except Exception:
-            log.exception("tool %s failed", name)
-            return ToolResult.error(name, "the tool failed unexpectedly; try something else.")
+        work = self._run(
+            name, arguments, timeout, cap, first_citation=first_citation, consent=consent
+        )
+        return await carried_out(name, work, timeout=timeout)
+
+    async def _run(
+        self,
+        name: str,
+        arguments: str | Mapping[str, object] | None,
+        timeout: float | None,
+        cap: int,
+        *,
+        first_citation: int,
+        consent: Decision | None,
+    ) -> ToolResult:
+        spec = self._spec(name)
+        values = parse_arguments(spec, arguments)
+        if timeout is not None and timeout <= 0:
+            return ToolResult.not_executed(name, "research time budget exhausted")
+        runner = self._runners[name]
+        if name == "fetch_url":
+            values = {**values, "url": self._allowed_target(values["url"], consent)}
+        if spec.kind is ToolKind.READ and timeout is not None:
+            output = await asyncio.wait_for(runner(values, timeout, cap), timeout)
+        else:
+            output = await runner(values, timeout, cap)
+        return render(name, output, max_chars=cap, first_citation=first_citation)
 
     def _spec(self, name: str) -> ToolSpec:
         spec = SPECS.get(name) if isinstance(name, str) else None
         if spec is None or not self._available(spec.name):
-            raise UnknownToolError(
-                f"There is no tool named {name!r}. The tools are: {', '.join(self.names)}."
-            )
+            raise UnknownToolError(unknown_tool(name, self.names))
         return spec
 
     def _available(self, name: str) -> bool:
         if name == "fetch_url":
             return self.settings.fetch_url_enabled and self._http is not None
-        if name == "ask_user":
-            return self._ask_user is not None
-        if name == "research_sections":
-            return self._research_sections is not None
-        return name in SPECS
+        return name in self._runners
 
     # --- the tools -----------------------------------------------------------------------------
 
@@ -244,15 +246,13 @@ class Toolbox:
         """Run a workspace read tool (in a worker thread) and label the model's own notes."""
         return notes.label_model_written(self.workspace, tool(*arguments))
 
-    async def _consent_to_fetch(self, url: str) -> str:
-        """The URL to fetch, once it may be: refused at once when it never may, then the
+    def _allowed_target(self, url: str, consent: Decision | None) -> str:
+        """The URL to fetch, once it may be: refused at once when it never may, then by the
         person's decision when ``tools.fetch_url_confirm`` is on (a denial raises)."""
         target = check_target(url)
         if not self.settings.fetch_url_confirm:
             return target
-        decision = (
-            await self._consent(target) if self._consent is not None else Decision.DENY_UNATTENDED
-        )
+        decision = consent if consent is not None else Decision.DENY_UNATTENDED
         if not decision.allowed:
             raise ToolError(denied_message(target, decision))
         return target
@@ -294,21 +294,3 @@ class Toolbox:
             asyncio.to_thread(notes.write_note, self.workspace, values["title"], values["content"])
         )
         return Output(f"Note saved as {path}.")
-
-    async def _ask(self, values: dict[str, Any], timeout: float | None, max_chars: int) -> Output:
-        assert self._ask_user is not None
-        answer = await self._ask_user(values["question"])
-        if not isinstance(answer, str) or not answer.strip():
-            return Output("The person gave no answer.", status="empty")
-        return Output(
-            "The person answered:",
-            [EvidenceItem("user", "answer", answer.strip())],
-            labels=["the person"],
-        )
-
-    async def _coordinate(self, values: dict[str, Any]) -> ToolResult:
-        assert self._research_sections is not None
-        result = await self._research_sections(values["sections"])
-        if not isinstance(result, ToolResult):
-            raise ToolError("research_sections produced no result.")
-        return result

@@ -19,7 +19,7 @@ from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
 from imprint_desktop.core.research.final import FALLBACK_LABEL
 from imprint_desktop.core.research.sources import written
-from imprint_desktop.core.research.trace import TraceWriter, fan_out, read_trace, trace_line
+from imprint_desktop.core.research.trace import TraceWriter, read_trace, trace_line
 from imprint_desktop.core.tools.base import ToolResult
 from tests.support.fake_tools import FakeTools, passage
 from tests.support.scripted_provider import ScriptedProvider, Step
@@ -36,11 +36,14 @@ def search(query: str) -> tuple[str, dict[str, Any]]:
 
 
 class Recorder:
-    def __init__(self) -> None:
+    def __init__(self, also: Callable[[ev.Event], None] | None = None) -> None:
         self.events: list[ev.Event] = []
+        self._also = also  # another listener, such as a trace writer
 
     def __call__(self, event: ev.Event) -> None:
         self.events.append(event)
+        if self._also is not None:
+            self._also(event)
 
     def of(self, kind: type[ev.Event]) -> list[Any]:
         return [event for event in self.events if isinstance(event, kind)]
@@ -53,7 +56,7 @@ def make(
     ask: Callable[[str], Any] | None = None,
     cancel: CancelToken | None = None,
     context_window: int = 32_768,
-    trace: TraceWriter | None = None,
+    also: Callable[[ev.Event], None] | None = None,
     **overrides: Any,
 ) -> tuple[ResearchEngine, FakeTools, ScriptedProvider, Recorder]:
     """The engine, its scripted tools and model, and what it reports (also to ``trace``)."""
@@ -61,10 +64,9 @@ def make(
     # (chat.research_first) is tested on its own in test_seed.py.
     settings = ResearchSettings(**{"timeout_sec": 60, "research_first": False, **overrides})
     provider = ScriptedProvider(script, context_window=context_window)
-    recorder = Recorder()
-    sink = fan_out([recorder, trace])
-    engine = ResearchEngine(provider, settings, cancel=cancel, ask=ask, sink=sink)
-    tools = FakeTools(respond, ask_user=engine.ask_user, research_sections=engine.research_sections)
+    recorder = Recorder(also)
+    engine = ResearchEngine(provider, settings, cancel=cancel, ask=ask, sink=recorder)
+    tools = FakeTools(respond)
     return engine, tools, provider, recorder
 
 
@@ -207,12 +209,12 @@ def test_write_rounds_are_excluded_and_writes_never_deduplicated() -> None:
 def test_token_budget_stop_charges_net_of_reused_prefix_and_refunds(tmp_path: Path) -> None:
     script = research_then_final(lambda n: Step(calls=[search(f"q{n}")]), "All of it [1].")
     trace = TraceWriter(tmp_path / "trace.jsonl")
-    engine, tools, _provider, _recorder = make(
+    engine, tools, _provider, _ = make(
         script,
         new_passage_each_time(),
-        trace=trace,
         token_budget=6000,
         research_max_output_tokens=400,
+        also=trace,
     )
     result = run(engine.run("Tell me everything.", tools))
     trace.close()
@@ -354,7 +356,7 @@ def test_waiting_for_the_person_is_not_research_time_and_is_progress() -> None:
     )
     recorder = Recorder()
     engine = ResearchEngine(provider, settings, ask=person, sink=recorder, clock=clock)
-    tools = FakeTools(new_passage_each_time(), ask_user=engine.ask_user)
+    tools = FakeTools(new_passage_each_time())
     result = run(engine.run("Tell me about the lights.", tools))
     assert result.stop_reason == "answered"
     assert result.user_wait_seconds >= 1000 and result.research_seconds < 5
@@ -467,7 +469,7 @@ def test_trace_has_the_documented_lines(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     script = [Step(calls=[search("a")]), Step("Answer [1].")]
     writer = TraceWriter(path)
-    engine, tools, _, _ = make(script, new_passage_each_time(), trace=writer)
+    engine, tools, _, _ = make(script, new_passage_each_time(), also=writer)
     run(engine.run("Q?", tools))
     writer.close()
     lines = read_trace(path)

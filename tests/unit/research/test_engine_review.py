@@ -52,7 +52,7 @@ def test_a_worker_stopped_by_time_hands_its_passages_to_the_final_request() -> N
     provider = ScriptedProvider(script)
     settings = ResearchSettings(timeout_sec=1.0, research_first=False)
     engine = ResearchEngine(provider, settings, clock=lambda: now[0])
-    tools = FakeTools(respond, research_sections=engine.research_sections)
+    tools = FakeTools(respond)
     result = run(engine.run("Who kept the light?", tools))
     assert result.stop_reason == "time_budget"
     final = provider.requests[-1]
@@ -227,8 +227,9 @@ def test_a_follow_up_continues_the_whole_conversation_the_first_reply_left() -> 
     assert first.conversation[-1].content == "Lit in 1862 [1]."  # as the model wrote it
     sent_before = len(provider.requests)
 
-    follow, tools2, _, _ = make(script, respond, research_first=True)
-    follow.provider = provider  # the same model, with what it has cached
+    # The same model, with what it has cached.
+    follow = ResearchEngine(provider, ResearchSettings(timeout_sec=60, research_first=True))
+    tools2 = FakeTools(respond)
     compact = [Message("user", "When was it lit?"), Message("assistant", "Lit in 1862 [1].")]
     run(follow.run("Who kept it?", tools2, first.conversation, compact_history=compact))
     opening = provider.requests[sent_before]

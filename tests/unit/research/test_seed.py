@@ -41,7 +41,7 @@ def make(
     provider = ScriptedProvider(script, context_window=context_window)
     recorder = Recorder()
     engine = ResearchEngine(provider, settings, sink=recorder)
-    tools = FakeTools(respond, research_sections=engine.research_sections)
+    tools = FakeTools(respond)
     return engine, tools, provider, recorder
 
 

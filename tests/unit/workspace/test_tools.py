@@ -1,4 +1,4 @@
-"""The toolbox: schemas, argument checks, results, caps, notes, handlers, and no escaping errors."""
+"""The toolbox: schemas, argument checks, results, caps, notes, and no escaping errors."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from imprint_desktop.core.tools import SPECS, Toolbox, ToolKind, ToolResult, ToolSettings
+from imprint_desktop.core.tools.base import carried_out
 from imprint_desktop.core.workspace import Workspace
 from imprint_desktop.settings import schema
 from tests.support.settings import make_config
@@ -24,41 +25,39 @@ DESIGN_TOOLS = {
     "ask_user": (ToolKind.ASK, {"question"}),
     "research_sections": (ToolKind.COORDINATOR, {"sections"}),
 }
-
-
-async def answer(question: str) -> str:
-    return f"Yes, about {question}"
-
-
-async def sections(parts: list[str]) -> ToolResult:
-    return ToolResult("research_sections", "ok", "researched: " + "; ".join(parts))
+#: The engine carries these out itself (tests/unit/research/test_own_tools.py).
+ENGINE_TOOLS = {"ask_user", "research_sections"}
 
 
 def full_toolbox(workspace: Workspace, **settings: Any) -> Toolbox:
     import httpx
 
     client = httpx.AsyncClient()
-    toolbox = Toolbox(workspace, settings, client, ask_user=answer, research_sections=sections)
+    toolbox = Toolbox(workspace, settings, client)
     asyncio.run(client.aclose())
     return toolbox
 
 
 def test_schemas_match_the_design(workspace: Workspace) -> None:
+    assert set(SPECS) == set(DESIGN_TOOLS)
     toolbox = full_toolbox(workspace)
     declared = {item["function"]["name"]: item for item in toolbox.schemas()}
-    assert set(declared) == set(DESIGN_TOOLS)
+    assert set(declared) == set(DESIGN_TOOLS) - ENGINE_TOOLS
     for name, (kind, arguments) in DESIGN_TOOLS.items():
-        function = declared[name]["function"]
-        assert declared[name]["type"] == "function"
+        schema = SPECS[name].schema()
+        function = schema["function"]
+        assert schema["type"] == "function"
         assert set(function["parameters"]["properties"]) == arguments
         assert function["parameters"]["type"] == "object"
         assert function["description"]
-        assert toolbox.kind(name) is kind
-        json.dumps(declared[name])  # serialisable as sent to a server
+        assert SPECS[name].kind is kind
+        assert toolbox.kind(name) is (None if name in ENGINE_TOOLS else kind)
+        assert declared.get(name, schema) == schema
+        json.dumps(schema)  # serialisable as sent to a server
     assert toolbox.kind("rm_rf") is None
 
 
-def test_tools_without_a_handler_or_client_are_not_offered(workspace: Workspace) -> None:
+def test_tools_without_a_client_are_not_offered(workspace: Workspace) -> None:
     toolbox = Toolbox(workspace, {}, None)
     assert set(toolbox.names) == {
         "search_workspace",
@@ -66,8 +65,9 @@ def test_tools_without_a_handler_or_client_are_not_offered(workspace: Workspace)
         "list_documents",
         "write_note",
     }
-    assert toolbox.kind("research_sections") is ToolKind.COORDINATOR
-    assert run_tool(toolbox, "ask_user", {"question": "?"}).status == "error"
+    for name in ENGINE_TOOLS:  # the engine's own: never the toolbox's
+        assert toolbox.kind(name) is None
+        assert "There is no tool named" in run_tool(toolbox, name, {"question": "?"}).content
     off = full_toolbox(workspace, **{"tools.fetch_url_enabled": False})
     assert "fetch_url" not in off.names
     assert run_tool(off, "fetch_url", {"url": "http://127.0.0.1/"}).status == "error"
@@ -110,13 +110,6 @@ BAD_CALLS = [
     ("write_note", {"title": "t"}, "missing required argument(s) content"),
     ("write_note", {"title": "", "content": "c"}, "title must not be empty"),
     ("write_note", {"title": "t", "content": None}, "content must be a string"),
-    ("ask_user", {}, "missing required argument(s) question"),
-    ("ask_user", {"question": ["why"]}, "question must be a string"),
-    ("research_sections", {"sections": "a, b"}, "sections must be a list of strings"),
-    ("research_sections", {"sections": []}, "sections must not be empty"),
-    ("research_sections", {"sections": ["a", 2]}, "list of strings"),
-    ("research_sections", {"sections": ["x"] * 9}, "too long"),
-    ("research_sections", {"sections": ["ok", " "]}, "each item of sections must not be empty"),
     ("no_such_tool", {}, "There is no tool named 'no_such_tool'"),
     ("", {}, "There is no tool named ''"),
 ]
@@ -136,7 +129,8 @@ def test_bad_calls_return_readable_errors(
 def test_every_tool_validates(workspace: Workspace) -> None:
     """Each declared tool refuses a call with an argument of the wrong type."""
     toolbox = full_toolbox(workspace)
-    for name, spec in SPECS.items():
+    for name in toolbox.names:
+        spec = SPECS[name]
         key = next(iter(spec.properties))
         result = run_tool(toolbox, name, {key: {"nested": "object"}})
         assert result.status == "error", name
@@ -237,34 +231,31 @@ def test_write_note_uses_the_notes_folder_setting(corpus: Path) -> None:
     assert (corpus / "research/notes/a.md").is_file()
 
 
-def test_ask_user_and_research_sections_use_their_handlers(workspace: Workspace) -> None:
-    toolbox = full_toolbox(workspace)
-    asked = run_tool(toolbox, "ask_user", {"question": "which year?"})
-    assert asked.status == "ok"
-    assert asked.evidence[0].source == "user"
-    assert asked.evidence[0].text == "Yes, about which year?"
-    split = run_tool(toolbox, "research_sections", {"sections": ["history", "costs"]})
-    assert split.content == "researched: history; costs"
-
-
 def test_no_exception_escapes(workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("disk on fire")
 
-    async def broken_handler(parts: list[str]) -> ToolResult:
-        raise KeyError("worker")
-
     monkeypatch.setattr(workspace.index, "search", explode)
-    toolbox = Toolbox(workspace, {}, None, research_sections=broken_handler)
+    toolbox = Toolbox(workspace, {}, None)
     for name, arguments in [
         ("search_workspace", {"query": "x"}),
-        ("research_sections", {"sections": ["a"]}),
         (None, None),
         ("search_workspace", b"bytes"),
     ]:
         result = run_tool(toolbox, name, arguments)  # type: ignore[arg-type]
         assert result.status == "error"
         assert "disk on fire" not in result.content
+
+
+def test_a_defect_in_any_tool_is_an_error_the_model_reads() -> None:
+    """The one error policy of the toolbox's tools and the engine's own (research_sections)."""
+
+    async def broken() -> ToolResult:
+        raise KeyError("worker")
+
+    result = asyncio.run(carried_out("research_sections", broken()))
+    assert result.status == "error" and "worker" not in result.content
+    assert result.content == "Error: the tool failed unexpectedly; try something else."
 
 
 def test_no_time_left_means_not_executed(workspace: Workspace) -> None:

@@ -1,0 +1,146 @@
+"""How a reply ends once research is over: its answer, with its sources, as one ReplyResult.
+
+Research ends in one of four ways (DESIGN §1): the model answered; it answered but was cut at its
+research allowance (the final request completes the answer); a budget, Stop or a failure stopped
+it (the final answer, the labelled evidence fallback, or — with nothing found — the engine's own
+"not found" reply); or the engine itself failed (the fallback). Each way ends in exactly one
+``stop`` line, one ``final`` line and one ``reply_finished`` event, and the answer gets its Sources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from imprint_desktop.core.providers.base import Message
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research import prompts, sources
+from imprint_desktop.core.research.conversation import Conversation
+from imprint_desktop.core.research.final import FinalAnswer, FinalStage, stop_in_words
+from imprint_desktop.core.research.reply import Reply
+from imprint_desktop.core.research.requests import Requests
+from imprint_desktop.core.research.stop import ResearchStop
+
+
+class Ending:
+    """Ends one reply (see the module docstring); ``scope`` says where research looked."""
+
+    def __init__(self, reply: Reply, requests: Requests, scope: str) -> None:
+        self.reply = reply
+        self.requests = requests
+        self.scope = scope
+        self.final = FinalStage(reply, requests)
+        self._final_charged = 0  # what the final request was charged, outside the research budget
+
+    def answered(self, answer: str, coordinator: Conversation) -> ev.ReplyResult:
+        """The model answered: its research answer is the final answer."""
+        reply = self.reply
+        reply.clock.stop()
+        reply.emit(ev.ResearchStopped(reply.now_t(), "answered"))
+        # No final request, but the one final line.
+        reply.emit(ev.FinalFinished(reply.now_t(), "model", 0.0))
+        conversation = (*coordinator.messages, Message("assistant", answer))
+        return self._finish(FinalAnswer(answer, "model", conversation=conversation), "answered")
+
+    async def after_stop(self, stop: ResearchStop, coordinator: Conversation) -> ev.ReplyResult:
+        """Research stopped before an answer: the final answer, a fallback, or "not found"."""
+        reply = self.reply
+        reply.clock.stop()
+        reply.emit(ev.ResearchStopped(reply.now_t(), stop.reason, stop.detail))
+        if stop.reason in ("cancelled", "error"):
+            return self._finish(self.final.fallback_for(stop.reason, stop.detail), stop.reason)
+        if not reply.ledger.items and not reply.settings.answer_without_evidence:
+            # Nothing to answer from: say so, rather than let the model invent an answer.
+            return self._finish(self._not_found(stop), stop.reason)
+        answer = await self.final.run(coordinator.messages, stop.reason, coordinator.tool_schemas)
+        self._final_charged = answer.charged
+        if reply.cancel.cancelled:  # Cancellation wins, also during the final stage; the
+            # trace's one stop line keeps why research itself ended.
+            return self._finish(replace(answer, conversation=()), "cancelled")
+        return self._finish(answer, stop.reason)
+
+    async def complete_cut(self, cut_text: str, coordinator: Conversation) -> ev.ReplyResult:
+        """The model answered but ran out of its research allowance mid-answer: the final
+        request, with the final allowance and deadline, writes the rest."""
+        reply = self.reply
+        reply.clock.stop()
+        reply.emit(ev.ResearchStopped(reply.now_t(), "answered"))
+        rest = await self.final.run(
+            coordinator.messages,
+            "answered",
+            coordinator.tool_schemas,
+            instruction=prompts.CONTINUE_ANSWER,
+        )
+        self._final_charged = rest.charged
+        if rest.mode == "model":
+            return self._finish(replace(rest, text=_joined(cut_text, rest.text)), "answered")
+        # Completing it failed (the final stage said so in its one final line): the person gets
+        # the answer as far as it went, labelled.
+        why = rest.error or "the final request did not complete it"
+        labelled = f"{cut_text}\n\n(This answer was cut off at its length limit: {why}.)"
+        reason: ev.StopReason = "cancelled" if reply.cancel.cancelled else "answered"
+        return self._finish(FinalAnswer(labelled, "fallback", rest.error), reason)
+
+    def failed(self, error: Exception) -> ev.ReplyResult:
+        """The engine itself failed (a defect): the reply still ends, with what it has."""
+        reply = self.reply
+        reply.clock.stop()
+        detail = f"internal error ({type(error).__name__}: {error})"
+        reply.emit(ev.ResearchStopped(reply.now_t(), "error", detail))
+        return self._finish(self.final.fallback_for("error", detail), "error")
+
+    def _not_found(self, stop: ResearchStop) -> FinalAnswer:
+        """The engine's own reply when research ended on a budget with no evidence at all."""
+        reply = self.reply
+        why = stop_in_words(stop.reason)
+        if stop.reason == "token_budget" and self.requests.sent == 0:
+            why = (
+                f"the research token budget of {reply.tokens.total:,} tokens is too small for "
+                f"even one request ({stop.detail}); raise “Research token budget” in Preferences"
+            )
+        text = sources.not_found_message(self.scope, reply.looked, why)
+        reply.emit(ev.FinalFinished(reply.now_t(), "no_evidence", 0.0))
+        return FinalAnswer(text, "no_evidence")
+
+    def _finish(self, final: FinalAnswer, reason: ev.StopReason) -> ev.ReplyResult:
+        reply = self.reply
+        ledger = reply.ledger
+        answer = final.text
+        if final.mode == "model":
+            answer = sources.without_repeats(answer)
+        cited: tuple[ev.SourceView, ...] = ()
+        if final.mode == "model" and ledger.items:
+            citable = ledger.citable
+            cited = sources.sources_for(answer, ledger.items, citable)
+            texts = {s.id: ledger.text_of(s.id) or citable[s.id].excerpt for s in cited}
+            excerpts = sources.snippets(cited, texts, reply.question)
+            answer = sources.with_sources(answer, cited, excerpts)
+        elif final.mode == "model" and reason != "answered":
+            answer = f"{sources.without_evidence_label(self.scope)}\n\n{answer}"
+        result = ev.ReplyResult(
+            answer=answer,
+            final_mode=final.mode,
+            stop_reason=reason,
+            rounds=reply.rounds,
+            evidence=ledger.items,
+            tokens=ev.TokenTotals(
+                reply.tokens.total,
+                reply.tokens.charged,
+                reply.tokens.refunded,
+                self._final_charged,
+            ),
+            research_seconds=reply.clock.elapsed,
+            user_wait_seconds=reply.clock.user_wait,
+            error=final.error,
+            sources=cited,
+            conversation=final.conversation,
+        )
+        reply.emit(ev.ReplyFinished(reply.now_t(), result))
+        return result
+
+
+def _joined(start: str, rest: str) -> str:
+    """A cut answer and its continuation, joined where the cut fell."""
+    if rest.startswith(start):  # the model wrote the whole answer again
+        return rest
+    glue = "" if start.endswith((" ", "\n")) or rest.startswith((" ", "\n", ",", ".")) else " "
+    return start + glue + rest

@@ -1,0 +1,188 @@
+"""Model requests under the token budget (DESIGN §1): check, reserve, send, charge, refund.
+
+Every request of research — the coordinator's, a section worker's, a condensing one — goes through
+:meth:`Requests.send`, and every request of the reply, the final one included, has its one trace
+line (:meth:`Requests.finished`) with what it reserved, charged and refunded. A failed provider
+call is a stop of research with the reason of DESIGN §1, never an exception of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from imprint_desktop.core.errors import (
+    ContextOverflowError,
+    ProviderDeadlineError,
+    ProviderError,
+)
+from imprint_desktop.core.providers.base import Completion, CompletionRequest, Message, Phase
+from imprint_desktop.core.providers.estimate import estimate_tokens
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research.budgets import Settlement
+from imprint_desktop.core.research.reply import Reply
+from imprint_desktop.core.research.stop import ResearchStop
+
+log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+class Requests:
+    """The reply's budgeted model requests and their accounting."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.sent = 0  # research requests sent (a budget too small for one is said so)
+
+    async def send(
+        self,
+        messages: Sequence[Message],
+        phase: Phase,
+        *,
+        tools: tuple[Mapping[str, Any], ...] = (),
+        max_tokens: int,
+        check_context: bool = False,
+    ) -> Completion:
+        """One budgeted model request: check, reserve, send, charge, refund (DESIGN §1)."""
+        reply = self.reply
+        provider = reply.provider
+        reply.check_cancel_and_time()
+        request = CompletionRequest(
+            messages=tuple(messages),
+            max_tokens=max_tokens,
+            deadline=reply.clock.deadline(),
+            tools=tools,
+            tool_choice="auto",
+            temperature=reply.settings.temperature,
+            phase=phase,
+        )
+        prompt_tokens = await _provider_call(provider.count_prompt(request))
+        if check_context and prompt_tokens + max_tokens > provider.context_window:
+            raise ResearchStop(
+                "context_full",
+                f"{prompt_tokens} + {max_tokens} tokens > {provider.context_window}",
+            )
+        reservation = reply.tokens.reserve(prompt_tokens, max_tokens)
+        if reservation is None:
+            raise ResearchStop(
+                "token_budget",
+                f"{prompt_tokens + max_tokens} tokens needed, {reply.tokens.left} left",
+            )
+        self.sent += 1
+        # A research or worker request opens the next round; condensing belongs to the last one.
+        round_number = reply.rounds + 1 if phase in ("research", "worker") else reply.rounds
+        reply.emit(
+            ev.RequestStarted(reply.now_t(), phase, round_number, prompt_tokens, reservation.tokens)
+        )
+        reply.emit_budget()
+        streamed = _Streamed(reply.text_sink(phase))
+        try:
+            completion = await _provider_call(provider.complete(request, reply.cancel, streamed))
+        except ResearchStop as stop:
+            # The request failed. Without output nothing is known to have been processed, so
+            # nothing is charged; once output streamed, the prompt was processed and the output
+            # was made: both are charged. The trace gets its line either way.
+            output = streamed.tokens
+            settlement = reply.tokens.settle(reservation, prompt_tokens if output else 0, output)
+            self.finished(
+                phase,
+                round_number,
+                prompt_tokens,
+                settlement,
+                reused_prefix=0,
+                estimated=not provider.exact_counts,
+                usage=None,
+                stop=stop.reason,
+            )
+            raise
+        except BaseException:
+            reply.tokens.settle(reservation, 0, 0)
+            raise
+        settlement = reply.tokens.settle(
+            reservation, completion.prompt_evaluated, completion.output_tokens
+        )
+        self.finished(
+            phase,
+            round_number,
+            prompt_tokens,
+            settlement,
+            reused_prefix=completion.reused_prefix,
+            estimated=completion.estimated,
+            usage=completion.provider_usage,
+            stop=completion.stop,
+            prefix_source=completion.prefix_source,
+        )
+        reply.emit_budget()
+        if completion.stop == "cancelled" or reply.cancel.cancelled:
+            raise ResearchStop("cancelled")
+        if completion.stop == "deadline":
+            raise ResearchStop("time_budget", "the research time ran out during a model request")
+        return completion
+
+    def finished(
+        self,
+        phase: Phase,
+        round_number: int,
+        prompt_tokens: int,
+        settlement: Settlement,
+        *,
+        reused_prefix: int,
+        estimated: bool,
+        usage: Mapping[str, Any] | None,
+        stop: str,
+        prefix_source: str | None = None,
+    ) -> None:
+        """Report one finished request with its accounting (the trace's ``request`` line)."""
+        self.reply.emit(
+            ev.RequestFinished(
+                self.reply.now_t(),
+                phase,
+                round_number,
+                prompt_tokens,
+                settlement.reserved,
+                reused_prefix,
+                settlement.charged_prompt,
+                settlement.output_tokens,
+                settlement.charged,
+                settlement.refunded,
+                settlement.budget_left,
+                estimated,
+                usage,
+                stop,
+                prefix_source,
+            )
+        )
+
+
+async def _provider_call(call: Awaitable[_T]) -> _T:
+    """Await a provider call; any failure of it is the ``error`` stop (DESIGN §1)."""
+    try:
+        return await call
+    except ContextOverflowError as error:  # a server's own context limit is a full context
+        raise ResearchStop("context_full", str(error)) from error
+    except ProviderDeadlineError as error:  # waiting to retry would pass the deadline
+        raise ResearchStop("time_budget", str(error)) from error
+    except ProviderError as error:
+        raise ResearchStop("error", str(error)) from error
+    except Exception as error:  # a provider defect or hostile input it did not expect
+        log.exception("the model provider failed")
+        raise ResearchStop("error", f"the model provider failed: {error!r}") from error
+
+
+class _Streamed:
+    """A request's text sink that also keeps what streamed (to charge a failed request)."""
+
+    def __init__(self, sink: Callable[[str], None]) -> None:
+        self._sink = sink
+        self._pieces: list[str] = []
+
+    def __call__(self, text: str) -> None:
+        self._pieces.append(text)
+        self._sink(text)
+
+    @property
+    def tokens(self) -> int:
+        """The streamed output in tokens, by the estimate that holds for any script."""
+        return estimate_tokens("".join(self._pieces)) if self._pieces else 0

@@ -1,0 +1,266 @@
+"""The round loop (DESIGN §1): request, run the calls, judge progress, until an answer or a stop.
+
+A round is one model request that called tools and the calls it made, each answered with exactly
+one result before the next request — also the calls never started (``not executed: …``). A round
+is progress when a read found new evidence, the person answered, or a section worker found
+something; a write that was carried out, with nothing new beside it, leaves the round out of the
+count. A conversation's patience runs out after too many rounds without progress; the reply's
+time, tokens, Stop and the context window stop it at any round. There is no round limit.
+
+The coordinator's conversation may call ``research_sections``: its section workers
+(:mod:`.sections`) are conversations of their own, run here by the same loop, read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from imprint_desktop.core.providers.base import CompletionRequest, Message, ToolCall
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research import prompts, sections, seed
+from imprint_desktop.core.research.calls import ToolCalls
+from imprint_desktop.core.research.conversation import Batch, Conversation
+from imprint_desktop.core.research.ledger import Judged
+from imprint_desktop.core.research.reply import Reply
+from imprint_desktop.core.research.requests import Requests
+from imprint_desktop.core.research.stop import ResearchStop
+from imprint_desktop.core.tools.arguments import parse_arguments
+from imprint_desktop.core.tools.base import ToolKind, ToolResult, carried_out
+from imprint_desktop.core.tools.specs import SPECS
+
+
+class AnswerCut(Exception):  # noqa: N818 - control flow inside the engine, never escapes it
+    """A research answer cut at the research output allowance (``finish_reason: length``)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__("answer cut")
+        self.text = text
+
+
+_NOT_EXECUTED: dict[ev.StopReason, str] = {
+    "cancelled": "the reply was stopped",
+    "time_budget": "research time budget exhausted",
+    "token_budget": "research token budget exhausted",
+    "no_progress": "research stopped making progress",
+    "context_full": "the context window is full",
+    "error": "the model failed",
+    "answered": "research is over",
+}
+
+
+class Rounds:
+    """Runs research conversations round by round (see the module docstring)."""
+
+    def __init__(self, reply: Reply, requests: Requests, calls: ToolCalls) -> None:
+        self.reply = reply
+        self.requests = requests
+        self.calls = calls
+        # A reply-wide stop met inside a section worker, carried out to the coordinator's batch.
+        self._worker_stop: ResearchStop | None = None
+
+    async def research(self, conversation: Conversation) -> str:
+        """Rounds until the model answers (returned) or a budget stops it (:class:`ResearchStop`;
+        :class:`AnswerCut` when the coordinator's answer was cut at its length)."""
+        settings = self.reply.settings
+        if (
+            conversation.seed
+            and settings.research_first
+            and conversation.offers("search_workspace")
+        ):
+            await self._seed(conversation)
+        while True:
+            completion = await self.requests.send(
+                conversation.messages,
+                conversation.phase,
+                tools=conversation.tool_schemas,
+                max_tokens=settings.research_max_output_tokens,
+                check_context=True,
+            )
+            if not completion.tool_calls:
+                text = completion.text.strip()
+                if text and completion.stop == "length" and conversation.worker is None:
+                    # Cut at the research allowance: the final request completes it.
+                    conversation.messages.append(Message("assistant", text))
+                    raise AnswerCut(text)
+                if text:
+                    return text
+                conversation.messages += [
+                    Message("assistant", ""),
+                    Message("user", prompts.EMPTY_REPLY_NUDGE),
+                ]
+                self._end_round(conversation, progress=False, excluded=False)
+                continue
+            self._next_round(conversation)
+            calls = conversation.new_calls(completion.tool_calls, conversation.round)
+            conversation.messages.append(Message("assistant", completion.text, calls))
+            batch = Batch()
+            try:
+                await self._run_batch(conversation, calls, batch)
+            except ResearchStop:
+                # The round was cut short: it still ends, with what its finished calls found.
+                self._emit_round_end(conversation, batch.progress, batch.counts_out)
+                raise
+            self._end_round(conversation, progress=batch.progress, excluded=batch.counts_out)
+
+    def _next_round(self, conversation: Conversation) -> None:
+        self.reply.rounds += 1
+        conversation.round = self.reply.rounds
+        self.reply.emit(
+            ev.RoundStarted(self.reply.now_t(), conversation.round, conversation.worker)
+        )
+
+    async def _seed(self, conversation: Conversation) -> None:
+        """Search before answering (DESIGN §1): the engine's own ``search_workspace`` call.
+
+        The coordinator's is round 0; a section worker's is a round of its own. Its passages are
+        judged like any read's, and reach the model as a completed call and its result, so the
+        conversation is the one a model that searched first would have had.
+        """
+        reply = self.reply
+        reply.check_cancel_and_time()
+        if conversation.worker is None:
+            call = seed.seed_call(conversation.seed, conversation.call_ids)
+            reply.emit(ev.RoundStarted(reply.now_t(), conversation.round, conversation.worker))
+        else:
+            self._next_round(conversation)
+            call = seed.seed_call(conversation.seed, conversation.call_ids, conversation.round)
+        first_request = CompletionRequest(
+            messages=tuple(conversation.messages),
+            max_tokens=reply.settings.research_max_output_tokens,
+            deadline=reply.clock.deadline(),
+            tools=conversation.tool_schemas,
+            phase=conversation.phase,
+        )
+        max_chars = await seed.planned_chars(
+            reply.provider,
+            first_request,
+            cap=reply.settings.max_result_chars,
+            question=conversation.seed,
+        )
+        result, progress = await self._run_call(
+            conversation, call, ToolKind.READ, origin="engine", max_chars=max_chars
+        )
+        conversation.messages += [
+            Message("assistant", "", (call,)),
+            Message("tool", result.content, tool_call_id=call.id, name=call.name),
+        ]
+        self._end_round(conversation, progress=progress, excluded=False)
+
+    def _end_round(self, conversation: Conversation, *, progress: bool, excluded: bool) -> None:
+        conversation.patience.record(progress=progress, excluded=excluded)
+        self._emit_round_end(conversation, progress, excluded)
+        if conversation.patience.exhausted:
+            raise ResearchStop("no_progress")
+
+    def _emit_round_end(self, conversation: Conversation, progress: bool, excluded: bool) -> None:
+        without = conversation.patience.rounds_without_progress
+        self.reply.emit(
+            ev.RoundEnded(self.reply.now_t(), conversation.round, progress, excluded, without)
+        )
+        self.reply.emit_budget()
+
+    async def _run_batch(
+        self, conversation: Conversation, calls: Sequence[ToolCall], batch: Batch
+    ) -> None:
+        """Run the calls in order, each getting exactly one result, noting progress in ``batch``.
+
+        Raises the stop that ended the batch early, after every call has its result.
+        """
+        stop: ResearchStop | None = None
+        for call in calls:
+            kind = self.calls.kind(call.name)
+            if stop is None:
+                stop = self._take_worker_stop() or self.reply.pending_stop()
+            if stop is not None:
+                result = ToolResult.not_executed(call.name, _NOT_EXECUTED[stop.reason])
+                self._report_unrun(conversation, call, kind, result)
+            elif kind is not None and kind not in conversation.allowed:
+                result = ToolResult.error(call.name, "this tool is not available here.")
+                self._report_unrun(conversation, call, kind, result)
+            else:
+                result, is_progress = await self._run_call(conversation, call, kind)
+                batch.progress |= is_progress
+                # Only a write that was carried out takes the round out of the count (DESIGN §1).
+                if kind is ToolKind.WRITE and result.status == "ok":
+                    batch.excluded = True
+            conversation.messages.append(
+                Message("tool", result.content, tool_call_id=call.id, name=call.name)
+            )
+        if stop is None:
+            stop = self._take_worker_stop()
+        if stop is not None:
+            raise stop
+
+    def _report_unrun(
+        self, conversation: Conversation, call: ToolCall, kind: ToolKind | None, result: ToolResult
+    ) -> None:
+        """Trace and show a call that was answered without running."""
+        self.calls.finished(
+            conversation.round, call, kind, result, judged=Judged((), 0), seconds=0.0
+        )
+
+    async def _run_call(
+        self,
+        conversation: Conversation,
+        call: ToolCall,
+        kind: ToolKind | None,
+        *,
+        origin: ev.ToolOrigin = "model",
+        max_chars: int | None = None,
+    ) -> tuple[ToolResult, bool]:
+        """Carry out one call and judge what it found: the result, and whether it is progress."""
+        reply = self.reply
+        self.calls.started(conversation.round, call, kind, origin)
+        started = reply.clock_now()
+        evidence_before = len(reply.ledger.items)
+        if kind is ToolKind.COORDINATOR:
+            timeout = reply.clock.remaining
+            work = carried_out(call.name, self._research_sections(call), timeout=timeout)
+            result = await self.calls.unless_stopped(call.name, work)
+        else:
+            result = await self.calls.execute(call, kind, max_chars=max_chars)
+        judged = reply.ledger.record(result.evidence, judge=kind is not ToolKind.WRITE)
+        if kind is ToolKind.ASK:
+            progress = result.status == "ok"  # the person's answer is progress (DESIGN §1)
+        elif kind is ToolKind.COORDINATOR:
+            # The workers' rounds judged their evidence against the reply-wide store: the
+            # coordinator's round is progress when any of them kept something new.
+            progress = len(reply.ledger.items) > evidence_before
+        else:
+            progress = kind is ToolKind.READ and bool(judged.new)
+        seconds = reply.clock_now() - started
+        self.calls.finished(
+            conversation.round, call, kind, result, judged=judged, seconds=seconds, origin=origin
+        )
+        return result, progress
+
+    async def _research_sections(self, call: ToolCall) -> ToolResult:
+        """``research_sections``: one read-only worker per section, in turn, under the
+        reply-wide budgets (see :mod:`.sections`)."""
+        names = parse_arguments(SPECS[call.name], call.arguments)["sections"]
+        reply = self.reply
+        read_only = self.calls.read_only()
+        summaries: list[str] = []
+        for section in names:
+            worker = sections.worker(
+                reply.question, section, read_only, reply.settings.no_progress_rounds
+            )
+            found_before = len(reply.ledger.items)
+            share = reply.settings.max_result_chars // max(1, len(names))
+            try:
+                text = await self.research(worker)
+                summaries.append(sections.summary(section, text, reply.ledger, found_before, share))
+            except ResearchStop as stop:
+                # Whatever ended the worker, what it found reaches the coordinator and, through
+                # this result, the final request.
+                summaries.append(sections.stopped(section, stop, reply.ledger, found_before, share))
+                if sections.ends_only_the_worker(stop):
+                    continue
+                # The reply stops, once this call has its result (see _run_batch).
+                self._worker_stop = stop
+                break
+        return ToolResult("research_sections", "ok", "\n\n".join(summaries))
+
+    def _take_worker_stop(self) -> ResearchStop | None:
+        stop, self._worker_stop = self._worker_stop, None
+        return stop

@@ -1,0 +1,55 @@
+"""The final stage on its own: it reads the reply through a protocol, returns what it charged."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.providers.base import Message
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research.final import FinalAnswer, FinalStage
+from imprint_desktop.core.research.reply import Reply, ResearchSettings
+from imprint_desktop.core.research.requests import Requests
+from imprint_desktop.core.tools.base import EvidenceItem
+from tests.support.scripted_provider import ScriptedProvider, Step
+
+MESSAGES = [Message("system", "Research."), Message("user", "When was it lit?")]
+
+
+def final_answer(step: Step) -> tuple[FinalAnswer, Reply, list[ev.Event]]:
+    events: list[ev.Event] = []
+    reply = Reply(
+        ScriptedProvider([step]),
+        ResearchSettings(),
+        cancel=CancelToken(),
+        sink=events.append,
+        clock=time.monotonic,
+    )
+    reply.ledger.record([EvidenceItem("h.md", "lines 1-2", "Lit in 1862.")], judge=True)
+    answer = asyncio.run(FinalStage(reply, Requests(reply)).run(MESSAGES, "no_progress"))
+    return answer, reply, events
+
+
+def test_the_final_answer_comes_back_with_its_charge_outside_the_research_budget() -> None:
+    answer, reply, events = final_answer(Step("Lit in 1862 [1]."))
+    [line] = [e for e in events if isinstance(e, ev.RequestFinished)]
+    assert (answer.text, answer.mode, answer.error) == ("Lit in 1862 [1].", "model", None)
+    assert answer.charged == line.charged > 0
+    assert reply.tokens.charged == 0, "the final request was charged to the research budget"
+    assert answer.conversation == (), "no research tools were declared: nothing to continue"
+    assert [e.mode for e in events if isinstance(e, ev.FinalFinished)] == ["model"]
+
+
+def test_a_fallback_after_a_completed_request_still_says_what_it_charged() -> None:
+    answer, _, events = final_answer(Step("   "))
+    [line] = [e for e in events if isinstance(e, ev.RequestFinished)]
+    assert answer.mode == "fallback" and answer.error == "the model wrote an empty final answer"
+    assert answer.charged == line.charged > 0
+    assert "Lit in 1862." in answer.text
+
+
+def test_a_failed_final_request_charges_nothing() -> None:
+    answer, _, events = final_answer(Step(fail=True))
+    [line] = [e for e in events if isinstance(e, ev.RequestFinished)]
+    assert answer.mode == "fallback" and answer.charged == 0 == line.charged
