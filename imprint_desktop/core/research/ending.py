@@ -15,10 +15,11 @@ from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts, sources
 from imprint_desktop.core.research.conversation import Conversation
-from imprint_desktop.core.research.final import FinalAnswer, FinalStage, stop_in_words
+from imprint_desktop.core.research.final import FinalAnswer, FinalStage
 from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.research.requests import Requests
 from imprint_desktop.core.research.stop import ResearchStop
+from imprint_desktop.core.research.wording import stop_words
 
 
 class Ending:
@@ -91,7 +92,7 @@ class Ending:
     def _not_found(self, stop: ResearchStop) -> FinalAnswer:
         """The engine's own reply when research ended on a budget with no evidence at all."""
         reply = self.reply
-        why = stop_in_words(stop.reason)
+        why = stop_words(stop.reason).why
         if stop.reason == "token_budget" and self.requests.sent == 0:
             why = (
                 f"the research token budget of {reply.tokens.total:,} tokens is too small for "

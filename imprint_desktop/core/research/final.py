@@ -35,23 +35,13 @@ from imprint_desktop.core.research.budgets import ResearchClock, Settlement, Tok
 from imprint_desktop.core.research.ledger import EvidenceLedger
 from imprint_desktop.core.research.reply import ResearchSettings
 from imprint_desktop.core.research.stop import ResearchStop
+from imprint_desktop.core.research.wording import stop_words
 
 log = logging.getLogger(__name__)
 
 FALLBACK_LABEL = "No final answer could be written"
 # The evidence texts in a fallback share this many characters; every item's source is listed.
 FALLBACK_EVIDENCE_CHARS = 20_000
-
-_REASONS: dict[ev.StopReason, str] = {
-    "no_progress": "research stopped finding new evidence",
-    "time_budget": "the research time budget ran out",
-    "token_budget": "the research token budget ran out",
-    "context_full": "the conversation no longer fits the model's context window",
-    "cancelled": "you stopped the reply",
-    "error": "the model failed",
-    "answered": "research is over",
-}
-
 
 #: Tool-call markup a model may still write when no tool can be called: never shown as an answer.
 _CALL_MARKUP = re.compile(
@@ -65,11 +55,6 @@ _CALL_MARKUP = re.compile(
 def without_call_markup(text: str) -> str:
     """``text`` without tool-call markup (the final answer may call no tool), stripped."""
     return _CALL_MARKUP.sub("", text).strip()
-
-
-def stop_in_words(reason: ev.StopReason) -> str:
-    """Why research stopped, in words for the person."""
-    return _REASONS[reason]
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +164,7 @@ class FinalStage:
             if isinstance(condensed, ResearchStop):
                 if condensed.reason == "cancelled":
                     return self._fallback("cancelled", "")
-                why = _REASONS[condensed.reason]
+                why = stop_words(condensed.reason).why
                 return self._fallback(
                     reason,
                     "the evidence could not be condensed to fit the model's context window "
@@ -357,9 +342,9 @@ class FinalStage:
         self, reason: ev.StopReason, detail: str, started: float | None = None
     ) -> FinalAnswer:
         reply = self.reply
-        why = _REASONS[reason] + (f"; {detail}" if detail and reason != "error" else "")
+        why = stop_words(reason).why + (f"; {detail}" if detail and reason != "error" else "")
         if reason == "error" and detail:
-            why = f"{_REASONS['error']}: {detail}"
+            why = f"{stop_words('error').why}: {detail}"
         evidence = reply.ledger.as_text(limit_chars=FALLBACK_EVIDENCE_CHARS)
         body = evidence if reply.ledger.items else "No evidence was gathered."
         text = f"{FALLBACK_LABEL}: {why.rstrip('.')}.\n\nEvidence gathered:\n\n{body}"

@@ -24,6 +24,7 @@ from imprint_desktop.core.research.ledger import Judged
 from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.research.requests import Requests
 from imprint_desktop.core.research.stop import ResearchStop
+from imprint_desktop.core.research.wording import stop_words
 from imprint_desktop.core.tools.arguments import parse_arguments
 from imprint_desktop.core.tools.base import ToolKind, ToolResult, carried_out
 from imprint_desktop.core.tools.specs import SPECS
@@ -35,17 +36,6 @@ class AnswerCut(Exception):  # noqa: N818 - control flow inside the engine, neve
     def __init__(self, text: str) -> None:
         super().__init__("answer cut")
         self.text = text
-
-
-_NOT_EXECUTED: dict[ev.StopReason, str] = {
-    "cancelled": "the reply was stopped",
-    "time_budget": "research time budget exhausted",
-    "token_budget": "research token budget exhausted",
-    "no_progress": "research stopped making progress",
-    "context_full": "the context window is full",
-    "error": "the model failed",
-    "answered": "research is over",
-}
 
 
 class Rounds:
@@ -172,7 +162,7 @@ class Rounds:
             if stop is None:
                 stop = self._take_worker_stop() or self.reply.pending_stop()
             if stop is not None:
-                result = ToolResult.not_executed(call.name, _NOT_EXECUTED[stop.reason])
+                result = ToolResult.not_executed(call.name, stop_words(stop.reason).to_model)
                 self._report_unrun(conversation, call, kind, result)
             elif kind is not None and kind not in conversation.allowed:
                 result = ToolResult.error(call.name, "this tool is not available here.")

@@ -16,9 +16,9 @@ from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.budgets import Patience
 from imprint_desktop.core.research.conversation import Conversation
-from imprint_desktop.core.research.final import stop_in_words
 from imprint_desktop.core.research.ledger import EvidenceLedger
 from imprint_desktop.core.research.stop import ResearchStop
+from imprint_desktop.core.research.wording import stop_words
 from imprint_desktop.core.tools.base import ToolKind
 
 
@@ -50,7 +50,7 @@ def stopped(
     section: str, stop: ResearchStop, ledger: EvidenceLedger, since: int, share: int
 ) -> str:
     """A stopped section's part of the result: why it stopped and the evidence it found."""
-    return f"Section “{section}”: stopped ({stop_in_words(stop.reason)})." + _evidence(
+    return f"Section “{section}”: stopped ({stop_words(stop.reason).why})." + _evidence(
         ledger, since, share
     )
 
