@@ -225,7 +225,7 @@ async def _ask(
                 await assistant.prepare_workspace(workspace, cancel)
                 answers: list[str] = list(args.answer)
 
-                async def ask(question: str) -> str:
+                async def ask(call_id: str, question: str) -> str:
                     if answers:
                         return answers.pop(0)
                     print(f"\n{question}\n> ", end="", file=err, flush=True)

@@ -31,6 +31,14 @@ CallStatus = Literal[ToolStatus, "denied", "running"]
 FinalMode = Literal["model", "fallback", "no_evidence"]
 #: Who made a tool call: the model, or the engine itself (the search before answering).
 ToolOrigin = Literal["model", "engine"]
+#: Why a model's completion ended, as the provider reports it.
+StopKind = Literal["stop", "tool_calls", "length", "deadline", "cancelled"]
+#: How a model request ended in the trace's ``request`` line: the completion's own end, or the
+#: reason research stopped while it ran (a failed or stopped request).
+RequestEnd = Literal[StopKind, StopReason]
+#: Where a completion's ``reused_prefix`` comes from: the local model's KV cache, the server's
+#: ``cached_tokens``, or the provider's estimate of the prefix shared with the previous prompt.
+PrefixSource = Literal["kv_cache", "server", "estimate"]
 
 STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 PHASES: tuple[Phase, ...] = get_args(Phase)

@@ -125,7 +125,6 @@ class ReplyJob:
         self._recorder: ReplyRecorder | None = None  # the reply's history row, once saved
         self._answers: Waiting[str] = Waiting()  # ask_user calls
         self._decisions: Waiting[Decision] = Waiting()  # fetch_url calls
-        self._asking = ""  # the ask_user call whose question was shown last
 
     def answer(self, call_id: str, text: str) -> bool:
         """The person's answer to ``ask_user`` call ``call_id``; False when none waits."""
@@ -175,7 +174,6 @@ class ReplyJob:
         from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
         from imprint_desktop.core.config import Config  # noqa: PLC0415 - likewise
         from imprint_desktop.core.history import conversation_title  # noqa: PLC0415 - likewise
-        from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - likewise
 
         conversation = self.conversation_id
         created = conversation is None
@@ -198,8 +196,6 @@ class ReplyJob:
         cancel.raise_if_cancelled()
 
         def sink(event: ev.Event) -> None:
-            if isinstance(event, ev.QuestionAsked):
-                self._asking = event.call_id  # the wait that follows is this call's
             try:
                 recorder(event)
             except Exception:  # the reply goes on; the log says why the history lacks a line
@@ -222,10 +218,10 @@ class ReplyJob:
         memory.keep(conversation, result.conversation)
         return result
 
-    async def _ask_person(self, question: str) -> str:
-        """Wait for the person's answer to the ``ask_user`` call the QuestionAsked event named."""
-        del question  # shown through that event
-        return await self._answers.wait(self._asking)
+    async def _ask_person(self, call_id: str, question: str) -> str:
+        """Wait for the person's answer to ``ask_user`` call ``call_id``."""
+        del question  # shown through the QuestionAsked event
+        return await self._answers.wait(call_id)
 
     async def _ask_consent(self, call_id: str, url: str) -> Decision:
         """Ask the window's card whether ``call_id`` may fetch ``url``, and wait for the decision.

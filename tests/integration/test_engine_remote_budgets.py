@@ -226,7 +226,7 @@ def test_waiting_for_the_person_is_not_research_time_and_the_answer_is_progress(
 
     questions: list[str] = []
 
-    async def person(question: str) -> str:
+    async def person(call_id: str, question: str) -> str:
         questions.append(question)
         offset[0] += thinking
         return "The northern lights, please."

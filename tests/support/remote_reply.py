@@ -129,7 +129,7 @@ def run_reply(
     *,
     context_window: int = 32_768,
     cancel: CancelToken | None = None,
-    ask: Callable[[str], Any] | None = None,
+    ask: Callable[[str, str], Any] | None = None,
     clock: Callable[[], float] | None = None,
     extra_sink: Callable[[ev.Event], None] | None = None,
     config: Mapping[str, Any] | None = None,

@@ -30,12 +30,10 @@ from typing import Any, Literal, Protocol
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.vocabulary import Phase as Phase  # noqa: PLC0414 - re-exported
+from imprint_desktop.core.vocabulary import PrefixSource as PrefixSource  # noqa: PLC0414
+from imprint_desktop.core.vocabulary import StopKind as StopKind  # noqa: PLC0414
 
 Role = Literal["system", "user", "assistant", "tool"]
-StopKind = Literal["stop", "tool_calls", "length", "deadline", "cancelled"]
-#: Where a completion's ``reused_prefix`` comes from: the local model's KV cache, the server's
-#: ``cached_tokens``, or the provider's estimate of the prefix shared with the previous prompt.
-PrefixSource = Literal["kv_cache", "server", "estimate"]
 
 
 @dataclass(frozen=True, slots=True)

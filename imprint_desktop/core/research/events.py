@@ -27,6 +27,7 @@ from imprint_desktop.core.providers.base import Message
 # code that builds events (``ev.StopReason``); ``X as X`` is how mypy reads a re-export.
 from imprint_desktop.core.vocabulary import FinalMode as FinalMode  # noqa: PLC0414
 from imprint_desktop.core.vocabulary import Phase as Phase  # noqa: PLC0414
+from imprint_desktop.core.vocabulary import PrefixSource, RequestEnd
 from imprint_desktop.core.vocabulary import StopReason as StopReason  # noqa: PLC0414
 from imprint_desktop.core.vocabulary import ToolOrigin as ToolOrigin  # noqa: PLC0414
 from imprint_desktop.core.vocabulary import ToolStatus as ToolStatus  # noqa: PLC0414
@@ -63,7 +64,7 @@ class RequestStarted(Event):
 
 @dataclass(frozen=True, slots=True)
 class TextDelta(Event):
-    phase: str
+    phase: Phase
     text: str
 
 
@@ -83,10 +84,10 @@ class RequestFinished(Event):
     budget_left: int
     estimated: bool
     provider_usage: Mapping[str, Any] | None
-    stop: str
+    stop: RequestEnd
     # Where reused_prefix comes from: "kv_cache" (local model), "server" (its cached_tokens) or
     # "estimate" (the prompt shared with the previous request); None for a request that failed.
-    prefix_source: str | None = None
+    prefix_source: PrefixSource | None = None
 
 
 @dataclass(frozen=True, slots=True)

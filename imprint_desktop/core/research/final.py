@@ -36,6 +36,7 @@ from imprint_desktop.core.research.ledger import EvidenceLedger
 from imprint_desktop.core.research.reply import ResearchSettings
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.research.wording import stop_words
+from imprint_desktop.core.vocabulary import PrefixSource, RequestEnd
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class FinalReply(Protocol):
     def clock_now(self) -> float: ...
     def now_t(self) -> float: ...
     def emit(self, event: ev.Event) -> None: ...
-    def text_sink(self, phase: str) -> Callable[[str], None]: ...
+    def text_sink(self, phase: Phase) -> Callable[[str], None]: ...
 
 
 class FinalRequests(Protocol):
@@ -119,8 +120,8 @@ class FinalRequests(Protocol):
         reused_prefix: int,
         estimated: bool,
         usage: Mapping[str, Any] | None,
-        stop: str,
-        prefix_source: str | None = None,
+        stop: RequestEnd,
+        prefix_source: PrefixSource | None = None,
     ) -> None: ...
 
 

@@ -14,8 +14,9 @@ from imprint_desktop.core.consent import Consent, Decision
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.reply import Reply
 
-#: Asks the person a question and returns their answer.
-AskPerson = Callable[[str], Awaitable[str]]
+#: Asks the person the question of an ``ask_user`` call (its id, the question) and returns their
+#: answer; the id ties the answer to the call that asked.
+AskPerson = Callable[[str, str], Awaitable[str]]
 
 
 class Person:
@@ -42,7 +43,7 @@ class Person:
         waited_from = reply.clock_now()
         answer = ""
         try:
-            answer = await self._ask(question)
+            answer = await self._ask(call_id, question)
         finally:
             # Also when Stop ends the wait: the trace keeps every wait (DESIGN §5).
             reply.clock.resume()

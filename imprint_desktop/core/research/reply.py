@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.core.providers.base import Provider
+from imprint_desktop.core.providers.base import Phase, Provider
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import sources
 from imprint_desktop.core.research.budgets import Patience, ResearchClock, TokenBudget
@@ -100,7 +100,7 @@ class Reply:
         """Seconds since the reply started (the ``t`` of events and trace lines)."""
         return self.clock_now() - self._started
 
-    def text_sink(self, phase: str) -> Callable[[str], None]:
+    def text_sink(self, phase: Phase) -> Callable[[str], None]:
         return lambda text: self.emit(ev.TextDelta(self.now_t(), phase, text))
 
     def emit_budget(self) -> None:

@@ -23,6 +23,7 @@ from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.budgets import Settlement
 from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.research.stop import ResearchStop
+from imprint_desktop.core.vocabulary import PrefixSource, RequestEnd
 
 log = logging.getLogger(__name__)
 
@@ -131,8 +132,8 @@ class Requests:
         reused_prefix: int,
         estimated: bool,
         usage: Mapping[str, Any] | None,
-        stop: str,
-        prefix_source: str | None = None,
+        stop: RequestEnd,
+        prefix_source: PrefixSource | None = None,
     ) -> None:
         """Report one finished request with its accounting (the trace's ``request`` line)."""
         self.reply.emit(

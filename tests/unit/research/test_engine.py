@@ -53,7 +53,7 @@ def make(
     script: list[Step] | Callable[[CompletionRequest], Step],
     respond: Callable[[str, dict[str, Any]], Any],
     *,
-    ask: Callable[[str], Any] | None = None,
+    ask: Callable[[str, str], Any] | None = None,
     cancel: CancelToken | None = None,
     context_window: int = 32_768,
     also: Callable[[ev.Event], None] | None = None,
@@ -346,7 +346,7 @@ def test_waiting_for_the_person_is_not_research_time_and_is_progress() -> None:
     def clock() -> float:
         return time.monotonic() + offset[0]
 
-    async def person(question: str) -> str:
+    async def person(call_id: str, question: str) -> str:
         offset[0] += 1000.0  # the person thinks for far longer than the whole research budget
         return "The northern lights, please."
 

@@ -67,7 +67,7 @@ def test_a_person_s_answer_in_a_batch_with_a_write_is_progress() -> None:
     ask = ("ask_user", {"question": "Which light?"})
     script = research_then_final(lambda n: Step(calls=[note, ask]), "Done.")
 
-    async def person(question: str) -> str:
+    async def person(call_id: str, question: str) -> str:
         return "Greyness Point"
 
     engine, tools, _, recorder = make(script, lambda n, v: passage("unused"), ask=person,
@@ -132,7 +132,7 @@ def test_the_final_request_line_counts_its_prompt_like_every_other() -> None:
 def test_a_cancelled_question_still_has_its_user_wait_line() -> None:
     cancel = CancelToken()
 
-    async def person(question: str) -> str:
+    async def person(call_id: str, question: str) -> str:
         cancel.cancel()
         raise asyncio.CancelledError
 

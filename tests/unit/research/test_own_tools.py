@@ -27,7 +27,7 @@ def reply_to(
     events: list[ev.Event] = []
     provider = ScriptedProvider([Step(calls=calls), Step("Done.")])
 
-    async def person(question: str) -> str:
+    async def person(call_id: str, question: str) -> str:
         assert answer is not None
         return answer
 
