@@ -13,10 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal
 
-Value = int | float | bool | str
-_Choice = TypeVar("_Choice", bound=str)
+from imprint_desktop.core.setting_values import (
+    Value,
+    read_bool,
+    read_choice,
+    read_float,
+    read_int,
+    read_str,
+)
+
 ModelProvider = Literal["local", "remote"]
 UiTheme = Literal["system", "light", "dark"]
 _MODEL_PROVIDER: tuple[ModelProvider, ...] = ("local", "remote")
@@ -172,49 +179,49 @@ class Config:
         """
         return cls(
             chat=ChatConfig(
-                research_timeout_sec=_int(values, "chat.research_timeout_sec"),
-                research_token_budget=_int(values, "chat.research_token_budget"),
-                research_no_progress_rounds=_int(values, "chat.research_no_progress_rounds"),
-                research_first=_bool(values, "chat.research_first"),
-                answer_without_evidence=_bool(values, "chat.answer_without_evidence"),
-                max_tokens=_int(values, "chat.max_tokens"),
-                research_max_output_tokens=_int(values, "chat.research_max_output_tokens"),
-                temperature=_float(values, "chat.temperature"),
-                system_prompt=_str(values, "chat.system_prompt"),
+                research_timeout_sec=read_int(values, "chat.research_timeout_sec"),
+                research_token_budget=read_int(values, "chat.research_token_budget"),
+                research_no_progress_rounds=read_int(values, "chat.research_no_progress_rounds"),
+                research_first=read_bool(values, "chat.research_first"),
+                answer_without_evidence=read_bool(values, "chat.answer_without_evidence"),
+                max_tokens=read_int(values, "chat.max_tokens"),
+                research_max_output_tokens=read_int(values, "chat.research_max_output_tokens"),
+                temperature=read_float(values, "chat.temperature"),
+                system_prompt=read_str(values, "chat.system_prompt"),
             ),
             model=ModelConfig(
-                provider=_choice(values, "model.provider", _MODEL_PROVIDER),
-                path=_str(values, "model.path"),
-                n_ctx=_int(values, "model.n_ctx"),
-                n_threads=_int(values, "model.n_threads"),
-                n_gpu_layers=_int(values, "model.n_gpu_layers"),
-                n_batch=_int(values, "model.n_batch"),
-                tool_call_grammar=_bool(values, "model.tool_call_grammar"),
+                provider=read_choice(values, "model.provider", _MODEL_PROVIDER),
+                path=read_str(values, "model.path"),
+                n_ctx=read_int(values, "model.n_ctx"),
+                n_threads=read_int(values, "model.n_threads"),
+                n_gpu_layers=read_int(values, "model.n_gpu_layers"),
+                n_batch=read_int(values, "model.n_batch"),
+                tool_call_grammar=read_bool(values, "model.tool_call_grammar"),
             ),
             remote=RemoteConfig(
-                base_url=_str(values, "remote.base_url"),
-                model=_str(values, "remote.model"),
-                context_window=_int(values, "remote.context_window"),
+                base_url=read_str(values, "remote.base_url"),
+                model=read_str(values, "remote.model"),
+                context_window=read_int(values, "remote.context_window"),
             ),
             workspace=WorkspaceConfig(
-                path=_str(values, "workspace.path"),
-                notes_folder=_str(values, "workspace.notes_folder"),
-                max_file_mb=_int(values, "workspace.max_file_mb"),
+                path=read_str(values, "workspace.path"),
+                notes_folder=read_str(values, "workspace.notes_folder"),
+                max_file_mb=read_int(values, "workspace.max_file_mb"),
             ),
             tools=ToolsConfig(
-                max_result_chars=_int(values, "tools.max_result_chars"),
-                fetch_url_enabled=_bool(values, "tools.fetch_url_enabled"),
-                fetch_url_confirm=_bool(values, "tools.fetch_url_confirm"),
+                max_result_chars=read_int(values, "tools.max_result_chars"),
+                fetch_url_enabled=read_bool(values, "tools.fetch_url_enabled"),
+                fetch_url_confirm=read_bool(values, "tools.fetch_url_confirm"),
             ),
             downloads=DownloadsConfig(
-                models_dir=_str(values, "downloads.models_dir"),
+                models_dir=read_str(values, "downloads.models_dir"),
             ),
             network=NetworkConfig(
-                proxy=_str(values, "network.proxy"),
-                ca_bundle=_str(values, "network.ca_bundle"),
+                proxy=read_str(values, "network.proxy"),
+                ca_bundle=read_str(values, "network.ca_bundle"),
             ),
             ui=UiConfig(
-                theme=_choice(values, "ui.theme", _UI_THEME),
+                theme=read_choice(values, "ui.theme", _UI_THEME),
             ),
         )
 
@@ -251,41 +258,3 @@ class Config:
             "network.ca_bundle": self.network.ca_bundle,
             "ui.theme": self.ui.theme,
         }
-
-
-def _int(values: Mapping[str, object], key: str) -> int:
-    value = values[key]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)  # as the schema takes 300.0 for 300
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{key} must be a whole number (got {value!r})")
-    return value
-
-
-def _float(values: Mapping[str, object], key: str) -> float:
-    value = values[key]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{key} must be a number (got {value!r})")
-    return float(value)
-
-
-def _bool(values: Mapping[str, object], key: str) -> bool:
-    value = values[key]
-    if not isinstance(value, bool):
-        raise TypeError(f"{key} must be true or false (got {value!r})")
-    return value
-
-
-def _str(values: Mapping[str, object], key: str) -> str:
-    value = values[key]
-    if not isinstance(value, str):
-        raise TypeError(f"{key} must be text (got {value!r})")
-    return value
-
-
-def _choice(values: Mapping[str, object], key: str, allowed: tuple[_Choice, ...]) -> _Choice:
-    value = values[key]
-    for choice in allowed:
-        if value == choice:
-            return choice
-    raise ValueError(f"{key} must be one of {', '.join(allowed)} (got {value!r})")

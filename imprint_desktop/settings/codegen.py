@@ -33,13 +33,13 @@ _TYPES = {
     Kind.FOLDER: "str",
 }
 _READERS = {
-    Kind.INT: "_int",
-    Kind.FLOAT: "_float",
-    Kind.BOOL: "_bool",
-    Kind.STR: "_str",
-    Kind.TEXT: "_str",
-    Kind.FILE: "_str",
-    Kind.FOLDER: "_str",
+    Kind.INT: "read_int",
+    Kind.FLOAT: "read_float",
+    Kind.BOOL: "read_bool",
+    Kind.STR: "read_str",
+    Kind.TEXT: "read_str",
+    Kind.FILE: "read_str",
+    Kind.FOLDER: "read_str",
 }
 
 _HEADER = f'''\
@@ -58,51 +58,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal
 
-Value = int | float | bool | str
-_Choice = TypeVar("_Choice", bound=str)
+from imprint_desktop.core.setting_values import (
+    Value,
+    read_bool,
+    read_choice,
+    read_float,
+    read_int,
+    read_str,
+)
+
 '''
 
-_READER_FUNCTIONS = """
-
-def _int(values: Mapping[str, object], key: str) -> int:
-    value = values[key]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)  # as the schema takes 300.0 for 300
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{key} must be a whole number (got {value!r})")
-    return value
-
-
-def _float(values: Mapping[str, object], key: str) -> float:
-    value = values[key]
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{key} must be a number (got {value!r})")
-    return float(value)
-
-
-def _bool(values: Mapping[str, object], key: str) -> bool:
-    value = values[key]
-    if not isinstance(value, bool):
-        raise TypeError(f"{key} must be true or false (got {value!r})")
-    return value
-
-
-def _str(values: Mapping[str, object], key: str) -> str:
-    value = values[key]
-    if not isinstance(value, str):
-        raise TypeError(f"{key} must be text (got {value!r})")
-    return value
-
-
-def _choice(values: Mapping[str, object], key: str, allowed: tuple[_Choice, ...]) -> _Choice:
-    value = values[key]
-    for choice in allowed:
-        if value == choice:
-            return choice
-    raise ValueError(f"{key} must be one of {', '.join(allowed)} (got {value!r})")
-"""
 
 _FROM_VALUES = '''
     @classmethod
@@ -134,7 +102,6 @@ def render() -> str:
         parts.append(f"{constant}: tuple[{kind}, ...] = ({_quoted(setting.choice_values)})\n")
     parts += [_section_class(section) for section in _sections()]
     parts.append(_config_class())
-    parts.append(_READER_FUNCTIONS)
     return "".join(parts)
 
 
@@ -208,7 +175,7 @@ def _section_class(section: Section) -> str:
 
 def _reader_call(setting: Setting) -> str:
     if setting.kind is Kind.CHOICE:
-        return f'_choice(values, "{setting.key}", {_choice_constant(setting)})'
+        return f'read_choice(values, "{setting.key}", {_choice_constant(setting)})'
     return f'{_READERS[setting.kind]}(values, "{setting.key}")'
 
 
