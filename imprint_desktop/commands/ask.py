@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from imprint_desktop.commands.fetch_consent import is_terminal, terminal_consent
 from imprint_desktop.core import assistant
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.chosen import workspace_root
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import (
     Cancelled,
@@ -150,7 +151,7 @@ def _prepare(args: argparse.Namespace, err: TextIO) -> _Run:
             f"the environment variable {args.api_key_env} is not set (or is empty); "
             "--api-key-env names the variable that holds the API key"
         )
-    root = assistant.workspace_root(Config.from_values(settings), args.workspace)
+    root = workspace_root(Config.from_values(settings), args.workspace)
     return _Run(args, settings, root, _open_trace(args.trace))
 
 

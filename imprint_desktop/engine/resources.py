@@ -117,12 +117,12 @@ class EngineResources:
 
     def workspace(self, settings: Mapping[str, Any]) -> Workspace:
         """The workspace ``settings`` choose, opened once and kept while they stay the same."""
-        from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread
+        from imprint_desktop.core.chosen import workspace_root  # noqa: PLC0415 - engine thread
         from imprint_desktop.core.config import Config  # noqa: PLC0415
         from imprint_desktop.core.workspace import Workspace  # noqa: PLC0415
 
         config = Config.from_values(settings)
-        root = assistant.workspace_root(config)
+        root = workspace_root(config)
         key = workspace_key(root, settings)
         if self._workspace is None or key != self._workspace_key:
             if self._workspace is not None:
