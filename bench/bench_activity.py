@@ -40,6 +40,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 import imprint_desktop.engine  # noqa: E402, F401 - guards None/True/False, as in the app
 from imprint_desktop.core.research import events as ev  # noqa: E402
+from tests.support.settings import make_config  # noqa: E402
 
 CALLS_PER_SECOND = 200
 CALLS_PER_ROUND = 5
@@ -182,7 +183,7 @@ def main() -> int:
         panel.show()
         run_for(0.1)
         panel.begin("Starting…")
-        panel.apply(ev.ReplyStarted(0.0, "Bench?", {}, "bench"))
+        panel.apply(ev.ReplyStarted(0.0, "Bench?", make_config(), "bench"))
         return panel
 
     quiet = shown_panel()

@@ -31,7 +31,7 @@ from imprint_desktop.core.net import make_async_client  # noqa: E402
 from imprint_desktop.core.providers.base import ToolCall  # noqa: E402
 from imprint_desktop.core.providers.remote import RemoteProvider  # noqa: E402
 from imprint_desktop.core.research import events as ev  # noqa: E402
-from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings  # noqa: E402
+from imprint_desktop.core.research.engine import ResearchEngine  # noqa: E402
 from imprint_desktop.core.research.novelty import (  # noqa: E402
     MAX_BYTES,
     MAX_FINGERPRINTS,
@@ -42,6 +42,7 @@ from imprint_desktop.core.tools.base import EvidenceItem, ToolResult  # noqa: E4
 from tests.support.fake_tools import FakeTools  # noqa: E402
 from tests.support.openai_server import OpenAIServer, Reply  # noqa: E402
 from tests.support.scripted_provider import ScriptedProvider, Step  # noqa: E402
+from tests.support.settings import research_settings  # noqa: E402
 
 RNG = random.Random(2026)
 VOCABULARY = [
@@ -164,7 +165,9 @@ def _one_reply_round_costs(rounds: int, evidence_kb: int) -> list[float]:
         if isinstance(event, ev.RoundEnded | ev.ReplyStarted):
             marks.append((time.perf_counter(), outside[0]))
 
-    settings = ResearchSettings(token_budget=2_000_000_000, timeout_sec=3600)
+    settings = research_settings(
+        {"chat.research_token_budget": 2_000_000_000, "chat.research_timeout_sec": 3600}
+    )
     engine = ResearchEngine(provider, settings, sink=fan_out([writer, events.append, mark]))
     asyncio.run(engine.run("Benchmark question?", tools))
     writer.close()
@@ -263,7 +266,7 @@ def _press_stop(server: OpenAIServer, cancel: CancelToken, pressed: list[float])
 async def _stalled_reply(url: str, cancel: CancelToken) -> float:
     async with make_async_client(NetworkConfig(proxy="", ca_bundle="")) as http:
         provider = RemoteProvider(http, url, "", None, 8192)
-        engine = ResearchEngine(provider, ResearchSettings(), cancel=cancel)
+        engine = ResearchEngine(provider, research_settings(), cancel=cancel)
 
         def respond(name: str, values: Mapping[str, Any]) -> ToolResult:
             return ToolResult(name, "ok", "x", (EvidenceItem("a.md", "1", "Some text here."),))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ TARGET = 1.2
 
 async def reply(
     provider: Any,
-    settings: dict[str, Any],
+    config: Config,
     workspace: Workspace,
     *,
     question: str,
@@ -60,8 +61,8 @@ async def reply(
         return await complete(request, *args)
 
     provider.complete = recording
-    engine = ResearchEngine(provider, ResearchSettings.from_mapping(settings), sink=events.append)
-    tools = Toolbox(workspace, settings, None)
+    engine = ResearchEngine(provider, ResearchSettings.from_config(config), sink=events.append)
+    tools = Toolbox(workspace, config.tools, None)
     try:
         result = await engine.run(question, tools, history, compact_history=compact)
     finally:
@@ -69,14 +70,14 @@ async def reply(
     return result, events, requests
 
 
-async def follow_up(mode: str, settings: dict[str, Any], workspace: Workspace) -> tuple[int, int]:
-    provider = await open_local_provider(None, Config.from_values(settings).model)
+async def follow_up(mode: str, config: Config, workspace: Workspace) -> tuple[int, int]:
+    provider = await open_local_provider(None, config.model)
     try:
-        first, _, _ = await reply(provider, settings, workspace, question=FIRST, history=[])
+        first, _, _ = await reply(provider, config, workspace, question=FIRST, history=[])
         compact = [Message("user", FIRST), Message("assistant", written(first.answer))]
         history = list(first.conversation) if mode == "conversation" else compact
         _, events, requests = await reply(
-            provider, settings, workspace, question=FOLLOW_UP, history=history, compact=compact
+            provider, config, workspace, question=FOLLOW_UP, history=history, compact=compact
         )
         [opening] = [e for e in events if isinstance(e, ev.RequestFinished)][:1]
         # The new turn: the first request's prompt less the conversation it continues.
@@ -93,13 +94,14 @@ async def follow_up(mode: str, settings: dict[str, Any], workspace: Workspace) -
 
 
 def main() -> int:
-    settings = dict(SettingsStore(environ={}).snapshot())
-    settings["chat.max_tokens"] = 256
-    settings["chat.research_max_output_tokens"] = 256
+    config = SettingsStore(environ={}).config()
+    config = replace(
+        config, chat=replace(config.chat, max_tokens=256, research_max_output_tokens=256)
+    )
     with Workspace(WORKSPACE) as workspace:
         workspace.index.update()
         results = {
-            m: asyncio.run(follow_up(m, settings, workspace)) for m in ("compact", "conversation")
+            m: asyncio.run(follow_up(m, config, workspace)) for m in ("compact", "conversation")
         }
     for mode, (evaluated, new_turn) in results.items():
         print(

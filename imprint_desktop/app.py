@@ -84,15 +84,15 @@ def build_window(
     ``downloads=False`` leaves the download manager to :func:`attach_downloads` (after showing).
     """
     app = create_application()
-    apply_theme(app, str(store.get("ui.theme")))
+    apply_theme(app, store.config().ui.theme)
 
     def settings_changed(keys: frozenset[str]) -> None:
         if "ui.theme" in keys:
-            apply_theme(app, str(store.get("ui.theme")))
+            apply_theme(app, store.config().ui.theme)
 
     store.subscribe(settings_changed)
     bridge = EngineBridge(
-        store.snapshot,
+        store.config,
         api_key=_api_key_reader(secrets),
         provider_factory=provider_factory,
         history_path=history_path,
@@ -229,7 +229,7 @@ def run(
     """Open the window and run until it closes; returns the exit code."""
     app = create_application()
     store = SettingsStore(config)
-    apply_theme(app, str(store.get("ui.theme")))
+    apply_theme(app, store.config().ui.theme)
     # First run: a short welcome (starter model, model manager or a server; sample workspace).
     # Scripted runs (--quit-after, the end-to-end event hook) never stop for it.
     scripted = quit_after is not None or os.environ.get("IMPRINT_GUI_EVENTS") == "1"

@@ -16,14 +16,15 @@ import signal
 import sqlite3
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from imprint_desktop.commands.fetch_consent import is_terminal, terminal_consent
 from imprint_desktop.core import assistant
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.chosen import chosen_model, workspace_root
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import (
     Cancelled,
@@ -110,7 +111,7 @@ class _Run:
     """Everything one ``imprint ask`` needs, checked before anything is loaded or sent."""
 
     args: argparse.Namespace
-    settings: Mapping[str, Any]
+    config: Config
     root: Path
     trace: TraceWriter | None
 
@@ -124,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     cancel = CancelToken()
     try:
-        result = asyncio.run(_ask(prepared, _api_key(args, prepared.settings), cancel, err))
+        result = asyncio.run(_ask(prepared, _api_key(args, prepared.config), cancel, err))
     except Cancelled:
         print("imprint: stopped before research began", file=err)
         return EXIT_INTERRUPTED
@@ -144,21 +145,22 @@ def _prepare(args: argparse.Namespace, err: TextIO) -> _Run:
     """Settings, workspace and trace file; any of them unusable is bad usage (exit 2)."""
     if not args.question.strip():
         raise SettingsError("the question is empty")
-    settings = _settings(args, err)
+    config = _config(args, err)
     if args.api_key_env and not os.environ.get(args.api_key_env):
         raise SettingsError(
             f"the environment variable {args.api_key_env} is not set (or is empty); "
             "--api-key-env names the variable that holds the API key"
         )
-    root = assistant.workspace_root(Config.from_values(settings), args.workspace)
-    return _Run(args, settings, root, _open_trace(args.trace))
+    root = workspace_root(config, args.workspace)
+    return _Run(args, config, root, _open_trace(args.trace))
 
 
-def _settings(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
+def _config(args: argparse.Namespace, err: TextIO) -> Config:
+    """The settings of this run: the store's, with the command line's overrides by key."""
     store = SettingsStore(args.config) if args.config else SettingsStore()
     for problem in store.problems:
         print(f"warning: {problem.message}", file=err)
-    settings = dict(store.snapshot())
+    values = dict(store.snapshot())
     overrides: list[tuple[str, str]] = []
     for item in args.set:
         key, equals, value = item.partition("=")
@@ -179,12 +181,12 @@ def _settings(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
         setting = schema.get(key)
         if setting.secret:
             raise SettingsError(f"{key} is a secret; use --api-key-env or the keyring")
-        settings[key] = setting.parse(value)
-    return settings
+        values[key] = setting.parse(value)
+    return Config.from_values(values)
 
 
-def _api_key(args: argparse.Namespace, settings: Mapping[str, Any]) -> str | None:
-    if settings.get("model.provider") != "remote":
+def _api_key(args: argparse.Namespace, config: Config) -> str | None:
+    if not chosen_model(config).remote:
         return None
     if args.api_key_env:
         key = os.environ.get(args.api_key_env)
@@ -211,10 +213,9 @@ def _open_trace(path: Path | None) -> TraceWriter | None:
 async def _ask(
     prepared: _Run, api_key: str | None, cancel: CancelToken, err: TextIO
 ) -> ev.ReplyResult:
-    args, settings, root, trace = prepared.args, prepared.settings, prepared.root, prepared.trace
+    args, config, root, trace = prepared.args, prepared.config, prepared.root, prepared.trace
     loop = asyncio.get_running_loop()
     _install_interrupt(loop, cancel, err)
-    config = Config.from_values(settings)
     http = make_async_client(config.network)
     try:
         provider = await assistant.open_provider(config, http, api_key=api_key, cancel=cancel)

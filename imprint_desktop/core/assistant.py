@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from pathlib import Path
 
 import httpx
 
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.core.chosen import chosen_model, workspace_folder
+from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.consent import Consent
-from imprint_desktop.core.errors import WorkspaceMissingError
 from imprint_desktop.core.providers.base import Message, Provider
 from imprint_desktop.core.research.engine import (
     AskPerson,
@@ -27,29 +25,6 @@ from imprint_desktop.core.research.engine import (
 from imprint_desktop.core.research.events import ReplyResult
 from imprint_desktop.core.tools.toolbox import Toolbox
 from imprint_desktop.core.workspace import Workspace
-
-
-def workspace_root(config: Config, override: Path | None = None) -> Path:
-    """The folder to research: ``override``, else ``workspace.path``, else the sample workspace;
-    :class:`WorkspaceMissingError` when it is not a folder."""
-    return existing_workspace(
-        override if override is not None else workspace_folder(config.workspace.path)
-    )
-
-
-def existing_workspace(root: Path) -> Path:
-    """``root``, or :class:`WorkspaceMissingError` saying what to do when it is not a folder."""
-    if root.exists() and not root.is_dir():
-        raise WorkspaceMissingError(
-            f"The workspace {root} is a file, not a folder. Choose a folder in Preferences → "
-            "Workspace or pass --workspace."
-        )
-    if not root.is_dir():
-        raise WorkspaceMissingError(
-            f"The workspace folder {root} does not exist. Choose a folder in Preferences → "
-            "Workspace or pass --workspace."
-        )
-    return root
 
 
 async def open_provider(
@@ -110,11 +85,11 @@ async def research(
     """
     engine = ResearchEngine(
         provider,
-        ResearchSettings.from_mapping(config.as_values()),
+        ResearchSettings.from_config(config),
         cancel=cancel,
         ask=ask,
         consent=consent,
         sink=sink,
     )
-    toolbox = Toolbox(workspace, config.as_values(), http)
+    toolbox = Toolbox(workspace, config.tools, http)
     return await engine.run(question, toolbox, history, compact_history=compact_history)

@@ -3,7 +3,8 @@
 Both settings have a fallback a person never types: an empty ``model.path`` is the starter model,
 an empty ``workspace.path`` the bundled sample workspace. The provider loader, the engine's status
 line, the window's welcome text, the toolbar, the first-run check and the command line all need the
-same answer, so they ask here instead of reading the keys and applying the fallback themselves.
+same answer, so they ask here instead of reading the keys and applying the fallback themselves;
+so do the engine and the history about whether the folder chosen is one (:func:`workspace_root`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from imprint_desktop.core import resources
 from imprint_desktop.core.config import Config, ModelProvider
+from imprint_desktop.core.errors import WorkspaceMissingError
 from imprint_desktop.core.urls import public_url
 
 
@@ -79,8 +81,41 @@ def chosen_workspace(path: str) -> Path | None:
 def workspace_folder(path: str) -> Path:
     """The folder research reads for a ``workspace.path`` value: the one named, else the bundled
     sample workspace. Whether it is a folder is checked where it is opened
-    (:func:`~imprint_desktop.core.assistant.workspace_root`)."""
+    (:func:`workspace_root`)."""
     return chosen_workspace(path) or sample_workspace()
+
+
+def workspace_root(config: Config, override: Path | None = None) -> Path:
+    """The folder to research: ``override``, else ``workspace.path``, else the sample workspace;
+    :class:`WorkspaceMissingError` when it is not a folder."""
+    return existing_workspace(
+        override if override is not None else workspace_folder(config.workspace.path)
+    )
+
+
+def existing_workspace(root: Path) -> Path:
+    """``root``, or :class:`WorkspaceMissingError` saying what to do when it is not a folder."""
+    if root.exists() and not root.is_dir():
+        raise WorkspaceMissingError(
+            f"The workspace {root} is a file, not a folder. Choose a folder in Preferences → "
+            "Workspace or pass --workspace."
+        )
+    if not root.is_dir():
+        raise WorkspaceMissingError(
+            f"The workspace folder {root} does not exist. Choose a folder in Preferences → "
+            "Workspace or pass --workspace."
+        )
+    return root
+
+
+def researched_folder(config: Config) -> Path | None:
+    """The folder a reply under ``config`` researches, or None when it is not a folder (the reply
+    then fails saying so): what the history keeps with the reply and the window opens its
+    citations from."""
+    try:
+        return workspace_root(config)
+    except WorkspaceMissingError:
+        return None
 
 
 def sample_workspace() -> Path:

@@ -16,13 +16,15 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from imprint_desktop.core import paths
+from imprint_desktop.core.chosen import researched_folder
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.handler import EventHandler
@@ -314,7 +316,7 @@ class ReplyRecorder(EventHandler):
         self._record(event)
 
     def on_reply_started(self, event: ev.ReplyStarted) -> None:
-        self._keep_workspace(event.settings)
+        self._keep_workspace(event.config)
         self._record(event)
 
     def on_tool_finished(self, event: ev.ToolFinished) -> None:
@@ -364,19 +366,13 @@ class ReplyRecorder(EventHandler):
                     ),
                 )
 
-    def _keep_workspace(self, settings: Mapping[str, Any]) -> None:
+    def _keep_workspace(self, config: Config) -> None:
         """Note the folder the reply researches, unless :meth:`HistoryStore.start_reply` did."""
-        from imprint_desktop.core.assistant import existing_workspace  # noqa: PLC0415 - loaded by now
-        from imprint_desktop.core.chosen import workspace_folder  # noqa: PLC0415
-        from imprint_desktop.core.errors import ImprintError  # noqa: PLC0415
-
-        try:
-            folder = workspace_folder(str(settings.get("workspace.path") or ""))
-            root = str(existing_workspace(folder))
-        except ImprintError:
+        folder = researched_folder(config)
+        if folder is None:
             return
         with self.store.transaction() as db:
             db.execute(
                 "UPDATE replies SET workspace = ? WHERE id = ? AND workspace IS NULL",
-                (root, self.reply_id),
+                (str(folder), self.reply_id),
             )

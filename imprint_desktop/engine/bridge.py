@@ -39,13 +39,14 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, assert_never
+from typing import assert_never
 
 from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
 
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.consent import Decision
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.host import EngineHost
@@ -72,7 +73,7 @@ class EngineBridge(QObject):
 
     def __init__(
         self,
-        settings: Callable[[], Mapping[str, Any]],
+        settings: Callable[[], Config],
         *,
         api_key: Callable[[], str | None] = lambda: None,
         provider_factory: ProviderFactory | None = None,
@@ -122,7 +123,7 @@ class EngineBridge(QObject):
             reply_id,
             conversation_id=conversation_id,
             question=question,
-            settings=self._settings(),
+            config=self._settings(),
             cancel=cancel,
         )
         return reply_id

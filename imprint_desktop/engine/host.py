@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ from imprint_desktop.engine.resources import EngineResources
 from imprint_desktop.engine.work import ProviderFactory, open_default_provider
 
 if TYPE_CHECKING:  # imported on the engine thread, where it is used, to keep startup fast
+    from imprint_desktop.core.config import Config
     from imprint_desktop.core.history import HistoryStore
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class EngineHost(QThread):
         *,
         conversation_id: int | None,
         question: str,
-        settings: Mapping[str, Any],
+        config: Config,
         cancel: CancelToken,
     ) -> None:
         """Research ``question`` as reply ``reply_id``; it waits for the one before to end."""
@@ -112,7 +113,7 @@ class EngineHost(QThread):
             reply_id,
             question=question,
             conversation_id=conversation_id,
-            settings=settings,
+            config=config,
             cancel=cancel,
             emit=self._emit,
         )
@@ -126,20 +127,20 @@ class EngineHost(QThread):
         """Hand the person's decision to ``fetch_url`` call ``call_id`` of reply ``reply_id``."""
         self._call(self._deliver, reply_id, call_id, lambda reply: reply.decide(call_id, decision))
 
-    def load_model(self, settings: Mapping[str, Any]) -> None:
+    def load_model(self, config: Config) -> None:
         resources = self._resources
-        self._submit(lambda: resources.provider(settings), jobs.model_failed(settings))
+        self._submit(lambda: resources.provider(config), jobs.model_failed(config))
 
-    def index_workspace(self, settings: Mapping[str, Any]) -> None:
+    def index_workspace(self, config: Config) -> None:
         """Update the index; the update ends with its own terminal IndexStatus."""
         resources, emit = self._resources, self._emit
-        self._submit(lambda: resources.update_index(settings, emit), jobs.index_failed(settings))
+        self._submit(lambda: resources.update_index(config, emit), jobs.index_failed(config))
 
-    def test_connection(self, settings: Mapping[str, Any]) -> None:
+    def test_connection(self, config: Config) -> None:
         async def work() -> None:
-            self._emit(await self._resources.test_connection(settings))
+            self._emit(await self._resources.test_connection(config))
 
-        self._submit(work, jobs.connection_failed(settings))
+        self._submit(work, jobs.connection_failed(config))
 
     def list_conversations(self, search: str) -> None:
         self._submit(

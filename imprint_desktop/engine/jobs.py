@@ -11,14 +11,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.work import sentence
 
 if TYPE_CHECKING:
+    from imprint_desktop.core.config import Config
     from imprint_desktop.core.history import HistoryStore, StoredReply
     from imprint_desktop.engine.reply import ConversationMemory
 
@@ -133,17 +134,17 @@ def _title(history: HistoryStore, conversation_id: int) -> str:
 # --- model and workspace --------------------------------------------------------------------------
 
 
-def model_failed(settings: Mapping[str, Any]) -> Failed:
+def model_failed(config: Config) -> Failed:
     # ModelStatus(FAILED) already went out; this is the sentence to show.
-    return lambda error: p.EngineProblem(sentence(error, settings))
+    return lambda error: p.EngineProblem(sentence(error, config))
 
 
-def index_failed(settings: Mapping[str, Any]) -> Failed:
-    root = str(settings.get("workspace.path") or "")
+def index_failed(config: Config) -> Failed:
+    root = config.workspace.path
     return lambda error: p.IndexStatus(
         root, 0, 0, outcome=p.Outcome.FAILED, message=sentence(error)
     )
 
 
-def connection_failed(settings: Mapping[str, Any]) -> Failed:
-    return lambda error: p.ConnectionTest(False, sentence(error, settings))
+def connection_failed(config: Config) -> Failed:
+    return lambda error: p.ConnectionTest(False, sentence(error, config))

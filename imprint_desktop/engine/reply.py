@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.consent import AllowedSites, Decision, remembering, site_of
@@ -29,6 +28,7 @@ from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.work import sentence
 
 if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep startup fast
+    from imprint_desktop.core.config import Config
     from imprint_desktop.core.history import HistoryStore, ReplyRecorder
     from imprint_desktop.core.providers.base import Message
     from imprint_desktop.core.research import events as ev
@@ -112,14 +112,14 @@ class ReplyJob:
         *,
         question: str,
         conversation_id: int | None,
-        settings: Mapping[str, Any],
+        config: Config,
         cancel: CancelToken,
         emit: p.Emit,
     ) -> None:
         self.reply_id = reply_id  # the bridge's call number ("latest wins")
         self.question = question
         self.conversation_id = conversation_id  # None until a new conversation is made
-        self.settings = settings
+        self.config = config  # the settings it runs under, as they were when it started
         self.cancel = cancel
         self._emit = emit
         self._recorder: ReplyRecorder | None = None  # the reply's history row, once saved
@@ -151,7 +151,7 @@ class ReplyJob:
             self._end(p.Outcome.CANCELLED)
             return
         except Exception as error:
-            message = sentence(error, self.settings)
+            message = sentence(error, self.config)
             self._close_row("error", message)
             self._end(p.Outcome.FAILED, message=message)
             return
@@ -172,7 +172,6 @@ class ReplyJob:
         self, history: HistoryStore, resources: EngineResources, memory: ConversationMemory
     ) -> ev.ReplyResult:
         from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
-        from imprint_desktop.core.config import Config  # noqa: PLC0415 - likewise
         from imprint_desktop.core.history import conversation_title  # noqa: PLC0415 - likewise
 
         conversation = self.conversation_id
@@ -187,12 +186,12 @@ class ReplyJob:
         self._recorder = recorder
         self._emit(p.ReplyOpened(self.reply_id, conversation, recorder.reply_id, created))
 
-        settings, cancel = self.settings, self.cancel
+        config, cancel = self.config, self.cancel
         self._emit(p.ReplyPreparing(self.reply_id, "Getting the model ready…"))
-        provider = await resources.provider(settings, cancel)
+        provider = await resources.provider(config, cancel)
         cancel.raise_if_cancelled()
         self._emit(p.ReplyPreparing(self.reply_id, "Updating the workspace index…"))
-        await resources.update_index(settings, self._emit, cancel)
+        await resources.update_index(config, self._emit, cancel)
         cancel.raise_if_cancelled()
 
         def sink(event: ev.Event) -> None:
@@ -205,9 +204,9 @@ class ReplyJob:
         result = await assistant.research(
             self.question,
             provider=provider,
-            config=Config.from_values(settings),
-            workspace=resources.workspace(settings),
-            http=resources.http(settings),
+            config=config,
+            workspace=resources.workspace(config),
+            http=resources.http(config),
             cancel=cancel,
             ask=self._ask_person,
             consent=remembering(self._ask_consent, memory.sites(conversation)),

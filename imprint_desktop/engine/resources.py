@@ -14,16 +14,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.chosen import chosen_model, workspace_root
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.work import (
     ProviderFactory,
-    describe_model,
     model_key,
-    network_key,
     read_api_key,
     test_remote,
     workspace_key,
@@ -32,6 +31,7 @@ from imprint_desktop.engine.work import (
 if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep startup fast
     import httpx
 
+    from imprint_desktop.core.config import Config, NetworkConfig
     from imprint_desktop.core.providers.base import Provider
     from imprint_desktop.core.workspace import Workspace
 
@@ -52,7 +52,7 @@ class EngineResources:
         self._api_key = api_key
         self._model_lock = asyncio.Lock()
         self._http: httpx.AsyncClient | None = None
-        self._http_key: tuple[object, ...] = ()
+        self._network: NetworkConfig | None = None  # what the client was made for
         self._closing: set[asyncio.Task[None]] = set()  # replaced clients, closing
         self._provider: Provider | None = None
         self._provider_key: tuple[object, ...] = ()
@@ -65,37 +65,33 @@ class EngineResources:
         thread)."""
         self._stop_indexing.set()
 
-    def http(self, settings: Mapping[str, Any]) -> httpx.AsyncClient:
-        """The client for ``settings``' network options (made again when they change)."""
-        from imprint_desktop.core.config import Config  # noqa: PLC0415 - engine thread
+    def http(self, config: Config) -> httpx.AsyncClient:
+        """The client for the network settings (made again when they change)."""
         from imprint_desktop.core.net import make_async_client  # noqa: PLC0415 - engine thread
 
-        key = network_key(settings)
-        if self._http is None or key != self._http_key:
-            network = Config.from_values(settings).network
-            old, self._http = self._http, make_async_client(network)
-            self._http_key = key
+        if self._http is None or config.network != self._network:
+            old, self._http = self._http, make_async_client(config.network)
+            self._network = config.network
             if old is not None:
                 task = asyncio.get_running_loop().create_task(old.aclose())
                 self._closing.add(task)
                 task.add_done_callback(self._closing.discard)
         return self._http
 
-    async def provider(
-        self, settings: Mapping[str, Any], cancel: CancelToken | None = None
-    ) -> Provider:
-        """The provider ``settings`` choose, loaded once and kept while they stay the same."""
+    async def provider(self, config: Config, cancel: CancelToken | None = None) -> Provider:
+        """The provider the settings choose, loaded once and kept while they stay the same."""
         async with self._model_lock:
-            key = model_key(settings)
-            http = self.http(settings)
+            key = model_key(config)
+            http = self.http(config)
             if self._provider is not None and key == self._provider_key and self._http is http:
                 return self._provider
             await self._close_provider()
-            description = describe_model(settings)
+            chosen = chosen_model(config)
+            description = chosen.describe()
             self._emit(p.ModelStatus(p.ModelState.LOADING, description))
             try:
-                api_key = await read_api_key(settings, self._api_key)
-                provider = await self._factory(settings, http, api_key, cancel or CancelToken())
+                api_key = await read_api_key(self._api_key) if chosen.remote else None
+                provider = await self._factory(config, http, api_key, cancel or CancelToken())
             except BaseException as error:
                 message = str(error) if not isinstance(error, asyncio.CancelledError) else ""
                 self._emit(p.ModelStatus(p.ModelState.FAILED, description, message))
@@ -115,15 +111,12 @@ class EngineResources:
             except Exception:
                 log.exception("closing the provider failed")
 
-    def workspace(self, settings: Mapping[str, Any]) -> Workspace:
-        """The workspace ``settings`` choose, opened once and kept while they stay the same."""
-        from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread
-        from imprint_desktop.core.config import Config  # noqa: PLC0415
-        from imprint_desktop.core.workspace import Workspace  # noqa: PLC0415
+    def workspace(self, config: Config) -> Workspace:
+        """The workspace the settings choose, opened once and kept while they stay the same."""
+        from imprint_desktop.core.workspace import Workspace  # noqa: PLC0415 - engine thread
 
-        config = Config.from_values(settings)
-        root = assistant.workspace_root(config)
-        key = workspace_key(root, settings)
+        root = workspace_root(config)
+        key = workspace_key(root, config)
         if self._workspace is None or key != self._workspace_key:
             if self._workspace is not None:
                 self._workspace.close()
@@ -134,7 +127,7 @@ class EngineResources:
 
     async def update_index(
         self,
-        settings: Mapping[str, Any],
+        config: Config,
         progress: Callable[[p.IndexStatus], None],
         cancel: CancelToken | None = None,
     ) -> None:
@@ -142,7 +135,7 @@ class EngineResources:
 
         ``cancel`` is the reply's Stop, which ends the update at once (a PDF being read
         included); without it only closing the app does (:meth:`stop_indexing`)."""
-        workspace = self.workspace(settings)
+        workspace = self.workspace(config)
         root = str(workspace.root)
         loop = asyncio.get_running_loop()
         last = [0.0]
@@ -161,10 +154,11 @@ class EngineResources:
         outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
         progress(p.IndexStatus(root, result.documents, result.documents, outcome=outcome))
 
-    async def test_connection(self, settings: Mapping[str, Any]) -> p.ConnectionTest:
-        """Try the remote server ``settings`` name, with the key the keyring keeps for it."""
-        api_key = await read_api_key({**settings, "model.provider": "remote"}, self._api_key)
-        return await test_remote(self.http(settings), settings, api_key)
+    async def test_connection(self, config: Config) -> p.ConnectionTest:
+        """Try the remote server the settings name (chosen or not), with the key the keyring
+        keeps for it."""
+        api_key = await read_api_key(self._api_key)
+        return await test_remote(self.http(config), config, api_key)
 
     async def aclose(self) -> None:
         """Close the provider, the client and the workspace (on the loop, when it stops)."""

@@ -29,9 +29,9 @@ from PySide6.QtWidgets import (
 
 from imprint_desktop import APP_NAME, __version__
 from imprint_desktop.core import paths
+from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
-from imprint_desktop.engine.work import describe_model
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.banner import ProblemsBanner, welcome_html
 from imprint_desktop.ui.chat_view import ChatView
@@ -73,7 +73,7 @@ class MainWindow(QMainWindow):
         self.banner = ProblemsBanner()
         self.banner.open_button.clicked.connect(self.open_preferences)
         self.banner.show_problems([problem.message for problem in store.problems])
-        self.toolbar_row = ResearchToolbar(store, lambda: describe_model(store.snapshot()))
+        self.toolbar_row = ResearchToolbar(store, lambda: chosen_model(store.config()).describe())
         toolbar = QToolBar("Model and workspace")
         toolbar.setObjectName("researchToolbar")
         toolbar.setMovable(False)
@@ -122,7 +122,7 @@ class MainWindow(QMainWindow):
             consent_card=self.consent_card,
             conversations=self.conversations,
             parent=self,
-            source_bytes=lambda: int(store.get("workspace.max_file_mb")) * 2**20,
+            source_bytes=lambda: store.config().workspace.max_file_mb * 2**20,
         )
         self.session.sig_problem.connect(self.show_problem)
         self.session.sig_status.connect(self.show_status)

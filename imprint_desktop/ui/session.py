@@ -13,13 +13,14 @@ opens in the browser only when the person chooses to, with the full address in f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QUrl, Signal, Slot
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from imprint_desktop.core.chosen import researched_folder
 from imprint_desktop.core.consent import DECISION_WORDS, Decision
 from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.wording import phase_words
@@ -65,18 +66,6 @@ def messages_for(replies: tuple[StoredReply, ...]) -> list[ChatMessage]:
             )
         )
     return messages
-
-
-def researched_folder(settings: Mapping[str, Any]) -> str | None:
-    """The folder a reply with these settings researches (as the engine chooses it)."""
-    from imprint_desktop.core.assistant import existing_workspace  # noqa: PLC0415 - engine loaded it
-    from imprint_desktop.core.chosen import workspace_folder  # noqa: PLC0415
-    from imprint_desktop.core.errors import ImprintError  # noqa: PLC0415
-
-    try:
-        return str(existing_workspace(workspace_folder(str(settings.get("workspace.path") or ""))))
-    except ImprintError:
-        return None
 
 
 class ChatSession(QObject, EventHandler):
@@ -224,7 +213,8 @@ class ChatSession(QObject, EventHandler):
         self.view.append_text(event.text)
 
     def on_reply_started(self, event: ev.ReplyStarted) -> None:
-        self._live_workspace = self._panel_workspace = researched_folder(event.settings)
+        folder = researched_folder(event.config)
+        self._live_workspace = self._panel_workspace = str(folder) if folder else None
 
     def on_tool_finished(self, event: ev.ToolFinished) -> None:
         self._live_evidence.update((item.id, item) for item in event.evidence)

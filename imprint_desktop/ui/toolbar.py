@@ -25,7 +25,12 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.core import resources
-from imprint_desktop.core.chosen import chosen_workspace, sample_workspace
+from imprint_desktop.core.chosen import (
+    chosen_model,
+    chosen_workspace,
+    model_file,
+    sample_workspace,
+)
 from imprint_desktop.engine.payloads import IndexStatus, ModelState, ModelStatus
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.inert import tooltip
@@ -67,6 +72,8 @@ class ModelPicker(QComboBox):
     def rebuild(self) -> None:
         self.blockSignals(True)
         self.clear()
+        config = self._store.config()
+        chosen = chosen_model(config)
         starter = self.starter if isinstance(self.starter, Path) else None
         if self.starter is not None:
             self.addItem(
@@ -74,11 +81,11 @@ class ModelPicker(QComboBox):
             )
         for model in self._installed:
             self.addItem(model.name, {"model.provider": "local", "model.path": str(model.path)})
-        path = str(self._store.get("model.path") or "")
-        if path and all(str(m.path) != path for m in self._installed) and Path(path) != starter:
-            self.addItem(Path(path).name, {"model.provider": "local", "model.path": path})
-        base = self._store.get("remote.base_url")
-        self.addItem(f"Remote server: {base}", {"model.provider": "remote"})
+        own = chosen.file  # a model file chosen that is neither installed nor the starter
+        installed = any(chosen.uses_file(model.path) for model in self._installed)
+        if own is not None and own != starter and not installed:
+            self.addItem(own.name, {"model.provider": "local", "model.path": config.model.path})
+        self.addItem(f"Remote server: {chosen.server}", {"model.provider": "remote"})
         self.insertSeparator(self.count())
         self.addItem("Import a model file…", {_ACTION: "import"})
         self.addItem("Download models… (Ctrl+M)", {_ACTION: "manage"})
@@ -87,15 +94,15 @@ class ModelPicker(QComboBox):
         self.blockSignals(False)
 
     def _current_index(self) -> int:
-        provider = self._store.get("model.provider")
-        path = str(self._store.get("model.path") or "")
+        """The entry of the model the settings choose (the first entry when none is)."""
+        chosen = chosen_model(self._store.config())
         for index in range(self.count()):
             data = self.itemData(index)
             if not isinstance(data, dict) or _ACTION in data:
                 continue
-            if data.get("model.provider") != provider:
+            if data.get("model.provider") != chosen.provider:
                 continue
-            if provider == "remote" or data.get("model.path") == path:
+            if chosen.remote or model_file(str(data.get("model.path", ""))) == chosen.file:
                 return index
         return 0
 
@@ -150,7 +157,7 @@ class WorkspacePicker(QToolButton):
     @Slot()
     def choose_folder(self) -> None:
         folder = QFileDialog.getExistingDirectory(
-            self, "Choose the folder to research", str(self._store.get("workspace.path") or "")
+            self, "Choose the folder to research", self._store.config().workspace.path
         )
         if folder:
             self._store.set("workspace.path", folder)

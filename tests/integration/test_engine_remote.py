@@ -17,15 +17,14 @@ import pytest
 
 from imprint_desktop.core import assistant
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.core.config import Config
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.providers.remote import RemoteProvider
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.workspace import Workspace
-from imprint_desktop.settings.store import SettingsStore
 from tests.support.llama_server import LlamaServer
 from tests.support.openai_server import OpenAIServer, Reply, Usage
+from tests.support.remote_reply import settings
 
 pytestmark = pytest.mark.integration
 
@@ -47,14 +46,6 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
         yield opened
 
 
-def settings(**overrides: Any) -> dict[str, Any]:
-    values = dict(SettingsStore(environ={}).snapshot())
-    # These scenarios script every request; the engine's own first search is tested on its own.
-    values["chat.research_first"] = False
-    values.update(overrides)
-    return values
-
-
 def run_reply(
     server_url: str,
     workspace: Workspace,
@@ -64,15 +55,15 @@ def run_reply(
     on_event: Any = None,
     **overrides: Any,
 ) -> ev.ReplyResult:
-    values = settings(**overrides)
+    config = settings(overrides)
 
     async def reply() -> ev.ReplyResult:
-        async with make_async_client(Config.from_values(values).network) as http:
+        async with make_async_client(config.network) as http:
             provider = RemoteProvider(http, server_url, model, None, 4096)
             return await assistant.research(
                 "When was the harbour light first lit?",
                 provider=provider,
-                config=Config.from_values(values),
+                config=config,
                 workspace=workspace,
                 http=http,
                 cancel=cancel or CancelToken(),

@@ -148,7 +148,7 @@ def test_time_stop_cuts_an_in_flight_request_at_the_deadline_then_a_final(
     deltas = "".join(e.text for e in run.of(ev.TextDelta) if e.phase == "research")
     assert deltas.startswith("Let me think")
     by_phase = check_requests(
-        openai_server, research_max_tokens=300, final_max_tokens=settings()["chat.max_tokens"]
+        openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
     assert len(by_phase["research"]) == 2 and len(by_phase["final"]) == 1
     assert openai_server.chat_requests()[-1] is by_phase["final"][0]
@@ -190,7 +190,7 @@ def test_calls_not_started_when_time_runs_out_mid_batch_are_answered_not_execute
         ("r0_2", "not_executed"),
     ]
     by_phase = check_requests(
-        openai_server, research_max_tokens=300, final_max_tokens=settings()["chat.max_tokens"]
+        openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
     final = by_phase["final"][0]
     results = tool_messages(final)

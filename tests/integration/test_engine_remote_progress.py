@@ -133,7 +133,7 @@ def test_alternating_queries_with_alternating_results_are_caught(
     assert run.result.stop_reason == "no_progress" and run.result.rounds == 6
     assert [event.progress for event in run.of(ev.RoundEnded)] == [True, True] + [False] * 4
     by_phase = check_requests(
-        openai_server, research_max_tokens=300, final_max_tokens=settings()["chat.max_tokens"]
+        openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
     final = by_phase["final"][0]
     contents = [message["content"] for message in tool_messages(final)]
@@ -166,7 +166,7 @@ def test_different_queries_returning_the_same_passages_are_not_progress(
     assert [event.progress for event in run.of(ev.RoundEnded)] == [True, True, False, False, False]
     assert [item.source for item in run.result.evidence] == ["keepers.md", "harbour.md"]
     by_phase = check_requests(
-        openai_server, research_max_tokens=300, final_max_tokens=settings()["chat.max_tokens"]
+        openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
     final = by_phase["final"][0]
     sent = [
@@ -207,7 +207,7 @@ def test_changing_errors_and_empty_results_are_not_progress(
     assert [event.status for event in run.of(ev.ToolFinished)] == ["error", "empty", "error"]
     assert [event.progress for event in run.of(ev.RoundEnded)] == [False, False, False]
     by_phase = check_requests(
-        openai_server, research_max_tokens=300, final_max_tokens=settings()["chat.max_tokens"]
+        openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
     final = by_phase["final"][0]
     contents = [message["content"] for message in tool_messages(final)]
@@ -258,7 +258,7 @@ def test_write_rounds_are_excluded_and_writes_never_deduplicated(
     for path in (workspace.root / workspace.notes_folder).iterdir():
         assert "Same note." in path.read_text(encoding="utf-8")
     by_phase = check_requests(
-        openai_server, research_max_tokens=300, final_max_tokens=settings()["chat.max_tokens"]
+        openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
     saved = [m["content"] for m in tool_messages(by_phase["final"][0]) if m["name"] == "write_note"]
     assert len(saved) == 4 and len(set(saved)) == 4, saved

@@ -122,7 +122,7 @@ def test_a_section_worker_repeating_known_evidence_is_not_progress(
     assert [progress[number] for number in workers] == [False, False]
     assert [item.source for item in result.evidence] == ["harbour.md"]
     by_phase = check_requests(
-        openai_server, research_max_tokens=300, final_max_tokens=settings()["chat.max_tokens"]
+        openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
     assert len(by_phase["worker"]) == 4 and len(by_phase["final"]) == 1
     assert len(run.lines("request", phase="worker")) == 4

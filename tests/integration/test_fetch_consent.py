@@ -20,13 +20,13 @@ import pytest
 from imprint_desktop.core.consent import Decision
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
+from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools import Toolbox, ToolResult
 from imprint_desktop.core.workspace import Workspace
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.scripted_provider import ScriptedProvider, Step
-from tests.support.settings import make_config
+from tests.support.settings import make_config, research_settings
 
 pytestmark = pytest.mark.integration
 
@@ -85,7 +85,7 @@ def fetch(
 
     async def call() -> ToolResult:
         async with make_async_client(make_config(values).network) as client:
-            toolbox = Toolbox(workspace, values, client)
+            toolbox = Toolbox(workspace, make_config(values).tools, client)
             arguments = {"url": url}
             # As the engine does: the toolbox names what needs a decision, the person decides.
             asks = toolbox.needs_consent("fetch_url", arguments, timeout=10.0)
@@ -291,14 +291,20 @@ def test_the_wait_for_consent_is_not_research_time_and_a_denial_is_not_progress(
     events: list[ev.Event] = []
     fetches = [Step(calls=[("fetch_url", {"url": f"{web.url}/p{n}"})]) for n in range(2)]
     provider = ScriptedProvider([*fetches, Step("Nothing could be read.")])
-    settings = ResearchSettings(timeout_sec=10, no_progress_rounds=2, research_first=False)
+    settings = research_settings(
+        {
+            "chat.research_timeout_sec": 10,
+            "chat.research_no_progress_rounds": 2,
+            "chat.research_first": False,
+        }
+    )
 
     async def reply() -> ev.ReplyResult:
         async with make_async_client(make_config().network) as client:
             engine = ResearchEngine(
                 provider, settings, consent=person, sink=events.append, clock=clock
             )
-            toolbox = Toolbox(workspace, {}, client)
+            toolbox = Toolbox(workspace, make_config().tools, client)
             return await engine.run("What do the pages say?", toolbox)
 
     result = asyncio.run(reply())

@@ -14,6 +14,7 @@ import pytest
 from imprint_desktop.core.tools import Toolbox, ToolResult
 from imprint_desktop.core.tools.fetch import MAX_BYTES
 from imprint_desktop.core.workspace import Workspace
+from tests.support.settings import make_config
 
 pytestmark = pytest.mark.integration
 #: These tests are about fetching itself: the person's consent is tested in test_fetch_consent.py.
@@ -103,7 +104,9 @@ def workspace(tmp_path: Path) -> Iterator[Workspace]:
 def fetch(workspace: Workspace, url: str, *, timeout: float = 10.0) -> ToolResult:
     async def call() -> ToolResult:
         async with httpx.AsyncClient() as client:
-            toolbox = Toolbox(workspace, {"tools.max_result_chars": 4000, **FETCH}, client)
+            toolbox = Toolbox(
+                workspace, make_config({"tools.max_result_chars": 4000, **FETCH}).tools, client
+            )
             return await toolbox.execute("fetch_url", {"url": url}, timeout=timeout)
 
     return asyncio.run(call())
@@ -137,7 +140,7 @@ def test_slow_page_stops_at_the_callers_timeout(server: str, workspace: Workspac
 
     async def call() -> ToolResult:
         async with httpx.AsyncClient() as client:
-            toolbox = Toolbox(workspace, FETCH, client)
+            toolbox = Toolbox(workspace, make_config(FETCH).tools, client)
             started = asyncio.get_running_loop().time()
             result = await toolbox.execute("fetch_url", {"url": f"{server}/slow"}, timeout=0.5)
             loop_time.append(asyncio.get_running_loop().time() - started)

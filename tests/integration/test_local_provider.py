@@ -136,7 +136,7 @@ def test_counts_equal_llama_cpps_tokenization_of_the_rendered_prompt(
 ) -> None:
     workspace_dir = shutil.copytree(resource("sample-workspace"), tmp_path / "ws")
     with Workspace(workspace_dir) as workspace:
-        tools = read_tools(Toolbox(workspace, {}, None))
+        tools = read_tools(Toolbox(workspace, make_config().tools, None))
     requests = [
         ask("Where is Harwick light? Answer in one sentence."),
         CompletionRequest(
@@ -167,7 +167,7 @@ def test_two_round_research_with_grammar_calls_and_exact_charges(
     workspace_dir = shutil.copytree(resource("sample-workspace"), tmp_path / "ws")
     with Workspace(workspace_dir) as workspace:
         workspace.index.update()  # as the engine does before research
-        toolbox = Toolbox(workspace, {}, None)
+        toolbox = Toolbox(workspace, make_config().tools, None)
         tools = read_tools(toolbox)
         names = {schema["function"]["name"] for schema in tools}
         history = [
@@ -472,7 +472,7 @@ def test_a_required_first_step_makes_the_starter_model_use_a_tool(
     own weights; asked with tool_choice="required", its first step is a well-formed call."""
     workspace_dir = shutil.copytree(resource("sample-workspace"), tmp_path / "ws")
     with Workspace(workspace_dir) as workspace:
-        toolbox = Toolbox(workspace, {}, None)
+        toolbox = Toolbox(workspace, make_config().tools, None)
         tools = read_tools(toolbox)
         request = CompletionRequest(
             (

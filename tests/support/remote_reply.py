@@ -38,8 +38,8 @@ from imprint_desktop.core.research.engine import ResearchEngine, ResearchSetting
 from imprint_desktop.core.research.trace import TraceWriter, fan_out, read_trace
 from imprint_desktop.core.tools.toolbox import Toolbox
 from imprint_desktop.core.workspace import Workspace
-from imprint_desktop.settings.store import SettingsStore
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+from tests.support.settings import make_config
 
 QUESTION = "What do the keepers' logs say about the lights?"
 
@@ -97,12 +97,10 @@ def open_workspace(root: Path, files: dict[str, str]) -> Workspace:
 # --- running one reply ---------------------------------------------------------------------------
 
 
-def settings(**overrides: Any) -> dict[str, Any]:
-    values = dict(SettingsStore(environ={}).snapshot())
-    # These scenarios script every request; the engine's own first search is tested on its own.
-    values["chat.research_first"] = False
-    values.update(overrides)
-    return values
+def settings(overrides: Mapping[str, object] | None = None) -> Config:
+    """The default settings with ``overrides``. These scenarios script every request, so the
+    engine's own first search (tested on its own) is off."""
+    return make_config({"chat.research_first": False, **(overrides or {})})
 
 
 @dataclass
@@ -132,25 +130,25 @@ def run_reply(
     ask: Callable[[str, str], Any] | None = None,
     clock: Callable[[], float] | None = None,
     extra_sink: Callable[[ev.Event], None] | None = None,
-    config: Mapping[str, Any] | None = None,
+    config: Mapping[str, object] | None = None,
 ) -> Run:
     """One reply through ``assistant.research`` (or, with ``clock``, the same engine and toolbox
     built by hand) under the default settings updated with ``config``, recording its events and
     writing its trace next to the workspace."""
-    values = settings(**(config or {}))
+    chosen = settings(config)
     events: list[ev.Event] = []
     trace_path = workspace.root.parent / "trace.jsonl"
     writer = TraceWriter(trace_path)
     sink = fan_out([events.append, writer, extra_sink])
 
     async def reply() -> ev.ReplyResult:
-        async with make_async_client(Config.from_values(values).network) as http:
+        async with make_async_client(chosen.network) as http:
             provider = RemoteProvider(http, server.base_url, "", None, context_window)
             if clock is None:
                 return await assistant.research(
                     QUESTION,
                     provider=provider,
-                    config=Config.from_values(values),
+                    config=chosen,
                     workspace=workspace,
                     http=http,
                     cancel=cancel or CancelToken(),
@@ -159,13 +157,13 @@ def run_reply(
                 )
             engine = ResearchEngine(
                 provider,
-                ResearchSettings.from_mapping(values),
+                ResearchSettings.from_config(chosen),
                 cancel=cancel,
                 ask=ask,
                 sink=sink,
                 clock=clock,
             )
-            toolbox = Toolbox(workspace, values, http)
+            toolbox = Toolbox(workspace, chosen.tools, http)
             return await engine.run(QUESTION, toolbox)
 
     try:

@@ -19,8 +19,8 @@ from imprint_desktop.core.research import events as ev
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.reply import ConversationMemory, ReplyJob, Waiting
 from imprint_desktop.engine.resources import EngineResources
-from imprint_desktop.settings.store import SettingsStore
 from tests.support.scripted_provider import ScriptedProvider, Step
+from tests.support.settings import make_config
 
 Factory = Callable[[object, httpx.AsyncClient, str | None, CancelToken], Awaitable[Provider]]
 
@@ -46,13 +46,11 @@ class Reply:
         self.asked = asyncio.Event()
         self.history = HistoryStore(tmp_path / "history.sqlite3")
         self.resources = EngineResources(self._emit, factory, lambda: None)
-        store = SettingsStore(tmp_path / "config.toml", environ={})
-        store.set("workspace.path", str(corpus))
         self.job = ReplyJob(
             7,
             question="What is the wall made of?",
             conversation_id=None,
-            settings=store.snapshot(),
+            config=make_config({"workspace.path": str(corpus)}),
             cancel=cancel or CancelToken(),
             emit=self._emit,
         )

@@ -7,15 +7,20 @@ import socket
 
 import httpx
 
+from imprint_desktop.core.chosen import chosen_model
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import ProviderAuthError, ProviderUnavailableError
 from imprint_desktop.engine import work  # its test_remote is not a test of this module
-from imprint_desktop.engine.work import describe_model, sentence, server_address
+from imprint_desktop.engine.work import sentence
+from tests.support.settings import make_config
 
 SECRET = "hunter2"
 
 
-def remote(base_url: str) -> dict[str, object]:
-    return {"model.provider": "remote", "remote.model": "qwen", "remote.base_url": base_url}
+def remote(base_url: str) -> Config:
+    return make_config(
+        {"model.provider": "remote", "remote.model": "qwen", "remote.base_url": base_url}
+    )
 
 
 def closed_port() -> int:
@@ -26,21 +31,21 @@ def closed_port() -> int:
 
 
 def test_the_server_is_shown_as_the_remote_provider_shows_it() -> None:
-    settings = remote(f"https://ada:{SECRET}@llm.example:8443/v1/?api_key={SECRET}#{SECRET}")
-    assert server_address(settings) == "https://llm.example:8443/v1"
-    assert describe_model(settings) == "qwen on https://llm.example:8443/v1"
+    config = remote(f"https://ada:{SECRET}@llm.example:8443/v1/?api_key={SECRET}#{SECRET}")
+    assert chosen_model(config).server_address == "https://llm.example:8443/v1"
+    assert chosen_model(config).describe() == "qwen on https://llm.example:8443/v1"
     for error in (ProviderAuthError("401"), ProviderUnavailableError("The server is down.")):
-        text = sentence(error, settings)
+        text = sentence(error, config)
         assert "llm.example:8443" in text
         assert SECRET not in text and "ada" not in text
 
 
 def test_a_failed_connection_test_names_the_server_without_its_credentials() -> None:
-    settings = remote(f"http://ada:{SECRET}@127.0.0.1:{closed_port()}/v1?token={SECRET}")
+    config = remote(f"http://ada:{SECRET}@127.0.0.1:{closed_port()}/v1?token={SECRET}")
 
     async def check() -> str:
         async with httpx.AsyncClient() as http:
-            return (await work.test_remote(http, settings, None)).message
+            return (await work.test_remote(http, config, None)).message
 
     message = asyncio.run(check())
     assert message.startswith("Could not connect to the server at http://127.0.0.1:")

@@ -12,10 +12,11 @@ import textwrap
 from pathlib import Path
 
 from imprint_desktop.core.history import HistoryStore
-from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
+from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.final import FALLBACK_LABEL
 from tests.support.fake_tools import FakeTools, passage
 from tests.support.scripted_provider import ScriptedProvider, Step
+from tests.support.settings import research_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def record_reply(store: HistoryStore, conversation: int, script: list[Step], question: str) -> None:
     recorder = store.start_reply(conversation, question)
     engine = ResearchEngine(
-        ScriptedProvider(script), ResearchSettings(research_first=False), sink=recorder
+        ScriptedProvider(script), research_settings({"chat.research_first": False}), sink=recorder
     )
     tools = FakeTools(lambda name, values: passage(f"Evidence for {values['query']}."))
     asyncio.run(engine.run(question, tools, store.chat_messages(conversation)))
@@ -66,7 +67,9 @@ def test_the_fallback_is_persisted_like_an_answer(tmp_path: Path) -> None:
     same = passage("Only fact.")
     script = [Step(calls=[("search_workspace", {"query": "a"})])] * 2 + [Step(fail=True)]
     engine = ResearchEngine(
-        ScriptedProvider(list(script)), ResearchSettings(no_progress_rounds=1), sink=recorder
+        ScriptedProvider(list(script)),
+        research_settings({"chat.research_no_progress_rounds": 1}),
+        sink=recorder,
     )
     asyncio.run(engine.run("q", FakeTools(lambda name, values: same)))
     [reply] = store.replies(conversation)
@@ -81,9 +84,10 @@ KILLED_CHILD = textwrap.dedent(
     from pathlib import Path
     from imprint_desktop.core.history import HistoryStore
     from imprint_desktop.core.research import events as ev
-    from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
+    from imprint_desktop.core.research.engine import ResearchEngine
     from tests.support.fake_tools import FakeTools, passage
     from tests.support.scripted_provider import ScriptedProvider, Step
+    from tests.support.settings import research_settings
 
     store = HistoryStore(Path(sys.argv[1]))
     conversation = store.create_conversation("Killed")
@@ -95,8 +99,8 @@ KILLED_CHILD = textwrap.dedent(
             print("evidence recorded", flush=True)
 
     script = [Step(calls=[("search_workspace", {"query": "a"})]), Step(hang=True)]
-    engine = ResearchEngine(ScriptedProvider(script), ResearchSettings(timeout_sec=600),
-                            sink=sink)
+    settings = research_settings({"chat.research_timeout_sec": 600})
+    engine = ResearchEngine(ScriptedProvider(script), settings, sink=sink)
     tools = FakeTools(lambda name, values: passage("The keeper's cat was called Lamp."))
     asyncio.run(engine.run("Will this survive?", tools))
     """

@@ -7,10 +7,11 @@ from pathlib import Path
 
 from imprint_desktop.core.history import SCHEMA, HistoryStore
 from imprint_desktop.core.research import events as ev
+from tests.support.settings import make_config
 
 
-def started(settings: dict[str, object]) -> ev.ReplyStarted:
-    return ev.ReplyStarted(0.0, "q", settings, "scripted")
+def started(workspace: Path) -> ev.ReplyStarted:
+    return ev.ReplyStarted(0.0, "q", make_config({"workspace.path": str(workspace)}), "scripted")
 
 
 def test_a_reply_keeps_the_workspace_it_started_with(tmp_path: Path) -> None:
@@ -19,10 +20,10 @@ def test_a_reply_keeps_the_workspace_it_started_with(tmp_path: Path) -> None:
     second.mkdir()
     store = HistoryStore(tmp_path / "history.sqlite3")
     conversation = store.create_conversation("c")
-    store.start_reply(conversation, "q")(started({"workspace.path": str(first)}))
+    store.start_reply(conversation, "q")(started(first))
     given = store.start_reply(conversation, "q", workspace=second)
-    given(started({"workspace.path": str(first)}))  # what start_reply was told wins
-    store.start_reply(conversation, "q")(started({"workspace.path": str(tmp_path / "gone")}))
+    given(started(first))  # what start_reply was told wins
+    store.start_reply(conversation, "q")(started(tmp_path / "gone"))
     assert [reply.workspace for reply in store.replies(conversation)] == [
         str(first),
         str(second),

@@ -17,6 +17,7 @@ from imprint_desktop.core.urls import (
     without_password,
 )
 from imprint_desktop.settings.schema import check_http_url
+from tests.support.settings import make_config, setting_values
 
 SECRETS = ("hunter2", "s3cr3t", "k3y", "t0ken")
 
@@ -182,19 +183,17 @@ def test_a_configured_address_is_recorded_with_its_credentials_marked(
 def test_only_url_valued_settings_are_redacted_in_the_trace() -> None:
     from imprint_desktop.core.research import events as ev
 
-    settings = {
+    given = {
         "remote.base_url": "http://bob:hunter2@[::1]:3128/v1?key=k3y",
         "remote.model": "qwen:7b@q4",
         "workspace.path": "/home/bob/docs?",
         "chat.max_tokens": 2048,
     }
-    line = trace_line(ev.ReplyStarted(0.0, "Q?", settings, "remote"))
+    line = trace_line(ev.ReplyStarted(0.0, "Q?", make_config(given), "remote"))
     assert line is not None
     assert line["settings"] == {
+        **setting_values(given),
         "remote.base_url": "http://***@[::1]:3128/v1?key=***",
-        "remote.model": "qwen:7b@q4",
-        "workspace.path": "/home/bob/docs?",
-        "chat.max_tokens": 2048,
     }
 
 

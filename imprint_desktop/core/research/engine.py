@@ -87,7 +87,7 @@ class ResearchEngine:
         reply = self.reply
         reply.question = question
         reply.emit(
-            ev.ReplyStarted(reply.now_t(), question, self.settings.snapshot, reply.provider.name)
+            ev.ReplyStarted(reply.now_t(), question, self.settings.config, reply.provider.name)
         )
         reply.clock.start()
         calls = ToolCalls(reply, tools, self.person)

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
 
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.consent import Decision
 from imprint_desktop.core.providers.base import Message
 
@@ -44,7 +45,7 @@ class Event:
 @dataclass(frozen=True, slots=True)
 class ReplyStarted(Event):
     question: str
-    settings: Mapping[str, Any]
+    config: Config  # the settings the reply runs under (the trace writes them all)
     provider: str
 
 

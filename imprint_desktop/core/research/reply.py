@@ -9,11 +9,11 @@ and the history are fed from, and says when Stop or the research time ends resea
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.config import Config
 from imprint_desktop.core.providers.base import Phase, Provider
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import sources
@@ -26,37 +26,46 @@ log = logging.getLogger(__name__)
 EventSink = Callable[[ev.Event], None]
 
 
-@dataclass(frozen=True)
-class ResearchSettings:
-    """The settings one reply runs under (DESIGN §3), taken from a settings snapshot."""
+#: How long the final request may take, outside the research budgets (DESIGN §1; not a setting).
+FINAL_DEADLINE_SEC = 120.0
 
-    timeout_sec: float = 300
-    token_budget: int = 65536
-    no_progress_rounds: int = 4
-    max_tokens: int = 2048
-    research_max_output_tokens: int = 1024
-    temperature: float = 0.2
-    system_prompt: str = ""
-    final_deadline_sec: float = 120.0
-    research_first: bool = True  # the engine searches before the first request (seed.py)
-    answer_without_evidence: bool = False  # ask the model even when nothing was found
-    max_result_chars: int = 6000  # the tool result cap, which the seed's passages also keep to
-    snapshot: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResearchSettings:
+    """What one reply runs under (DESIGN §3), read from the settings snapshot by
+    :meth:`from_config`: the ``[chat]`` budgets and answer settings, and the size cap of a tool
+    result, which the seed's passages keep to as well. Its values are the engine's own, so a test
+    may go below what a setting allows (a research time under a second)."""
+
+    config: Config
+    """The whole snapshot the reply runs under, as the trace and the history record it."""
+    timeout_sec: float
+    token_budget: int
+    no_progress_rounds: int
+    max_tokens: int
+    research_max_output_tokens: int
+    temperature: float
+    system_prompt: str
+    research_first: bool  # the engine searches before the first request (seed.py)
+    answer_without_evidence: bool  # ask the model even when nothing was found
+    max_result_chars: int
+    final_deadline_sec: float = FINAL_DEADLINE_SEC
 
     @classmethod
-    def from_mapping(cls, settings: Mapping[str, Any]) -> ResearchSettings:
+    def from_config(cls, config: Config) -> ResearchSettings:
+        chat = config.chat
         return cls(
-            timeout_sec=float(settings["chat.research_timeout_sec"]),
-            token_budget=int(settings["chat.research_token_budget"]),
-            no_progress_rounds=int(settings["chat.research_no_progress_rounds"]),
-            max_tokens=int(settings["chat.max_tokens"]),
-            research_max_output_tokens=int(settings["chat.research_max_output_tokens"]),
-            temperature=float(settings["chat.temperature"]),
-            system_prompt=str(settings["chat.system_prompt"]),
-            research_first=bool(settings.get("chat.research_first", True)),
-            answer_without_evidence=bool(settings.get("chat.answer_without_evidence", False)),
-            max_result_chars=int(settings.get("tools.max_result_chars", 6000)),
-            snapshot=dict(settings),
+            config=config,
+            timeout_sec=float(chat.research_timeout_sec),
+            token_budget=chat.research_token_budget,
+            no_progress_rounds=chat.research_no_progress_rounds,
+            max_tokens=chat.max_tokens,
+            research_max_output_tokens=chat.research_max_output_tokens,
+            temperature=chat.temperature,
+            system_prompt=chat.system_prompt,
+            research_first=chat.research_first,
+            answer_without_evidence=chat.answer_without_evidence,
+            max_result_chars=config.tools.max_result_chars,
         )
 
 

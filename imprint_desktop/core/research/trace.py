@@ -36,7 +36,8 @@ def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one
                 "type": "run_start",
                 "question": event.question,
                 "settings": {
-                    key: _without_credentials(value) for key, value in event.settings.items()
+                    key: _without_credentials(value)
+                    for key, value in event.config.as_values().items()
                 },
             }
         case ev.RequestFinished():

@@ -21,14 +21,13 @@ from imprint_desktop.core.tools.base import (
 from imprint_desktop.core.tools.specs import SPECS
 
 if TYPE_CHECKING:
-    from imprint_desktop.core.tools.toolbox import Toolbox, ToolSettings
+    from imprint_desktop.core.tools.toolbox import Toolbox
 
 __all__ = [
     "SPECS",
     "EvidenceItem",
     "ToolKind",
     "ToolResult",
-    "ToolSettings",
     "ToolSpec",
     "ToolStatus",
     "Toolbox",
@@ -36,7 +35,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("Toolbox", "ToolSettings"):
+    if name == "Toolbox":
         from imprint_desktop.core.tools import toolbox  # noqa: PLC0415 - loads httpx
 
         return getattr(toolbox, name)

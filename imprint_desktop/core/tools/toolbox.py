@@ -28,11 +28,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from imprint_desktop.core.config import ToolsConfig
 from imprint_desktop.core.consent import Decision, denied_message
 from imprint_desktop.core.errors import ToolError, UnknownToolError
 from imprint_desktop.core.tools import notes, workspace_tools
@@ -56,32 +56,6 @@ from imprint_desktop.core.workspace.passages import split_passages
 log = logging.getLogger(__name__)
 
 
-_DEFAULT_MAX_RESULT_CHARS = 6000
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSettings:
-    """The settings the tools read, taken from a settings snapshot (defaults match the schema)."""
-
-    max_result_chars: int = _DEFAULT_MAX_RESULT_CHARS
-    fetch_url_enabled: bool = True
-    fetch_url_confirm: bool = True
-
-    @classmethod
-    def from_mapping(cls, settings: Mapping[str, object]) -> ToolSettings:
-        chars = settings.get("tools.max_result_chars")
-        enabled = settings.get("tools.fetch_url_enabled")
-        confirm = settings.get("tools.fetch_url_confirm")
-        usable = isinstance(chars, int) and not isinstance(chars, bool) and chars > 0
-        return cls(
-            max_result_chars=chars
-            if usable and isinstance(chars, int)
-            else _DEFAULT_MAX_RESULT_CHARS,
-            fetch_url_enabled=enabled if isinstance(enabled, bool) else True,
-            fetch_url_confirm=confirm if isinstance(confirm, bool) else True,
-        )
-
-
 #: A tool's implementation: its validated arguments, the research time left, the result's size cap.
 _Runner = Callable[[dict[str, Any], float | None, int], Awaitable[Output]]
 
@@ -92,11 +66,11 @@ class Toolbox:
     def __init__(
         self,
         workspace: Workspace,
-        settings: Mapping[str, object],
+        settings: ToolsConfig,
         http: httpx.AsyncClient | None,
     ) -> None:
         self.workspace = workspace
-        self.settings = ToolSettings.from_mapping(settings)
+        self.settings = settings
         self._http = http
         self._runners: dict[str, _Runner] = {
             "search_workspace": self._search_workspace,

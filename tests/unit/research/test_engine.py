@@ -6,7 +6,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -16,13 +16,14 @@ from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.providers.base import CompletionRequest
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
-from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
+from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.final import FALLBACK_LABEL
 from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.research.trace import TraceWriter, read_trace, trace_line
 from imprint_desktop.core.tools.base import ToolResult
 from tests.support.fake_tools import FakeTools, passage
 from tests.support.scripted_provider import ScriptedProvider, Step
+from tests.support.settings import make_config, research_settings
 
 T = TypeVar("T")
 
@@ -57,15 +58,18 @@ def make(
     cancel: CancelToken | None = None,
     context_window: int = 32_768,
     also: Callable[[ev.Event], None] | None = None,
-    **overrides: Any,
+    settings: Mapping[str, object] | None = None,
+    timeout_sec: float | None = None,
 ) -> tuple[ResearchEngine, FakeTools, ScriptedProvider, Recorder]:
-    """The engine, its scripted tools and model, and what it reports (also to ``trace``)."""
+    """The engine under ``settings`` (by key), its scripted tools and model, and what it reports
+    (also to ``also``)."""
     # The stopping scenarios script every request themselves: the engine's own first search
     # (chat.research_first) is tested on its own in test_seed.py.
-    settings = ResearchSettings(**{"timeout_sec": 60, "research_first": False, **overrides})
+    given = {"chat.research_timeout_sec": 60, "chat.research_first": False, **(settings or {})}
+    chosen = research_settings(given, timeout_sec=timeout_sec)
     provider = ScriptedProvider(script, context_window=context_window)
     recorder = Recorder(also)
-    engine = ResearchEngine(provider, settings, cancel=cancel, ask=ask, sink=recorder)
+    engine = ResearchEngine(provider, chosen, cancel=cancel, ask=ask, sink=recorder)
     tools = FakeTools(respond)
     return engine, tools, provider, recorder
 
@@ -125,7 +129,9 @@ def test_unchanged_evidence_stops_after_patience_with_a_tools_free_final() -> No
     same = passage("The light was built in 1862 by the Harbour Board.")
     script = research_then_final(lambda n: Step(calls=[search("when built")]), "Built in 1862 [1].")
     engine, tools, provider, recorder = make(
-        script, lambda name, values: same, no_progress_rounds=3, max_tokens=777
+        script,
+        lambda name, values: same,
+        settings={"chat.research_no_progress_rounds": 3, "chat.max_tokens": 777},
     )
     result = run(engine.run("When?", tools))
     assert result.stop_reason == "no_progress"
@@ -146,7 +152,9 @@ def test_alternating_queries_with_alternating_results_are_caught() -> None:
     }
     script = [Step(calls=[search("A" if index % 2 == 0 else "B")]) for index in range(12)]
     engine, tools, _, _recorder = make(
-        script, lambda name, values: pages[values["query"]], no_progress_rounds=4
+        script,
+        lambda name, values: pages[values["query"]],
+        settings={"chat.research_no_progress_rounds": 4},
     )
     result = run(engine.run("Pay and fog?", tools))
     assert result.stop_reason == "no_progress" and result.rounds == 6
@@ -155,7 +163,9 @@ def test_alternating_queries_with_alternating_results_are_caught() -> None:
 def test_different_queries_returning_the_same_passages_are_not_progress() -> None:
     same = passage("The lantern room was glazed with curved panes from Birmingham.")
     script = [Step(calls=[search(f"different words {index}")]) for index in range(8)]
-    engine, tools, _, _ = make(script, lambda name, values: same, no_progress_rounds=2)
+    engine, tools, _, _ = make(
+        script, lambda name, values: same, settings={"chat.research_no_progress_rounds": 2}
+    )
     assert run(engine.run("Glazing?", tools)).rounds == 3
 
 
@@ -169,7 +179,9 @@ def test_changing_errors_and_empty_results_are_not_progress() -> None:
         return ToolResult.error(name, f"index busy (attempt {index}, code {index * 13})")
 
     script = [Step(calls=[search(f"x{index}")]) for index in range(10)]
-    engine, tools, provider, _ = make(script, respond, no_progress_rounds=3)
+    engine, tools, provider, _ = make(
+        script, respond, settings={"chat.research_no_progress_rounds": 3}
+    )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "no_progress" and result.rounds == 3
     assert result.evidence == ()
@@ -190,7 +202,9 @@ def test_write_rounds_are_excluded_and_writes_never_deduplicated() -> None:
         Step(calls=[note]),
         Step(calls=[search("d")]),
     ]
-    engine, tools, _, recorder = make(script, lambda name, values: same, no_progress_rounds=2)
+    engine, tools, _, recorder = make(
+        script, lambda name, values: same, settings={"chat.research_no_progress_rounds": 2}
+    )
     result = run(engine.run("?", tools))
     assert len(tools.writes) == 4, "every write is carried out, however alike"
     rounds = recorder.of(ev.RoundEnded)
@@ -212,9 +226,8 @@ def test_token_budget_stop_charges_net_of_reused_prefix_and_refunds(tmp_path: Pa
     engine, tools, _provider, _ = make(
         script,
         new_passage_each_time(),
-        token_budget=6000,
-        research_max_output_tokens=400,
         also=trace,
+        settings={"chat.research_token_budget": 6000, "chat.research_max_output_tokens": 400},
     )
     result = run(engine.run("Tell me everything.", tools))
     trace.close()
@@ -256,7 +269,7 @@ def test_calls_not_started_when_time_runs_out_are_answered_not_executed() -> Non
     ]
     # Asked to answer without evidence, so that the final request shows the whole conversation.
     engine, tools, provider, recorder = make(
-        script, slow, timeout_sec=0.3, answer_without_evidence=True
+        script, slow, timeout_sec=0.3, settings={"chat.answer_without_evidence": True}
     )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "time_budget"
@@ -327,7 +340,10 @@ def test_stop_during_the_final_stage_wins() -> None:
     same = passage("Same thing.")
     script = [Step(calls=[search("a")]), Step(calls=[search("a")]), final]
     engine, tools, _, _ = make(
-        script, lambda name, values: same, cancel=cancel, no_progress_rounds=1
+        script,
+        lambda name, values: same,
+        cancel=cancel,
+        settings={"chat.research_no_progress_rounds": 1},
     )
 
     async def scenario() -> ev.ReplyResult:
@@ -350,7 +366,7 @@ def test_waiting_for_the_person_is_not_research_time_and_is_progress() -> None:
         offset[0] += 1000.0  # the person thinks for far longer than the whole research budget
         return "The northern lights, please."
 
-    settings = ResearchSettings(timeout_sec=5, research_first=False)
+    settings = research_settings({"chat.research_timeout_sec": 5, "chat.research_first": False})
     provider = ScriptedProvider(
         [Step(calls=[("ask_user", {"question": "Which lights?"})]), Step("Here [1].")]
     )
@@ -373,7 +389,10 @@ def test_context_full_stops_research_and_the_final_still_fits() -> None:
 
     script = research_then_final(lambda n: Step(calls=[search(f"topic{n}")]), "Final.")
     engine, tools, provider, _ = make(
-        script, respond, context_window=3000, research_max_output_tokens=256, max_tokens=256
+        script,
+        respond,
+        context_window=3000,
+        settings={"chat.research_max_output_tokens": 256, "chat.max_tokens": 256},
     )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "context_full"
@@ -395,7 +414,10 @@ def test_final_that_cannot_fit_is_condensed_with_charged_requests() -> None:
         return Step(calls=[search(f"q{len(request.messages)}")])
 
     engine, tools, provider, recorder = make(
-        script, respond, context_window=2600, research_max_output_tokens=200, max_tokens=1200
+        script,
+        respond,
+        context_window=2600,
+        settings={"chat.research_max_output_tokens": 200, "chat.max_tokens": 1200},
     )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "context_full"
@@ -413,7 +435,9 @@ def test_final_that_cannot_fit_is_condensed_with_charged_requests() -> None:
 def test_labelled_fallback_when_the_final_request_fails() -> None:
     same = passage("The light keeper's name was Ada Quill.")
     script = [Step(calls=[search("a")]), Step(calls=[search("a")]), Step(fail=True)]
-    engine, tools, _, _ = make(script, lambda name, values: same, no_progress_rounds=1)
+    engine, tools, _, _ = make(
+        script, lambda name, values: same, settings={"chat.research_no_progress_rounds": 1}
+    )
     result = run(engine.run("Who kept the light?", tools))
     assert result.stop_reason == "no_progress" and result.final_mode == "fallback"
     assert result.answer.startswith(f"{FALLBACK_LABEL}: research stopped finding new evidence")
@@ -458,7 +482,9 @@ def test_a_worker_repeating_known_evidence_is_not_progress() -> None:
             return Step(calls=[search("again")])
         return Step(calls=[("research_sections", {"sections": ["one"]})])
 
-    engine, tools, _, recorder = make(script, lambda name, values: same, no_progress_rounds=2)
+    engine, tools, _, recorder = make(
+        script, lambda name, values: same, settings={"chat.research_no_progress_rounds": 2}
+    )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "no_progress"
     worker_rounds = [e for e in recorder.of(ev.RoundStarted) if e.worker == "one"]
@@ -510,28 +536,36 @@ def test_trace_has_the_documented_lines(tmp_path: Path) -> None:
 
 
 def test_the_trace_keeps_no_credentials_from_urls_in_settings() -> None:
-    settings = {
-        "remote.base_url": "https://alice:s3cr3t-token@llm.example:8443/v1?api_key=k3y&mode",
-        "network.proxy": "http://bob:hunter2@[::1]:3128",
-        "chat.max_tokens": 2048,
-        "workspace.path": "/home/alice/docs",
-    }
-    line = trace_line(ev.ReplyStarted(0.0, "Q?", settings, "remote"))
+    config = make_config(
+        {
+            "remote.base_url": "https://alice:s3cr3t-token@llm.example:8443/v1?api_key=k3y&mode",
+            "network.proxy": "http://bob:hunter2@[::1]:3128",
+            "chat.max_tokens": 2048,
+            "workspace.path": "/home/alice/docs",
+        }
+    )
+    line = trace_line(ev.ReplyStarted(0.0, "Q?", config, "remote"))
     assert line is not None
     text = json.dumps(line)
     for secret in ("s3cr3t-token", "alice:", "k3y", "hunter2", "bob"):
         assert secret not in text, secret
-    assert line["settings"] == {
-        "remote.base_url": "https://***@llm.example:8443/v1?api_key=***&mode",
-        "network.proxy": "http://***@[::1]:3128",
-        "chat.max_tokens": 2048,
-        "workspace.path": "/home/alice/docs",
-    }
+    # Every setting, in the schema's order; only the addresses are redacted.
+    assert list(line["settings"].items()) == list(
+        {
+            **config.as_values(),
+            "remote.base_url": "https://***@llm.example:8443/v1?api_key=***&mode",
+            "network.proxy": "http://***@[::1]:3128",
+        }.items()
+    )
+    assert line["settings"]["workspace.path"] == "/home/alice/docs"
+    assert line["settings"]["chat.max_tokens"] == 2048
 
 
 def test_an_empty_reply_is_nudged_and_counts_against_patience() -> None:
     script = [Step(""), Step(""), Step("")]
-    engine, tools, provider, _ = make(script, new_passage_each_time(), no_progress_rounds=2)
+    engine, tools, provider, _ = make(
+        script, new_passage_each_time(), settings={"chat.research_no_progress_rounds": 2}
+    )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "no_progress"
     assert provider.requests[1].messages[-1].content.startswith("Please either call")
@@ -544,8 +578,8 @@ def test_json_result_shape(reason: str) -> None:
     engine, tools, _, _ = make(
         script,
         lambda name, values: same,
-        no_progress_rounds=1,
         timeout_sec=60 if reason == "no_progress" else 0.0001,
+        settings={"chat.research_no_progress_rounds": 1},
     )
     result = run(engine.run("?", tools)).to_json()
     assert set(result) == {
@@ -591,7 +625,9 @@ def test_a_worker_that_finds_new_then_repeats_still_makes_the_coordinator_round_
             return Step(calls=[("research_sections", {"sections": [f"part {coordinator_rounds}"]})])
         return Step("Done.")
 
-    engine, tools, _, recorder = make(script, respond, no_progress_rounds=2)
+    engine, tools, _, recorder = make(
+        script, respond, settings={"chat.research_no_progress_rounds": 2}
+    )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "answered", "every coordinator round found new evidence"
     coordinator_ends = [
@@ -626,7 +662,9 @@ def test_a_write_that_was_not_carried_out_does_not_exclude_the_round() -> None:
         lambda n: Step(calls=[search("same"), ("write_note", {"title": "t", "content": "c"})]),
         "Final.",
     )
-    engine, tools, _, recorder = make(script, respond, no_progress_rounds=3)
+    engine, tools, _, recorder = make(
+        script, respond, settings={"chat.research_no_progress_rounds": 3}
+    )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "no_progress"
     assert [e.excluded for e in recorder.of(ev.RoundEnded)] == [False] * 4
@@ -648,8 +686,13 @@ def test_condensing_is_charged_to_research_time() -> None:
         return Step(calls=[search(f"q{len(request.messages)}")])
 
     provider = ScriptedProvider(script, context_window=2600)
-    settings = ResearchSettings(
-        timeout_sec=1.0, research_max_output_tokens=200, max_tokens=1200, research_first=False
+    settings = research_settings(
+        {
+            "chat.research_timeout_sec": 1.0,
+            "chat.research_max_output_tokens": 200,
+            "chat.max_tokens": 1200,
+            "chat.research_first": False,
+        }
     )
     recorder = Recorder()
     engine = ResearchEngine(provider, settings, sink=recorder, clock=lambda: now[0])
@@ -681,8 +724,7 @@ def test_stop_during_condensing_is_a_cancelled_reply() -> None:
         respond,
         cancel=cancel,
         context_window=2600,
-        research_max_output_tokens=200,
-        max_tokens=1200,
+        settings={"chat.research_max_output_tokens": 200, "chat.max_tokens": 1200},
     )
 
     async def scenario() -> ev.ReplyResult:
@@ -722,7 +764,9 @@ def test_an_unexpected_provider_failure_ends_the_reply_instead_of_raising() -> N
 
     provider = Broken([])
     recorder = Recorder()
-    engine = ResearchEngine(provider, ResearchSettings(research_first=False), sink=recorder)
+    engine = ResearchEngine(
+        provider, research_settings({"chat.research_first": False}), sink=recorder
+    )
     result = run(engine.run("?", FakeTools(new_passage_each_time())))
     assert result.stop_reason == "error" and result.final_mode == "fallback"
     assert result.error is not None and "RecursionError" in result.error
@@ -739,7 +783,10 @@ def test_an_unexpected_failure_of_the_final_request_is_the_labelled_fallback() -
 
     same = passage("The light keeper's name was Ada Quill.")
     provider = BrokenFinal([Step(calls=[search("a")]), Step(calls=[search("a")])])
-    engine = ResearchEngine(provider, ResearchSettings(no_progress_rounds=1, research_first=False))
+    engine = ResearchEngine(
+        provider,
+        research_settings({"chat.research_no_progress_rounds": 1, "chat.research_first": False}),
+    )
     result = run(engine.run("?", FakeTools(lambda name, values: same)))
     assert result.stop_reason == "no_progress" and result.final_mode == "fallback"
     assert "the final request failed" in result.answer and "Ada Quill" in result.answer
@@ -757,7 +804,7 @@ def test_context_full_without_evidence_asks_the_final_with_the_question_alone() 
         script,
         lambda name, values: ToolResult(name, "empty", "No results."),
         context_window=3500,
-        answer_without_evidence=True,
+        settings={"chat.answer_without_evidence": True},
     )
     result = run(engine.run("Who kept the light?", tools))
     assert result.stop_reason == "context_full" and result.final_mode == "model"
@@ -783,7 +830,7 @@ def test_no_request_forces_a_tool_call(research_first: bool) -> None:
         return Step(calls=[search("more")]) if rounds < 4 else Step("Answer.")
 
     engine, tools, provider, _ = make(
-        script, new_passage_each_time(), research_first=research_first
+        script, new_passage_each_time(), settings={"chat.research_first": research_first}
     )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "answered"

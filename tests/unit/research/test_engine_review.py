@@ -19,13 +19,14 @@ from imprint_desktop.core.errors import (
 )
 from imprint_desktop.core.providers.base import CompletionRequest, Message
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
+from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.final import without_call_markup
 from imprint_desktop.core.research.sources import SOURCES_HEADING, written
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools, passage
 from tests.support.scripted_provider import ScriptedProvider, Step
+from tests.support.settings import research_settings
 from tests.unit.research.test_engine import (
     assert_protocol_complete,
     make,
@@ -50,7 +51,7 @@ def test_a_worker_stopped_by_time_hands_its_passages_to_the_final_request() -> N
         return Step(calls=[("research_sections", {"sections": ["the keepers"]})])
 
     provider = ScriptedProvider(script)
-    settings = ResearchSettings(timeout_sec=1.0, research_first=False)
+    settings = research_settings({"chat.research_timeout_sec": 1.0, "chat.research_first": False})
     engine = ResearchEngine(provider, settings, clock=lambda: now[0])
     tools = FakeTools(respond)
     result = run(engine.run("Who kept the light?", tools))
@@ -70,8 +71,13 @@ def test_a_person_s_answer_in_a_batch_with_a_write_is_progress() -> None:
     async def person(call_id: str, question: str) -> str:
         return "Greyness Point"
 
-    engine, tools, _, recorder = make(script, lambda n, v: passage("unused"), ask=person,
-                                      no_progress_rounds=2, timeout_sec=0.5)  # fmt: skip
+    engine, tools, _, recorder = make(
+        script,
+        lambda n, v: passage("unused"),
+        ask=person,
+        timeout_sec=0.5,
+        settings={"chat.research_no_progress_rounds": 2},
+    )
     run(engine.run("?", tools))
     ends = recorder.of(ev.RoundEnded)
     assert ends and all(e.progress and not e.excluded for e in ends)
@@ -84,7 +90,9 @@ def test_the_final_request_keeps_the_research_tools_declared_and_none_callable()
         lambda n: Step(calls=[search("lit")]),
         'Lit in 1862 [1].<tool_call>{"name": "search_workspace"}</tool_call>',
     )
-    engine, tools, provider, _ = make(script, lambda n, v: same, no_progress_rounds=2)
+    engine, tools, provider, _ = make(
+        script, lambda n, v: same, settings={"chat.research_no_progress_rounds": 2}
+    )
     result = run(engine.run("When was it lit?", tools))
     research, final = provider.requests[0], provider.requests[-1]
     assert final.phase == "final" and final.tools == research.tools
@@ -112,7 +120,9 @@ def test_a_failed_final_has_its_request_line() -> None:
     def script(request: CompletionRequest) -> Step:
         return Step(fail=True) if request.phase == "final" else Step(calls=[search("a")])
 
-    engine, tools, _, recorder = make(script, lambda n, v: same, no_progress_rounds=2)
+    engine, tools, _, recorder = make(
+        script, lambda n, v: same, settings={"chat.research_no_progress_rounds": 2}
+    )
     result = run(engine.run("?", tools))
     assert result.final_mode == "fallback"
     finals = [e for e in recorder.of(ev.RequestFinished) if e.phase == "final"]
@@ -122,7 +132,9 @@ def test_a_failed_final_has_its_request_line() -> None:
 def test_the_final_request_line_counts_its_prompt_like_every_other() -> None:
     same = passage("Same.")
     script = research_then_final(lambda n: Step(calls=[search("a")]), "Answer [1].")
-    engine, tools, _, recorder = make(script, lambda n, v: same, no_progress_rounds=2)
+    engine, tools, _, recorder = make(
+        script, lambda n, v: same, settings={"chat.research_no_progress_rounds": 2}
+    )
     run(engine.run("?", tools))
     started = {e.phase: e.prompt_tokens for e in recorder.of(ev.RequestStarted)}
     finished = {e.phase: e.prompt_tokens for e in recorder.of(ev.RequestFinished)}
@@ -146,7 +158,9 @@ def test_a_cancelled_question_still_has_its_user_wait_line() -> None:
 def test_a_cited_repeat_names_its_source() -> None:
     same = passage("The light was lit in 1862.", "harbour.md", "lines 4-5")
     script = research_then_final(lambda n: Step(calls=[search("lit")]), "Lit in 1862 [2].")
-    engine, tools, _, _ = make(script, lambda n, v: same, no_progress_rounds=2)
+    engine, tools, _, _ = make(
+        script, lambda n, v: same, settings={"chat.research_no_progress_rounds": 2}
+    )
     result = run(engine.run("When?", tools))
     assert [item.id for item in result.evidence] == [1]  # [2] repeated [1]
     assert result.answer.endswith(f"{SOURCES_HEADING}\n- [2] harbour.md, lines 4-5")
@@ -157,8 +171,9 @@ def test_an_answer_cut_at_its_length_is_completed_by_the_final_request() -> None
         Step("The light was first lit in", finish="length"),
         Step("1862, by the Harbour Board [1]."),
     ]
-    engine, tools, provider, _ = make(script, lambda n, v: passage("Lit in 1862.", "h.md"),
-                                      research_first=True)  # fmt: skip
+    engine, tools, provider, _ = make(
+        script, lambda n, v: passage("Lit in 1862.", "h.md"), settings={"chat.research_first": True}
+    )
     result = run(engine.run("When was the light first lit?", tools))
     assert result.stop_reason == "answered" and result.final_mode == "model"
     assert written(result.answer) == "The light was first lit in 1862, by the Harbour Board [1]."
@@ -178,7 +193,7 @@ def test_a_page_whose_only_change_is_a_counter_is_not_new_evidence() -> None:
     script = research_then_final(
         lambda n: Step(calls=[("fetch_url", {"url": "https://harbour.example/"})]), "Done [1]."
     )
-    engine, tools, _, _ = make(script, page, no_progress_rounds=3)
+    engine, tools, _, _ = make(script, page, settings={"chat.research_no_progress_rounds": 3})
     result = run(engine.run("?", tools))
     assert result.stop_reason == "no_progress" and result.rounds == 4
     assert len(result.evidence) == 1
@@ -221,14 +236,16 @@ def test_a_follow_up_continues_the_whole_conversation_the_first_reply_left() -> 
     def respond(name: str, values: dict[str, Any]) -> ToolResult:
         return passage(f"Fact for {values['query']}.", location=values["query"])
 
-    engine, tools, provider, _ = make(script, respond, research_first=True)
+    engine, tools, provider, _ = make(script, respond, settings={"chat.research_first": True})
     first = run(engine.run("When was it lit?", tools))
     assert first.conversation[0].role == "system"
     assert first.conversation[-1].content == "Lit in 1862 [1]."  # as the model wrote it
     sent_before = len(provider.requests)
 
     # The same model, with what it has cached.
-    follow = ResearchEngine(provider, ResearchSettings(timeout_sec=60, research_first=True))
+    follow = ResearchEngine(
+        provider, research_settings({"chat.research_timeout_sec": 60, "chat.research_first": True})
+    )
     tools2 = FakeTools(respond)
     compact = [Message("user", "When was it lit?"), Message("assistant", "Lit in 1862 [1].")]
     run(follow.run("Who kept it?", tools2, first.conversation, compact_history=compact))

@@ -9,10 +9,11 @@ from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.final import FinalAnswer, FinalStage
-from imprint_desktop.core.research.reply import Reply, ResearchSettings
+from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.research.requests import Requests
 from imprint_desktop.core.tools.base import EvidenceItem
 from tests.support.scripted_provider import ScriptedProvider, Step
+from tests.support.settings import research_settings
 
 MESSAGES = [Message("system", "Research."), Message("user", "When was it lit?")]
 
@@ -21,7 +22,7 @@ def final_answer(step: Step) -> tuple[FinalAnswer, Reply, list[ev.Event]]:
     events: list[ev.Event] = []
     reply = Reply(
         ScriptedProvider([step]),
-        ResearchSettings(),
+        research_settings(),
         cancel=CancelToken(),
         sink=events.append,
         clock=time.monotonic,

@@ -10,9 +10,10 @@ import pytest
 
 from imprint_desktop.core.providers.base import CompletionRequest
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
+from imprint_desktop.core.research.engine import ResearchEngine
 from tests.support.fake_tools import FakeTools, passage
 from tests.support.scripted_provider import ScriptedProvider, Step
+from tests.support.settings import research_settings
 
 
 def offered(request: CompletionRequest) -> list[str]:
@@ -33,7 +34,7 @@ def reply_to(
 
     engine = ResearchEngine(
         provider,
-        ResearchSettings(research_first=False),
+        research_settings({"chat.research_first": False}),
         ask=person if answer is not None else None,
         sink=events.append,
     )

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
+from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.report import (
     FINAL_GROUP,
     build_report,
@@ -31,6 +31,7 @@ from imprint_desktop.core.research.wording import stop_sentence
 from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools
 from tests.support.scripted_provider import ScriptedProvider, Step
+from tests.support.settings import research_settings
 
 SETTINGS = {
     "chat.research_timeout_sec": 100,
@@ -250,7 +251,7 @@ def test_a_real_reply_reports_what_its_result_says(tmp_path: Path) -> None:
                     ("search_workspace", {"query": "quokka"})]),
         Step("Granite [1] and a quokka [2]."),
     ]  # fmt: skip
-    settings = ResearchSettings(timeout_sec=60, research_first=False, snapshot=SETTINGS)
+    settings = research_settings({**SETTINGS, "chat.research_first": False})
     path = tmp_path / "report.html"
     err = io.StringIO()
     writer = report_writer(path, err)
@@ -273,6 +274,7 @@ def test_a_real_reply_reports_what_its_result_says(tmp_path: Path) -> None:
     assert summary.tokens_charged == result.tokens.charged
     assert summary.tokens_refunded == result.tokens.refunded
     assert summary.research_seconds == pytest.approx(result.research_seconds, abs=0.05)
+    assert (summary.token_budget, summary.time_budget, summary.patience) == (10_000, 100, 2)
     assert [row.evidence_ids for row in report.activity if row.kind == "tool"] == [(1,), (), (2,)]
     assert report.stop_round == 3  # the request that answered would have opened round 3
     page = path.read_text(encoding="utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -12,11 +13,12 @@ from imprint_desktop.core.providers.base import CompletionRequest, Message
 from imprint_desktop.core.providers.estimate import chars_for_tokens
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import seed, sources
-from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
+from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools
 from tests.support.scripted_provider import ScriptedProvider, Step
+from tests.support.settings import research_settings
 from tests.unit.research.test_engine import Recorder, assert_protocol_complete
 
 GANNET = EvidenceItem(
@@ -35,12 +37,16 @@ def nothing(name: str = "search_workspace") -> ToolResult:
 
 
 def make(
-    script: Any, respond: Any, *, context_window: int = 32_768, **overrides: Any
+    script: Any,
+    respond: Any,
+    *,
+    context_window: int = 32_768,
+    settings: Mapping[str, object] | None = None,
 ) -> tuple[ResearchEngine, FakeTools, ScriptedProvider, Recorder]:
-    settings = ResearchSettings(**{"timeout_sec": 60, **overrides})
+    chosen = research_settings({"chat.research_timeout_sec": 60, **(settings or {})})
     provider = ScriptedProvider(script, context_window=context_window)
     recorder = Recorder()
-    engine = ResearchEngine(provider, settings, sink=recorder)
+    engine = ResearchEngine(provider, chosen, sink=recorder)
     tools = FakeTools(respond)
     return engine, tools, provider, recorder
 
@@ -178,7 +184,7 @@ def test_section_workers_seed_with_their_section() -> None:
 
 def test_with_research_first_off_the_engine_does_not_search() -> None:
     engine, tools, provider, recorder = make(
-        [Step("Answer.")], lambda n, v: found(GANNET), research_first=False
+        [Step("Answer.")], lambda n, v: found(GANNET), settings={"chat.research_first": False}
     )
     asyncio.run(engine.run("When was Gannet Point first lit?", tools))
     assert tools.calls == [] and not recorder.of(ev.ToolFinished)
@@ -195,7 +201,10 @@ def test_the_seed_fits_a_small_context_window() -> None:
 
     provider = ScriptedProvider([Step("Answer [1].")], context_window=2048)
     engine = ResearchEngine(
-        provider, ResearchSettings(timeout_sec=60, research_max_output_tokens=512)
+        provider,
+        research_settings(
+            {"chat.research_timeout_sec": 60, "chat.research_max_output_tokens": 512}
+        ),
     )
     tools = Sized(lambda n, v: found(GANNET))
     asyncio.run(engine.run("When was Gannet Point first lit?", tools))
@@ -211,7 +220,7 @@ def test_no_evidence_on_a_budget_stop_is_said_without_asking_the_model() -> None
         return Step(calls=[("list_documents", {}), ("search_workspace", {"query": "lamp oil"})])
 
     engine, tools, provider, recorder = make(
-        script, lambda name, values: nothing(name), no_progress_rounds=3
+        script, lambda name, values: nothing(name), settings={"chat.research_no_progress_rounds": 3}
     )
     result = asyncio.run(engine.run("When was the harbour light first lit?", tools))
 
@@ -232,7 +241,9 @@ def test_answer_without_evidence_asks_the_model_and_labels_its_answer() -> None:
         return Step(calls=[("search_workspace", {"query": "lamp"})])
 
     engine, tools, provider, _ = make(
-        script, lambda n, v: nothing(), no_progress_rounds=2, answer_without_evidence=True
+        script,
+        lambda n, v: nothing(),
+        settings={"chat.research_no_progress_rounds": 2, "chat.answer_without_evidence": True},
     )
     result = asyncio.run(engine.run("When was the harbour light first lit?", tools))
     assert result.final_mode == "model" and provider.requests[-1].phase == "final"
@@ -251,7 +262,9 @@ def test_an_answer_given_at_once_without_evidence_is_unchanged() -> None:
 
 def test_a_token_budget_too_small_for_one_request_is_said_so() -> None:
     engine, tools, provider, _ = make(
-        [Step("never")], lambda n, v: nothing(), token_budget=1024, research_max_output_tokens=1024
+        [Step("never")],
+        lambda n, v: nothing(),
+        settings={"chat.research_token_budget": 1024, "chat.research_max_output_tokens": 1024},
     )
     result = asyncio.run(engine.run("When was the harbour light first lit?", tools))
     assert result.stop_reason == "token_budget" and result.final_mode == "no_evidence"

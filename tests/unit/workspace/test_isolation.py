@@ -25,6 +25,7 @@ from imprint_desktop.core.workspace import (
     WorkspaceIndex,
 )
 from imprint_desktop.core.workspace.isolation import IsolatedExtractor
+from tests.support.settings import make_config
 from tests.unit.workspace import hostile_files
 from tests.unit.workspace.conftest import SAMPLE, run_tool, write
 
@@ -175,7 +176,9 @@ def test_read_document_refuses_a_skipped_pdf_without_reading_it_again(
     with Workspace(folder, extraction=limits) as workspace:
         workspace.index.update()
         refuse_extraction(monkeypatch)
-        result = run_tool(Toolbox(workspace, {}, None), "read_document", {"path": "c-hangs.pdf"})
+        result = run_tool(
+            Toolbox(workspace, make_config().tools, None), "read_document", {"path": "c-hangs.pdf"}
+        )
     assert result.status == "error"
     assert "skipped when the workspace was indexed" in result.content
     assert "took longer than 1 s" in result.content

@@ -12,6 +12,7 @@ import pytest
 from imprint_desktop.core.tools import Toolbox
 from imprint_desktop.core.tools.notes import MODEL_WRITTEN, is_model_written
 from imprint_desktop.core.workspace import Workspace
+from tests.support.settings import make_config
 from tests.unit.workspace.conftest import run_tool, write
 
 LABEL = f"{MODEL_WRITTEN}, "
@@ -19,7 +20,9 @@ LABEL = f"{MODEL_WRITTEN}, "
 
 def write_model_note(workspace: Workspace, title: str, content: str) -> str:
     result = run_tool(
-        Toolbox(workspace, {}, None), "write_note", {"title": title, "content": content}
+        Toolbox(workspace, make_config().tools, None),
+        "write_note",
+        {"title": title, "content": content},
     )
     assert result.status == "ok", result.content
     return next(item for item in result.content.split() if item.startswith("notes/")).rstrip(".")
@@ -40,7 +43,9 @@ def test_search_labels_the_models_note_and_not_the_persons_document(
 ) -> None:
     path = write_model_note(workspace, "Harbour wall", "The harbour wall is made of basalt.")
     workspace.index.update()  # as the engine does before research
-    result = run_tool(Toolbox(workspace, {}, None), "search_workspace", {"query": "harbour wall"})
+    result = run_tool(
+        Toolbox(workspace, make_config().tools, None), "search_workspace", {"query": "harbour wall"}
+    )
     by_source = {item.source: item for item in result.evidence}
     assert set(by_source) >= {path, "alpha.md"}, by_source
     assert by_source[path].location.startswith(LABEL), by_source[path]
@@ -54,7 +59,7 @@ def test_search_labels_the_models_note_and_not_the_persons_document(
 def test_read_and_list_label_the_models_note(workspace: Workspace) -> None:
     path = write_model_note(workspace, "Ledger", "The ledger lists forty ships.")
     workspace.index.update()
-    toolbox = Toolbox(workspace, {}, None)
+    toolbox = Toolbox(workspace, make_config().tools, None)
     read = run_tool(toolbox, "read_document", {"path": path})
     assert read.evidence and all(item.location.startswith(LABEL) for item in read.evidence)
     assert f"{path}, {LABEL}" in read.content

@@ -17,6 +17,7 @@ from imprint_desktop.core.tools import Toolbox
 from imprint_desktop.core.workspace import Workspace, resolve_inside
 from imprint_desktop.core.workspace import index as index_module
 from imprint_desktop.core.workspace.files import FileEntry, is_link
+from tests.support.settings import make_config
 from tests.unit.workspace.conftest import run_tool, write
 
 ESCAPES = [
@@ -82,7 +83,9 @@ def test_symlinks_leading_out_are_refused(
 ) -> None:
     with pytest.raises(PathOutsideWorkspaceError):
         workspace.resolve(user_path)
-    result = run_tool(Toolbox(workspace, {}, None), "read_document", {"path": user_path})
+    result = run_tool(
+        Toolbox(workspace, make_config().tools, None), "read_document", {"path": user_path}
+    )
     assert result.status == "error"
     assert "swordfish" not in result.content
     assert "outside the workspace" in result.content
@@ -95,14 +98,18 @@ def test_symlinks_are_not_indexed(workspace: Workspace, escape_links: Path) -> N
 
 @pytest.mark.parametrize("user_path", ESCAPES)
 def test_read_document_refuses(workspace: Workspace, user_path: str) -> None:
-    result = run_tool(Toolbox(workspace, {}, None), "read_document", {"path": user_path})
+    result = run_tool(
+        Toolbox(workspace, make_config().tools, None), "read_document", {"path": user_path}
+    )
     assert result.status == "error"
     assert result.evidence == ()
 
 
 @pytest.mark.parametrize("folder", ["../", "/etc", "C:\\", "..\\..", ".git"])
 def test_list_documents_refuses_folders_outside(workspace: Workspace, folder: str) -> None:
-    result = run_tool(Toolbox(workspace, {}, None), "list_documents", {"folder": folder})
+    result = run_tool(
+        Toolbox(workspace, make_config().tools, None), "list_documents", {"folder": folder}
+    )
     assert result.status == "error"
 
 
@@ -113,7 +120,9 @@ def test_write_note_never_escapes(corpus: Path, tmp_path: Path, notes_folder: st
     (corpus / "link-out").symlink_to(outside)
     with Workspace(corpus, notes_folder=notes_folder) as opened:
         result = run_tool(
-            Toolbox(opened, {}, None), "write_note", {"title": "Escape", "content": "x"}
+            Toolbox(opened, make_config().tools, None),
+            "write_note",
+            {"title": "Escape", "content": "x"},
         )
     assert result.status == "error"
     assert list(outside.iterdir()) == []
@@ -121,7 +130,7 @@ def test_write_note_never_escapes(corpus: Path, tmp_path: Path, notes_folder: st
 
 
 def test_write_note_titles_cannot_traverse(workspace: Workspace, corpus: Path) -> None:
-    toolbox = Toolbox(workspace, {}, None)
+    toolbox = Toolbox(workspace, make_config().tools, None)
     for title in ["../../etc/passwd", "/etc/passwd", "..\\..\\x", "C:\\evil"]:
         result = run_tool(toolbox, "write_note", {"title": title, "content": "text"})
         assert result.status == "ok", result.content
@@ -134,7 +143,9 @@ def test_write_note_titles_cannot_traverse(workspace: Workspace, corpus: Path) -
 def test_stream_names_are_refused_with_a_clear_tool_error(
     workspace: Workspace, user_path: str
 ) -> None:
-    result = run_tool(Toolbox(workspace, {}, None), "read_document", {"path": user_path})
+    result = run_tool(
+        Toolbox(workspace, make_config().tools, None), "read_document", {"path": user_path}
+    )
     assert result.status == "error"
     assert "has a ':' in a name" in result.content
     assert "alternate data stream" in result.content
@@ -142,7 +153,7 @@ def test_stream_names_are_refused_with_a_clear_tool_error(
 
 def test_stream_names_are_refused_for_folders_and_notes(corpus: Path) -> None:
     with Workspace(corpus, notes_folder="notes:hidden") as opened:
-        toolbox = Toolbox(opened, {}, None)
+        toolbox = Toolbox(opened, make_config().tools, None)
         listed = run_tool(toolbox, "list_documents", {"folder": "deep:x"})
         note = run_tool(toolbox, "write_note", {"title": "Plan", "content": "x"})
     assert listed.status == "error" and "':'" in listed.content
@@ -245,7 +256,9 @@ def test_read_document_does_not_follow_a_link_swapped_in_after_the_path_check(
         return path
 
     monkeypatch.setattr(workspace, "resolve", resolve_then_swap)
-    result = run_tool(Toolbox(workspace, {}, None), "read_document", {"path": "alpha.md"})
+    result = run_tool(
+        Toolbox(workspace, make_config().tools, None), "read_document", {"path": "alpha.md"}
+    )
     assert result.status == "error"
     assert "swordfish" not in result.content
     assert "link" in result.content
