@@ -70,7 +70,7 @@ async def reply(
     return result, events, requests
 
 
-async def follow_up(mode: str, config: Config, workspace: Workspace) -> tuple[int, int]:
+async def follow_up(mode: str, config: Config, workspace: Workspace) -> tuple[int, int, bool]:
     provider = await open_local_provider(None, config.model)
     try:
         first, _, _ = await reply(provider, config, workspace, question=FIRST, history=[])
@@ -88,7 +88,12 @@ async def follow_up(mode: str, config: Config, workspace: Workspace) -> tuple[in
             tools=requests[0].tools,
         )
         new_turn = opening.prompt_tokens - await provider.count_prompt(before)
-        return opening.charged_prompt, new_turn
+        # Whether the opening request continued the whole first conversation, or the engine fell
+        # back to the compact history (the conversation would take over half the window).
+        whole = list(requests[0].messages[1 : len(first.conversation)]) == list(
+            first.conversation[1:]
+        )
+        return opening.charged_prompt, new_turn, whole
     finally:
         await provider.aclose()
 
@@ -103,11 +108,15 @@ def main() -> int:
         results = {
             m: asyncio.run(follow_up(m, config, workspace)) for m in ("compact", "conversation")
         }
-    for mode, (evaluated, new_turn) in results.items():
+    for mode, (evaluated, new_turn, whole) in results.items():
         print(
             f"{mode:>12}: {evaluated:5d} prompt tokens evaluated, new turn {new_turn:5d} "
             f"→ {evaluated / max(new_turn, 1):.2f}×"
+            + ("" if whole else "  (continued the compact history)")
         )
+    if not results["conversation"][2]:
+        print("the first conversation took over half the window: the follow-up fell back to the")
+        print("compact history, whose earlier answer is evaluated again")
     ratio = results["conversation"][0] / max(results["conversation"][1], 1)
     print(
         f"target: conversation ≤ {TARGET}× the new turn: {'met' if ratio <= TARGET else 'MISSED'}"
