@@ -33,7 +33,7 @@ from PySide6.QtGui import QColor, QFont, QGuiApplication, QPalette
 
 import imprint_desktop.engine  # noqa: F401 - its import guards None/True/False (qt_refcounts)
 from imprint_desktop.core.research.handler import EventHandler
-from imprint_desktop.core.research.report import (
+from imprint_desktop.core.research.report_activity import (
     FINAL_GROUP,
     ActivityRow,
     describe_call,

@@ -1,6 +1,7 @@
 """The research record's chart: each budget used per round, as a share of that budget, with the
-stop marked — drawn with pyqtgraph from :func:`~imprint_desktop.core.research.report.chart_series`,
-the same series the HTML report draws as SVG.
+stop marked — drawn with pyqtgraph from
+:func:`~imprint_desktop.core.research.report_chart.chart_series`, the same series the HTML report
+draws as SVG.
 
 pyqtgraph is imported when the first chart is made, not when the window starts: only the record
 needs it. Colours come from the window's palette, so the chart follows the light or dark theme.
@@ -15,12 +16,8 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from imprint_desktop.core.research.report import (
-    STOP_COLOUR,
-    Report,
-    chart_series,
-    stop_label,
-)
+from imprint_desktop.core.research.report import Report
+from imprint_desktop.core.research.report_chart import STOP_COLOUR, chart_series, stop_label
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from jinja2.exceptions import SecurityError
 
 from imprint_desktop.core.errors import ChatTemplateError
 from imprint_desktop.core.providers.base import Message, ToolCall
-from imprint_desktop.core.providers.local.sandbox import TemplateLimitError
+from imprint_desktop.core.providers.local.sandbox_limits import TemplateLimitError
 from imprint_desktop.core.providers.local.template import (
     CHATML_TEMPLATE,
     MAX_RENDER_SECONDS,

@@ -7,11 +7,11 @@ per round for the chart, and the activity (one row per tool call, one thin row p
 Pure Python, no Qt: the record window draws the chart with its plotting library, and
 :mod:`.report_html` writes the same report as a self-contained HTML file.
 
-Tool arguments are not in the trace; when the caller saw the live events it passes what each call
-did in words (:func:`describe_started`), keyed by round and call id, and otherwise a row says what
-kind of call it was. Everything here that came from a model, a document or a page is untrusted text:
-:func:`plain` puts it on one line without control characters, and every view shows it as plain text
-or escaped.
+This module reads the trace into the report, in one pass; the rows and their words are
+:mod:`.report_activity`, the budgets as chart series :mod:`.report_chart`. Everything here that
+came from a model, a document or a page is untrusted text:
+:func:`~imprint_desktop.core.tools.words.plain` puts it on one line without control characters, and
+every view shows it as plain text or escaped.
 """
 
 from __future__ import annotations
@@ -19,110 +19,23 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from imprint_desktop.core.research.report_activity import (
+    FINAL_GROUP,
+    ActivityRow,
+    words_without_arguments,
+)
 from imprint_desktop.core.research.wording import (
     final_mode_words,
     request_words,
-    status_words,
-    stop_mark,
     stop_sentence,
 )
-from imprint_desktop.core.tools import specs
-from imprint_desktop.core.tools.words import plain as plain  # noqa: PLC0414 - re-exported for the views
+from imprint_desktop.core.tools.words import plain
 from imprint_desktop.core.vocabulary import is_final_mode
 
 if TYPE_CHECKING:  # the window imports this module at startup; the events load with a reply
-    from imprint_desktop.core.research.events import EvidenceItemView, ToolStarted
-
-#: The group of activity rows that belong to the final answer, after every round.
-FINAL_GROUP = 1 << 30
-
-
-def describe_call(name: str, arguments: object) -> str:
-    """What a tool call did, in the past tense and plain words ("searched 'harbour light'"), as
-    the tool's spec words it."""
-    return specs.describe_call(name, arguments).done
-
-
-def describe_started(event: ToolStarted) -> str:
-    """What a started call does, from its arguments when the event carries them, else from the
-    engine's status-line words."""
-    arguments = getattr(event, "arguments", "")
-    if arguments:
-        return describe_call(event.name, arguments)
-    return specs.done_from_status(event.name, event.summary)
-
-
-# --- the report ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ActivityRow:
-    """One tool call, or one model request (a thin row with its tokens), of a reply."""
-
-    group: int  # the round; 0 is Imprint's own search before the model; FINAL_GROUP the final
-    kind: Literal["tool", "request"]
-    what: str  # plain words: "searched 'harbour light'", or the request's phase in words
-    status: str  # a tool: ok|empty|error|not_executed|denied|running; a request: its phase
-    t: float = 0.0
-    call_id: str = ""
-    name: str = ""
-    origin: str = "model"  # "engine": Imprint's own search before the model
-    new_evidence: int = 0
-    repeated_evidence: int = 0
-    evidence_ids: tuple[int, ...] = ()
-    seconds: float = 0.0
-    charged: int = 0
-    reused_prefix: int = 0
-    refunded: int = 0
-    reserved: int = 0
-
-    @property
-    def status_text(self) -> str:
-        return status_words(self.status) if self.kind == "tool" else ""
-
-    @property
-    def evidence_text(self) -> str:
-        """The evidence a call added: "+2 · [3] [4]", or "" when it added none."""
-        if self.kind != "tool" or not self.new_evidence:
-            return ""
-        numbers = " ".join(f"[{number}]" for number in self.evidence_ids[:6])
-        more = "…" if len(self.evidence_ids) > 6 else ""
-        return f"+{self.new_evidence}" + (f" · {numbers}{more}" if numbers else "")
-
-    @property
-    def tokens_text(self) -> str:
-        """A request's tokens: "1,234 charged · 800 reused prefix · 512 refunded"."""
-        return (
-            f"{self.charged:,} charged · {self.reused_prefix:,} reused prefix · "
-            f"{self.refunded:,} refunded"
-        )
-
-    @property
-    def text(self) -> str:
-        """The row in one line of words (its first column)."""
-        if self.kind == "request":
-            if self.status == "running":
-                return f"{self.what}: {self.reserved:,} tokens reserved…"
-            return f"{self.what}: {self.tokens_text}"
-        return self.what + (" (Imprint, before the model)" if self.origin == "engine" else "")
-
-
-def group_title(group: int) -> str:
-    if group == FINAL_GROUP:
-        return "Final answer"
-    if group == 0:
-        return "Before the model"
-    return f"Round {group}"
-
-
-def round_heading(group: int, calls: int, found: int) -> str:
-    """A round's title with what it did: "Round 3 · 2 calls · +1 new"."""
-    words = group_title(group)
-    if calls:
-        words += f" · {calls} call{'' if calls == 1 else 's'}"
-    return words + (f" · +{found} new" if found else "")
+    from imprint_desktop.core.research.events import EvidenceItemView
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,9 +194,10 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
             status = str(line.get("status", ""))
             if call_id in denied and status == "error":
                 status = "denied"
-            what = described.get((number, call_id)) or _what_from(name, ordered, mine)
+            what = described.get((number, call_id)) or words_without_arguments(name, ordered, mine)
             if name == "read_document" and mine and " lines " not in what:
-                what = _what_from(name, ordered, mine)  # the lines it read, which words lacked
+                # the lines it read, which words lacked
+                what = words_without_arguments(name, ordered, mine)
             rows.append(
                 ActivityRow(
                     number,
@@ -344,28 +258,6 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
     return Report(summary, series, activity, tuple(ordered), stop_round, tuple(lines))
 
 
-def _what_from(name: str, evidence: Sequence[EvidenceItemView], ids: tuple[int, ...]) -> str:
-    """Words for a call whose arguments are unknown; a read names what it found."""
-    if name == "read_document" and ids:
-        return read_words([item for item in evidence if item.id in ids])
-    return describe_call(name, None)
-
-
-def read_words(found: Sequence[EvidenceItemView]) -> str:
-    """A read in words from the passages it returned: "read a.md lines 10–40"."""
-    first, last = found[0], found[-1]
-    return f"read {plain(first.source, 60)}{_span(first.location, last.location)}"
-
-
-def _span(first: str, last: str) -> str:
-    """ "lines 10-20" … "lines 31-40" → " lines 10–40"."""
-    start, end = first.rpartition("lines ")[2], last.rpartition("lines ")[2]
-    low, high = start.partition("-")[0], end.rpartition("-")[2]
-    if low.isdigit() and high.isdigit():
-        return f" lines {low}–{high}"
-    return ""
-
-
 def _number(value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0.0
@@ -393,69 +285,3 @@ def seconds_text(seconds: float) -> str:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(int(seconds), 60)
     return f"{minutes}:{rest:02d} min"
-
-
-# --- the chart ---------------------------------------------------------------------------------
-
-#: Colours that read on a light and on a dark background alike.
-STOP_COLOUR = "#ef4444"
-
-
-@dataclass(frozen=True, slots=True)
-class ChartSeries:
-    """One budget over the rounds, as a share of that budget (percent), for every chart."""
-
-    name: str
-    colour: str
-    dashed: bool
-    points: tuple[tuple[int, float], ...]  # (round, percent used)
-
-
-def chart_series(report: Report) -> tuple[ChartSeries, ...]:
-    """The budgets per round, each as the percentage of its limit used, so that one chart shows
-    which budget came close to running out (a budget whose limit is unknown is left out)."""
-    summary, points = report.summary, report.series
-
-    def share(used: float, limit: float | None) -> float:
-        return round(100.0 * used / limit, 2) if limit else 0.0
-
-    series: list[ChartSeries] = []
-    if summary.time_budget:
-        series.append(
-            ChartSeries(
-                "Research time",
-                "#3b82f6",
-                False,
-                tuple((p.round, share(p.research_seconds, summary.time_budget)) for p in points),
-            )
-        )
-    if summary.token_budget:
-        series += [
-            ChartSeries(
-                "Tokens charged",
-                "#f59e0b",
-                False,
-                tuple((p.round, share(p.tokens_charged, summary.token_budget)) for p in points),
-            ),
-            ChartSeries(
-                "Charged + reserved",
-                "#f59e0b",
-                True,
-                tuple((p.round, share(p.tokens_committed, summary.token_budget)) for p in points),
-            ),
-        ]
-    if summary.patience:
-        series.append(
-            ChartSeries(
-                "Patience used",
-                "#a855f7",
-                False,
-                tuple((p.round, share(p.no_progress_rounds, summary.patience)) for p in points),
-            )
-        )
-    return tuple(series)
-
-
-def stop_label(report: Report) -> str:
-    """The chart's stop mark: "stopped: time ran out"."""
-    return stop_mark(report.summary.stop_reason)

@@ -13,14 +13,13 @@ import pytest
 
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.engine import ResearchEngine
-from imprint_desktop.core.research.report import (
+from imprint_desktop.core.research.report import build_report
+from imprint_desktop.core.research.report_activity import (
     FINAL_GROUP,
-    build_report,
-    chart_series,
     describe_call,
     describe_started,
-    plain,
 )
+from imprint_desktop.core.research.report_chart import chart_series
 from imprint_desktop.core.research.report_html import (
     budget_svg,
     report_html,
@@ -29,6 +28,7 @@ from imprint_desktop.core.research.report_html import (
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.research.wording import stop_sentence
 from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
+from imprint_desktop.core.tools.words import plain
 from tests.support.fake_tools import FakeTools
 from tests.support.scripted_provider import ScriptedProvider, Step
 from tests.support.settings import research_settings
