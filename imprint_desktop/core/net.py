@@ -27,6 +27,7 @@ import httpx
 from imprint_desktop import APP_NAME, __version__
 from imprint_desktop.core.config import NetworkConfig
 from imprint_desktop.core.errors import SettingValueError
+from imprint_desktop.core.urls import public_url
 
 USER_AGENT = f"{APP_NAME}/{__version__}"
 DEFAULT_TIMEOUT = 30.0
@@ -58,7 +59,7 @@ def make_async_client(
             headers={"User-Agent": USER_AGENT},
         )
     except ImportError:
-        which = _safe(proxy) if proxy else "the system proxy (ALL_PROXY or HTTPS_PROXY)"
+        which = f"{public_url(proxy)!r}" if proxy else "the system proxy (ALL_PROXY or HTTPS_PROXY)"
         raise SettingValueError(
             "network.proxy",
             f"{which} needs SOCKS support, which this installation lacks (the socksio "
@@ -66,7 +67,7 @@ def make_async_client(
         ) from None
     except ValueError as error:
         raise SettingValueError(
-            "network.proxy", f"{_safe(proxy)} is not a usable proxy address ({error})."
+            "network.proxy", f"{public_url(proxy)!r} is not a usable proxy address ({error})."
         ) from None
 
 
@@ -89,11 +90,3 @@ def ssl_context(ca_bundle: str) -> ssl.SSLContext:
             "file in Preferences → Network, or clear the setting.",
         ) from None
     return context
-
-
-def _safe(proxy: str) -> str:
-    """The proxy address without a password, for messages."""
-    url = httpx.URL(proxy) if "://" in proxy else None
-    if url is None or not url.password:
-        return repr(proxy)
-    return repr(str(url.copy_with(password="***")))

@@ -20,10 +20,9 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath, PureWindowsPath
-from urllib.parse import urlsplit
 
 from imprint_desktop.core.errors import SettingValueError, UnknownSettingError
-from imprint_desktop.core.urls import NotHttpUrl, http_url
+from imprint_desktop.core.urls import NotHttpUrl, http_url, proxy_url
 
 Value = int | float | bool | str
 
@@ -205,9 +204,11 @@ def check_http_url(text: str) -> str | None:
 
 
 def check_proxy_url(text: str) -> str | None:
-    """Accept an http, https or socks5 proxy URL."""
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https", "socks5", "socks5h") or not parts.netloc:
+    """Accept an http, https or socks5 proxy URL with a host
+    (:func:`~imprint_desktop.core.urls.proxy_url`)."""
+    try:
+        proxy_url(text)
+    except NotHttpUrl:
         return f"must be a proxy address such as http://proxy:3128 (got {text!r})"
     return None
 
