@@ -14,11 +14,18 @@ The remote provider, ``fetch_url`` and model downloads all get their client from
 
 Clients carry no credentials: a provider adds its own ``Authorization`` header per request, so a
 key can never leak to a page that ``fetch_url`` reads with the same client.
+
+What those clients' answers say about retrying is read here once too: :func:`retry_after_seconds`
+reads a ``Retry-After`` header for the remote provider and for model downloads, each of which
+decides how long it is willing to wait.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ssl
+import time
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 import certifi
@@ -90,3 +97,20 @@ def ssl_context(ca_bundle: str) -> ssl.SSLContext:
             "file in Preferences → Network, or clear the setting.",
         ) from None
     return context
+
+
+def retry_after_seconds(header: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: a number of seconds or an HTTP date, 0 for
+    a time already past, a negative number or NaN; None without a header or for one that is
+    neither."""
+    if not header:
+        return None
+    header = header.strip()
+    with contextlib.suppress(ValueError):
+        seconds = float(header)
+        return seconds if seconds >= 0 else 0.0  # NaN too: a wait that makes no sense is none
+    try:
+        wait = parsedate_to_datetime(header).timestamp() - time.time()
+    except (TypeError, ValueError, IndexError, OverflowError, OSError):
+        return None  # not a date, or one out of any calendar's range
+    return max(wait, 0.0)
