@@ -18,7 +18,7 @@ from imprint_desktop.core.urls import (
     redacted_url,
     without_password,
 )
-from imprint_desktop.settings.schema import check_http_url, check_proxy_url
+from imprint_desktop.settings.checks import check_http_url, check_proxy_url
 from tests.support.settings import make_config, setting_values
 
 SECRETS = ("hunter2", "s3cr3t", "k3y", "t0ken")
