@@ -14,11 +14,18 @@ The remote provider, ``fetch_url`` and model downloads all get their client from
 
 Clients carry no credentials: a provider adds its own ``Authorization`` header per request, so a
 key can never leak to a page that ``fetch_url`` reads with the same client.
+
+What those clients' answers say about retrying is read here once too: :func:`retry_after_seconds`
+reads a ``Retry-After`` header for the remote provider and for model downloads, each of which
+decides how long it is willing to wait.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ssl
+import time
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 import certifi
@@ -27,6 +34,7 @@ import httpx
 from imprint_desktop import APP_NAME, __version__
 from imprint_desktop.core.config import NetworkConfig
 from imprint_desktop.core.errors import SettingValueError
+from imprint_desktop.core.urls import public_url
 
 USER_AGENT = f"{APP_NAME}/{__version__}"
 DEFAULT_TIMEOUT = 30.0
@@ -58,7 +66,7 @@ def make_async_client(
             headers={"User-Agent": USER_AGENT},
         )
     except ImportError:
-        which = _safe(proxy) if proxy else "the system proxy (ALL_PROXY or HTTPS_PROXY)"
+        which = f"{public_url(proxy)!r}" if proxy else "the system proxy (ALL_PROXY or HTTPS_PROXY)"
         raise SettingValueError(
             "network.proxy",
             f"{which} needs SOCKS support, which this installation lacks (the socksio "
@@ -66,7 +74,7 @@ def make_async_client(
         ) from None
     except ValueError as error:
         raise SettingValueError(
-            "network.proxy", f"{_safe(proxy)} is not a usable proxy address ({error})."
+            "network.proxy", f"{public_url(proxy)!r} is not a usable proxy address ({error})."
         ) from None
 
 
@@ -91,9 +99,18 @@ def ssl_context(ca_bundle: str) -> ssl.SSLContext:
     return context
 
 
-def _safe(proxy: str) -> str:
-    """The proxy address without a password, for messages."""
-    url = httpx.URL(proxy) if "://" in proxy else None
-    if url is None or not url.password:
-        return repr(proxy)
-    return repr(str(url.copy_with(password="***")))
+def retry_after_seconds(header: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: a number of seconds or an HTTP date, 0 for
+    a time already past, a negative number or NaN; None without a header or for one that is
+    neither."""
+    if not header:
+        return None
+    header = header.strip()
+    with contextlib.suppress(ValueError):
+        seconds = float(header)
+        return seconds if seconds >= 0 else 0.0  # NaN too: a wait that makes no sense is none
+    try:
+        wait = parsedate_to_datetime(header).timestamp() - time.time()
+    except (TypeError, ValueError, IndexError, OverflowError, OSError):
+        return None  # not a date, or one out of any calendar's range
+    return max(wait, 0.0)

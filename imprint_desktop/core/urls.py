@@ -2,9 +2,11 @@
 
 Addresses come from people (the server and proxy settings), from the model (``fetch_url``) and
 from servers (redirects). :func:`http_url` is the one reading of an http(s) address: it must
-parse, port included, name http or https and a host. Each caller words a refusal its own way —
-a setting's validation message, a provider error, a tool result the model reads — from the
-reason :class:`NotHttpUrl` gives.
+parse, port included, name http or https and a host. :func:`proxy_url` reads a proxy's address
+the same way, socks5 allowed too. Each caller words a refusal its own way — a setting's
+validation message, a provider error, a tool result the model reads — from the reason
+:class:`NotHttpUrl` gives. :func:`host_span` finds the host as it is written in an address, for
+the window to highlight the server a page would come from.
 
 **Redaction.** A URL carries credentials in three places: its userinfo (``user:password@``), its
 query (``?api_key=…``) and its fragment (``#access_token=…``). What is shown of an address
@@ -28,15 +30,19 @@ from typing import Literal
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 HTTP_SCHEMES = ("http", "https")
+#: What a proxy may speak: what ``network.proxy`` accepts and the HTTP client can use.
+PROXY_SCHEMES = (*HTTP_SCHEMES, "socks5", "socks5h")
 MASK = "***"
 NOT_A_URL = "<not a valid URL>"
+_C0_OR_SPACE = "".join(map(chr, range(0x21)))  # what urlsplit strips from an address's start
 
 
 class NotHttpUrl(ValueError):  # noqa: N818 - a reason, worded by each caller
-    """Why a text is not an http(s) address, in a phrase ("it names no server").
+    """Why a text is not an http(s) address (or a proxy's), in a phrase ("it names no server").
 
     ``reason`` says which check failed: ``unreadable`` (it does not parse, its port included),
-    ``scheme`` (not http or https; ``scheme`` is the one it has, "" for none) or ``host``.
+    ``scheme`` (not one of those asked for; ``scheme`` is the one it has, "" for none) or
+    ``host``.
     """
 
     def __init__(
@@ -50,16 +56,43 @@ class NotHttpUrl(ValueError):  # noqa: N818 - a reason, worded by each caller
 def http_url(text: str) -> SplitResult:
     """``text`` split into its parts, when it is an absolute http(s) URL naming a host with a
     valid port (or none); :class:`NotHttpUrl` otherwise. The scheme is compared in any case."""
-    try:
-        parts = urlsplit(text)
-        parts.port  # noqa: B018 - reading the port is part of the check
-    except ValueError as error:  # an unclosed "[", a port out of range or not a number
-        raise NotHttpUrl("unreadable", str(error)) from None
-    if parts.scheme.lower() not in HTTP_SCHEMES:
-        raise NotHttpUrl("scheme", "it must start with http:// or https://", parts.scheme)
-    if not parts.hostname:
-        raise NotHttpUrl("host", "it names no server")
-    return parts
+    return _absolute_url(text, HTTP_SCHEMES, "it must start with http:// or https://")
+
+
+def proxy_url(text: str) -> SplitResult:
+    """``text`` split into its parts, when it is a proxy's address: read as :func:`http_url`
+    reads one, a socks5 or socks5h scheme allowed too; :class:`NotHttpUrl` otherwise."""
+    return _absolute_url(
+        text, PROXY_SCHEMES, "it must start with http://, https://, socks5:// or socks5h://"
+    )
+
+
+def host_span(url: str) -> tuple[int, int] | None:
+    """Where the host that :func:`urlsplit` reads is written in ``url``: (start, end), an IPv6
+    address with its brackets, without userinfo or port. None when ``url`` does not parse, names
+    no host, or has a tab or a line break where urlsplit reads the host (it drops them)."""
+    split = _split(url)
+    slashes = url.find("//")  # the first: a scheme holds no "/"
+    if split is None or not split[0].hostname or slashes < 0:
+        return None
+    parts = split[0]
+    before = url[:slashes].lstrip(_C0_OR_SPACE)
+    for dropped in "\t\r\n":
+        before = before.replace(dropped, "")
+    written = url[slashes + 2 :]
+    for end in "/?#":
+        written = written.partition(end)[0]
+    if before.lower() not in ("", f"{parts.scheme}:") or written != parts.netloc:
+        return None
+    host = written.rpartition("@")[2]
+    at = slashes + 2 + len(written) - len(host)
+    if "[" in host:  # urlsplit reads the host between the brackets
+        first = host.index("[")
+        close = host.find("]", first)
+        if close < 0:
+            return None
+        return at + first, at + close + 1
+    return at, at + len(host.partition(":")[0])
 
 
 def public_url(url: str) -> str:
@@ -114,6 +147,22 @@ def without_password(url: str) -> str:
     user, _, host = parts.netloc.rpartition("@")
     name = user.partition(":")[0]
     return urlunsplit(parts._replace(netloc=f"{name}:{MASK}@{host}"))
+
+
+def _absolute_url(text: str, schemes: tuple[str, ...], wanted: str) -> SplitResult:
+    """``text`` split, when it parses (its port too), names one of ``schemes`` (in any case) and
+    a host; :class:`NotHttpUrl` saying which check failed otherwise (``wanted`` when the
+    scheme)."""
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - reading the port is part of the check
+    except ValueError as error:  # an unclosed "[", a port out of range or not a number
+        raise NotHttpUrl("unreadable", str(error)) from None
+    if parts.scheme.lower() not in schemes:
+        raise NotHttpUrl("scheme", wanted, parts.scheme)
+    if not parts.hostname:
+        raise NotHttpUrl("host", "it names no server")
+    return parts
 
 
 def _split(url: str) -> tuple[SplitResult, int | None] | None:

@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 from imprint_desktop.settings import schema
-from imprint_desktop.settings.schema import Kind, Section, Setting
+from imprint_desktop.settings.declaration import Kind, Section, Setting
 
 #: Where the generated module is checked in.
 TARGET = Path(__file__).resolve().parents[1] / "core" / "config.py"

@@ -1,227 +1,37 @@
 """Every setting, declared once.
 
-A :class:`Setting` carries what every view needs: the key, its kind, default, bounds, a title and
-a description for people, and the flags ``restart`` and ``secret``. The preferences dialog, the
-``imprint settings`` command, validation messages, environment overrides and the settings
-reference in the docs are all generated from :data:`SETTINGS`; no key string is repeated
-elsewhere except where code reads the value it needs.
+A :class:`Setting` (:mod:`.declaration`) carries what every view needs: the key, its kind,
+default, bounds, a title and a description for people, and the flags ``restart`` and ``secret``.
+The preferences dialog, the ``imprint settings`` command, validation messages, environment
+overrides, the typed snapshot (:mod:`.codegen`) and the settings reference in the docs are all
+generated from :data:`SETTINGS`; no key string is repeated elsewhere except where code reads the
+value it needs. A text setting's own check (an address, a folder name) is in :mod:`.checks`.
 
-Values are validated in two ways. :meth:`Setting.coerce` accepts a Python value as TOML or a
-widget gives it (an ``int`` for an integer setting, never a ``bool``); :meth:`Setting.parse`
-accepts the text a person types on the command line or puts in an environment variable. Both raise
-:class:`~imprint_desktop.core.errors.SettingValueError` with a message that names the key and, for
-numbers, the bounds.
+The declaration's types are re-exported here, so the views read ``schema.Setting`` beside
+``schema.get``.
 """
 
 from __future__ import annotations
 
-import enum
-import math
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from pathlib import PurePosixPath, PureWindowsPath
-from urllib.parse import urlsplit
+from collections.abc import Iterator, Mapping
 
-from imprint_desktop.core.errors import SettingValueError, UnknownSettingError
-from imprint_desktop.core.urls import NotHttpUrl, http_url
+from imprint_desktop.core.errors import UnknownSettingError
+from imprint_desktop.settings.checks import check_http_url, check_proxy_url, check_relative_folder
+from imprint_desktop.settings.declaration import Kind, Section, Setting, Value
 
-Value = int | float | bool | str
-
-
-class Kind(enum.Enum):
-    """What a setting holds, which decides its validation and its editor."""
-
-    INT = "int"
-    FLOAT = "float"
-    BOOL = "bool"
-    STR = "str"  # one line of text
-    TEXT = "text"  # several lines of text
-    CHOICE = "choice"  # one of ``choices``
-    FILE = "file"  # a path to a file; empty means "not set"
-    FOLDER = "folder"  # a path to a folder; empty means "not set"
-    SECRET = "secret"  # kept in the OS keyring, never in the config file
-
-
-@dataclass(frozen=True)
-class Section:
-    """A group of settings: one page of the preferences dialog, one TOML table."""
-
-    name: str
-    title: str
-    description: str
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One declared setting. See the module docstring."""
-
-    key: str
-    kind: Kind
-    default: Value | None
-    title: str
-    description: str
-    minimum: float | None = None
-    maximum: float | None = None
-    unit: str = ""
-    choices: tuple[tuple[str, str], ...] = ()  # (value, title)
-    restart: bool = False
-    check: Callable[[str], str | None] | None = field(default=None, compare=False)
-
-    @property
-    def section(self) -> str:
-        return self.key.partition(".")[0]
-
-    @property
-    def name(self) -> str:
-        """The key inside its section's TOML table."""
-        return self.key.partition(".")[2]
-
-    @property
-    def secret(self) -> bool:
-        return self.kind is Kind.SECRET
-
-    @property
-    def env_var(self) -> str:
-        """The environment variable that overrides this setting."""
-        return "IMPRINT_" + self.key.upper().replace(".", "_")
-
-    @property
-    def choice_values(self) -> tuple[str, ...]:
-        return tuple(value for value, _ in self.choices)
-
-    def bounds_text(self) -> str:
-        """The bounds in words, e.g. ``between 10 and 3600 s``; empty when unbounded."""
-        if self.minimum is None or self.maximum is None:
-            return ""
-        unit = f" {self.unit}" if self.unit else ""
-        return f"between {_number(self.minimum)} and {_number(self.maximum)}{unit}"
-
-    def coerce(self, value: object) -> Value:
-        """Validate a Python value (from TOML or an editor) and return it in canonical form."""
-        if self.kind is Kind.SECRET:
-            raise SettingValueError(self.key, "API keys are kept in the system keyring, not here")
-        if self.kind is Kind.BOOL:
-            if not isinstance(value, bool):
-                raise SettingValueError(self.key, f"must be true or false (got {value!r})")
-            return value
-        if self.kind in (Kind.INT, Kind.FLOAT):
-            return self._coerce_number(value)
-        return self._coerce_text(value)
-
-    def _coerce_number(self, value: object) -> int | float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise SettingValueError(self.key, f"must be a number (got {value!r})")
-        if not math.isfinite(value):
-            raise SettingValueError(self.key, f"must be a finite number (got {value!r})")
-        if self.kind is Kind.INT:
-            if isinstance(value, float) and not value.is_integer():
-                raise SettingValueError(self.key, f"must be a whole number (got {value!r})")
-            return int(self._check_bounds(value))
-        return float(self._check_bounds(value))
-
-    def _coerce_text(self, value: object) -> str:
-        if not isinstance(value, str):
-            raise SettingValueError(self.key, f"must be text (got {value!r})")
-        if self.kind is Kind.CHOICE and value not in self.choice_values:
-            allowed = ", ".join(self.choice_values)
-            raise SettingValueError(self.key, f"must be one of {allowed} (got {value!r})")
-        if self.kind is Kind.STR and ("\n" in value or "\r" in value):
-            raise SettingValueError(self.key, "must be a single line")
-        problem = self.check(value) if self.check is not None and value else None
-        if problem:
-            raise SettingValueError(self.key, problem)
-        return value
-
-    def parse(self, text: str) -> Value:
-        """Validate text typed by a person (command line, environment variable)."""
-        stripped = text.strip()
-        if self.kind is Kind.BOOL:
-            lowered = stripped.lower()
-            if lowered in _TRUE_WORDS:
-                return True
-            if lowered in _FALSE_WORDS:
-                return False
-            raise SettingValueError(self.key, f"must be true or false (got {text!r})")
-        if self.kind is Kind.INT:
-            try:
-                number = int(stripped.replace("_", ""))
-            except ValueError:
-                raise SettingValueError(
-                    self.key, f"must be a whole number {self.bounds_text()} (got {text!r})"
-                ) from None
-            return self.coerce(number)
-        if self.kind is Kind.FLOAT:
-            try:
-                real = float(stripped)
-            except ValueError:
-                raise SettingValueError(
-                    self.key, f"must be a number {self.bounds_text()} (got {text!r})"
-                ) from None
-            return self.coerce(real)
-        if self.kind in (Kind.FILE, Kind.FOLDER, Kind.STR):
-            return self.coerce(stripped)
-        return self.coerce(text)
-
-    def format(self, value: Value | None) -> str:
-        """A value as a person reads it (and as :meth:`parse` accepts it back)."""
-        if value is None:
-            return ""
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, float):
-            return _number(value)
-        return str(value)
-
-    def _check_bounds(self, number: float) -> float:
-        low, high = self.minimum, self.maximum
-        if low is not None and high is not None and not low <= number <= high:
-            raise SettingValueError(self.key, f"must be {self.bounds_text()} (got {number!r})")
-        return number
-
-
-_TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
-_FALSE_WORDS = frozenset({"false", "no", "off", "0"})
-
-
-def _number(value: float) -> str:
-    """A number as people read it: 3600, 65,536, 0.2."""
-    if not float(value).is_integer():
-        return repr(float(value))
-    whole = int(value)
-    return f"{whole:,}" if abs(whole) >= 10_000 else str(whole)
-
-
-# --- checks for text settings ---------------------------------------------------------------
-
-
-def check_http_url(text: str) -> str | None:
-    """Accept an absolute http(s) URL with a host, as the remote provider reads it
-    (:func:`~imprint_desktop.core.urls.http_url`)."""
-    try:
-        http_url(text)
-    except NotHttpUrl:
-        return f"must be an http:// or https:// address (got {text!r})"
-    return None
-
-
-def check_proxy_url(text: str) -> str | None:
-    """Accept an http, https or socks5 proxy URL."""
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https", "socks5", "socks5h") or not parts.netloc:
-        return f"must be a proxy address such as http://proxy:3128 (got {text!r})"
-    return None
-
-
-def check_relative_folder(text: str) -> str | None:
-    """Accept a folder name inside the workspace: relative and without ``..``."""
-    for flavour in (PurePosixPath, PureWindowsPath):
-        path = flavour(text)
-        if path.is_absolute() or path.anchor or ".." in path.parts:
-            return f"must be a folder inside the workspace, such as 'notes' (got {text!r})"
-    return None
-
-
-# --- the declarations -----------------------------------------------------------------------
+__all__ = [
+    "RETIRED_KEYS",
+    "SECTIONS",
+    "SETTINGS",
+    "Kind",
+    "Section",
+    "Setting",
+    "Value",
+    "default_values",
+    "get",
+    "in_section",
+    "section",
+]
 
 # fmt: off
 SECTIONS: tuple[Section, ...] = (

@@ -23,7 +23,7 @@ def welcome_html(store: SettingsStore, starter: Path | bool | None) -> str:
     config = store.config()
     chosen = chosen_model(config)
     if chosen.remote:
-        model = f"Remote server {chosen.server}"
+        model = f"Remote server {chosen.server_address}"
         name = chosen.server_model
         model += f", model “{name}”" if name else ", the server's default model"
     elif chosen.file is not None:

@@ -2,16 +2,15 @@
 
 A page is the one way research reaches outside the workspace — and the one way workspace text can
 be sent out in a URL — so nothing is fetched until the person has seen the address in full, its
-host highlighted (a host hidden after ``user@`` or behind a look-alike name is the one that
-counts), and chosen: Allow once, Allow this site for this conversation, or Deny. Deny has the
-focus, so a stray Enter sends nothing anywhere. Research time is paused meanwhile.
+host highlighted as :func:`~imprint_desktop.core.urls.host_span` finds it (a host hidden after
+``user@`` or behind a look-alike name is the one that counts), and chosen: Allow once, Allow this
+site for this conversation, or Deny. Deny has the focus, so a stray Enter sends nothing anywhere.
+Research time is paused meanwhile.
 
 The address is untrusted text: it is laid out with text formats, never parsed as HTML.
 """
 
 from __future__ import annotations
-
-from urllib.parse import urlsplit
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QFont, QPalette, QTextCharFormat, QTextCursor, QTextOption
@@ -25,28 +24,9 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.core.consent import Decision
+from imprint_desktop.core.urls import host_span
 
 _ADDRESS_LINES = 4  # the address box grows to this many lines, then scrolls
-
-
-def host_span(url: str) -> tuple[int, int]:
-    """Where the host is in ``url`` (start, end), as the address is fetched; (0, 0) if unknown."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return 0, 0
-    if not parts.netloc:
-        return 0, 0
-    start = url.find(parts.netloc)
-    if start < 0:
-        return 0, 0
-    host = parts.netloc.rpartition("@")[2]
-    start += len(parts.netloc) - len(host)
-    if host.startswith("["):
-        host = host[: host.find("]") + 1] if "]" in host else host
-    else:
-        host = host.partition(":")[0]
-    return start, start + len(host)
 
 
 class ConsentCard(QFrame):
@@ -134,7 +114,7 @@ class ConsentCard(QFrame):
     def _show_address(self, url: str) -> None:
         self.address.clear()
         cursor = QTextCursor(self.address.document())
-        start, end = host_span(url)
+        start, end = host_span(url) or (0, 0)  # no host read: nothing highlighted
         plain = QTextCharFormat()
         host = QTextCharFormat()
         host.setFontWeight(QFont.Weight.Bold)

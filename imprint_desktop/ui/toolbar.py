@@ -85,7 +85,7 @@ class ModelPicker(QComboBox):
         installed = any(chosen.uses_file(model.path) for model in self._installed)
         if own is not None and own != starter and not installed:
             self.addItem(own.name, {"model.provider": "local", "model.path": config.model.path})
-        self.addItem(f"Remote server: {chosen.server}", {"model.provider": "remote"})
+        self.addItem(f"Remote server: {chosen.server_address}", {"model.provider": "remote"})
         self.insertSeparator(self.count())
         self.addItem("Import a model file…", {_ACTION: "import"})
         self.addItem("Download models… (Ctrl+M)", {_ACTION: "manage"})

@@ -7,12 +7,15 @@ small tmpfs (we run as root in CI).
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from pathlib import Path
 
 import huggingface_hub
@@ -49,6 +52,7 @@ pytestmark = pytest.mark.integration
 
 MB = 1 << 20
 FAST_RETRY = DownloadOptions(backoff_initial=0.01, backoff_max=0.05, checkpoint_seconds=0.2)
+TRANSFER_LOG = "imprint_desktop.core.models.transfer"
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 30) -> bool:
@@ -336,6 +340,48 @@ def test_server_errors_are_retried_with_backoff(hub: HubServer, cache: Path, siz
     assert path.stat().st_size == size
     assert sum(1 for event in events if event.phase is Phase.RETRYING) == 3
     assert any("HTTP 503" in event.detail for event in events)
+
+
+def test_the_hub_is_asked_again_when_its_retry_after_says(
+    hub: HubServer, cache: Path, size: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Retry-After in seconds or as an HTTP date (core.net.retry_after_seconds) instead of the
+    backoff, which here would wait seconds."""
+    hub.faults.statuses = [503, 429]
+    hub.faults.retry_after = ["0", format_datetime(datetime.now(UTC) - timedelta(minutes=1))]
+    slow = DownloadOptions(backoff_initial=5.0, backoff_max=30.0, checkpoint_seconds=0.2)
+    loader = ModelDownloader(client(hub), ModelLayout(None, cache), Journal(), slow)
+    with caplog.at_level(logging.INFO, logger=TRANSFER_LOG):
+        path = loader.run(loader.record_for(starter(hub)), DownloadControl())
+    assert path.stat().st_size == size
+    assert retry_delays(caplog) == ["0.0s", "0.0s"]
+
+
+def test_a_download_waits_at_most_a_minute_whatever_the_hub_asks(
+    hub: HubServer, cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    hub.faults.statuses = [503]
+    hub.faults.retry_after = ["86400"]
+    patient = DownloadOptions(backoff_initial=0.01, backoff_max=3600.0, checkpoint_seconds=0.2)
+    loader = ModelDownloader(client(hub), ModelLayout(None, cache), Journal(), patient)
+    control = DownloadControl()
+
+    def stop_while_waiting(event: DownloadProgress) -> None:
+        if event.phase is Phase.RETRYING:
+            control.cancel()
+
+    with caplog.at_level(logging.INFO, logger=TRANSFER_LOG), pytest.raises(Cancelled):
+        loader.run(loader.record_for(starter(hub)), control, stop_while_waiting)
+    assert retry_delays(caplog) == ["60.0s"]
+
+
+def retry_delays(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The waits the transfer logged before each retry, as logged ("0.0s")."""
+    return [
+        record.getMessage().rpartition("retrying in ")[2]
+        for record in caplog.records
+        if record.name == TRANSFER_LOG and "retrying in" in record.getMessage()
+    ]
 
 
 def test_persistent_server_errors_fail_and_keep_the_partial(hub: HubServer, cache: Path) -> None:

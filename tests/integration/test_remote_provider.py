@@ -597,6 +597,18 @@ def test_socks_without_its_package_names_the_setting() -> None:
     assert "hunter2" not in str(raised.value)
 
 
+def test_an_unusable_proxy_is_named_by_its_public_address() -> None:
+    # The settings refuse such an address; an environment or a file edited by hand may not.
+    proxy = "ftp://me:hunter2@Proxy.example:2121/"
+    with pytest.raises(SettingValueError) as raised:
+        make_async_client(make_config({"network.proxy": proxy}).network)
+    assert raised.value.key == "network.proxy"
+    assert str(raised.value).startswith(
+        "network.proxy: 'ftp://proxy.example:2121' is not a usable proxy address ("
+    )
+    assert "hunter2" not in str(raised.value)
+
+
 def make_certificates(folder: Path) -> tuple[Path, Path, Path]:
     """A private certificate authority and a certificate it issued for 127.0.0.1."""
     from cryptography import x509

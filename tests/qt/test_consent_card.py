@@ -19,7 +19,7 @@ from pytestqt.qtbot import QtBot
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.consent_card import ConsentCard, host_span
+from imprint_desktop.ui.consent_card import ConsentCard
 from imprint_desktop.ui.main_window import MainWindow
 from tests.qt.research_harness import open_window, type_question, watch_the_panel, write_corpus
 from tests.support.openai_server import OpenAIServer, Reply
@@ -180,13 +180,12 @@ def test_this_site_is_not_asked_about_again_in_the_conversation(
         ("http://user:pw@[::1]:8080/x", "[::1]"),
         ("http://xn--80ak6aa92e.com/", "xn--80ak6aa92e.com"),
         ("http://EXAMPLE.org:80", "EXAMPLE.org"),
+        ("http://ex\tample.org/", ""),  # written otherwise than it is read: nothing claimed
     ],
 )
 def test_the_highlighted_part_is_the_host_that_is_connected_to(
     qtbot: QtBot, url: str, host: str
 ) -> None:
-    start, end = host_span(url)
-    assert url[start:end] == host
     card = ConsentCard()
     qtbot.addWidget(card)
     card.ask("call_1", url, "site")

@@ -5,8 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtGui import QAction, QPalette
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QApplication,
+    QComboBox,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QTextEdit,
+    QWidget,
+)
 from pytestqt.qtbot import QtBot
 
 from imprint_desktop.app import build_window
@@ -56,6 +65,43 @@ def test_summary_follows_saved_settings(qtbot: QtBot, store: SettingsStore) -> N
     window = open_window(qtbot, store)
     store.update({"model.provider": "remote", "remote.base_url": "http://127.0.0.1:9999/v1"})
     assert "http://127.0.0.1:9999/v1" in window.summary.text()
+
+
+def shown_texts(window: MainWindow) -> list[str]:
+    """Every text the window shows, on hover too, or tells a screen reader."""
+    texts = [window.windowTitle(), window.statusBar().currentMessage()]
+    texts += [action.text() for action in window.findChildren(QAction)]
+    texts += [action.toolTip() for action in window.findChildren(QAction)]
+    for widget in window.findChildren(QWidget):
+        texts += [widget.toolTip(), widget.accessibleName(), widget.accessibleDescription()]
+        if isinstance(widget, QLabel | QAbstractButton | QLineEdit):
+            texts.append(widget.text())
+        elif isinstance(widget, QComboBox):
+            texts += [widget.itemText(index) for index in range(widget.count())]
+        elif isinstance(widget, QTextEdit | QPlainTextEdit):
+            texts.append(widget.toPlainText())
+    return texts
+
+
+def test_a_password_in_the_server_address_never_shows(qtbot: QtBot, store: SettingsStore) -> None:
+    secrets = ("hunter2", "k3y", "t0ken")
+    store.update(
+        {
+            "model.provider": "remote",
+            "remote.base_url": "http://alice:hunter2@127.0.0.1:9/v1?api_key=k3y#t0ken",
+        }
+    )
+    window = open_window(qtbot, store)
+    shown = shown_texts(window)
+    assert "Remote server: http://127.0.0.1:9/v1" in shown  # the toolbar's model picker
+    assert "Remote server http://127.0.0.1:9/v1, the server" in window.summary.text()
+    assert not [text for text in shown if any(secret in text for secret in secrets)]
+
+    store.update({"remote.base_url": "https://bob:hunter2@llm.example/v1?key=k3y"})
+    shown = shown_texts(window)
+    assert "Remote server: https://llm.example/v1" in shown
+    assert "Remote server https://llm.example/v1," in window.summary.text()
+    assert not [text for text in shown if any(secret in text for secret in secrets)]
 
 
 def test_theme_applies_while_running(qtbot: QtBot, store: SettingsStore) -> None:

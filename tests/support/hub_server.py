@@ -93,6 +93,7 @@ class Faults:
     """What goes wrong next. Each one-shot fault clears itself when it fires."""
 
     statuses: list[int] = field(default_factory=list)  # answers for the next byte GETs, in order
+    retry_after: list[str] = field(default_factory=list)  # a Retry-After for each, in order
     reset_after: int | None = None  # reset the connection after sending this many bytes (once)
     stall_after: int | None = None  # stop sending after this many bytes until released (once)
     corrupt_at: int | None = None  # flip the byte at this file offset (every time it is sent)
@@ -293,7 +294,9 @@ def _handler_for(hub: HubServer) -> type[BaseHTTPRequestHandler]:
                 return
             if hub.faults.statuses and body:
                 status = hub.faults.statuses.pop(0)
-                self._json(status, {"error": f"injected {status}"})
+                wait = hub.faults.retry_after.pop(0) if hub.faults.retry_after else None
+                headers = {"Retry-After": wait} if wait is not None else None
+                self._json(status, {"error": f"injected {status}"}, headers)
                 return
             location = f"/lfs/{blob.sha256}"
             self._log(302)

@@ -11,12 +11,14 @@ from imprint_desktop.core.tools.fetch import check_url
 from imprint_desktop.core.urls import (
     NOT_A_URL,
     NotHttpUrl,
+    host_span,
     http_url,
+    proxy_url,
     public_url,
     redacted_url,
     without_password,
 )
-from imprint_desktop.settings.schema import check_http_url
+from imprint_desktop.settings.checks import check_http_url, check_proxy_url
 from tests.support.settings import make_config, setting_values
 
 SECRETS = ("hunter2", "s3cr3t", "k3y", "t0ken")
@@ -120,6 +122,88 @@ def test_each_caller_words_a_refusal_its_own_way() -> None:
         check_url("http:///v1")
     with pytest.raises(FetchError, match=r"is not a valid URL \(Port out of range 0-65535\)\.$"):
         check_url("http://127.0.0.1:99999/")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "http://proxy:3128",
+        "HTTPS://Proxy.example",
+        "socks5://127.0.0.1:1080",
+        "socks5h://me:hunter2@[::1]:1080",
+    ],
+)
+def test_a_proxy_is_read_like_a_server_with_socks_allowed_too(text: str) -> None:
+    assert proxy_url(text).hostname
+    assert check_proxy_url(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("proxy:3128", "scheme"),
+        ("socks4://proxy:1080", "scheme"),
+        ("ftp://proxy", "scheme"),
+        ("http://:3128", "host"),
+        ("socks5://user@", "host"),
+        ("http://[::1:3128", "unreadable"),  # an unclosed "[": a reason, not a crash
+        ("socks5://proxy:70000", "unreadable"),
+        ("http://proxy:port", "unreadable"),
+    ],
+)
+def test_what_is_not_a_proxy_says_why(text: str, reason: str) -> None:
+    with pytest.raises(NotHttpUrl) as raised:
+        proxy_url(text)
+    assert raised.value.reason == reason
+    assert check_proxy_url(text) == (
+        f"must be a proxy address such as http://proxy:3128 (got {text!r})"
+    )
+
+
+def test_a_socks_address_is_a_proxy_not_a_server() -> None:
+    with pytest.raises(NotHttpUrl) as raised:
+        http_url("socks5://127.0.0.1:1080")
+    assert (raised.value.reason, raised.value.scheme) == ("scheme", "socks5")
+    assert check_http_url("socks5://127.0.0.1:1080") is not None
+
+
+# --- where the host is written ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "span"),
+    [
+        ("http://example.org/a", (7, 18)),
+        ("https://trusted.example@evil.example:8443/?x=1", (24, 36)),  # after the last "@"
+        ("http://ada:p@ss@wiki.example/v1", (16, 28)),
+        ("http://user:pw@[::1]:8080/x", (15, 20)),  # brackets and all, no port
+        ("http://EXAMPLE.org:80", (7, 18)),  # as written, not lower case
+        ("http://h/", (7, 8)),  # not the "h" of the scheme
+        ("http://t/x", (7, 8)),
+        ("http://a[::1]:80/", (8, 13)),  # urlsplit reads the address in brackets
+        ("  http://ex.org/", (9, 15)),  # urlsplit skips leading spaces
+        ("ht\ttp://ex.org/", (8, 14)),  # and drops a tab outside the host
+        ("//ex.org/x", (2, 8)),
+    ],
+)
+def test_the_host_is_found_where_it_is_written(url: str, span: tuple[int, int]) -> None:
+    assert host_span(url) == span
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ex.org/x",  # no "//": no host
+        "http:///x",
+        "http://[::1/x",  # does not parse
+        "http://ex.org:99999/",
+        "http://ex\t.org/",  # urlsplit reads "ex.org", which is not written anywhere
+        "http:/\t/a.example/?//a.example",  # read from the first "//" it is somewhere else
+        "http://u]@[::1/",
+    ],
+)
+def test_no_host_is_claimed_where_none_is_written_as_read(url: str) -> None:
+    assert host_span(url) is None
 
 
 # --- shown to people ----------------------------------------------------------------------------

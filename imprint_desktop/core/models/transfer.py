@@ -36,10 +36,13 @@ from imprint_desktop.core.models.hub import HubClient
 from imprint_desktop.core.models.journal import DownloadRecord, Journal
 from imprint_desktop.core.models.layout import FileTarget
 from imprint_desktop.core.models.progress import Phase, RateMeter
+from imprint_desktop.core.net import retry_after_seconds
 
 log = logging.getLogger(__name__)
 
 _DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+#: The longest a download waits before its next attempt when the hub asks it to (Retry-After).
+_LONGEST_RETRY_AFTER = 60.0
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,9 @@ class FileTransfer:
             self._start_over(hasher)
             raise _Retry("the server refused to resume; starting the file over", wait=0.0)
         if status in (408, 429) or status >= 500:
-            raise _Retry(f"the hub answered HTTP {status}", wait=_retry_after(response))
+            asked = retry_after_seconds(response.headers.get("Retry-After"))
+            wait = None if asked is None else min(asked, _LONGEST_RETRY_AFTER)
+            raise _Retry(f"the hub answered HTTP {status}", wait=wait)
         if status not in (200, 206):
             raise HubUnavailableError(f"The hub answered HTTP {status} for {target.path}.")
         if offset and status == 200:
@@ -275,14 +280,6 @@ def _shutdown(sock: socket.socket | None) -> None:
     if sock is not None:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After", "")
-    try:
-        return min(float(value), 60.0) if value else None
-    except ValueError:
-        return None
 
 
 def _describe(error: httpx.TransportError) -> str:

@@ -18,13 +18,10 @@ same body would come again.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
-import time
 import traceback
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 
 import httpx
 
@@ -38,6 +35,7 @@ from imprint_desktop.core.errors import (
     ProviderResponseError,
     ProviderUnavailableError,
 )
+from imprint_desktop.core.net import retry_after_seconds
 from imprint_desktop.core.providers import limits
 from imprint_desktop.core.providers.bodies import read_limited
 from imprint_desktop.core.providers.remote_config import PREFERENCES, ContextWindow
@@ -264,21 +262,6 @@ class Failures:
             f"The server at {self._where} is busy and asked to be asked again in "
             f"{_seconds(wait)}, after the {_seconds(left)} left for this request."
         )
-
-
-def retry_after_seconds(header: str | None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header: a number of seconds or an HTTP date."""
-    if not header:
-        return None
-    header = header.strip()
-    with contextlib.suppress(ValueError):
-        seconds = float(header)
-        return seconds if seconds >= 0 else 0.0  # NaN too: a wait that makes no sense is none
-    try:
-        wait = parsedate_to_datetime(header).timestamp() - time.time()
-    except (TypeError, ValueError, IndexError, OverflowError, OSError):
-        return None  # not a date, or one out of any calendar's range
-    return max(wait, 0.0)
 
 
 def _seconds(value: float) -> str:
