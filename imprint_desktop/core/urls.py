@@ -165,6 +165,15 @@ def _absolute_url(text: str, schemes: tuple[str, ...], wanted: str) -> SplitResu
     return parts
 
 
+def loose_parts(url: str) -> SplitResult | None:
+    """``url`` split as written, its scheme and port unchecked (for showing an address a model
+    wrote, which may be anything); None when it cannot be split at all."""
+    try:
+        return urlsplit(url.strip())
+    except ValueError:
+        return None
+
+
 def _split(url: str) -> tuple[SplitResult, int | None] | None:
     """``url`` split, with its port read; None when either fails."""
     try:

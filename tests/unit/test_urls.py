@@ -8,11 +8,13 @@ from imprint_desktop.core.errors import FetchError
 from imprint_desktop.core.providers.remote_config import address_problem
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools.fetch import check_url
+from imprint_desktop.core.tools.words import short_url
 from imprint_desktop.core.urls import (
     NOT_A_URL,
     NotHttpUrl,
     host_span,
     http_url,
+    loose_parts,
     proxy_url,
     public_url,
     redacted_url,
@@ -297,3 +299,25 @@ def test_an_address_the_model_asked_for_is_recorded_as_asked_but_its_password(
     url: str, recorded: str
 ) -> None:
     assert without_password(url) == recorded
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://example.org/a/b?q=1", "example.org/…"),
+        ("https://example.org", "example.org"),
+        ("ftp://files.example.org/x", "files.example.org/…"),  # any scheme a model may write
+        ("http://h:99999/x", "h/…"),  # a port no client would take is still shown by its host
+        ("http://[::1/x", "http://[::1/x"),  # cannot be split: shown as written
+        ("not a url", "not a url"),
+    ],
+)
+def test_an_address_a_model_wrote_is_shown_by_its_host(url: str, shown: str) -> None:
+    assert short_url(url) == shown
+
+
+def test_loose_parts_splits_without_checking_scheme_or_port() -> None:
+    parts = loose_parts(" ftp://user@files.example.org:99999/x ")
+    assert parts is not None
+    assert (parts.scheme, parts.hostname, parts.path) == ("ftp", "files.example.org", "/x")
+    assert loose_parts("http://[::1/x") is None

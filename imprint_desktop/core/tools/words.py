@@ -11,7 +11,8 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+
+from imprint_desktop.core.urls import loose_parts
 
 #: The longest a piece of untrusted text is shown in words, by default.
 WORDS_CHARS = 90
@@ -64,12 +65,9 @@ def line_range(start: object, end: object) -> str:
 
 def short_url(url: str) -> str:
     """A URL by its host: "example.org/…" (the rest may carry anything)."""
-    try:
-        parts = urlsplit(url.strip())
-        host = parts.hostname or ""
-    except ValueError:
-        return plain(url, 50)
-    if not host:
+    parts = loose_parts(url)
+    host = (parts.hostname or "") if parts is not None else ""
+    if parts is None or not host:
         return plain(url, 50)
     rest = parts.path.strip("/")
     return plain(host, 50) + ("/…" if rest or parts.query else "")
