@@ -42,23 +42,17 @@ from imprint_desktop.core.errors import (
     WorkspaceIndexError,
 )
 from imprint_desktop.core.workspace.database import Connections, index_path_for
-from imprint_desktop.core.workspace.extract import (
-    BINARY_SUFFIXES,
-    Extracted,
-    Format,
-    extract,
-    format_for,
-)
+from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES, Extracted, format_for
 from imprint_desktop.core.workspace.files import FileEntry, read_inside, scan
 from imprint_desktop.core.workspace.isolation import (
     DEFAULT_LIMITS,
     ExtractionLimits,
-    IsolatedExtractor,
     PdfReaderUnavailableError,
     Stop,
     is_cancelled,
 )
 from imprint_desktop.core.workspace.passages import split_passages
+from imprint_desktop.core.workspace.reader import DocumentReader
 
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
 #: The longest the writes of quick files share one transaction (see :class:`_Writes`).
@@ -187,10 +181,10 @@ class WorkspaceIndex:
     ) -> IndexReport:
         """Bring the index up to date with the folder; see the module docstring."""
         started = time.perf_counter()
-        with self._update_lock, IsolatedExtractor(self.extraction) as extractor:
+        with self._update_lock, DocumentReader(self.extraction) as reader:
             try:
                 writes = _Writes(self._connections.get())
-                return self._update(_Run(progress, cancel, extractor, writes), started)
+                return self._update(_Run(progress, cancel, reader, writes), started)
             except sqlite3.Error as error:
                 raise WorkspaceIndexError(
                     f"The workspace index cannot be updated: {error}"
@@ -265,11 +259,11 @@ class WorkspaceIndex:
                 self._rename(db, old_path, run.missing.pop(old_path), entry)
             run.counts["renamed"] += 1
             return True
-        pdf = format_for(entry.path) is Format.PDF
-        if pdf:
+        isolated = run.reader.isolated(entry.path)
+        if isolated:
             run.writes.commit()  # nothing waits on a file that may never finish
         try:
-            document: Extracted | DocumentError = self._extract(entry.path, data, run)
+            document: Extracted | DocumentError = _text(run, entry.path, data)
         except Cancelled:
             return False
         except PdfReaderUnavailableError as error:  # not the file's fault: tried again next time
@@ -279,25 +273,10 @@ class WorkspaceIndex:
             document = error
         with run.writes.group():
             self._store(db, entry, document, digest, old)
-        if pdf:
+        if isolated:
             run.writes.commit()  # a PDF's text is worth its own transaction
         run.counts["updated" if old else "added"] += 1
         return True
-
-    @staticmethod
-    def _extract(path: str, data: bytes, run: _Run) -> Extracted:
-        """The file's text: PDFs in the worker process, other formats here (they are parsed in
-        time proportional to their size). Raises :class:`DocumentError` saying why not."""
-        if format_for(path) is Format.PDF:
-            return run.extractor.extract(path, data, run.cancel)
-        try:
-            return extract(path, data)
-        except DocumentError:
-            raise
-        except Exception as error:  # no document may stop the rest
-            raise DocumentError(
-                f"cannot be turned into text ({type(error).__name__}: {error})"
-            ) from error
 
     def _store(
         self,
@@ -447,7 +426,7 @@ class _Run:
 
     progress: Callable[[IndexProgress], None] | None
     cancel: Stop | None
-    extractor: IsolatedExtractor
+    reader: DocumentReader
     writes: _Writes
     known: dict[str, _Known] = field(default_factory=dict)
     missing: dict[str, _Known] = field(default_factory=dict)
@@ -489,6 +468,23 @@ class _Writes:
         if self._since is not None:
             self._since = None
             self._db.execute("COMMIT")
+
+
+def _text(run: _Run, path: str, data: bytes) -> Extracted:
+    """The file's text, read where :class:`DocumentReader` decides. Raises :class:`DocumentError`
+    saying why not, also when a parser in this process fails in a way of its own: no document may
+    stop the rest. (The worker already answers so for a PDF; anything else it raises is no fault
+    of the file's.)"""
+    try:
+        return run.reader.read(path, data, run.cancel)
+    except (DocumentError, Cancelled):
+        raise
+    except Exception as error:
+        if run.reader.isolated(path):
+            raise
+        raise DocumentError(
+            f"cannot be turned into text ({type(error).__name__}: {error})"
+        ) from error
 
 
 def _changed(entry: FileEntry, known: _Known | None) -> bool:
