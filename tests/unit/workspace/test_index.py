@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from imprint_desktop.core.errors import DocumentError
-from imprint_desktop.core.workspace import Workspace, WorkspaceIndex, index, reader
-from imprint_desktop.core.workspace.index import fts_query
+from imprint_desktop.core.workspace import SearchHit, Workspace, WorkspaceIndex, reader, update
+from imprint_desktop.core.workspace.search import fts_query
 from tests.unit.workspace.conftest import SAMPLE, write
 
 
-def paths(hits: list[index.SearchHit]) -> list[str]:
+def paths(hits: list[SearchHit]) -> list[str]:
     return [hit.path for hit in hits]
 
 
@@ -53,13 +53,13 @@ def test_unchanged_reindex_reads_no_file(
     first = workspace.index.update()
     assert (first.added, first.documents) == (3, 3)
     reads: list[str] = []
-    original = index.read_inside
+    original = update.read_inside
 
     def counted(root: Path, relative: str, *, max_bytes: int) -> tuple[bytes, os.stat_result]:
         reads.append(relative)
         return original(root, relative, max_bytes=max_bytes)
 
-    monkeypatch.setattr(index, "read_inside", counted)
+    monkeypatch.setattr(update, "read_inside", counted)
     second = workspace.index.update()
     assert reads == []
     assert (second.added, second.updated, second.removed, second.unchanged) == (0, 0, 0, 3)
