@@ -25,6 +25,8 @@ from imprint_desktop.core.workspace.records import DocumentInfo, IndexProblem
 from imprint_desktop.core.workspace.search import SearchHit, best_passages, fts_query
 from imprint_desktop.core.workspace.update import IndexProgress, IndexReport, IndexUpdate
 
+#: The settings' default (``workspace.max_file_mb``), for an index opened without settings (see
+#: :data:`~.workspace.DEFAULT_NOTES_FOLDER`).
 DEFAULT_MAX_FILE_BYTES = 20 * 1024 * 1024
 
 

@@ -18,6 +18,9 @@ from imprint_desktop.core.workspace.index import DEFAULT_MAX_FILE_BYTES, Workspa
 from imprint_desktop.core.workspace.isolation import DEFAULT_LIMITS, ExtractionLimits, Stop
 from imprint_desktop.core.workspace.reader import DocumentReader
 
+#: The settings' default (``workspace.notes_folder``), also where notes go when it is empty. The
+#: app opens a workspace with :meth:`Workspace.from_config`; the constructor's defaults serve the
+#: tests and benches that open one without settings (a test keeps them equal to the schema's).
 DEFAULT_NOTES_FOLDER = "notes"
 
 
