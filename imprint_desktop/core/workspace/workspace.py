@@ -1,10 +1,12 @@
 """One workspace as the tools see it: a resolved root, its index, and guarded file access.
 
 Reading a document for a tool follows the index's rules: no link is followed
-(:func:`~.files.read_inside`), a PDF is parsed in a worker process under the same limits (the one
-choice of :class:`~.reader.DocumentReader`; the workspace keeps a reader, whose worker starts at
-the first PDF read and stops with :meth:`Workspace.close`), and a file the index skipped (and that
-has not changed since) is refused with the recorded reason rather than parsed again."""
+(:func:`~.files.read_inside`), a PDF is parsed in a worker process under the same limits (the index
+and the workspace both leave that choice to :class:`~.reader.DocumentReader`; the workspace keeps
+one, whose worker starts at the first PDF read and stops with :meth:`Workspace.close`), and a file
+the index skipped (and that has not changed since) is refused with the recorded reason rather than
+parsed again.
+"""
 
 from __future__ import annotations
 
