@@ -1,35 +1,28 @@
 """One workspace as the tools see it: a resolved root, its index, and guarded file access.
 
 Reading a document for a tool follows the index's rules: no link is followed
-(:func:`~.files.read_inside`), a PDF is parsed in a worker process under the same limits (the
-workspace keeps one, started at the first PDF read and stopped by :meth:`Workspace.close`), and a
-file the index skipped (and that has not changed since) is refused with the recorded reason rather
-than parsed again.
+(:func:`~.files.read_inside`), a PDF is parsed in a worker process under the same limits (the index
+and the workspace both leave that choice to :class:`~.reader.DocumentReader`; the workspace keeps
+one, whose worker starts at the first PDF read and stops with :meth:`Workspace.close`), and a file
+the index skipped (and that has not changed since) is refused with the recorded reason rather than
+parsed again.
 """
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path, PurePosixPath
 
 from imprint_desktop.core.config import WorkspaceConfig
 from imprint_desktop.core.errors import DocumentError
-from imprint_desktop.core.workspace.extract import (
-    BINARY_SUFFIXES,
-    Extracted,
-    Format,
-    extract,
-    format_for,
-)
+from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES, Extracted
 from imprint_desktop.core.workspace.files import read_inside, relative_posix, resolve_inside
 from imprint_desktop.core.workspace.index import DEFAULT_MAX_FILE_BYTES, WorkspaceIndex
-from imprint_desktop.core.workspace.isolation import (
-    DEFAULT_LIMITS,
-    ExtractionLimits,
-    IsolatedExtractor,
-    Stop,
-)
+from imprint_desktop.core.workspace.isolation import DEFAULT_LIMITS, ExtractionLimits, Stop
+from imprint_desktop.core.workspace.reader import DocumentReader
 
+#: The settings' default (``workspace.notes_folder``), also where notes go when it is empty. The
+#: app opens a workspace with :meth:`Workspace.from_config`; the constructor's defaults serve the
+#: tests and benches that open one without settings (a test keeps them equal to the schema's).
 DEFAULT_NOTES_FOLDER = "notes"
 
 
@@ -55,8 +48,7 @@ class Workspace:
         self.root = self.index.root
         self.notes_folder = notes_folder or DEFAULT_NOTES_FOLDER
         self.max_file_bytes = max_file_bytes
-        self._pdf_reader = IsolatedExtractor(extraction)
-        self._pdf_lock = threading.Lock()  # one PDF at a time through the one worker
+        self._reader = DocumentReader(extraction)
 
     @classmethod
     def from_config(
@@ -77,8 +69,7 @@ class Workspace:
         self.close()
 
     def close(self) -> None:
-        with self._pdf_lock:
-            self._pdf_reader.close()
+        self._reader.close()
         self.index.close()
 
     def resolve(self, user_path: str) -> Path:
@@ -113,10 +104,10 @@ class Workspace:
             raise DocumentError(
                 f"{relative} was skipped when the workspace was indexed: {skipped}."
             )
-        if format_for(path.name) is Format.PDF:
-            with self._pdf_lock:
-                try:
-                    return relative, self._pdf_reader.extract(path.name, data, cancel)
-                except DocumentError as error:
-                    raise DocumentError(f"{relative} cannot be read: {error}.") from error
-        return relative, extract(path.name, data)
+        try:
+            return relative, self._reader.read(path.name, data, cancel)
+        except DocumentError as error:
+            if not self._reader.isolated(path.name):
+                raise  # a sentence already
+            # The worker's reason is a fragment ("reading it took longer than …"): name the file.
+            raise DocumentError(f"{relative} cannot be read: {error}.") from error

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from imprint_desktop.core.workspace import Workspace, WorkspaceIndex, index
-from imprint_desktop.core.workspace.index import fts_query
+from imprint_desktop.core.errors import DocumentError
+from imprint_desktop.core.workspace import SearchHit, Workspace, WorkspaceIndex, reader, update
+from imprint_desktop.core.workspace.search import fts_query
 from tests.unit.workspace.conftest import SAMPLE, write
 
 
-def paths(hits: list[index.SearchHit]) -> list[str]:
+def paths(hits: list[SearchHit]) -> list[str]:
     return [hit.path for hit in hits]
 
 
@@ -52,13 +53,13 @@ def test_unchanged_reindex_reads_no_file(
     first = workspace.index.update()
     assert (first.added, first.documents) == (3, 3)
     reads: list[str] = []
-    original = index.read_inside
+    original = update.read_inside
 
     def counted(root: Path, relative: str, *, max_bytes: int) -> tuple[bytes, os.stat_result]:
         reads.append(relative)
         return original(root, relative, max_bytes=max_bytes)
 
-    monkeypatch.setattr(index, "read_inside", counted)
+    monkeypatch.setattr(update, "read_inside", counted)
     second = workspace.index.update()
     assert reads == []
     assert (second.added, second.updated, second.removed, second.unchanged) == (0, 0, 0, 3)
@@ -94,7 +95,7 @@ def test_touched_file_with_same_content_is_not_extracted_again(
     workspace.index.update()
     os.utime(corpus / "alpha.md", ns=(5, 5))
     calls: list[str] = []
-    monkeypatch.setattr(index, "extract", lambda name, data: calls.append(name))
+    monkeypatch.setattr(reader, "extract", lambda name, data: calls.append(name))
     report = workspace.index.update()
     assert calls == []
     assert (report.updated, report.added) == (0, 0)
@@ -143,6 +144,19 @@ def test_damaged_and_oddly_encoded_files_do_not_stop_indexing(tmp_path: Path) ->
         again = built.update()
         assert again.problems == report.problems  # still reported, not re-read
         assert again.unchanged == 6
+
+
+def test_a_parser_failing_in_this_process_skips_only_that_file(workspace: Workspace) -> None:
+    nested = workspace.root / "nested.html"
+    nested.write_bytes(b"<div>" * 100_000 + b"kelp")  # deeper than the HTML walk can recurse
+    with pytest.raises(RecursionError):  # for a tool call: the tool failed (and it is logged)
+        workspace.read("nested.html")
+    report = workspace.index.update()
+    assert [problem.path for problem in report.problems] == ["nested.html"]
+    assert report.problems[0].reason.startswith("cannot be turned into text (RecursionError: ")
+    assert report.documents == 3
+    with pytest.raises(DocumentError, match=r"^nested\.html was skipped when the workspace was"):
+        workspace.read("nested.html")  # not parsed again until it changes
 
 
 def test_hidden_binary_and_oversized_files_are_skipped(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 from imprint_desktop.core.errors import PathOutsideWorkspaceError
 from imprint_desktop.core.tools import Toolbox
 from imprint_desktop.core.workspace import Workspace, resolve_inside
-from imprint_desktop.core.workspace import index as index_module
+from imprint_desktop.core.workspace import update as update_module
 from imprint_desktop.core.workspace.files import FileEntry, is_link
 from tests.support.settings import make_config
 from tests.unit.workspace.conftest import run_tool, write
@@ -193,14 +193,14 @@ def test_links_to_files_and_folders_outside_are_not_indexed_or_searchable(
 
 def swap_after_scan(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> None:
     """Run ``swap`` once the index has listed the folder, before it reads any file."""
-    original = index_module.scan
+    original = update_module.scan
 
     def scan_then_swap(*args: Any, **kwargs: Any) -> Iterator[FileEntry]:
         entries = list(original(*args, **kwargs))
         swap()
         return iter(entries)
 
-    monkeypatch.setattr(index_module, "scan", scan_then_swap)
+    monkeypatch.setattr(update_module, "scan", scan_then_swap)
 
 
 def test_a_file_swapped_for_a_link_after_the_scan_is_not_read(

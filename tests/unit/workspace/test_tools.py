@@ -226,6 +226,19 @@ def test_write_note_uses_the_notes_folder_setting(corpus: Path) -> None:
     assert (corpus / "research/notes/a.md").is_file()
 
 
+def test_a_workspace_opened_without_settings_has_the_settings_defaults(
+    corpus: Path, tmp_path: Path
+) -> None:
+    defaults = make_config().workspace
+    with (
+        Workspace(corpus) as plain,
+        Workspace.from_config(corpus, defaults, db_path=tmp_path / "index.sqlite3") as configured,
+    ):
+        assert plain.notes_folder == configured.notes_folder
+        assert plain.max_file_bytes == configured.max_file_bytes
+        assert plain.index.max_file_bytes == configured.index.max_file_bytes
+
+
 def test_no_exception_escapes(workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:
     def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("disk on fire")

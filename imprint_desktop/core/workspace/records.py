@@ -1,0 +1,194 @@
+"""What the index keeps of each file: its row in ``files`` and its rows in ``passages``.
+
+Every statement over those two tables except the ranked search (:mod:`.search`) is here, so the
+update (:mod:`.update`) decides what to do with a file and this module says how it is written, and
+the index's questions (what is indexed, what was skipped and why) read the same rows. A file's
+``status`` is ``ok`` (its passages are searchable), ``binary`` or ``error`` (skipped, ``note``
+saying why); the schema is :mod:`.database`'s.
+
+The functions take the update's connection and write in whatever transaction it has open.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from imprint_desktop.core.errors import DocumentError
+from imprint_desktop.core.workspace.extract import Extracted, format_for
+from imprint_desktop.core.workspace.files import FileEntry
+from imprint_desktop.core.workspace.passages import split_passages
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    path: str
+    size: int
+    title: str
+    format: str
+    lines: int
+
+
+@dataclass(frozen=True, slots=True)
+class IndexProblem:
+    """A file the index skipped, and why (a sentence fragment: "cannot be read: …")."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Known:
+    """What the index remembers of a file: enough to tell whether it changed or moved."""
+
+    id: int
+    size: int
+    mtime_ns: int
+    digest: str
+    title: str
+
+
+# --- what the update writes ---------------------------------------------------------------------
+
+
+def known_files(db: sqlite3.Connection) -> dict[str, Known]:
+    """Every file the index has a row for, by path."""
+    rows = db.execute("SELECT path, id, size, mtime_ns, digest, title FROM files")
+    return {row[0]: Known(*row[1:]) for row in rows}
+
+
+def store(
+    db: sqlite3.Connection,
+    entry: FileEntry,
+    document: Extracted | DocumentError,
+    digest: str,
+    old: Known | None,
+) -> None:
+    """Record ``entry`` as read: its text cut into passages, or the reason it was skipped."""
+    fmt = format_for(entry.path).value
+    if isinstance(document, DocumentError):
+        reason = str(document)
+        values: tuple[object, ...] = (
+            entry.size,
+            entry.mtime_ns,
+            digest,
+            fmt,
+            PurePosixPath(entry.path).name,
+            0,
+            "binary" if "binary" in reason else "error",
+            reason,
+        )
+        _upsert(db, entry.path, values, old)
+        return
+    values = (
+        entry.size,
+        entry.mtime_ns,
+        digest,
+        fmt,
+        document.title,
+        len(document.lines),
+        "ok",
+        "",
+    )
+    file_id = _upsert(db, entry.path, values, old)
+    db.executemany(
+        "INSERT INTO passages (file_id, start_line, end_line, page, section, heading, text) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (
+                file_id,
+                passage.start_line,
+                passage.end_line,
+                document.page_of(passage.start_line),
+                passage.section,
+                f"{document.title} {passage.section}".strip(),
+                passage.text,
+            )
+            for passage in split_passages(document.lines, document.page_starts)
+        ],
+    )
+
+
+def _upsert(
+    db: sqlite3.Connection, path: str, values: tuple[object, ...], old: Known | None
+) -> int:
+    if old is None:
+        cursor = db.execute(
+            "INSERT INTO files (size, mtime_ns, digest, format, title, lines, status, note, "
+            "path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*values, path),
+        )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+    db.execute("DELETE FROM passages WHERE file_id = ?", (old.id,))
+    db.execute(
+        "UPDATE files SET size = ?, mtime_ns = ?, digest = ?, format = ?, title = ?, "
+        "lines = ?, status = ?, note = ? WHERE id = ?",
+        (*values, old.id),
+    )
+    return old.id
+
+
+def touch(db: sqlite3.Connection, old: Known, entry: FileEntry) -> None:
+    """Take the new size and time of a file whose content is what the index already holds."""
+    db.execute(
+        "UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?",
+        (entry.size, entry.mtime_ns, old.id),
+    )
+
+
+def rename(db: sqlite3.Connection, old_path: str, old: Known, entry: FileEntry) -> None:
+    """Move a file's record to its new path; its passages stay, no extraction needed."""
+    db.execute(
+        "UPDATE files SET path = ?, size = ?, mtime_ns = ? WHERE id = ?",
+        (entry.path, entry.size, entry.mtime_ns, old.id),
+    )
+    new_stem = PurePosixPath(entry.path).stem
+    if old.title == PurePosixPath(old_path).stem and old.title != new_stem:
+        # The title came from the file name, so it follows the file.
+        db.execute("UPDATE files SET title = ? WHERE id = ?", (new_stem, old.id))
+        db.execute(
+            "UPDATE passages SET heading = trim(? || ' ' || section) WHERE file_id = ?",
+            (new_stem, old.id),
+        )
+
+
+def remove(db: sqlite3.Connection, old: Known) -> None:
+    """Forget a file that is gone, with its passages."""
+    db.execute("DELETE FROM passages WHERE file_id = ?", (old.id,))
+    db.execute("DELETE FROM files WHERE id = ?", (old.id,))
+
+
+# --- what the index answers -----------------------------------------------------------------------
+
+
+def document_count(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT count(*) FROM files WHERE status = 'ok'").fetchone()[0])
+
+
+def problems(db: sqlite3.Connection) -> list[IndexProblem]:
+    """The files the updates skipped and why (until they change), by path."""
+    rows = db.execute("SELECT path, note FROM files WHERE status = 'error' ORDER BY path")
+    return [IndexProblem(path, note) for path, note in rows]
+
+
+def skipped_reason(db: sqlite3.Connection, path: str, size: int, mtime_ns: int) -> str | None:
+    """Why the file at ``path`` was skipped, if it was and has not changed since."""
+    row = db.execute(
+        "SELECT note FROM files WHERE path = ? AND status = 'error' AND size = ? AND mtime_ns = ?",
+        (path, size, mtime_ns),
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def documents(db: sqlite3.Connection, folder: str) -> list[DocumentInfo]:
+    """The indexed documents under ``folder`` (workspace-relative; empty for all), by path."""
+    prefix = folder.strip("/")
+    pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%"
+    rows = db.execute(
+        "SELECT path, size, title, format, lines FROM files WHERE status = 'ok' "
+        "AND (? = '' OR path LIKE ? ESCAPE '\\') ORDER BY path",
+        (prefix, pattern),
+    )
+    return [DocumentInfo(*row) for row in rows]
