@@ -20,12 +20,8 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.core.models import human_size
-from imprint_desktop.engine.downloads import (
-    DownloadItem,
-    DownloadManager,
-    DownloadState,
-    DownloadTotals,
-)
+from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, DownloadTotals
+from imprint_desktop.engine.downloads import DownloadManager
 
 _PROGRESS_STEPS = 1000
 

@@ -44,7 +44,8 @@ from imprint_desktop.core.models import (
     Sort,
     human_size,
 )
-from imprint_desktop.engine.downloads import DownloadManager, JobEnded
+from imprint_desktop.engine.download_payloads import JobEnded
+from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import DownloadQueue

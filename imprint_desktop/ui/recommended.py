@@ -42,12 +42,8 @@ from imprint_desktop.core.models import (
     Verdict,
     human_size,
 )
-from imprint_desktop.engine.downloads import (
-    DownloadItem,
-    DownloadManager,
-    DownloadState,
-    JobEnded,
-)
+from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, JobEnded
+from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import describe

@@ -43,7 +43,8 @@ from imprint_desktop.settings.store import SettingsStore
 
 if TYPE_CHECKING:  # the model store loads only when the welcome offers downloads
     from imprint_desktop.core.models import Recommendation, RecommendedModel
-    from imprint_desktop.engine.downloads import DownloadManager, JobEnded
+    from imprint_desktop.engine.download_payloads import JobEnded
+    from imprint_desktop.engine.downloads import DownloadManager
     from imprint_desktop.ui.recommended import ModelSwitchOffer
 
 
