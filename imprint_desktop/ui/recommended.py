@@ -16,10 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
-from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractButton,
-    QAbstractItemView,
     QApplication,
     QHBoxLayout,
     QHeaderView,
@@ -27,8 +25,6 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
@@ -38,7 +34,6 @@ from imprint_desktop.core.models import (
     Recommendation,
     Recommendations,
     RecommendedModel,
-    Role,
     Verdict,
     human_size,
 )
@@ -47,13 +42,8 @@ from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import describe
-
-#: The verdict's colour on a light background, and on a dark one.
-VERDICT_COLOURS = {
-    Verdict.RUNS_WELL: ("#1b7f3b", "#5cc77a"),
-    Verdict.RUNS_SLOWLY: ("#a86b00", "#e0a030"),
-    Verdict.DOES_NOT_FIT: ("#b3261e", "#ff7b72"),
-}
+from imprint_desktop.ui.model_rows import recommendation_row
+from imprint_desktop.ui.tables import append_row, choose_row, chosen_data, list_table
 
 
 def computer_summary(found: Recommendations) -> str:
@@ -246,13 +236,9 @@ class RecommendedPage(QWidget):
         self.summary = QLabel("Checking this computer…")
         self.summary.setObjectName("recommendedSummary")
         self.summary.setWordWrap(True)
-        self.table = QTableWidget(0, 5)
-        self.table.setObjectName("recommendedModels")
-        self.table.setHorizontalHeaderLabels(("Model", "Size", "On this computer", "Why", "State"))
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().setVisible(False)
+        self.table = list_table(
+            ("Model", "Size", "On this computer", "Why", "State"), "recommendedModels"
+        )
         self.table.setWordWrap(True)
         header = self.table.horizontalHeader()
         for column in (0, 1, 2, 4):
@@ -313,36 +299,14 @@ class RecommendedPage(QWidget):
         )
         self.summary.setText(f"{lead}\nJudged for {computer_summary(found)}.")
         self.table.setRowCount(0)
-        for entry in found.entries:
-            self._add_row(entry)
+        on_dark = self.table.palette().base().color().lightness() < 128
+        for row, entry in enumerate(found.entries):
+            append_row(self.table, recommendation_row(entry, on_dark))
+            self._show_state(row, entry)
         self.table.resizeRowsToContents()
         keep = chosen.model.id if chosen is not None else (best.model.id if best else None)
-        for row, entry in enumerate(found.entries):
-            if entry.model.id == keep:
-                self.table.selectRow(row)
+        choose_row(self.table, keep)
         self._update_buttons()
-
-    def _add_row(self, entry: Recommendation) -> None:
-        row = self.table.rowCount()
-        self.table.insertRow(row)
-        name = entry.model.name + (f"  ({entry.role.words.lower()})" if entry.role else "")
-        first = QTableWidgetItem(name)
-        first.setData(Qt.ItemDataRole.UserRole, entry.model.id)
-        if entry.role is Role.BEST:
-            font = first.font()
-            font.setBold(True)
-            first.setFont(font)
-        size = QTableWidgetItem(human_size(entry.model.size))
-        size.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        fit = QTableWidgetItem(entry.fit.verdict.words)
-        light, dark = VERDICT_COLOURS[entry.fit.verdict]
-        on_dark = self.table.palette().base().color().lightness() < 128
-        fit.setForeground(QColor(dark if on_dark else light))
-        why = QTableWidgetItem(entry.fit.reason)
-        why.setToolTip(entry.fit.reason)
-        for column, item in enumerate((first, size, fit, why, QTableWidgetItem(""))):
-            self.table.setItem(row, column, item)
-        self._show_state(row, entry)
 
     def _show_state(
         self, row: int, entry: Recommendation, item: DownloadItem | None = None
@@ -364,18 +328,13 @@ class RecommendedPage(QWidget):
     def selected(self) -> Recommendation | None:
         if self.found is None:
             return None
-        rows = self.table.selectionModel().selectedRows()
-        if not rows:
+        model_id = chosen_data(self.table)
+        if model_id is None:
             return None
-        item = self.table.item(rows[0].row(), 0)
-        model_id = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
         return next((e for e in self.found.entries if e.model.id == model_id), None)
 
     def select(self, model_id: str) -> None:
-        for row in range(self.table.rowCount()):
-            item = self.table.item(row, 0)
-            if item is not None and item.data(Qt.ItemDataRole.UserRole) == model_id:
-                self.table.selectRow(row)
+        choose_row(self.table, model_id)
 
     @Slot()
     def _selected(self) -> None:
