@@ -1,48 +1,42 @@
-"""Recommended models in the window: the model manager's *Recommended* tab and the switch offer.
+"""The model manager's *Recommended* tab: the curated models judged for this computer.
 
-:class:`RecommendedPage` lists the curated models judged for this computer (best fit first among
-the three marked picks), downloads one with a click, and uses one that is already here.
-:class:`ModelSwitchOffer` follows one recommended download to its end: the app keeps the model it
-has until the new file is verified, then asks whether to switch — the person may keep what they
-have. The welcome uses the same offer, so both places behave alike.
+:class:`RecommendedPage` lists them (best fit first among the three marked picks), with how each
+fits and why, downloads one with a click and uses one that is already here. A download is followed
+to its end by a :class:`~.model_switch.ModelSwitchOffer`, which asks whether to switch once the file
+is verified; the page only says what happens, on the window's status line.
 
 Everything slow (judging the computer, finding the file on the hub, the download) is a job of the
-:class:`~imprint_desktop.engine.downloads.DownloadManager`; these widgets only ask and show.
+:class:`~imprint_desktop.engine.downloads.DownloadManager`; this page only asks and shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
-    QAbstractButton,
-    QApplication,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QMainWindow,
-    QMessageBox,
     QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
 from imprint_desktop.core.chosen import chosen_model
-from imprint_desktop.core.models import (
-    Recommendation,
-    Recommendations,
-    RecommendedModel,
-    Verdict,
-    human_size,
-)
+from imprint_desktop.core.models import Recommendation, Recommendations, Verdict, human_size
 from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, JobEnded
 from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import describe
 from imprint_desktop.ui.model_rows import recommendation_row
+from imprint_desktop.ui.model_switch import (
+    ModelSwitchOffer,
+    current_model_name,
+    is_download_of,
+    use_file,
+)
 from imprint_desktop.ui.tables import append_row, choose_row, chosen_data, list_table
 
 
@@ -69,151 +63,6 @@ def pick_title(entry: Recommendation) -> str:
     if entry.installed is not None:
         parts.append("already on this computer")
     return "  ·  ".join(parts)
-
-
-def front_window() -> QWidget | None:
-    """Where to ask: the active window, else the visible main window (the welcome's download
-    may end while no window of the app has the focus)."""
-    active = QApplication.activeWindow()
-    if active is not None:
-        return active
-    shown = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMainWindow)]
-    return next((w for w in shown if w.isVisible()), None)
-
-
-def current_model_name(store: SettingsStore) -> str:
-    chosen = chosen_model(store.config()).file
-    return chosen.name if chosen is not None else "the current model"
-
-
-class ModelSwitchOffer(QObject):
-    """Downloads one recommended model, then offers to switch to it once it is verified."""
-
-    #: str — the path now in ``model.path`` (the person said yes).
-    sig_switched = Signal(object)
-    #: str — the verified file the person chose not to use now.
-    sig_kept = Signal(object)
-    #: str — why the download did not start or did not finish.
-    sig_failed = Signal(object)
-    #: None — the offer is over (switched, kept or failed).
-    sig_finished = Signal()
-
-    def __init__(
-        self,
-        downloads: DownloadManager,
-        store: SettingsStore,
-        entry: Recommendation,
-        *,
-        window: Callable[[], QWidget | None] | None = None,
-        report_failures: bool = True,
-        parent: QObject | None = None,
-    ) -> None:
-        super().__init__(parent if parent is not None else downloads)
-        self._downloads = downloads
-        self._store = store
-        self.entry = entry
-        self._window = window or front_window
-        self._report_failures = report_failures  # in a message box (else sig_failed only)
-        self._job = ""
-        self.download_id = ""
-        self.path = ""  # the verified file, once there is one
-        self.box: QMessageBox | None = None  # the question, while it is asked
-        self.failure_box: QMessageBox | None = None  # why it failed, when it did
-        downloads.sig_job_ended.connect(self._job_ended)
-        downloads.sig_download_changed.connect(self._download_changed)
-
-    @property
-    def model(self) -> RecommendedModel:
-        return self.entry.model
-
-    def start(self) -> None:
-        self._job = self._downloads.start_recommended(self.model)
-
-    @Slot(object)
-    def _job_ended(self, event: JobEnded) -> None:
-        if event.job_id != self._job:
-            return
-        if event.outcome is Outcome.FINISHED and isinstance(event.value, str):
-            self.download_id = event.value
-        elif event.outcome is Outcome.FAILED:
-            self._failed(event.message)
-
-    @Slot(object)
-    def _download_changed(self, item: DownloadItem) -> None:
-        if item.repo_id != self.model.repo or item.name != self.model.file:
-            return
-        if item.state is DownloadState.DONE and self.box is None:
-            self.ask(item.path)
-        elif item.state is DownloadState.FAILED:
-            self._failed(item.message)
-
-    def _failed(self, message: str) -> None:
-        text = f"{self.model.name} could not be downloaded: {message}"
-        if self._report_failures:
-            box = QMessageBox(self._window())
-            box.setObjectName("modelDownloadFailed")
-            box.setIcon(QMessageBox.Icon.Warning)
-            box.setWindowTitle("Download failed")
-            box.setTextFormat(Qt.TextFormat.PlainText)
-            box.setText(text)
-            box.setInformativeText(
-                f"Imprint keeps using {current_model_name(self._store)}. The model manager "
-                "(Model menu) can try again; a partial download resumes where it stopped."
-            )
-            box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-            box.setWindowModality(Qt.WindowModality.NonModal)
-            box.show()
-            self.failure_box = box
-        self.sig_failed.emit(text)
-        self._finish()
-
-    def ask(self, path: str) -> None:
-        """Ask, without blocking anything, whether to use the verified file at ``path`` now."""
-        box = QMessageBox(self._window())
-        box.setObjectName("modelSwitchOffer")
-        box.setIcon(QMessageBox.Icon.Question)
-        box.setWindowTitle("A new model is ready")
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setText(f"{self.model.name} is downloaded and verified. Use it for research now?")
-        box.setInformativeText(
-            f"Until you switch, Imprint keeps using {current_model_name(self._store)}. Both stay "
-            "installed: you can change models at any time in the model manager."
-        )
-        self.switch_button = box.addButton(
-            f"Use {self.model.name}", QMessageBox.ButtonRole.AcceptRole
-        )
-        self.keep_button = box.addButton(
-            "Keep the current model", QMessageBox.ButtonRole.RejectRole
-        )
-        box.setDefaultButton(self.switch_button)
-        box.setEscapeButton(self.keep_button)
-        box.setWindowModality(Qt.WindowModality.NonModal)
-        box.buttonClicked.connect(self._answered)
-        self.path = path
-        self.box = box
-        box.show()
-
-    @Slot(QAbstractButton)
-    def _answered(self, button: QAbstractButton) -> None:
-        path = self.path
-        if button is self.switch_button:
-            changes: dict[str, object] = {"model.path": path, "model.provider": "local"}
-            if self.entry.fit.on_gpu and self._store.config().model.n_gpu_layers == 0:
-                changes["model.n_gpu_layers"] = -1  # it was judged to run on the GPU
-            self._store.update(changes)
-            self.sig_switched.emit(path)
-        else:
-            self.sig_kept.emit(path)
-        self._finish()
-
-    def _finish(self) -> None:
-        """Stop listening. The offer itself stays, a small child of the download manager: deleting
-        it from inside its own slots proved fragile under PySide, and it holds nothing else."""
-        self._downloads.sig_job_ended.disconnect(self._job_ended)
-        self._downloads.sig_download_changed.disconnect(self._download_changed)
-        if self.box is not None:
-            self.box.deleteLater()
-        self.sig_finished.emit()
 
 
 class RecommendedPage(QWidget):
@@ -369,7 +218,7 @@ class RecommendedPage(QWidget):
         if entry.installed is not None:
             return str(entry.installed)
         for item in self._manager.items():
-            if item.repo_id == entry.model.repo and item.name == entry.model.file and item.path:
+            if is_download_of(item, entry.model) and item.path:
                 return item.path
         return None
 
@@ -414,7 +263,7 @@ class RecommendedPage(QWidget):
         path = self._installed_path(entry) if entry is not None else None
         if entry is None or path is None:
             return
-        self._store.update({"model.path": path, "model.provider": "local"})
+        self._store.update(use_file(path))
         self.sig_message.emit(f"{entry.model.name} is now used for research.")
         self.refresh()
 
@@ -423,6 +272,6 @@ class RecommendedPage(QWidget):
         if self.found is None:
             return
         for row, entry in enumerate(self.found.entries):
-            if item.repo_id == entry.model.repo and item.name == entry.model.file:
+            if is_download_of(item, entry.model):
                 self._show_state(row, entry, item)
         self._update_buttons()

@@ -7,7 +7,7 @@ manager for anything else — or a remote OpenAI-compatible server, and the samp
 
 A recommended model starts downloading as soon as the person presses *Get started*; Imprint uses
 the starter model meanwhile, and once the file is verified asks whether to switch
-(:class:`~.recommended.ModelSwitchOffer`). Every choice goes through the :class:`SettingsStore`,
+(:class:`~.model_switch.ModelSwitchOffer`). Every choice goes through the :class:`SettingsStore`,
 so it is validated and saved like a change in Preferences; "Not now" saves the defaults, which
 ends the first run all the same — the welcome never nags.
 """
@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # the model store loads only when the welcome offers download
     from imprint_desktop.core.models import Recommendation, RecommendedModel
     from imprint_desktop.engine.download_payloads import JobEnded
     from imprint_desktop.engine.downloads import DownloadManager
-    from imprint_desktop.ui.recommended import ModelSwitchOffer
+    from imprint_desktop.ui.model_switch import ModelSwitchOffer
 
 
 WIDTH = 640  # pixels: room for a recommended model's title on one line
@@ -323,7 +323,7 @@ class WelcomeDialog(QDialog):
             return
         pick = self.selected_pick() if self.choice() is WelcomeChoice.DOWNLOAD else None
         if pick is not None and pick.installed is None and self._downloads is not None:
-            from imprint_desktop.ui.recommended import ModelSwitchOffer  # noqa: PLC0415
+            from imprint_desktop.ui.model_switch import ModelSwitchOffer  # noqa: PLC0415
 
             self.switch_offer = ModelSwitchOffer(self._downloads, self._store, pick)
             self.switch_offer.start()
