@@ -55,16 +55,6 @@ def computer_summary(found: Recommendations) -> str:
     return ", ".join(parts)
 
 
-def pick_title(entry: Recommendation) -> str:
-    """One line: name, size, how it fits, and why it is offered."""
-    parts = [entry.model.name, human_size(entry.model.size), entry.fit.verdict.words]
-    if entry.role is not None:
-        parts.append(entry.role.words.lower())
-    if entry.installed is not None:
-        parts.append("already on this computer")
-    return "  ·  ".join(parts)
-
-
 class RecommendedPage(QWidget):
     """The model manager's first tab: the curated list, judged for this computer."""
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QFontMetrics, QPalette
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -40,6 +40,7 @@ from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.errors import SettingsError, SettingValueError
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui.welcome_picks import TEXT_INDENT, broken_lines, pick_button, pick_row
 
 if TYPE_CHECKING:  # the model store loads only when the welcome offers downloads
     from imprint_desktop.core.models import Recommendation, RecommendedModel
@@ -138,7 +139,7 @@ class WelcomeDialog(QDialog):
         layout.addWidget(self.sample_option)
         layout.addWidget(self.problem)
         layout.addWidget(self.buttons)
-        self.setFixedWidth(WIDTH)  # the picks' text is wrapped for this width (see _pick_row)
+        self.setFixedWidth(WIDTH)  # the picks' text is broken into lines for this width
         first = self.starter_option if starter_model is not None else self.manager_option
         first.setFocus()
         if downloads is not None:
@@ -209,7 +210,6 @@ class WelcomeDialog(QDialog):
         if event.job_id != self._job:
             return
         from imprint_desktop.core.models import Recommendations  # noqa: PLC0415 - loaded late
-        from imprint_desktop.ui.recommended import pick_title  # noqa: PLC0415
 
         found = event.value
         if not isinstance(found, Recommendations):
@@ -228,11 +228,9 @@ class WelcomeDialog(QDialog):
             return
         self.picks_status.setText("Chosen for this computer:")
         for index, entry in enumerate(found.picks, start=1):
-            button = QRadioButton(pick_title(entry))
-            button.setAccessibleName(f"{entry.model.name}, {entry.fit.verdict.words}")
-            button.setAccessibleDescription(f"{entry.model.good_at} {entry.fit.reason}")
+            button = pick_button(entry)
             self.pick_group.addButton(button)
-            row = _pick_row(button, entry, self._text_width())
+            row = pick_row(button, entry, self._text_width())
             self._picks_layout.insertWidget(index, row)
             row.show()  # now: a widget added to a shown dialog is otherwise shown a moment later
             self.pick_buttons.append((button, entry))
@@ -247,15 +245,15 @@ class WelcomeDialog(QDialog):
         self.adjustSize()
 
     def _say(self, label: QLabel, text: str) -> None:
-        """Set text under "Download", broken into lines (see :func:`_pick_row` for why)."""
-        label.setText(_lines(text, label.fontMetrics(), self._text_width() + 22))
+        """Set text under "Download", broken into lines (:mod:`.welcome_picks` says why)."""
+        label.setText(broken_lines(text, label.fontMetrics(), self._text_width() + TEXT_INDENT))
 
     def _text_width(self) -> int:
         """Pixels a pick's text has: the dialog less its margins and the two indents."""
         layout = self.layout()
         margins = layout.contentsMargins() if layout is not None else None
         sides = margins.left() + margins.right() if margins is not None else 22
-        return WIDTH - sides - 24 - 22
+        return WIDTH - sides - 24 - TEXT_INDENT
 
     def selected_pick(self) -> Recommendation | None:
         """The recommended model chosen under "Download", or None for "another model"."""
@@ -345,40 +343,6 @@ class WelcomeDialog(QDialog):
     @Slot()
     def _update_remote_fields(self) -> None:
         self.remote_fields.setEnabled(self.remote_option.isChecked())
-
-
-def _pick_row(button: QRadioButton, entry: Recommendation, width: int) -> QWidget:
-    """One recommended model: its title as a radio button, what it is good at, how it fits.
-
-    The text is broken into lines here, for ``width`` pixels, rather than by word-wrapping labels:
-    a wrapped label knows its height only for a given width, which a dialog that grows after it is
-    shown never asks, and rows would overlap.
-    """
-    row = QWidget()
-    layout = QVBoxLayout(row)
-    layout.setContentsMargins(0, 0, 0, 4)
-    layout.setSpacing(0)
-    layout.addWidget(button)
-    for text, muted in ((entry.model.good_at, False), (entry.fit.reason, True)):
-        label = QLabel()
-        label.setTextFormat(Qt.TextFormat.PlainText)
-        label.setContentsMargins(22, 0, 0, 0)
-        if muted:
-            label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        label.setText(_lines(text, label.fontMetrics(), width))
-        layout.addWidget(label)
-    return row
-
-
-def _lines(text: str, metrics: QFontMetrics, width: int) -> str:
-    """``text`` broken at spaces into lines no wider than ``width`` pixels (where it can be)."""
-    lines: list[str] = []
-    for word in text.split():
-        if lines and metrics.horizontalAdvance(f"{lines[-1]} {word}") <= width:
-            lines[-1] = f"{lines[-1]} {word}"
-        else:
-            lines.append(word)
-    return "\n".join(lines)
 
 
 _LOOK_UP = object()
