@@ -1,27 +1,29 @@
-"""Download workers and hub jobs off the GUI thread, reported through signals.
+"""The UI's whole API to the model store: hub jobs and downloads off the GUI thread, reported
+through signals.
 
-:class:`DownloadManager` lives on the GUI thread and is the UI's whole API to the model store. Every
-network request, disk scan and header check runs on its private :class:`QThreadPool`; results come
-back as frozen dataclasses on ``sig_<subject>_<event>`` signals, delivered on the GUI thread.
+:class:`DownloadManager` lives on the GUI thread. Every network request, disk scan and header
+check runs on its private :class:`QThreadPool`; results come back as frozen dataclasses
+(:mod:`.download_payloads`) on ``sig_<subject>_<event>`` signals, delivered on the GUI thread. What
+each download's row shows is the queue's bookkeeping, :mod:`.download_book`; this module owns the
+threads around it.
 
 Progress is coalesced: workers only overwrite the latest :class:`DownloadProgress` of their download
 under a lock, and a GUI-thread timer publishes what changed ten times a second — so a 1 GB/s link
 costs the GUI thread ten cheap slot calls a second, and nothing at all when no download runs.
 
-Each job ends in exactly one of finished / failed / cancelled. Pause and cancel are cooperative
-(:class:`~imprint_desktop.core.models.DownloadControl`); :meth:`DownloadManager.shutdown` pauses
-every download (partials are kept for next time) and joins the workers. ``QThread.terminate()`` is
-never used.
+Each job ends in exactly one of finished / failed / cancelled (:class:`_Job` is that one error
+policy). Pause and cancel are cooperative (:class:`~imprint_desktop.core.models.DownloadControl`);
+:meth:`DownloadManager.shutdown` pauses every download (partials are kept for next time) and joins
+the workers. ``QThread.terminate()`` is never used.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
@@ -39,7 +41,6 @@ from imprint_desktop.core.models import (
     ModelDownloader,
     ModelLayout,
     ModelLibrary,
-    Phase,
     RecommendedModel,
     RemoteModel,
     Sort,
@@ -47,6 +48,8 @@ from imprint_desktop.core.models import (
 )
 from imprint_desktop.core.models.journal import Journal
 from imprint_desktop.core.models.recommended import MachineProbe
+from imprint_desktop.engine.download_book import DownloadBook
+from imprint_desktop.engine.download_payloads import DownloadItem, DownloadTotals, JobEnded
 from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.engine.relay import Relay
 
@@ -55,66 +58,9 @@ log = logging.getLogger(__name__)
 PROGRESS_INTERVAL_MS = 100
 
 
-class DownloadState(enum.Enum):
-    QUEUED = "queued"
-    DOWNLOADING = "downloading"
-    PAUSED = "paused"
-    FAILED = "failed"
-    DONE = "done"
-    CANCELLED = "cancelled"
-
-
-@dataclass(frozen=True)
-class DownloadItem:
-    """One row of the download queue, as the UI shows it."""
-
-    download_id: str
-    repo_id: str
-    name: str
-    total_bytes: int
-    done_bytes: int = 0
-    state: DownloadState = DownloadState.QUEUED
-    phase: Phase = Phase.QUEUED
-    rate: float = 0.0
-    eta: float | None = None
-    message: str = ""
-    path: str = ""
-
-    @property
-    def fraction(self) -> float:
-        return self.done_bytes / self.total_bytes if self.total_bytes else 0.0
-
-    @property
-    def active(self) -> bool:
-        return self.state in (DownloadState.QUEUED, DownloadState.DOWNLOADING)
-
-
-@dataclass(frozen=True)
-class DownloadTotals:
-    """Everything in flight, summed: what the status bar shows."""
-
-    active: int
-    done_bytes: int
-    total_bytes: int
-    rate: float
-
-    @property
-    def fraction(self) -> float:
-        return self.done_bytes / self.total_bytes if self.total_bytes else 0.0
-
-
-@dataclass(frozen=True)
-class JobEnded:
-    """The one terminal event of a hub job (search, file list, installed list, remove, import)."""
-
-    job_id: str
-    kind: str
-    outcome: Outcome
-    value: object = None  # the result when finished
-    message: str = ""  # a sentence for a person when failed
-
-
 class _Job(QRunnable):
+    """One blocking call on a worker, ending in exactly one outcome whatever it raises."""
+
     def __init__(self, work: Callable[[], object], finish: Callable[[Outcome, object, str], None]):
         super().__init__()
         self.setAutoDelete(True)
@@ -138,16 +84,16 @@ class _Job(QRunnable):
 class DownloadManager(QObject):
     """Queue, progress and hub jobs for the model manager window, the status bar and the app."""
 
-    #: DownloadItem — a download joined the queue (also restored paused ones at start).
-    sig_download_added = Signal(object)
-    #: DownloadItem — state or progress of a download changed (at most ~10 per second).
-    sig_download_changed = Signal(object)
+    #: A download joined the queue (also restored paused ones at start).
+    sig_download_added = Signal(DownloadItem)
+    #: State or progress of a download changed (at most ~10 per second).
+    sig_download_changed = Signal(DownloadItem)
     #: str — a cancelled download left the queue.
     sig_download_removed = Signal(object)
-    #: DownloadTotals — overall progress changed.
-    sig_downloads_totals = Signal(object)
-    #: JobEnded — a hub job ended (finished, failed or cancelled).
-    sig_job_ended = Signal(object)
+    #: Overall progress changed.
+    sig_downloads_totals = Signal(DownloadTotals)
+    #: A job ended (finished, failed or cancelled): a hub job or a download.
+    sig_job_ended = Signal(JobEnded)
 
     def __init__(
         self,
@@ -168,9 +114,7 @@ class DownloadManager(QObject):
         self._pool.setMaxThreadCount(max_parallel + 2)  # downloads plus hub jobs
         self._relay = Relay()
         self._relay.sig_payload.connect(self._on_ended)
-        self._items: dict[str, DownloadItem] = {}
-        self._records: dict[str, DownloadRecord] = {}
-        self._models: dict[str, RemoteModel] = {}
+        self._book = DownloadBook()  # changed on the GUI thread only
         self._controls: dict[str, DownloadControl] = {}
         self._latest: dict[str, DownloadProgress] = {}
         self._latest_lock = threading.Lock()
@@ -258,34 +202,31 @@ class DownloadManager(QObject):
     # --- downloads ---------------------------------------------------------------------------
 
     def items(self) -> list[DownloadItem]:
-        return list(self._items.values())
+        return self._book.items()
 
     def item(self, download_id: str) -> DownloadItem | None:
-        return self._items.get(download_id)
+        return self._book.item(download_id)
+
+    def totals(self) -> DownloadTotals:
+        return self._book.totals()
 
     def start_download(self, model: RemoteModel) -> str:
         """Queue ``model``; returns its download id (the same id resumes the same partial)."""
         downloader = self._downloader()
         record = downloader.record_for(model)  # one small JSON write; no network
-        ident = record.download_id
-        if ident in self._controls:
-            return ident
-        self._records[ident] = record
-        self._models[ident] = model
-        known = ident in self._items
-        item = DownloadItem(ident, model.repo_id, model.name, record.total_bytes)
-        if known:
-            item = replace(self._items[ident], state=DownloadState.QUEUED, message="")
-        self._items[ident] = item
+        if record.download_id in self._controls:
+            return record.download_id
+        item, known = self._book.queue(record)
         (self.sig_download_changed if known else self.sig_download_added).emit(item)
-        self._launch(ident, downloader)
-        return ident
+        self._launch(record, downloader)
+        return record.download_id
 
     def resume(self, download_id: str) -> None:
-        if download_id in self._controls or download_id not in self._records:
+        record = self._book.record(download_id)
+        if download_id in self._controls or record is None:
             return
-        self._set(download_id, state=DownloadState.QUEUED, message="")
-        self._launch(download_id, self._downloader())
+        self.sig_download_changed.emit(self._book.requeue(download_id))
+        self._launch(record, self._downloader())
 
     def pause(self, download_id: str) -> None:
         control = self._controls.get(download_id)
@@ -298,16 +239,15 @@ class DownloadManager(QObject):
         if control is not None:
             control.cancel()
             return
-        record = self._records.pop(download_id, None)
+        record = self._book.forget(download_id)
         if record is not None:
             downloader = self._downloader()
             self._submit("discard", lambda: downloader.discard(record))
-        self._items.pop(download_id, None)
         self.sig_download_removed.emit(download_id)
         self._emit_totals()
 
-    def _launch(self, ident: str, downloader: ModelDownloader) -> None:
-        record = self._records[ident]
+    def _launch(self, record: DownloadRecord, downloader: ModelDownloader) -> None:
+        ident = record.download_id
         control = DownloadControl()
         self._controls[ident] = control
         relay = self._relay
@@ -355,49 +295,25 @@ class DownloadManager(QObject):
         self._controls.pop(ident, None)
         with self._latest_lock:
             self._latest.pop(ident, None)
-        discarded = event.outcome is Outcome.CANCELLED and self._discarded(event)
-        if discarded:
-            self._records.pop(ident, None)
-            self._items.pop(ident, None)
+        _, discarded, path = event.value if isinstance(event.value, tuple) else (ident, False, "")
+        if event.outcome is Outcome.CANCELLED and discarded:
+            self._book.forget(ident)
             self.sig_download_removed.emit(ident)
         elif event.outcome is Outcome.FINISHED:
-            path = event.value[2] if isinstance(event.value, tuple) else ""
-            item = self._items[ident]
-            self._set(
-                ident,
-                state=DownloadState.DONE,
-                phase=Phase.DONE,
-                path=str(path),
-                done_bytes=item.total_bytes,
-                rate=0.0,
-                eta=None,
-                message="Verified",
-            )
+            self.sig_download_changed.emit(self._book.finished(ident, str(path)))
         elif event.outcome is Outcome.CANCELLED:
-            self._set(ident, state=DownloadState.PAUSED, rate=0.0, eta=None, message="Paused")
+            self.sig_download_changed.emit(self._book.paused(ident))
         else:
-            self._set(ident, state=DownloadState.FAILED, rate=0.0, eta=None, message=event.message)
+            self.sig_download_changed.emit(self._book.failed(ident, event.message))
         if not self._controls:
             self._timer.stop()
         self._emit_totals()
 
-    @staticmethod
-    def _discarded(event: JobEnded) -> bool:
-        return isinstance(event.value, tuple) and bool(event.value[1])
-
     def _restored(self, found: list[tuple[DownloadRecord, int]]) -> None:
         for record, done in found:
-            ident = record.download_id
-            if ident in self._items:
-                continue
-            self._records[ident] = record
-            state = DownloadState.FAILED if record.state == "failed" else DownloadState.PAUSED
-            message = record.message or "Paused; resume to continue"
-            item = DownloadItem(
-                ident, record.repo_id, record.name, record.total_bytes, done, state, message=message
-            )
-            self._items[ident] = item
-            self.sig_download_added.emit(item)
+            item = self._book.restore(record, done)
+            if item is not None:
+                self.sig_download_added.emit(item)
         self._emit_totals()
 
     @Slot()
@@ -406,36 +322,14 @@ class DownloadManager(QObject):
             fresh = dict(self._latest)  # the workers hold this very dict: empty it, keep it
             self._latest.clear()
         for ident, event in fresh.items():
-            if ident not in self._items or ident not in self._controls:
+            if self._book.item(ident) is None or ident not in self._controls:
                 continue
-            self._set(
-                ident,
-                state=DownloadState.DOWNLOADING,
-                phase=event.phase,
-                done_bytes=event.done_bytes,
-                rate=event.rate,
-                eta=event.eta,
-                message=event.detail,
-            )
+            self.sig_download_changed.emit(self._book.progressed(ident, event))
         if fresh:
             self._emit_totals()
 
-    def _set(self, ident: str, **changes: object) -> None:
-        item = replace(self._items[ident], **changes)  # type: ignore[arg-type]
-        self._items[ident] = item
-        self.sig_download_changed.emit(item)
-
-    def totals(self) -> DownloadTotals:
-        active = [item for item in self._items.values() if item.active]
-        return DownloadTotals(
-            active=len(active),
-            done_bytes=sum(item.done_bytes for item in active),
-            total_bytes=sum(item.total_bytes for item in active),
-            rate=sum(item.rate for item in active),
-        )
-
     def _emit_totals(self) -> None:
-        self.sig_downloads_totals.emit(self.totals())
+        self.sig_downloads_totals.emit(self._book.totals())
 
     # --- shutdown ----------------------------------------------------------------------------
 

@@ -6,26 +6,20 @@ coalesced (about ten a second), so they repaint little and never touch the netwo
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QHBoxLayout,
     QLabel,
     QProgressBar,
     QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from imprint_desktop.core.models import human_size
-from imprint_desktop.engine.downloads import (
-    DownloadItem,
-    DownloadManager,
-    DownloadState,
-    DownloadTotals,
-)
+from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, DownloadTotals
+from imprint_desktop.engine.downloads import DownloadManager
+from imprint_desktop.ui.tables import cell, chosen_data, list_table
 
 _PROGRESS_STEPS = 1000
 
@@ -98,13 +92,7 @@ class DownloadQueue(QWidget):
         super().__init__(parent)
         self._manager = manager
         self._rows: dict[str, int] = {}
-        self.table = QTableWidget(0, len(self.COLUMNS))
-        self.table.setObjectName("downloadQueue")
-        self.table.setHorizontalHeaderLabels(self.COLUMNS)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().setVisible(False)
+        self.table = list_table(self.COLUMNS, "downloadQueue")
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setColumnWidth(0, 320)
         self.table.setColumnWidth(1, 180)
@@ -140,11 +128,8 @@ class DownloadQueue(QWidget):
             self.table.selectRow(row)
 
     def selected_id(self) -> str | None:
-        rows = self.table.selectionModel().selectedRows()
-        if not rows:
-            return None
-        item = self.table.item(rows[0].row(), 0)
-        return str(item.data(Qt.ItemDataRole.UserRole)) if item is not None else None
+        ident = chosen_data(self.table)
+        return str(ident) if ident is not None else None
 
     @Slot(object)
     def show_item(self, item: DownloadItem) -> None:
@@ -153,16 +138,14 @@ class DownloadQueue(QWidget):
             row = self.table.rowCount()
             self.table.insertRow(row)
             self._rows[item.download_id] = row
-            name = QTableWidgetItem(f"{item.repo_id}/{item.name}")
-            name.setData(Qt.ItemDataRole.UserRole, item.download_id)
-            self.table.setItem(row, 0, name)
+            self.table.setItem(row, 0, cell(f"{item.repo_id}/{item.name}", item.download_id))
             bar = QProgressBar()
             bar.setRange(0, _PROGRESS_STEPS)
             self.table.setCellWidget(row, 1, bar)
-            self.table.setItem(row, 2, QTableWidgetItem())
-        cell = self.table.cellWidget(row, 1)
-        assert isinstance(cell, QProgressBar)
-        cell.setValue(int(item.fraction * _PROGRESS_STEPS))
+            self.table.setItem(row, 2, cell(""))
+        progress = self.table.cellWidget(row, 1)
+        assert isinstance(progress, QProgressBar)
+        progress.setValue(int(item.fraction * _PROGRESS_STEPS))
         status = self.table.item(row, 2)
         assert status is not None
         status.setText(describe(item))

@@ -45,7 +45,8 @@ from imprint_desktop.ui.session import ChatSession
 from imprint_desktop.ui.toolbar import ResearchToolbar
 
 if TYPE_CHECKING:  # the model store and the dialogs load after the first paint, when needed
-    from imprint_desktop.engine.downloads import DownloadManager, JobEnded
+    from imprint_desktop.engine.download_payloads import JobEnded
+    from imprint_desktop.engine.downloads import DownloadManager
     from imprint_desktop.settings.secrets import SecretStore
     from imprint_desktop.ui.model_manager import ModelManagerWindow
     from imprint_desktop.ui.preferences import PreferencesDialog

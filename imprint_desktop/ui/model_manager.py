@@ -5,7 +5,8 @@ the window opens on it, before any search), *Find* (search, results, a repositor
 quantization, size and fit), *Downloads* (the queue, from :mod:`.download_status`) and *Installed*
 (use, remove, show in folder, import). Every hub request and disk scan is a job of the
 :class:`DownloadManager`; this window only sends requests and shows what comes back, so it never
-blocks. Closing it leaves downloads running.
+blocks. What a row of the Find and Installed lists says is :mod:`.model_rows`'s to word. Closing
+the window leaves downloads running.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QUrl, Slot
-from PySide6.QtGui import QColor, QDesktopServices
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QComboBox,
     QFileDialog,
     QHBoxLayout,
@@ -27,7 +27,6 @@ from PySide6.QtWidgets import (
     QPushButton,
     QSplitter,
     QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -35,8 +34,8 @@ from PySide6.QtWidgets import (
 
 from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.models import (
-    Fit,
     InstalledModel,
+    ModelLibrary,
     RemoteModel,
     Removal,
     RepoModels,
@@ -44,45 +43,26 @@ from imprint_desktop.core.models import (
     Sort,
     human_size,
 )
-from imprint_desktop.engine.downloads import DownloadManager, JobEnded
+from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, JobEnded
+from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import DownloadQueue
+from imprint_desktop.ui.model_rows import hub_model_row, installed_row, repository_row
 from imprint_desktop.ui.recommended import RecommendedPage
-
-_FIT_COLOURS = {Fit.FITS: "#1b7f3b", Fit.TIGHT: "#a86b00", Fit.TOO_BIG: "#b3261e"}
+from imprint_desktop.ui.tables import append_row, chosen_data, list_table
 
 
 def _table(columns: tuple[str, ...], name: str) -> QTableWidget:
-    table = QTableWidget(0, len(columns))
-    table.setObjectName(name)
-    table.setHorizontalHeaderLabels(columns)
-    table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-    table.verticalHeader().setVisible(False)
+    """A list of the Find or the Installed tab: the last column takes the room left; no wrapping."""
+    table = list_table(columns, name)
     table.horizontalHeader().setStretchLastSection(True)
     table.setWordWrap(False)
     return table
 
 
-def _cell(text: str, data: object = None, align_right: bool = False) -> QTableWidgetItem:
-    item = QTableWidgetItem(text)
-    if data is not None:
-        item.setData(Qt.ItemDataRole.UserRole, data)
-    if align_right:
-        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-    return item
-
-
 def _open_in_file_manager(folder: Path) -> None:
     QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
-
-
-def _selected_data(table: QTableWidget) -> object:
-    rows = table.selectionModel().selectedRows()
-    item = table.item(rows[0].row(), 0) if rows else None
-    return item.data(Qt.ItemDataRole.UserRole) if item is not None else None
 
 
 class ModelManagerWindow(QWidget):
@@ -204,12 +184,7 @@ class ModelManagerWindow(QWidget):
     def _show_results(self, page: SearchPage) -> None:
         self.results.setRowCount(0)
         for result in page.results:
-            row = self.results.rowCount()
-            self.results.insertRow(row)
-            self.results.setItem(row, 0, _cell(result.repo_id, result.repo_id))
-            self.results.setItem(row, 1, _cell(f"{result.downloads:,}", align_right=True))
-            when = result.last_modified.date().isoformat() if result.last_modified else ""
-            self.results.setItem(row, 2, _cell(when))
+            append_row(self.results, repository_row(result))
         self.previous_button.setEnabled(page.page > 0)
         self.next_button.setEnabled(page.has_more)
         found = len(page.results)
@@ -217,7 +192,7 @@ class ModelManagerWindow(QWidget):
 
     @Slot()
     def _repo_selected(self) -> None:
-        repo_id = _selected_data(self.results)
+        repo_id = chosen_data(self.results)
         if not isinstance(repo_id, str):
             return
         self.repo_label.setText(f"<b>{repo_id}</b> — reading its files…")
@@ -231,22 +206,11 @@ class ModelManagerWindow(QWidget):
         self.repo_label.setText(f"<b>{listing.repo_id}</b>: {len(listing.models)} GGUF models")
         self.files.setRowCount(0)
         for model in listing.models:
-            row = self.files.rowCount()
-            self.files.insertRow(row)
-            parts = f" ({len(model.files)} parts)" if len(model.files) > 1 else ""
-            self.files.setItem(row, 0, _cell(model.name + parts, model.name))
-            self.files.setItem(row, 1, _cell(model.quantization or "?"))
-            self.files.setItem(row, 2, _cell(human_size(model.size), align_right=True))
-            fit = _cell(model.fit.text)
-            fit.setToolTip(f"{model.fit.text} (file, context memory and working buffers)")
-            colour = _FIT_COLOURS.get(model.fit.fit)
-            if colour:
-                fit.setForeground(QColor(colour))
-            self.files.setItem(row, 3, fit)
+            append_row(self.files, hub_model_row(model))
         self._update_find_buttons()
 
     def selected_remote_model(self) -> RemoteModel | None:
-        name = _selected_data(self.files)
+        name = chosen_data(self.files)
         if self._files is None or not isinstance(name, str):
             return None
         return next((m for m in self._files.models if m.name == name), None)
@@ -311,19 +275,11 @@ class ModelManagerWindow(QWidget):
         self._installed_models = {str(model.path): model for model in models}
         self.installed.setRowCount(0)
         for model in models:
-            row = self.installed.rowCount()
-            self.installed.insertRow(row)
-            in_use = chosen.uses_file(model.path)
-            state = "In use" if in_use else ("Ready" if model.usable else model.problem)
-            self.installed.setItem(row, 0, _cell(model.name, str(model.path)))
-            self.installed.setItem(row, 1, _cell(model.source.value))
-            self.installed.setItem(row, 2, _cell(human_size(model.size), align_right=True))
-            self.installed.setItem(row, 3, _cell(model.quantization or "?"))
-            self.installed.setItem(row, 4, _cell(state))
+            append_row(self.installed, installed_row(model, chosen.uses_file(model.path)))
         self._update_installed_buttons()
 
     def selected_installed(self) -> InstalledModel | None:
-        key = _selected_data(self.installed)
+        key = chosen_data(self.installed)
         return self._installed_models.get(key) if isinstance(key, str) else None
 
     @Slot()
@@ -338,7 +294,7 @@ class ModelManagerWindow(QWidget):
         model = self.selected_installed()
         if model is None or not model.usable:
             return
-        self._store.update({"model.path": str(model.path), "model.provider": "local"})
+        self._store.update(ModelLibrary.use(model))
         self.say(f"{model.name} is now the model used for research.")
         self.refresh_installed()
 
@@ -383,11 +339,10 @@ class ModelManagerWindow(QWidget):
             self.refresh_installed()
 
     @Slot(object)
-    def _download_changed(self, item: object) -> None:
-        state = getattr(item, "state", None)
-        if state is not None and state.value in ("done", "failed"):
-            self.say(f"{item.name}: {item.message}")  # type: ignore[attr-defined]
-            if state.value == "done":
+    def _download_changed(self, item: DownloadItem) -> None:
+        if item.state in (DownloadState.DONE, DownloadState.FAILED):
+            self.say(f"{item.name}: {item.message}")
+            if item.state is DownloadState.DONE:
                 self.refresh_installed()
 
     @Slot(object)

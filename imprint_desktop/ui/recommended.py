@@ -1,63 +1,43 @@
-"""Recommended models in the window: the model manager's *Recommended* tab and the switch offer.
+"""The model manager's *Recommended* tab: the curated models judged for this computer.
 
-:class:`RecommendedPage` lists the curated models judged for this computer (best fit first among
-the three marked picks), downloads one with a click, and uses one that is already here.
-:class:`ModelSwitchOffer` follows one recommended download to its end: the app keeps the model it
-has until the new file is verified, then asks whether to switch — the person may keep what they
-have. The welcome uses the same offer, so both places behave alike.
+:class:`RecommendedPage` lists them (best fit first among the three marked picks), with how each
+fits and why, downloads one with a click and uses one that is already here. A download is followed
+to its end by a :class:`~.model_switch.ModelSwitchOffer`, which asks whether to switch once the file
+is verified; the page only says what happens, on the window's status line.
 
 Everything slow (judging the computer, finding the file on the hub, the download) is a job of the
-:class:`~imprint_desktop.engine.downloads.DownloadManager`; these widgets only ask and show.
+:class:`~imprint_desktop.engine.downloads.DownloadManager`; this page only asks and shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
-from PySide6.QtGui import QColor
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
-    QAbstractButton,
-    QAbstractItemView,
-    QApplication,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QMainWindow,
-    QMessageBox,
     QPushButton,
-    QTableWidget,
-    QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from imprint_desktop.core.chosen import chosen_model
-from imprint_desktop.core.models import (
-    Recommendation,
-    Recommendations,
-    RecommendedModel,
-    Role,
-    Verdict,
-    human_size,
-)
-from imprint_desktop.engine.downloads import (
-    DownloadItem,
-    DownloadManager,
-    DownloadState,
-    JobEnded,
-)
+from imprint_desktop.core.models import Recommendation, Recommendations, Verdict, human_size
+from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, JobEnded
+from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import describe
-
-#: The verdict's colour on a light background, and on a dark one.
-VERDICT_COLOURS = {
-    Verdict.RUNS_WELL: ("#1b7f3b", "#5cc77a"),
-    Verdict.RUNS_SLOWLY: ("#a86b00", "#e0a030"),
-    Verdict.DOES_NOT_FIT: ("#b3261e", "#ff7b72"),
-}
+from imprint_desktop.ui.model_rows import recommendation_row
+from imprint_desktop.ui.model_switch import (
+    ModelSwitchOffer,
+    current_model_name,
+    is_download_of,
+    use_file,
+)
+from imprint_desktop.ui.tables import append_row, choose_row, chosen_data, list_table
 
 
 def computer_summary(found: Recommendations) -> str:
@@ -73,161 +53,6 @@ def computer_summary(found: Recommendations) -> str:
     if machine.disk_free is not None:
         parts.append(f"{human_size(machine.disk_free)} free disk")
     return ", ".join(parts)
-
-
-def pick_title(entry: Recommendation) -> str:
-    """One line: name, size, how it fits, and why it is offered."""
-    parts = [entry.model.name, human_size(entry.model.size), entry.fit.verdict.words]
-    if entry.role is not None:
-        parts.append(entry.role.words.lower())
-    if entry.installed is not None:
-        parts.append("already on this computer")
-    return "  ·  ".join(parts)
-
-
-def front_window() -> QWidget | None:
-    """Where to ask: the active window, else the visible main window (the welcome's download
-    may end while no window of the app has the focus)."""
-    active = QApplication.activeWindow()
-    if active is not None:
-        return active
-    shown = [w for w in QApplication.topLevelWidgets() if isinstance(w, QMainWindow)]
-    return next((w for w in shown if w.isVisible()), None)
-
-
-def current_model_name(store: SettingsStore) -> str:
-    chosen = chosen_model(store.config()).file
-    return chosen.name if chosen is not None else "the current model"
-
-
-class ModelSwitchOffer(QObject):
-    """Downloads one recommended model, then offers to switch to it once it is verified."""
-
-    #: str — the path now in ``model.path`` (the person said yes).
-    sig_switched = Signal(object)
-    #: str — the verified file the person chose not to use now.
-    sig_kept = Signal(object)
-    #: str — why the download did not start or did not finish.
-    sig_failed = Signal(object)
-    #: None — the offer is over (switched, kept or failed).
-    sig_finished = Signal()
-
-    def __init__(
-        self,
-        downloads: DownloadManager,
-        store: SettingsStore,
-        entry: Recommendation,
-        *,
-        window: Callable[[], QWidget | None] | None = None,
-        report_failures: bool = True,
-        parent: QObject | None = None,
-    ) -> None:
-        super().__init__(parent if parent is not None else downloads)
-        self._downloads = downloads
-        self._store = store
-        self.entry = entry
-        self._window = window or front_window
-        self._report_failures = report_failures  # in a message box (else sig_failed only)
-        self._job = ""
-        self.download_id = ""
-        self.path = ""  # the verified file, once there is one
-        self.box: QMessageBox | None = None  # the question, while it is asked
-        self.failure_box: QMessageBox | None = None  # why it failed, when it did
-        downloads.sig_job_ended.connect(self._job_ended)
-        downloads.sig_download_changed.connect(self._download_changed)
-
-    @property
-    def model(self) -> RecommendedModel:
-        return self.entry.model
-
-    def start(self) -> None:
-        self._job = self._downloads.start_recommended(self.model)
-
-    @Slot(object)
-    def _job_ended(self, event: JobEnded) -> None:
-        if event.job_id != self._job:
-            return
-        if event.outcome is Outcome.FINISHED and isinstance(event.value, str):
-            self.download_id = event.value
-        elif event.outcome is Outcome.FAILED:
-            self._failed(event.message)
-
-    @Slot(object)
-    def _download_changed(self, item: DownloadItem) -> None:
-        if item.repo_id != self.model.repo or item.name != self.model.file:
-            return
-        if item.state is DownloadState.DONE and self.box is None:
-            self.ask(item.path)
-        elif item.state is DownloadState.FAILED:
-            self._failed(item.message)
-
-    def _failed(self, message: str) -> None:
-        text = f"{self.model.name} could not be downloaded: {message}"
-        if self._report_failures:
-            box = QMessageBox(self._window())
-            box.setObjectName("modelDownloadFailed")
-            box.setIcon(QMessageBox.Icon.Warning)
-            box.setWindowTitle("Download failed")
-            box.setTextFormat(Qt.TextFormat.PlainText)
-            box.setText(text)
-            box.setInformativeText(
-                f"Imprint keeps using {current_model_name(self._store)}. The model manager "
-                "(Model menu) can try again; a partial download resumes where it stopped."
-            )
-            box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-            box.setWindowModality(Qt.WindowModality.NonModal)
-            box.show()
-            self.failure_box = box
-        self.sig_failed.emit(text)
-        self._finish()
-
-    def ask(self, path: str) -> None:
-        """Ask, without blocking anything, whether to use the verified file at ``path`` now."""
-        box = QMessageBox(self._window())
-        box.setObjectName("modelSwitchOffer")
-        box.setIcon(QMessageBox.Icon.Question)
-        box.setWindowTitle("A new model is ready")
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setText(f"{self.model.name} is downloaded and verified. Use it for research now?")
-        box.setInformativeText(
-            f"Until you switch, Imprint keeps using {current_model_name(self._store)}. Both stay "
-            "installed: you can change models at any time in the model manager."
-        )
-        self.switch_button = box.addButton(
-            f"Use {self.model.name}", QMessageBox.ButtonRole.AcceptRole
-        )
-        self.keep_button = box.addButton(
-            "Keep the current model", QMessageBox.ButtonRole.RejectRole
-        )
-        box.setDefaultButton(self.switch_button)
-        box.setEscapeButton(self.keep_button)
-        box.setWindowModality(Qt.WindowModality.NonModal)
-        box.buttonClicked.connect(self._answered)
-        self.path = path
-        self.box = box
-        box.show()
-
-    @Slot(QAbstractButton)
-    def _answered(self, button: QAbstractButton) -> None:
-        path = self.path
-        if button is self.switch_button:
-            changes: dict[str, object] = {"model.path": path, "model.provider": "local"}
-            if self.entry.fit.on_gpu and self._store.config().model.n_gpu_layers == 0:
-                changes["model.n_gpu_layers"] = -1  # it was judged to run on the GPU
-            self._store.update(changes)
-            self.sig_switched.emit(path)
-        else:
-            self.sig_kept.emit(path)
-        self._finish()
-
-    def _finish(self) -> None:
-        """Stop listening. The offer itself stays, a small child of the download manager: deleting
-        it from inside its own slots proved fragile under PySide, and it holds nothing else."""
-        self._downloads.sig_job_ended.disconnect(self._job_ended)
-        self._downloads.sig_download_changed.disconnect(self._download_changed)
-        if self.box is not None:
-            self.box.deleteLater()
-        self.sig_finished.emit()
 
 
 class RecommendedPage(QWidget):
@@ -250,13 +75,9 @@ class RecommendedPage(QWidget):
         self.summary = QLabel("Checking this computer…")
         self.summary.setObjectName("recommendedSummary")
         self.summary.setWordWrap(True)
-        self.table = QTableWidget(0, 5)
-        self.table.setObjectName("recommendedModels")
-        self.table.setHorizontalHeaderLabels(("Model", "Size", "On this computer", "Why", "State"))
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.verticalHeader().setVisible(False)
+        self.table = list_table(
+            ("Model", "Size", "On this computer", "Why", "State"), "recommendedModels"
+        )
         self.table.setWordWrap(True)
         header = self.table.horizontalHeader()
         for column in (0, 1, 2, 4):
@@ -317,36 +138,14 @@ class RecommendedPage(QWidget):
         )
         self.summary.setText(f"{lead}\nJudged for {computer_summary(found)}.")
         self.table.setRowCount(0)
-        for entry in found.entries:
-            self._add_row(entry)
+        on_dark = self.table.palette().base().color().lightness() < 128
+        for row, entry in enumerate(found.entries):
+            append_row(self.table, recommendation_row(entry, on_dark))
+            self._show_state(row, entry)
         self.table.resizeRowsToContents()
         keep = chosen.model.id if chosen is not None else (best.model.id if best else None)
-        for row, entry in enumerate(found.entries):
-            if entry.model.id == keep:
-                self.table.selectRow(row)
+        choose_row(self.table, keep)
         self._update_buttons()
-
-    def _add_row(self, entry: Recommendation) -> None:
-        row = self.table.rowCount()
-        self.table.insertRow(row)
-        name = entry.model.name + (f"  ({entry.role.words.lower()})" if entry.role else "")
-        first = QTableWidgetItem(name)
-        first.setData(Qt.ItemDataRole.UserRole, entry.model.id)
-        if entry.role is Role.BEST:
-            font = first.font()
-            font.setBold(True)
-            first.setFont(font)
-        size = QTableWidgetItem(human_size(entry.model.size))
-        size.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        fit = QTableWidgetItem(entry.fit.verdict.words)
-        light, dark = VERDICT_COLOURS[entry.fit.verdict]
-        on_dark = self.table.palette().base().color().lightness() < 128
-        fit.setForeground(QColor(dark if on_dark else light))
-        why = QTableWidgetItem(entry.fit.reason)
-        why.setToolTip(entry.fit.reason)
-        for column, item in enumerate((first, size, fit, why, QTableWidgetItem(""))):
-            self.table.setItem(row, column, item)
-        self._show_state(row, entry)
 
     def _show_state(
         self, row: int, entry: Recommendation, item: DownloadItem | None = None
@@ -368,18 +167,13 @@ class RecommendedPage(QWidget):
     def selected(self) -> Recommendation | None:
         if self.found is None:
             return None
-        rows = self.table.selectionModel().selectedRows()
-        if not rows:
+        model_id = chosen_data(self.table)
+        if model_id is None:
             return None
-        item = self.table.item(rows[0].row(), 0)
-        model_id = item.data(Qt.ItemDataRole.UserRole) if item is not None else None
         return next((e for e in self.found.entries if e.model.id == model_id), None)
 
     def select(self, model_id: str) -> None:
-        for row in range(self.table.rowCount()):
-            item = self.table.item(row, 0)
-            if item is not None and item.data(Qt.ItemDataRole.UserRole) == model_id:
-                self.table.selectRow(row)
+        choose_row(self.table, model_id)
 
     @Slot()
     def _selected(self) -> None:
@@ -414,7 +208,7 @@ class RecommendedPage(QWidget):
         if entry.installed is not None:
             return str(entry.installed)
         for item in self._manager.items():
-            if item.repo_id == entry.model.repo and item.name == entry.model.file and item.path:
+            if is_download_of(item, entry.model) and item.path:
                 return item.path
         return None
 
@@ -459,7 +253,7 @@ class RecommendedPage(QWidget):
         path = self._installed_path(entry) if entry is not None else None
         if entry is None or path is None:
             return
-        self._store.update({"model.path": path, "model.provider": "local"})
+        self._store.update(use_file(path))
         self.sig_message.emit(f"{entry.model.name} is now used for research.")
         self.refresh()
 
@@ -468,6 +262,6 @@ class RecommendedPage(QWidget):
         if self.found is None:
             return
         for row, entry in enumerate(self.found.entries):
-            if item.repo_id == entry.model.repo and item.name == entry.model.file:
+            if is_download_of(item, entry.model):
                 self._show_state(row, entry, item)
         self._update_buttons()

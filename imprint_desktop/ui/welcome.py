@@ -7,7 +7,7 @@ manager for anything else — or a remote OpenAI-compatible server, and the samp
 
 A recommended model starts downloading as soon as the person presses *Get started*; Imprint uses
 the starter model meanwhile, and once the file is verified asks whether to switch
-(:class:`~.recommended.ModelSwitchOffer`). Every choice goes through the :class:`SettingsStore`,
+(:class:`~.model_switch.ModelSwitchOffer`). Every choice goes through the :class:`SettingsStore`,
 so it is validated and saved like a change in Preferences; "Not now" saves the defaults, which
 ends the first run all the same — the welcome never nags.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QFontMetrics, QPalette
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -40,11 +40,13 @@ from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.errors import SettingsError, SettingValueError
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui.welcome_picks import TEXT_INDENT, broken_lines, pick_button, pick_row
 
 if TYPE_CHECKING:  # the model store loads only when the welcome offers downloads
     from imprint_desktop.core.models import Recommendation, RecommendedModel
-    from imprint_desktop.engine.downloads import DownloadManager, JobEnded
-    from imprint_desktop.ui.recommended import ModelSwitchOffer
+    from imprint_desktop.engine.download_payloads import JobEnded
+    from imprint_desktop.engine.downloads import DownloadManager
+    from imprint_desktop.ui.model_switch import ModelSwitchOffer
 
 
 WIDTH = 640  # pixels: room for a recommended model's title on one line
@@ -137,7 +139,7 @@ class WelcomeDialog(QDialog):
         layout.addWidget(self.sample_option)
         layout.addWidget(self.problem)
         layout.addWidget(self.buttons)
-        self.setFixedWidth(WIDTH)  # the picks' text is wrapped for this width (see _pick_row)
+        self.setFixedWidth(WIDTH)  # the picks' text is broken into lines for this width
         first = self.starter_option if starter_model is not None else self.manager_option
         first.setFocus()
         if downloads is not None:
@@ -208,7 +210,6 @@ class WelcomeDialog(QDialog):
         if event.job_id != self._job:
             return
         from imprint_desktop.core.models import Recommendations  # noqa: PLC0415 - loaded late
-        from imprint_desktop.ui.recommended import pick_title  # noqa: PLC0415
 
         found = event.value
         if not isinstance(found, Recommendations):
@@ -227,11 +228,9 @@ class WelcomeDialog(QDialog):
             return
         self.picks_status.setText("Chosen for this computer:")
         for index, entry in enumerate(found.picks, start=1):
-            button = QRadioButton(pick_title(entry))
-            button.setAccessibleName(f"{entry.model.name}, {entry.fit.verdict.words}")
-            button.setAccessibleDescription(f"{entry.model.good_at} {entry.fit.reason}")
+            button = pick_button(entry)
             self.pick_group.addButton(button)
-            row = _pick_row(button, entry, self._text_width())
+            row = pick_row(button, entry, self._text_width())
             self._picks_layout.insertWidget(index, row)
             row.show()  # now: a widget added to a shown dialog is otherwise shown a moment later
             self.pick_buttons.append((button, entry))
@@ -246,15 +245,15 @@ class WelcomeDialog(QDialog):
         self.adjustSize()
 
     def _say(self, label: QLabel, text: str) -> None:
-        """Set text under "Download", broken into lines (see :func:`_pick_row` for why)."""
-        label.setText(_lines(text, label.fontMetrics(), self._text_width() + 22))
+        """Set text under "Download", broken into lines (:mod:`.welcome_picks` says why)."""
+        label.setText(broken_lines(text, label.fontMetrics(), self._text_width() + TEXT_INDENT))
 
     def _text_width(self) -> int:
         """Pixels a pick's text has: the dialog less its margins and the two indents."""
         layout = self.layout()
         margins = layout.contentsMargins() if layout is not None else None
         sides = margins.left() + margins.right() if margins is not None else 22
-        return WIDTH - sides - 24 - 22
+        return WIDTH - sides - 24 - TEXT_INDENT
 
     def selected_pick(self) -> Recommendation | None:
         """The recommended model chosen under "Download", or None for "another model"."""
@@ -322,7 +321,7 @@ class WelcomeDialog(QDialog):
             return
         pick = self.selected_pick() if self.choice() is WelcomeChoice.DOWNLOAD else None
         if pick is not None and pick.installed is None and self._downloads is not None:
-            from imprint_desktop.ui.recommended import ModelSwitchOffer  # noqa: PLC0415
+            from imprint_desktop.ui.model_switch import ModelSwitchOffer  # noqa: PLC0415
 
             self.switch_offer = ModelSwitchOffer(self._downloads, self._store, pick)
             self.switch_offer.start()
@@ -344,40 +343,6 @@ class WelcomeDialog(QDialog):
     @Slot()
     def _update_remote_fields(self) -> None:
         self.remote_fields.setEnabled(self.remote_option.isChecked())
-
-
-def _pick_row(button: QRadioButton, entry: Recommendation, width: int) -> QWidget:
-    """One recommended model: its title as a radio button, what it is good at, how it fits.
-
-    The text is broken into lines here, for ``width`` pixels, rather than by word-wrapping labels:
-    a wrapped label knows its height only for a given width, which a dialog that grows after it is
-    shown never asks, and rows would overlap.
-    """
-    row = QWidget()
-    layout = QVBoxLayout(row)
-    layout.setContentsMargins(0, 0, 0, 4)
-    layout.setSpacing(0)
-    layout.addWidget(button)
-    for text, muted in ((entry.model.good_at, False), (entry.fit.reason, True)):
-        label = QLabel()
-        label.setTextFormat(Qt.TextFormat.PlainText)
-        label.setContentsMargins(22, 0, 0, 0)
-        if muted:
-            label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-        label.setText(_lines(text, label.fontMetrics(), width))
-        layout.addWidget(label)
-    return row
-
-
-def _lines(text: str, metrics: QFontMetrics, width: int) -> str:
-    """``text`` broken at spaces into lines no wider than ``width`` pixels (where it can be)."""
-    lines: list[str] = []
-    for word in text.split():
-        if lines and metrics.horizontalAdvance(f"{lines[-1]} {word}") <= width:
-            lines[-1] = f"{lines[-1]} {word}"
-        else:
-            lines.append(word)
-    return "\n".join(lines)
 
 
 _LOOK_UP = object()

@@ -10,7 +10,8 @@ from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from imprint_desktop.core.models import DownloadOptions, Machine, Verdict, load_catalogue
-from imprint_desktop.engine.downloads import DownloadItem, DownloadManager, DownloadState
+from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState
+from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import DownloadStatusWidget
