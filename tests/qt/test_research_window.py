@@ -282,7 +282,7 @@ def test_citations_copy_and_the_research_record(
 
     with qtbot.waitSignal(window.bridge.sig_trace_loaded, timeout=WAIT_MS):
         qtbot.keyClick(window, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
-    record = window.session.record
+    record = window.opener.record
     assert record is not None and record.isVisible()
     assert '"type": "run_start"' in record.trace.toPlainText()
     assert "The model answered." in record.summary.text()
