@@ -22,7 +22,8 @@ from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.wording import phase_words
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
-from imprint_desktop.ui.chat_view import ChatMessage, ChatView
+from imprint_desktop.ui.chat_markdown import ChatMessage
+from imprint_desktop.ui.chat_view import ChatView
 from imprint_desktop.ui.composer import Composer
 from imprint_desktop.ui.consent_card import ConsentCard
 from imprint_desktop.ui.conversations import ConversationsPane

@@ -414,7 +414,7 @@ def _has_text(widget: object) -> bool:
 def test_streaming_lays_out_only_the_paragraph_being_written(
     qtbot: QtBot, research_store: SettingsStore
 ) -> None:
-    from imprint_desktop.ui.chat_view import ChatMessage
+    from imprint_desktop.ui.chat_markdown import ChatMessage
 
     view = open_window(qtbot, research_store).window.transcript
     view.add_message(ChatMessage("you", "q"))
