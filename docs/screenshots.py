@@ -143,9 +143,9 @@ def shoot(theme: str, out: Path) -> None:  # noqa: PLR0915 - one scripted sessio
     run_until(lambda: bool(ended))
     loaded: list[object] = []
     window.bridge.sig_trace_loaded.connect(loaded.append)
-    window.session.open_record(window.session.last_answer_index())
-    run_until(lambda: bool(loaded) and window.session.record is not None)
-    record = window.session.record
+    window.opener.open_record(window.session.last_answer_index())
+    run_until(lambda: bool(loaded) and window.opener.record is not None)
+    record = window.opener.record
     assert record is not None
     record.resize(1000, 860)
     settle(0.8)

@@ -16,138 +16,40 @@ record*. They are made by :class:`~imprint_desktop.ui.inert.AppLinks` and act on
 this transcript's token; any other link — whatever the model wrote — is passed on as
 ``sig_link_requested`` and acts on nothing here. Links are reachable with Tab and followed with
 Enter, like every link in a text browser.
+
+This view keeps the messages, decides what to write and when, and acts on its links; what a message
+is as Markdown is :mod:`.chat_markdown`'s, and writing Markdown into the document, inert, is
+:mod:`.transcript_document`'s.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, assert_never
+from dataclasses import dataclass
+from typing import assert_never
 
 from PySide6.QtCore import QByteArray, QTimer, QUrl, Signal, Slot
-from PySide6.QtGui import (
-    QColor,
-    QGuiApplication,
-    QPalette,
-    QTextBlockFormat,
-    QTextCharFormat,
-    QTextCursor,
-    QTextDocument,
-    QTextDocumentFragment,
-    QTextFormat,
-)
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from imprint_desktop.ui.inert import AppLinks, escape_markdown, make_inert
-
-if TYPE_CHECKING:
-    from imprint_desktop.core.research import events as ev
-
+from imprint_desktop.ui.chat_markdown import (
+    ChatMessage,
+    assistant_header,
+    link_citations,
+    message_markdown,
+    settle_point,
+)
+from imprint_desktop.ui.inert import AppLinks
+from imprint_desktop.ui.transcript_document import TranscriptDocument
 
 RENDER_DELAY_MS = 30
 RECENT_MESSAGES = 120  # shown at once when a conversation opens; earlier ones on request
-Role = Literal["you", "assistant", "asked", "answered", "notice"]
-
-_CITATION = re.compile(r"(?<![\\\w\]])\[(\d{1,3})\](?![(\[])")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-#: GitHub's dialect (tables, strikethrough, task lists, autolinks) without raw HTML, which is then
-#: shown as the text it is.
-MARKDOWN = (
-    QTextDocument.MarkdownFeature.MarkdownDialectGitHub
-    | QTextDocument.MarkdownFeature.MarkdownNoHTML
-)
-
-
-@dataclass(frozen=True, slots=True)
-class ChatMessage:
-    """One message of the transcript; assistant messages carry what their record needs."""
-
-    role: Role
-    text: str
-    stored_id: int | None = None
-    stop_reason: str | None = None
-    evidence: tuple[ev.EvidenceItemView, ...] = field(default=(), compare=False)
-    result: ev.ReplyResult | None = field(default=None, compare=False)
-    interrupted: bool = False
-    workspace: str | None = field(default=None, compare=False)  # the folder it researched
 
 
 @dataclass(frozen=True, slots=True)
 class Citation:
     message: int
     number: int
-
-
-def link_citations(text: str, message: int, links: AppLinks) -> str:
-    """``[n]`` outside code becomes a link to evidence n of ``message``."""
-    out: list[str] = []
-    in_fence = False
-    for line in text.split("\n"):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-            out.append(line)
-            continue
-        if in_fence:
-            out.append(line)
-            continue
-        pieces = line.split("`")
-        for index in range(0, len(pieces), 2):  # even pieces are outside inline code
-            pieces[index] = _CITATION.sub(
-                lambda m: f"[\\[{m.group(1)}\\]]({links.href('cite', message, int(m.group(1)))})",
-                pieces[index],
-            )
-        out.append("`".join(pieces))
-    return "\n".join(out)
-
-
-def assistant_header(
-    index: int, links: AppLinks, *, record: bool, interrupted: bool = False
-) -> str:
-    label = " · *interrupted*" if interrupted else ""
-    more = f" · [Research record]({links.href('record', index)})" if record else ""
-    return f"**Imprint**{label} · [Copy]({links.href('copy', index)}){more}"
-
-
-def settle_point(text: str) -> int:
-    """Where the streamed text's finished paragraphs end: after the last blank line that is not
-    inside a code fence (0 when there is none). What comes before never changes again."""
-    cut = 0
-    in_fence = False
-    position = 0
-    for line in text.splitlines(keepends=True):
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        position += len(line)
-        if not in_fence and not line.strip() and position < len(text):
-            cut = position
-    return cut
-
-
-def message_markdown(message: ChatMessage, index: int, links: AppLinks) -> str:
-    """One message as Markdown: the app's own links around text that is rendered inert."""
-    copy = f"[Copy]({links.href('copy', index)})"
-    if message.role == "you":
-        return f"**You** · {copy}\n\n{message.text}\n"
-    if message.role == "asked":
-        return f"**Imprint asks:** {message.text}\n"
-    if message.role == "answered":
-        return f"**You answered:** {message.text}\n"
-    if message.role == "notice":  # a status line: may quote tool arguments, so literal
-        return f"*{escape_markdown(message.text)}*\n"
-    header = assistant_header(
-        index, links, record=message.stored_id is not None, interrupted=message.interrupted
-    )
-    body = link_citations(message.text, index, links) if message.text else "*(no answer)*"
-    return f"{header}\n\n{body}\n"
-
-
-def _new_block(cursor: QTextCursor) -> None:
-    """A plain new block: not a continuation of the list, code block or heading before it."""
-    cursor.insertBlock(QTextBlockFormat(), QTextCharFormat())
-    current = cursor.currentList()
-    if current is not None:
-        current.remove(cursor.block())
 
 
 class ChatView(QTextBrowser):
@@ -165,11 +67,9 @@ class ChatView(QTextBrowser):
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.anchorClicked.connect(self._follow)
-        self.document().setDocumentMargin(12)
         self.links = AppLinks()
-        self._scratch = QTextDocument(self)  # where Markdown is parsed and made inert
+        self._written = TranscriptDocument(self, self.links)
         self.messages: list[ChatMessage] = []
-        self._document: QTextDocument | None = None
         self._live_start: int | None = None
         self._first_shown = 0
         self._live_text = ""
@@ -184,15 +84,13 @@ class ChatView(QTextBrowser):
         self._render_timer.setInterval(RENDER_DELAY_MS)
         self._render_timer.timeout.connect(self._render_live)
 
-    # --- whole conversations ----------------------------------------------------------------
+    # --- whole conversations ----------------------------------------------------------------------
 
     def show_messages(self, messages: Sequence[ChatMessage], recent: int = RECENT_MESSAGES) -> None:
         """Replace the transcript with the latest ``recent`` messages (earlier ones on request).
 
-        The document is built detached and handed to the view whole: one parse, one layout, and
-        the code-block shading does not relay out the view once per block. Laying out only the
-        recent messages keeps opening a long conversation fast; a link at the top brings the
-        earlier ones (message indices, and so every link, stay the same).
+        Laying out only the recent messages keeps opening a long conversation fast; a link at the
+        top brings the earlier ones (message indices, and so every link, stay the same).
         """
         self._render_timer.stop()
         self._live_start = None
@@ -205,34 +103,22 @@ class ChatView(QTextBrowser):
         if self._first_shown:
             earlier = self.links.href("earlier", 0)
             parts.insert(0, f"[Show {self._first_shown} earlier messages]({earlier})\n")
-        text = "\n\n---\n\n".join(parts)
-        document = QTextDocument(self)
-        document.setDefaultFont(self.font())
-        document.setDocumentMargin(12)
-        document.setMarkdown(text, MARKDOWN)
-        make_inert(document, self.links)  # before the view ever lays it out
-        self._shade_code(0, document)
-        previous, self._document = self._document, document
-        self.setDocument(document)
-        if previous is not None:
-            previous.deleteLater()  # ours; the first, built-in document is the control's own
-        self.moveCursor(QTextCursor.MoveOperation.End)
-        self.ensureCursorVisible()
+        self._written.show("\n\n---\n\n".join(parts))
 
     def add_message(self, message: ChatMessage) -> int:
         """Append a finished message (before the live one, if any, would be wrong: call it idle)."""
         index = len(self.messages)
         self.messages.append(message)
-        self._insert_at_end(message_markdown(message, index, self.links))
+        self._written.append(message_markdown(message, index, self.links))
         return index
-
-    # --- the live message ---------------------------------------------------------------------
 
     def show_earlier(self) -> None:
         """Render more of the conversation above what is shown."""
         if self._first_shown and not self.live:
             self.show_messages(self.messages, len(self.messages) - self._first_shown + 200)
             self.verticalScrollBar().setValue(0)
+
+    # --- the live message -------------------------------------------------------------------------
 
     def begin_live(self, status: str) -> None:
         """Start the reply being written; ``status`` shows until text arrives.
@@ -242,8 +128,7 @@ class ChatView(QTextBrowser):
         follows) are rendered once, and each coalesced render redoes only the paragraph still being
         written. Ending a reply whose streamed text is the answer is then only bookkeeping.
         """
-        cursor = self._end_cursor()
-        self._live_start = cursor.position()
+        self._live_start = self._written.end()
         self._live_text = ""
         self._live_rendered = ""
         self._tail_start = None
@@ -320,79 +205,31 @@ class ChatView(QTextBrowser):
             separator = "---\n\n" if self._live_start else ""
             header = assistant_header(index, self.links, record=True)
             self._replace_live(f"{separator}{header}\n")
-            self._tail_start = self._end_cursor().position()
+            self._tail_start = self._written.end()
             self._settled, self._tail_rendered = 0, ""
         text = self._live_text
         cut = settle_point(text)
         if cut > self._settled:
             chunk = text[self._settled : cut].rstrip()
-            self._replace_from(self._tail_start, link_citations(chunk, index, self.links))
-            self._tail_start = self._end_cursor().position()
+            self._written.replace_paragraphs_from(
+                self._tail_start, link_citations(chunk, index, self.links)
+            )
+            self._tail_start = self._written.end()
             self._settled, self._tail_rendered = cut, ""
         tail = text[self._settled :]
         if tail != self._tail_rendered:
-            self._replace_from(
+            self._written.replace_paragraphs_from(
                 self._tail_start, link_citations(tail, index, self.links) if tail.strip() else ""
             )
             self._tail_rendered = tail
         self.renders += 1
 
-    def _replace_from(self, start: int, markdown: str) -> None:
-        """Replace the document from ``start`` to its end with ``markdown`` in a new block."""
-        bar = self.verticalScrollBar()
-        at_bottom = bar.value() >= bar.maximum() - 4
-        cursor = QTextCursor(self.document())
-        cursor.setPosition(start)
-        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
-        cursor.beginEditBlock()
-        cursor.removeSelectedText()
-        if markdown:
-            _new_block(cursor)
-            first = cursor.block()
-            fragment, first_format = self._inert_fragment(markdown)
-            cursor.insertFragment(fragment)
-            if first.length() == 1 and first.next().isValid() and first.position() > 0:
-                # Markdown that opens with a list or table leaves the new block empty above it.
-                gap = QTextCursor(self.document())
-                gap.setPosition(first.position() - 1)
-                gap.setPosition(first.position(), QTextCursor.MoveMode.KeepAnchor)
-                gap.removeSelectedText()
-            else:
-                # The first paragraph went into the plain block made for it: give it the block
-                # format Markdown gives it (a code block, a heading).
-                QTextCursor(first).setBlockFormat(first_format)
-        cursor.endEditBlock()
-        self._shade_code(start)
-        if at_bottom:
-            bar.setValue(bar.maximum())
-
     def _replace_live(self, markdown: str) -> None:
         assert self._live_start is not None
-        bar = self.verticalScrollBar()
-        at_bottom = bar.value() >= bar.maximum() - 4
-        cursor = QTextCursor(self.document())
-        cursor.setPosition(self._live_start)
-        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
-        cursor.beginEditBlock()
-        cursor.removeSelectedText()
-        if markdown:
-            if self._live_start > 0:
-                _new_block(cursor)
-            cursor.insertFragment(self._inert_fragment(markdown)[0])
-        cursor.endEditBlock()
+        self._written.replace_from(self._live_start, markdown)
         self._live_rendered = markdown
-        self._shade_code(self._live_start)
-        if at_bottom:
-            bar.setValue(bar.maximum())
 
-    # --- helpers ------------------------------------------------------------------------------
-
-    def _inert_fragment(self, markdown: str) -> tuple[QTextDocumentFragment, QTextBlockFormat]:
-        """``markdown`` parsed and made inert, and the block format of its first paragraph."""
-        scratch = self._scratch
-        scratch.setMarkdown(markdown, MARKDOWN)
-        make_inert(scratch, self.links)
-        return QTextDocumentFragment(scratch), scratch.begin().blockFormat()
+    # --- resources and links ----------------------------------------------------------------------
 
     def loadResource(self, kind: int, name: QUrl | str, /) -> object:
         """Nothing: the transcript shows no images or style sheets, so no name is loaded.
@@ -401,43 +238,6 @@ class ChatView(QTextBrowser):
         """
         del kind, name
         return QByteArray()
-
-    def _end_cursor(self) -> QTextCursor:
-        cursor = QTextCursor(self.document())
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-        return cursor
-
-    def _insert_at_end(self, markdown: str) -> None:
-        cursor = self._end_cursor()
-        start = cursor.position()
-        cursor.beginEditBlock()
-        if not self.document().isEmpty():
-            _new_block(cursor)
-            markdown = f"---\n\n{markdown}"
-        cursor.insertFragment(self._inert_fragment(markdown)[0])
-        cursor.endEditBlock()
-        self._shade_code(start)
-        self.verticalScrollBar().setValue(self.verticalScrollBar().maximum())
-
-    def _shade_code(self, start: int, document: QTextDocument | None = None) -> None:
-        """Give code blocks a background: Markdown import marks them but does not paint them."""
-        shade = QColor(self.palette().color(QPalette.ColorRole.AlternateBase))
-        if shade == self.palette().color(QPalette.ColorRole.Base):
-            shade = shade.darker(106)
-        document = document or self.document()
-        edit = QTextCursor(document)
-        edit.beginEditBlock()  # one relayout for all the blocks, not one per block
-        block = document.findBlock(start)
-        while block.isValid():
-            block_format = block.blockFormat()
-            if block_format.hasProperty(QTextFormat.Property.BlockCodeFence) or (
-                block_format.nonBreakableLines()
-            ):
-                cursor = QTextCursor(block)
-                block_format.setBackground(shade)
-                cursor.setBlockFormat(block_format)
-            block = block.next()
-        edit.endEditBlock()
 
     def message_text(self, index: int) -> str:
         return self.messages[index].text if 0 <= index < len(self.messages) else ""

@@ -39,6 +39,7 @@ from imprint_desktop.ui.composer import Composer
 from imprint_desktop.ui.consent_card import ConsentCard
 from imprint_desktop.ui.conversations import ConversationsPane
 from imprint_desktop.ui.document_viewer import SourceViewer
+from imprint_desktop.ui.evidence_opener import EvidenceOpener
 from imprint_desktop.ui.question_card import QuestionCard
 from imprint_desktop.ui.research_panel import ResearchPanel
 from imprint_desktop.ui.session import ChatSession
@@ -114,6 +115,14 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.splitter, 1)
         self.setCentralWidget(central)
 
+        self.opener = EvidenceOpener(
+            bridge,
+            view=self.transcript,
+            panel=self.panel,
+            parent=self,
+            source_bytes=lambda: store.config().workspace.max_file_mb * 2**20,
+        )
+        self.opener.sig_status.connect(self.show_status)
         self.session = ChatSession(
             bridge,
             view=self.transcript,
@@ -122,11 +131,10 @@ class MainWindow(QMainWindow):
             card=self.card,
             consent_card=self.consent_card,
             conversations=self.conversations,
+            opener=self.opener,
             parent=self,
-            source_bytes=lambda: store.config().workspace.max_file_mb * 2**20,
         )
         self.session.sig_problem.connect(self.show_problem)
-        self.session.sig_status.connect(self.show_status)
         self.composer.sig_question_sent.connect(lambda _question: self._show_summary())
         self.toolbar_row.model.sig_manage_requested.connect(self.open_model_manager)
         self.toolbar_row.model.sig_remote_settings_requested.connect(self.open_preferences)
@@ -188,7 +196,7 @@ class MainWindow(QMainWindow):
         self.record_action = self._action(
             chat_menu,
             "Research &Record of the Last Answer",
-            lambda: self.session.open_record(self.session.last_answer_index()),
+            lambda: self.opener.open_record(self.session.last_answer_index()),
             "Ctrl+R",
         )
         chat_menu.addSeparator()
@@ -295,7 +303,7 @@ class MainWindow(QMainWindow):
     @property
     def viewer(self) -> SourceViewer | None:
         """The viewer evidence and citations opened last (Imprint's own, not the system's)."""
-        return self.session.viewer
+        return self.opener.viewer
 
     # --- reactions ----------------------------------------------------------------------------
 

@@ -1,39 +1,34 @@
 """The chat session: wires the bridge's signals to the transcript, the panel and the composer.
 
 It holds what the window needs to remember between events — the open conversation, the reply in
-flight, which transcript message is which saved reply, which workspace each reply researched — and
+flight, which transcript message is which saved reply and which workspace it researched — and
 nothing the engine owns. Choosing another conversation while a reply runs stops that reply first
 (it is saved, stopped, with its evidence), so the transcript on screen is always the conversation
 the reply belongs to.
 
-Evidence opens in Imprint's own :class:`~.document_viewer.SourceViewer`, from the workspace the
-reply researched (not the one chosen now). A link the model wrote acts on nothing: a web address
-opens in the browser only when the person chooses to, with the full address in front of them.
+What the transcript's links and the panel's evidence rows open is :mod:`.evidence_opener`'s; the
+session tells it when a question is sent and which reply's evidence the panel lists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, QUrl, Signal, Slot
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtWidgets import QWidget
 
-from imprint_desktop.core.chosen import researched_folder
 from imprint_desktop.core.consent import DECISION_WORDS, Decision
 from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.wording import phase_words
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
-from imprint_desktop.ui.chat_view import ChatMessage, ChatView, Citation
+from imprint_desktop.ui.chat_markdown import ChatMessage
+from imprint_desktop.ui.chat_view import ChatView
 from imprint_desktop.ui.composer import Composer
 from imprint_desktop.ui.consent_card import ConsentCard
 from imprint_desktop.ui.conversations import ConversationsPane
-from imprint_desktop.ui.document_viewer import SourceViewer, confirm_web_link
-from imprint_desktop.ui.inert import is_web_link
+from imprint_desktop.ui.evidence_opener import EvidenceOpener
 from imprint_desktop.ui.question_card import QuestionCard
-from imprint_desktop.ui.record import RecordDialog
 from imprint_desktop.ui.research_panel import ResearchPanel
 
 if TYPE_CHECKING:
@@ -71,7 +66,6 @@ def messages_for(replies: tuple[StoredReply, ...]) -> list[ChatMessage]:
 class ChatSession(QObject, EventHandler):
     """Controller of one window's chat (GUI thread only)."""
 
-    sig_status = Signal(str)  # a short line for the status bar
     sig_problem = Signal(str)  # a sentence the person should read
 
     def __init__(
@@ -84,25 +78,15 @@ class ChatSession(QObject, EventHandler):
         card: QuestionCard,
         consent_card: ConsentCard,
         conversations: ConversationsPane,
+        opener: EvidenceOpener,
         parent: QWidget,
-        source_bytes: Callable[[], int],
     ) -> None:
         super().__init__(parent)
         self.bridge, self.view, self.panel = bridge, view, panel
         self.composer, self.card, self.conversations = composer, card, conversations
-        self.consent_card = consent_card
-        self._window = parent
+        self.consent_card, self.opener = consent_card, opener
         self.conversation_id: int | None = None
         self._request = 0
-        self._live_stored: int | None = None
-        self.record: RecordDialog | None = None
-        self._record_message = -1
-        self.viewer: SourceViewer | None = None
-        self.link_box: QMessageBox | None = None
-        self._source_bytes = source_bytes
-        self._live_workspace: str | None = None  # the folder the running reply researches
-        self._live_evidence: dict[int, ev.EvidenceItemView] = {}  # what it found so far
-        self._panel_workspace: str | None = None  # the folder of the evidence the panel lists
         self._asked = (0, "")  # the reply and ask_user call the question card answers
         self._consent_reply = 0  # the reply whose fetch_url call the consent card decides
         self._event_reply = 0  # the reply of the event being handled
@@ -111,10 +95,6 @@ class ChatSession(QObject, EventHandler):
         composer.sig_stop_requested.connect(self.stop)
         card.sig_answered.connect(self._answered)
         consent_card.sig_decided.connect(self._consent_decided)
-        view.sig_citation_activated.connect(self._citation)
-        view.sig_record_requested.connect(self.open_record)
-        view.sig_link_requested.connect(self._model_link)
-        panel.sig_evidence_opened.connect(self.open_panel_evidence)
         conversations.sig_conversation_chosen.connect(self.open_conversation)
         conversations.sig_new_requested.connect(self.new_conversation)
         conversations.sig_rename_requested.connect(bridge.rename_conversation)
@@ -127,7 +107,6 @@ class ChatSession(QObject, EventHandler):
         bridge.sig_reply_event.connect(self._event)
         bridge.sig_consent_requested.connect(self._consent_requested)
         bridge.sig_reply_ended.connect(self._ended)
-        bridge.sig_trace_loaded.connect(self._trace_loaded)
 
     # --- asking -------------------------------------------------------------------------------
 
@@ -142,9 +121,7 @@ class ChatSession(QObject, EventHandler):
         self.view.begin_live("Starting…")
         self.panel.begin("Starting…")
         self.composer.set_running(True)
-        self._live_stored = None
-        self._live_workspace = self._panel_workspace = None  # known when research starts
-        self._live_evidence = {}
+        self.opener.reply_begun()
         self.bridge.start_reply(self.conversation_id, question)
 
     @Slot()
@@ -187,7 +164,6 @@ class ChatSession(QObject, EventHandler):
 
     @Slot(object)
     def _opened(self, opened: p.ReplyOpened) -> None:
-        self._live_stored = opened.stored_id
         if self.conversation_id != opened.conversation_id:
             self.conversation_id = opened.conversation_id
             self.conversations.select(opened.conversation_id)
@@ -211,13 +187,6 @@ class ChatSession(QObject, EventHandler):
 
     def on_text_delta(self, event: ev.TextDelta) -> None:
         self.view.append_text(event.text)
-
-    def on_reply_started(self, event: ev.ReplyStarted) -> None:
-        folder = researched_folder(event.config)
-        self._live_workspace = self._panel_workspace = str(folder) if folder else None
-
-    def on_tool_finished(self, event: ev.ToolFinished) -> None:
-        self._live_evidence.update((item.id, item) for item in event.evidence)
 
     def on_request_started(self, event: ev.RequestStarted) -> None:
         self.view.clear_live_text()
@@ -252,7 +221,7 @@ class ChatSession(QObject, EventHandler):
                 result.stop_reason,
                 result.evidence,
                 result,
-                workspace=self._live_workspace,
+                workspace=self.opener.live_workspace,
             )
             self.panel.finish(result.stop_reason, result.evidence)
         else:
@@ -278,7 +247,7 @@ class ChatSession(QObject, EventHandler):
         self.conversations.select(None)
         self.view.show_messages([])
         self.panel.reset()
-        self._panel_workspace = None
+        self.opener.panel_lists(None)
         self.panel.set_now("Ask a question to start research.")
         self.composer.edit.setFocus()
 
@@ -307,7 +276,7 @@ class ChatSession(QObject, EventHandler):
             last = record.replies[-1]
             note = "This reply was interrupted." if last.interrupted else "The last reply."
             self.panel.show_record(last.stop_reason, last.evidence, note)
-            self._panel_workspace = last.workspace
+            self.opener.panel_lists(last.workspace)
         else:
             self.panel.reset()
 
@@ -317,106 +286,8 @@ class ChatSession(QObject, EventHandler):
             self.new_conversation()
         self.bridge.delete_conversation(conversation_id)
 
-    # --- citations and records ----------------------------------------------------------------
-
-    @Slot(object)
-    def _citation(self, citation: Citation) -> None:
-        if self.view.live and citation.message == len(self.view.messages):  # being written
-            self.panel.select_evidence(citation.number)
-            found = self._live_evidence.get(citation.number)
-            if found is not None:
-                self.open_source(found, self._live_workspace)
-            return
-        if not 0 <= citation.message < len(self.view.messages):
-            return
-        message = self.view.messages[citation.message]
-        if not self.view.live:
-            self.panel.show_record(message.stop_reason, message.evidence, "Cited evidence.")
-            self._panel_workspace = message.workspace
-        self.panel.select_evidence(citation.number)
-        item = next((item for item in message.evidence if item.id == citation.number), None)
-        if item is not None:
-            self.open_source(item, message.workspace)
-        else:
-            self.sig_status.emit(f"The answer cites [{citation.number}], which it never found.")
-
-    @Slot(object)
-    def open_panel_evidence(self, item: ev.EvidenceItemView) -> None:
-        """An evidence row was chosen: open it from the workspace of the reply it belongs to."""
-        self.open_source(item, self._panel_workspace)
-
-    def open_source(self, item: ev.EvidenceItemView, workspace: str | None) -> SourceViewer:
-        """Show ``item`` in Imprint's own viewer at the cited lines (one viewer at a time)."""
-        if self.viewer is not None:
-            self.viewer.close()
-            self.viewer.deleteLater()
-        self.viewer = SourceViewer(
-            item,
-            Path(workspace) if workspace else None,
-            max_bytes=self._source_bytes(),
-            parent=self._window,
-        )
-        self.viewer.show()
-        return self.viewer
-
-    @Slot(QUrl)
-    def _model_link(self, url: QUrl) -> None:
-        """A link the model wrote: a web address may open after the person confirms it in full;
-        any other kind (a file, a share, an action of the app) is not followed."""
-        if not is_web_link(url):
-            self.sig_status.emit(
-                f"Imprint does not follow “{url.scheme() or 'relative'}” links written in answers."
-            )
-            return
-        if self.link_box is not None:
-            self.link_box.close()
-        self.link_box = confirm_web_link(url, self._window)
-        self.link_box.finished.connect(self._link_box_closed)
-
-    @Slot()
-    def _link_box_closed(self) -> None:
-        self.link_box = None
-
-    @Slot(int)
-    def open_record(self, index: int) -> None:
-        """Ask for the trace of message ``index``; the dialog opens when it arrives."""
-        if not 0 <= index < len(self.view.messages):
-            return
-        stored = self.view.messages[index].stored_id
-        if stored is None:
-            return
-        self._record_message = index
-        self.bridge.load_trace(stored)
-
     def last_answer_index(self) -> int:
         for index in range(len(self.view.messages) - 1, -1, -1):
             if self.view.messages[index].role == "assistant":
                 return index
         return -1
-
-    @Slot(object)
-    def _trace_loaded(self, trace: p.TraceRecord) -> None:
-        index = self._record_message
-        if not 0 <= index < len(self.view.messages):
-            return
-        message = self.view.messages[index]
-        if message.stored_id != trace.stored_id:
-            return
-        question = next(
-            (m.text for m in reversed(self.view.messages[:index]) if m.role == "you"), ""
-        )
-        stored = trace.stored_id
-        if self.record is not None:
-            self.record.close()
-        self.record = RecordDialog(
-            question,
-            message.evidence,
-            trace.lines,
-            lambda path: self.bridge.load_trace(stored, save_to=Path(path)),
-            self._window,
-            # The words of each call, which the trace does not keep, while the panel has them.
-            described=self.panel.activity_described() if stored == self._live_stored else None,
-        )
-        folder = message.workspace  # evidence opens from the folder this reply researched
-        self.record.sig_evidence_opened.connect(lambda item: self.open_source(item, folder))
-        self.record.show()

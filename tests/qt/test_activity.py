@@ -188,7 +188,7 @@ def test_the_record_is_a_report_with_a_chart_and_exports_html(
     window = reply(qtbot, research_store)
     with qtbot.waitSignal(window.bridge.sig_trace_loaded, timeout=WAIT_MS):
         qtbot.keyClick(window, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
-    record = window.session.record
+    record = window.opener.record
     assert record is not None and record.isVisible()
     assert record.summary.text() == "Research stopped: recent rounds found no new evidence."
     assert record.question.text() == "What is the harbour wall made of?"

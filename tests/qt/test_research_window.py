@@ -282,7 +282,7 @@ def test_citations_copy_and_the_research_record(
 
     with qtbot.waitSignal(window.bridge.sig_trace_loaded, timeout=WAIT_MS):
         qtbot.keyClick(window, Qt.Key.Key_R, Qt.KeyboardModifier.ControlModifier)
-    record = window.session.record
+    record = window.opener.record
     assert record is not None and record.isVisible()
     assert '"type": "run_start"' in record.trace.toPlainText()
     assert "The model answered." in record.summary.text()
@@ -414,7 +414,7 @@ def _has_text(widget: object) -> bool:
 def test_streaming_lays_out_only_the_paragraph_being_written(
     qtbot: QtBot, research_store: SettingsStore
 ) -> None:
-    from imprint_desktop.ui.chat_view import ChatMessage
+    from imprint_desktop.ui.chat_markdown import ChatMessage
 
     view = open_window(qtbot, research_store).window.transcript
     view.add_message(ChatMessage("you", "q"))

@@ -234,7 +234,7 @@ def test_links_the_model_writes_act_on_nothing_and_web_links_ask_first(
     assert system.urls == []
 
     click_link(qtbot, view, "the site")
-    box = window.session.link_box
+    box = window.opener.link_box
     assert box is not None and box.isVisible()
     assert "https://example.org/a?b=1" in box.text() and "example.org" in box.text()
     assert system.urls == []  # asking is not opening
@@ -248,5 +248,5 @@ def test_links_the_model_writes_act_on_nothing_and_web_links_ask_first(
     assert clipboard.text() == window.transcript.messages[index].text
     with qtbot.waitSignal(window.bridge.sig_trace_loaded, timeout=WAIT_MS):
         click_link(qtbot, view, "Research record", occurrence=0)
-    assert window.session.record is not None
-    window.session.record.close()
+    assert window.opener.record is not None
+    window.opener.record.close()

@@ -19,7 +19,8 @@ from pytestqt.qtbot import QtBot
 
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.chat_view import ChatMessage, ChatView
+from imprint_desktop.ui.chat_markdown import ChatMessage
+from imprint_desktop.ui.chat_view import ChatView
 from imprint_desktop.ui.conversations import ConversationsPane
 from imprint_desktop.ui.question_card import QuestionCard
 from imprint_desktop.ui.toolbar import ResearchToolbar
