@@ -7,8 +7,9 @@ evidence is first condensed by requests charged to what is left of the research 
 does not fit, or the final request fails, the answer is the labelled evidence fallback.
 
 The stage reads the reply it ends through a narrow protocol (:class:`FinalReply`, what it reads of
-the reply; :class:`FinalRequests`, the budgeted requests condensing is charged to) and returns what
-the final request was charged with its answer (:class:`FinalAnswer`); it changes nothing else.
+the reply), sends through the budgeted requests below it (:class:`~.requests.Requests`, which
+condensing is charged to) and returns what the final request was charged with its answer
+(:class:`FinalAnswer`); it changes nothing else.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.budgets import ResearchClock, Settlement, TokenBudget
 from imprint_desktop.core.research.ledger import EvidenceLedger
 from imprint_desktop.core.research.reply import ResearchSettings
+from imprint_desktop.core.research.requests import Requests
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.research.wording import stop_words
-from imprint_desktop.core.vocabulary import PrefixSource, RequestEnd
 
 log = logging.getLogger(__name__)
 
@@ -96,37 +97,8 @@ class FinalReply(Protocol):
     def text_sink(self, phase: Phase) -> Callable[[str], None]: ...
 
 
-class FinalRequests(Protocol):
-    """The budgeted requests condensing is charged to, and the request lines (a
-    :class:`~.requests.Requests`)."""
-
-    async def send(
-        self,
-        messages: Sequence[Message],
-        phase: Phase,
-        *,
-        tools: tuple[Mapping[str, Any], ...] = (),
-        max_tokens: int,
-        check_context: bool = False,
-    ) -> Completion: ...
-
-    def finished(
-        self,
-        phase: Phase,
-        round_number: int,
-        prompt_tokens: int,
-        settlement: Settlement,
-        *,
-        reused_prefix: int,
-        estimated: bool,
-        usage: Mapping[str, Any] | None,
-        stop: RequestEnd,
-        prefix_source: PrefixSource | None = None,
-    ) -> None: ...
-
-
 class FinalStage:
-    def __init__(self, reply: FinalReply, requests: FinalRequests) -> None:
+    def __init__(self, reply: FinalReply, requests: Requests) -> None:
         self.reply = reply
         self.requests = requests
         self._tools: tuple[Mapping[str, Any], ...] = ()
