@@ -22,6 +22,7 @@ from imprint_desktop.core.research.person import Person
 from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.tools.arguments import loose_arguments, parse_arguments
 from imprint_desktop.core.tools.base import (
+    OUT_OF_TIME,
     EvidenceItem,
     Output,
     ToolKind,
@@ -190,7 +191,7 @@ class ToolCalls:
         """``ask_user``: the person's answer, as evidence from them."""
         values = parse_arguments(SPECS[call.name], call.arguments)
         if timeout is not None and timeout <= 0:
-            return ToolResult.not_executed(call.name, "research time budget exhausted")
+            return ToolResult.not_executed(call.name, OUT_OF_TIME)
         answer = await self.person.ask(call.id, values["question"])
         if not answer.strip():
             output = Output("The person gave no answer.", status="empty")

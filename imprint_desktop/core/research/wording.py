@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, assert_never
 
+from imprint_desktop.core.tools.base import OUT_OF_TIME
 from imprint_desktop.core.vocabulary import (
     CALL_STATUSES,
     CallStatus,
@@ -61,7 +62,7 @@ def stop_words(reason: StopReason) -> StopWords:  # noqa: PLR0911 - one per reas
                 why="the research time budget ran out",
                 brief="the research time budget ran out",
                 mark="stopped: time ran out",
-                to_model="research time budget exhausted",
+                to_model=OUT_OF_TIME,
             )
         case "token_budget":
             return StopWords(

@@ -38,6 +38,7 @@ from imprint_desktop.core.errors import ToolError, UnknownToolError
 from imprint_desktop.core.tools import notes, workspace_tools
 from imprint_desktop.core.tools.arguments import parse_arguments
 from imprint_desktop.core.tools.base import (
+    OUT_OF_TIME,
     EvidenceItem,
     Output,
     ToolKind,
@@ -161,7 +162,7 @@ class Toolbox:
         spec = self._spec(name)
         values = parse_arguments(spec, arguments)
         if timeout is not None and timeout <= 0:
-            return ToolResult.not_executed(name, "research time budget exhausted")
+            return ToolResult.not_executed(name, OUT_OF_TIME)
         runner = self._runners[name]
         if name == "fetch_url":
             values = {**values, "url": self._allowed_target(values["url"], consent)}
