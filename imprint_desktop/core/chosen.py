@@ -67,14 +67,19 @@ def chosen_model(config: Config) -> ChosenModel:
 
 def model_file(path: str) -> Path | None:
     """The file a ``model.path`` value names, or None when it is empty (the starter model)."""
-    text = path.strip()
-    return Path(text).expanduser() if text else None
+    return _named_path(path)
 
 
 def chosen_workspace(path: str) -> Path | None:
     """The folder a ``workspace.path`` value names, or None when it is empty (the sample
     workspace)."""
-    text = path.strip()
+    return _named_path(path)
+
+
+def _named_path(value: str) -> Path | None:
+    """The path a file or folder setting names, read as a person types it (spaces around it
+    dropped, ``~`` expanded), or None when it is empty."""
+    text = value.strip()
     return Path(text).expanduser() if text else None
 
 
