@@ -93,8 +93,7 @@ class EngineBridge(QObject):
         self._ids = itertools.count(1)
         self._requests = itertools.count(1)
         self._reply_id = 0
-        self._running = False
-        self._cancel: CancelToken | None = None
+        self._cancel: CancelToken | None = None  # the running reply's Stop; None when none runs
         self._search = ""
         self._closed = False
         self._host.start()
@@ -103,7 +102,7 @@ class EngineBridge(QObject):
 
     @property
     def reply_running(self) -> bool:
-        return self._running
+        return self._cancel is not None
 
     @property
     def current_reply_id(self) -> int:
@@ -118,7 +117,7 @@ class EngineBridge(QObject):
             self._cancel.cancel()
         reply_id = next(self._ids)
         cancel = CancelToken()
-        self._reply_id, self._cancel, self._running = reply_id, cancel, True
+        self._reply_id, self._cancel = reply_id, cancel
         self._host.start_reply(
             reply_id,
             conversation_id=conversation_id,
@@ -206,7 +205,6 @@ class EngineBridge(QObject):
             if payload.reply_id != self._reply_id:
                 return  # a superseded reply: latest wins
             if isinstance(payload, p.ReplyEnded):
-                self._running = False
                 self._cancel = None
         self._signal_for(payload).emit(payload)
 
