@@ -89,7 +89,6 @@ class ChatSession(QObject, EventHandler):
         self._request = 0
         self._asked = (0, "")  # the reply and ask_user call the question card answers
         self._consent_reply = 0  # the reply whose fetch_url call the consent card decides
-        self._event_reply = 0  # the reply of the event being handled
 
         composer.sig_question_sent.connect(self.send)
         composer.sig_stop_requested.connect(self.stop)
@@ -182,7 +181,6 @@ class ChatSession(QObject, EventHandler):
         event = payload.event
         if not isinstance(event, ev.TextDelta):
             self.panel.apply(event)
-        self._event_reply = payload.reply_id
         ev.dispatch(event, self)
 
     def on_text_delta(self, event: ev.TextDelta) -> None:
@@ -200,7 +198,8 @@ class ChatSession(QObject, EventHandler):
         self.view.set_live_status(phase_words("final").now)
 
     def on_question_asked(self, event: ev.QuestionAsked) -> None:
-        self._asked = (self._event_reply, event.call_id)
+        # The bridge passes on only the current reply's events, so this is the reply that asks.
+        self._asked = (self.bridge.current_reply_id, event.call_id)
         self.view.set_live_status(f"Imprint asks: {event.question}")
         self.card.ask(event.question)
 
