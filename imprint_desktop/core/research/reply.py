@@ -32,41 +32,57 @@ FINAL_DEADLINE_SEC = 120.0
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ResearchSettings:
-    """What one reply runs under (DESIGN §3), read from the settings snapshot by
-    :meth:`from_config`: the ``[chat]`` budgets and answer settings, and the size cap of a tool
-    result, which the seed's passages keep to as well. Its values are the engine's own, so a test
-    may go below what a setting allows (a research time under a second)."""
+    """What one reply runs under (DESIGN §3): the settings snapshot, read through the properties
+    below — the ``[chat]`` budgets and answer settings, and the size cap of a tool result, which
+    the seed's passages keep to as well. The research time is the engine's own value, so a test
+    may go below what the setting allows (a research time under a second)."""
 
     config: Config
     """The whole snapshot the reply runs under, as the trace and the history record it."""
     timeout_sec: float
-    token_budget: int
-    no_progress_rounds: int
-    max_tokens: int
-    research_max_output_tokens: int
-    temperature: float
-    system_prompt: str
-    research_first: bool  # the engine searches before the first request (seed.py)
-    answer_without_evidence: bool  # ask the model even when nothing was found
-    max_result_chars: int
     final_deadline_sec: float = FINAL_DEADLINE_SEC
 
     @classmethod
     def from_config(cls, config: Config) -> ResearchSettings:
-        chat = config.chat
-        return cls(
-            config=config,
-            timeout_sec=float(chat.research_timeout_sec),
-            token_budget=chat.research_token_budget,
-            no_progress_rounds=chat.research_no_progress_rounds,
-            max_tokens=chat.max_tokens,
-            research_max_output_tokens=chat.research_max_output_tokens,
-            temperature=chat.temperature,
-            system_prompt=chat.system_prompt,
-            research_first=chat.research_first,
-            answer_without_evidence=chat.answer_without_evidence,
-            max_result_chars=config.tools.max_result_chars,
-        )
+        return cls(config=config, timeout_sec=float(config.chat.research_timeout_sec))
+
+    @property
+    def token_budget(self) -> int:
+        return self.config.chat.research_token_budget
+
+    @property
+    def no_progress_rounds(self) -> int:
+        return self.config.chat.research_no_progress_rounds
+
+    @property
+    def max_tokens(self) -> int:
+        return self.config.chat.max_tokens
+
+    @property
+    def research_max_output_tokens(self) -> int:
+        return self.config.chat.research_max_output_tokens
+
+    @property
+    def temperature(self) -> float:
+        return self.config.chat.temperature
+
+    @property
+    def system_prompt(self) -> str:
+        return self.config.chat.system_prompt
+
+    @property
+    def research_first(self) -> bool:
+        """The engine searches before the first request (:mod:`.seed`)."""
+        return self.config.chat.research_first
+
+    @property
+    def answer_without_evidence(self) -> bool:
+        """Ask the model even when nothing was found."""
+        return self.config.chat.answer_without_evidence
+
+    @property
+    def max_result_chars(self) -> int:
+        return self.config.tools.max_result_chars
 
 
 class Reply:
