@@ -57,7 +57,10 @@ class WorkspaceIndex:
         self.close()
 
     def close(self) -> None:
-        self._connections.close_all()
+        """Close the database. An update still running in another thread (one whose awaiting task
+        was cancelled, told to stop) ends first: its connection is never closed under it."""
+        with self._update_lock:
+            self._connections.close_all()
 
     def update(
         self,

@@ -208,3 +208,35 @@ def test_a_cancelled_update_keeps_its_work(workspace: Workspace) -> None:
     report = workspace.index.update(cancel=cancel)
     assert report.cancelled
     assert workspace.index.update().added == 3
+
+
+def test_closing_waits_for_an_update_still_running_in_another_thread(tmp_path: Path) -> None:
+    for number in range(3):
+        write(tmp_path / "w", f"doc{number}.md", f"Document {number} about the harbour.\n")
+    index = WorkspaceIndex(tmp_path / "w")
+    inside, release = threading.Event(), threading.Event()
+    ended: list[str] = []
+
+    def progress(_event: object) -> None:  # holds the update in the middle of its work
+        inside.set()
+        release.wait(10)
+
+    def run_update() -> None:
+        index.update(progress=progress)
+        ended.append("update")
+
+    def close() -> None:
+        index.close()
+        ended.append("close")
+
+    updating = threading.Thread(target=run_update)
+    updating.start()
+    assert inside.wait(10)
+    closing = threading.Thread(target=close)
+    closing.start()
+    closing.join(0.3)
+    assert closing.is_alive(), "the database was closed under a running update"
+    release.set()
+    updating.join(10)
+    closing.join(10)
+    assert ended == ["update", "close"]
