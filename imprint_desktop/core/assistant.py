@@ -64,6 +64,25 @@ async def prepare_workspace(workspace: Workspace, cancel: CancelToken | None = N
     await asyncio.to_thread(workspace.index.update, cancel=cancel)
 
 
+async def warm_up(
+    provider: Provider,
+    config: Config,
+    workspace: Workspace,
+    http: httpx.AsyncClient | None,
+    *,
+    ask: AskPerson | None = None,
+) -> int:
+    """Let a local model evaluate what every reply's first request starts with (its
+    instructions and tools) while the person is still typing; a question that comes first ends
+    it at once and keeps what it did. Returns the tokens evaluated (0 for a remote provider)."""
+    warm = getattr(provider, "warm", None)
+    if warm is None:
+        return 0
+    engine = ResearchEngine(provider, ResearchSettings.from_config(config), ask=ask)
+    tokens: int = await warm(engine.opening(Toolbox(workspace, config.tools, http)))
+    return tokens
+
+
 async def research(
     question: str,
     *,
@@ -76,7 +95,6 @@ async def research(
     consent: Consent | None = None,
     sink: EventSink | None = None,
     history: Sequence[Message] = (),
-    compact_history: Sequence[Message] | None = None,
 ) -> ReplyResult:
     """Run one reply on the current loop; research time starts here, after the provider is ready.
 
@@ -92,4 +110,4 @@ async def research(
         sink=sink,
     )
     toolbox = Toolbox(workspace, config.tools, http)
-    return await engine.run(question, toolbox, history, compact_history=compact_history)
+    return await engine.run(question, toolbox, history)

@@ -129,7 +129,7 @@ class EngineHost(QThread):
 
     def load_model(self, config: Config) -> None:
         resources = self._resources
-        self._submit(lambda: resources.provider(config), jobs.model_failed(config))
+        self._submit(lambda: resources.warm_up(config), jobs.model_failed(config))
 
     def index_workspace(self, config: Config) -> None:
         """Update the index; the update ends with its own terminal IndexStatus."""

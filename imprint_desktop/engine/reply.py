@@ -30,7 +30,6 @@ from imprint_desktop.engine.work import sentence
 if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep startup fast
     from imprint_desktop.core.config import Config
     from imprint_desktop.core.history import HistoryStore, ReplyRecorder
-    from imprint_desktop.core.providers.base import Message
     from imprint_desktop.core.research import events as ev
     from imprint_desktop.engine.resources import EngineResources
 
@@ -65,29 +64,14 @@ class Waiting(Generic[T]):
 
 class ConversationMemory:
     """What this process remembers of each conversation between its replies (engine loop only):
-    the whole conversation the last reply left, and the sites the person allowed in it."""
+    the sites the person allowed in it. Its questions and answers are the history's."""
 
     def __init__(self) -> None:
-        self._messages: dict[int, tuple[Message, ...]] = {}
         self._sites: dict[int, AllowedSites] = {}
 
-    def messages(self, conversation_id: int) -> tuple[Message, ...]:
-        """The conversation the last reply in ``conversation_id`` left, or () when this process
-        has none (a conversation reopened after a restart continues from its history)."""
-        return self._messages.get(conversation_id, ())
-
-    def keep(self, conversation_id: int, messages: tuple[Message, ...]) -> None:
-        """Remember the conversation a reply left, for the next question in it: the model then
-        continues what it has cached instead of reading the conversation again."""
-        if messages:
-            self._messages[conversation_id] = messages
-        else:  # the answer did not come from it (a fallback, "not found"): start from history
-            self._messages.pop(conversation_id, None)
-
     def forget(self, conversation_id: int) -> None:
-        """Drop all of a deleted conversation: SQLite may give its id to a new one, which starts
-        from its own history and asks about every site again."""
-        self._messages.pop(conversation_id, None)
+        """Drop all of a deleted conversation: SQLite may give its id to a new one, which asks
+        about every site again."""
         self._sites.pop(conversation_id, None)
 
     def sites(self, conversation_id: int) -> AllowedSites:
@@ -179,9 +163,7 @@ class ReplyJob:
         if conversation is None:
             conversation = history.create_conversation(conversation_title(self.question))
             self.conversation_id = conversation
-        compact = history.chat_messages(conversation)
-        # Only a conversation with saved replies is continued (a new one may reuse a deleted id).
-        earlier = (memory.messages(conversation) if compact else ()) or compact
+        earlier = history.chat_messages(conversation)
         recorder = history.start_reply(conversation, self.question)
         self._recorder = recorder
         self._emit(p.ReplyOpened(self.reply_id, conversation, recorder.reply_id, created))
@@ -201,7 +183,7 @@ class ReplyJob:
                 log.exception("could not save %s", type(event).__name__)
             self._emit(p.ReplyEvent(self.reply_id, event))
 
-        result = await assistant.research(
+        return await assistant.research(
             self.question,
             provider=provider,
             config=config,
@@ -212,10 +194,7 @@ class ReplyJob:
             consent=remembering(self._ask_consent, memory.sites(conversation)),
             sink=sink,
             history=earlier,
-            compact_history=compact,
         )
-        memory.keep(conversation, result.conversation)
-        return result
 
     async def _ask_person(self, call_id: str, question: str) -> str:
         """Wait for the person's answer to ``ask_user`` call ``call_id``."""

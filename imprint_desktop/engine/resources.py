@@ -103,6 +103,19 @@ class EngineResources:
             self._emit(p.ModelStatus(p.ModelState.READY, description, note))
             return provider
 
+    async def warm_up(self, config: Config) -> None:
+        """Load the model the settings choose, then let it evaluate what every reply's first
+        request starts with, so the first question is answered as fast as the next ones."""
+        provider = await self.provider(config)
+        from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread
+
+        try:
+            await assistant.warm_up(
+                provider, config, self.workspace(config), self.http(config), ask=_asked_in_window
+            )
+        except Exception:  # only a head start is lost: the first reply evaluates it instead
+            log.warning("warming the model up failed", exc_info=True)
+
     async def _close_provider(self) -> None:
         provider, self._provider, self._provider_key = self._provider, None, ()
         if provider is not None:
@@ -168,3 +181,9 @@ class EngineResources:
             await self._http.aclose()
         if self._workspace is not None:
             self._workspace.close()
+
+
+async def _asked_in_window(call_id: str, question: str) -> str:
+    """Stands for the window's way of asking the person (its replies offer ``ask_user``) in the
+    warm-up request, which is evaluated but never answered."""
+    raise AssertionError("a warm-up never runs tools")

@@ -196,24 +196,27 @@ def test_changing_errors_and_empty_results_are_not_progress(
         openai_server,
         workspace,
         config={
-            "chat.research_no_progress_rounds": 3,
+            # Four rounds, so that the last research request shows both errors.
+            "chat.research_no_progress_rounds": 4,
             "chat.research_max_output_tokens": 300,
             "chat.answer_without_evidence": True,  # nothing is found: still ask for a final
         },
     )
     result = run.result
-    assert result.stop_reason == "no_progress" and result.rounds == 3
+    assert result.stop_reason == "no_progress" and result.rounds == 4
     assert result.evidence == ()
-    assert [event.status for event in run.of(ev.ToolFinished)] == ["error", "empty", "error"]
-    assert [event.progress for event in run.of(ev.RoundEnded)] == [False, False, False]
+    statuses = [event.status for event in run.of(ev.ToolFinished)]
+    assert statuses == ["error", "empty", "error", "empty"]
+    assert [event.progress for event in run.of(ev.RoundEnded)] == [False] * 4
     by_phase = check_requests(
         openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
-    final = by_phase["final"][0]
-    contents = [message["content"] for message in tool_messages(final)]
+    last_research = by_phase["research"][-1]
+    contents = [message["content"] for message in tool_messages(last_research)]
     assert "missing-0.md" in contents[0] and "missing-2.md" in contents[2], "the errors changed"
     assert contents[0] != contents[2]
-    assert final.messages[-1]["content"] == prompts.FINAL_WITHOUT_EVIDENCE
+    final = by_phase["final"][0]
+    assert final.messages[0]["content"] == prompts.FINAL_WITHOUT_EVIDENCE
 
 
 # --- 6. writes ----------------------------------------------------------------------------------

@@ -210,10 +210,10 @@ def phase_of(request: RecordedRequest) -> str:
         return "condense"
     if system == prompts.WORKER:
         return "worker"
+    if system.startswith((prompts.FINAL_SYSTEM, prompts.FINAL_WITHOUT_EVIDENCE)):
+        return "final"
     content = last.get("content") or ""
-    if last.get("role") == "user" and content.endswith(
-        (prompts.FINAL, prompts.FINAL_WITHOUT_EVIDENCE)
-    ):
+    if last.get("role") == "user" and content.endswith(prompts.CONTINUE_ANSWER):
         return "final"
     return "research"
 

@@ -28,6 +28,8 @@ class Conversation:
     tool_schemas: tuple[Mapping[str, Any], ...]
     allowed: frozenset[ToolKind]
     seed: str = ""  # what the engine searches for before the first request ("": no search)
+    # The questions a follow-up follows ("it" and "there" refer to their subject).
+    earlier: tuple[str, ...] = ()
     round: int = 0  # the reply-wide number of this conversation's current round
     call_ids: set[str] = field(default_factory=set)  # every tool call id in the conversation
 

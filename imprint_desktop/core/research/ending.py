@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research import prompts, sources
+from imprint_desktop.core.research import sources
 from imprint_desktop.core.research.conversation import Conversation
 from imprint_desktop.core.research.final import FinalAnswer, FinalStage
 from imprint_desktop.core.research.reply import Reply
@@ -39,8 +38,7 @@ class Ending:
         reply.emit(ev.ResearchStopped(reply.now_t(), "answered"))
         # No final request, but the one final line.
         reply.emit(ev.FinalFinished(reply.now_t(), "model", 0.0))
-        conversation = (*coordinator.messages, Message("assistant", answer))
-        return self._finish(FinalAnswer(answer, "model", conversation=conversation), "answered")
+        return self._finish(FinalAnswer(answer, "model"), "answered")
 
     async def after_stop(self, stop: ResearchStop, coordinator: Conversation) -> ev.ReplyResult:
         """Research stopped before an answer: the final answer, a fallback, or "not found"."""
@@ -52,11 +50,11 @@ class Ending:
         if not reply.ledger.items and not reply.settings.answer_without_evidence:
             # Nothing to answer from: say so, rather than let the model invent an answer.
             return self._finish(self._not_found(stop), stop.reason)
-        answer = await self.final.run(coordinator.messages, stop.reason, coordinator.tool_schemas)
+        answer = await self.final.run(stop.reason)
         self._final_charged = answer.charged
         if reply.cancel.cancelled:  # Cancellation wins, also during the final stage; the
             # trace's one stop line keeps why research itself ended.
-            return self._finish(replace(answer, conversation=()), "cancelled")
+            return self._finish(answer, "cancelled")
         return self._finish(answer, stop.reason)
 
     async def complete_cut(self, cut_text: str, coordinator: Conversation) -> ev.ReplyResult:
@@ -65,12 +63,7 @@ class Ending:
         reply = self.reply
         reply.clock.stop()
         reply.emit(ev.ResearchStopped(reply.now_t(), "answered"))
-        rest = await self.final.run(
-            coordinator.messages,
-            "answered",
-            coordinator.tool_schemas,
-            instruction=prompts.CONTINUE_ANSWER,
-        )
+        rest = await self.final.complete(coordinator.messages, coordinator.tool_schemas)
         self._final_charged = rest.charged
         if rest.mode == "model":
             return self._finish(replace(rest, text=_joined(cut_text, rest.text)), "answered")
@@ -133,7 +126,6 @@ class Ending:
             user_wait_seconds=reply.clock.user_wait,
             error=final.error,
             sources=cited,
-            conversation=final.conversation,
         )
         reply.emit(ev.ReplyFinished(reply.now_t(), result))
         return result

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.consent import Consent
 from imprint_desktop.core.providers.base import CompletionRequest, Message, Provider
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research import prompts
+from imprint_desktop.core.research import prompts, seed
 from imprint_desktop.core.research.calls import ResearchTools, ToolCalls
 from imprint_desktop.core.research.conversation import Conversation
 from imprint_desktop.core.research.ending import Ending
@@ -69,40 +68,50 @@ class ResearchEngine:
         )
         self.person = Person(self.reply, ask, consent)
 
+    def opening(self, tools: ResearchTools) -> CompletionRequest:
+        """What every reply's first request starts with — the instructions and the tools — as a
+        request of its own, for a local model to evaluate before the first question comes."""
+        schemas = ToolCalls(self.reply, tools, self.person).schemas
+        system = Message("system", prompts.research_system(self.settings.system_prompt))
+        return CompletionRequest(
+            messages=(system,),
+            max_tokens=self.settings.research_max_output_tokens,
+            deadline=self.reply.clock.deadline(),
+            tools=schemas,
+        )
+
     async def run(
-        self,
-        question: str,
-        tools: ResearchTools,
-        history: Sequence[Message] = (),
-        *,
-        compact_history: Sequence[Message] | None = None,
+        self, question: str, tools: ResearchTools, history: Sequence[Message] = ()
     ) -> ev.ReplyResult:
         """Research ``question`` and answer it. Never raises: the result says how it ended.
 
-        ``history`` is the conversation so far: earlier questions and answers, or — to let a local
-        model reuse all of it from its cache — the whole conversation an earlier reply returned
-        (:attr:`~.events.ReplyResult.conversation`, system message first). When that would leave
-        too little of the context window for research, ``compact_history`` is used instead.
+        ``history`` is the conversation so far, as its questions and answers. A small model copies
+        an earlier answer it is shown (measured in ``bench/bench_quality.py``), so the request
+        does not replay them: a follow-up names the question before it beside its own, and the
+        engine's search looks for that question's subject too.
         """
         reply = self.reply
         reply.question = question
+        if seed.refers_back(question):
+            asked = [message.content for message in history if message.role == "user"]
+            reply.earlier = seed.earlier_questions(asked)
         reply.emit(
             ev.ReplyStarted(reply.now_t(), question, self.settings.config, reply.provider.name)
         )
         reply.clock.start()
         calls = ToolCalls(reply, tools, self.person)
         requests = Requests(reply)
-        messages = await self._opening(question, history, compact_history, calls.schemas)
+        system = Message("system", prompts.research_system(self.settings.system_prompt))
+        ask = Message("user", prompts.question_block(question, reply.earlier))
         coordinator = Conversation(
-            messages,
+            [system, ask],
             "research",
             None,
             reply.patience,
             calls.schemas,
             frozenset(ToolKind),
             seed=question,
-            # A continued conversation's calls keep their ids; new ones must not repeat them.
-            call_ids={call.id for message in messages for call in message.tool_calls},
+            earlier=reply.earlier,
         )
         ending = Ending(reply, requests, tools.scope)
         try:
@@ -116,33 +125,3 @@ class ResearchEngine:
             log.exception("the research engine failed")
             return ending.failed(error)
         return ending.answered(answer, coordinator)
-
-    async def _opening(
-        self,
-        question: str,
-        history: Sequence[Message],
-        compact: Sequence[Message] | None,
-        schemas: tuple[Mapping[str, Any], ...],
-    ) -> list[Message]:
-        """The conversation the first request continues: the whole earlier one when it leaves at
-        least half the window for this reply, else the compact history."""
-        system = Message("system", prompts.research_system(self.settings.system_prompt))
-        if not history or history[0].role != "system":
-            return [system, *history, Message("user", question)]
-        whole = [system, *history[1:], Message("user", question)]
-        if compact is None:
-            return whole
-        request = CompletionRequest(
-            messages=tuple(whole),
-            max_tokens=self.settings.research_max_output_tokens,
-            deadline=self.reply.clock.deadline(),
-            tools=schemas,
-        )
-        try:
-            tokens = await self.provider.count_prompt(request)
-        except Exception:  # the first request will meet the same failure and report it
-            log.warning("counting the earlier conversation failed", exc_info=True)
-            tokens = self.provider.context_window
-        if tokens <= self.provider.context_window // 2:
-            return whole
-        return [system, *compact, Message("user", question)]

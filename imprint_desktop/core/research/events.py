@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
 
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.consent import Decision
-from imprint_desktop.core.providers.base import Message
 
 # The words events are made of (:mod:`imprint_desktop.core.vocabulary`), named here too for the
 # code that builds events (``ev.StopReason``); ``X as X`` is how mypy reads a re-export.
@@ -225,9 +224,6 @@ class ReplyResult:
     error: str | None = None
     trace: str | None = None
     sources: tuple[SourceView, ...] = ()
-    # The conversation as the model last saw it, ending with its answer (empty when the answer
-    # did not come from it): the next question in this conversation continues it.
-    conversation: tuple[Message, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {

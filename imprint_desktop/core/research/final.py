@@ -31,17 +31,21 @@ from imprint_desktop.core.providers.base import (
 )
 from imprint_desktop.core.providers.estimate import chars_for_tokens
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research import prompts
+from imprint_desktop.core.research import prompts, seed
 from imprint_desktop.core.research.budgets import ResearchClock, Settlement, TokenBudget
 from imprint_desktop.core.research.ledger import EvidenceLedger
 from imprint_desktop.core.research.reply import ResearchSettings
 from imprint_desktop.core.research.requests import Requests
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.research.wording import stop_words
+from imprint_desktop.core.workspace.passages import focus, query_terms
 
 log = logging.getLogger(__name__)
 
 FALLBACK_LABEL = "No final answer could be written"
+#: Each passage of the final request is cut to this many characters around what matches the
+#: question (a small model answers from the sentence that holds the fact, not from pages).
+FINAL_PASSAGE_CHARS = 1200
 # The evidence texts in a fallback share this many characters; every item's source is listed.
 FALLBACK_EVIDENCE_CHARS = 20_000
 
@@ -67,9 +71,6 @@ class FinalAnswer:
     mode: ev.FinalMode
     error: str | None = None  # why there is no model answer, when it failed
     charged: int = 0  # tokens of the final request, outside the research budget
-    # The final request's messages and the answer, when the final was written on the research
-    # conversation itself (not on condensed notes): the next question extends it.
-    conversation: tuple[Message, ...] = ()
 
 
 class FinalReply(Protocol):
@@ -77,6 +78,8 @@ class FinalReply(Protocol):
 
     @property
     def question(self) -> str: ...
+    @property
+    def earlier(self) -> tuple[str, ...]: ...
     @property
     def provider(self) -> Provider: ...
     @property
@@ -103,25 +106,59 @@ class FinalStage:
         self.requests = requests
         self._tools: tuple[Mapping[str, Any], ...] = ()
 
-    async def run(
+    async def run(self, reason: ev.StopReason) -> FinalAnswer:
+        """The final answer, written from the evidence in a request of its own: the numbered
+        passages found, then the question (DESIGN §1). No tools are sent; the instructions are
+        the system message's, so the request holds nothing a model could echo as its answer."""
+        return await self._send(self._answer_messages(), reason, ())
+
+    async def complete(
+        self, messages: Sequence[Message], tools: tuple[Mapping[str, Any], ...]
+    ) -> FinalAnswer:
+        """The rest of an answer cut at its research allowance: the research conversation goes on
+        (its tools declared but not callable, so a local model reuses its whole prefix)."""
+        continued = [*messages, Message("user", prompts.CONTINUE_ANSWER)]
+        return await self._send(continued, "answered", tools)
+
+    def _answer_messages(self) -> list[Message]:
+        reply = self.reply
+        extra = reply.settings.system_prompt
+        ask = prompts.question_block(reply.question, reply.earlier)
+        if not reply.ledger.items:
+            return [
+                Message(
+                    "system", prompts.with_own_instructions(prompts.FINAL_WITHOUT_EVIDENCE, extra)
+                ),
+                Message("user", ask),
+            ]
+        terms = query_terms(seed.seed_query(reply.question, reply.earlier))
+        passages = [
+            prompts.Passage(
+                item.id,
+                item.source,
+                item.location,
+                focus(reply.ledger.text_of(item.id), terms, FINAL_PASSAGE_CHARS),
+                item.title,
+            )
+            for item in reply.ledger.items
+        ]
+        return [
+            Message("system", prompts.with_own_instructions(prompts.FINAL_SYSTEM, extra)),
+            Message("user", prompts.with_passages(ask, passages)),
+        ]
+
+    async def _send(
         self,
         messages: Sequence[Message],
         reason: ev.StopReason,
-        tools: tuple[Mapping[str, Any], ...] = (),
-        *,
-        instruction: str | None = None,
+        tools: tuple[Mapping[str, Any], ...],
     ) -> FinalAnswer:
-        """The final answer. ``tools`` are the research tools, sent with ``tool_choice="none"``:
-        a local model's prompt then stays the same and its research prefix is reused, while a
-        remote provider leaves them out of the request."""
+        """The final request for ``messages`` — condensing the evidence first when it does not
+        fit the window — or the fallback."""
         self._tools = tools
         reply = self.reply
-        settings = reply.settings
-        allowance = settings.max_tokens
-        if instruction is None:
-            instruction = prompts.FINAL if reply.ledger.items else prompts.FINAL_WITHOUT_EVIDENCE
-        final_messages = [*messages, Message("user", instruction)]
-        request = self._request(final_messages, allowance)
+        allowance = reply.settings.max_tokens
+        request = self._request(messages, allowance)
         try:
             prompt_tokens = await reply.provider.count_prompt(request)
         except Exception as error:
@@ -236,11 +273,8 @@ class FinalStage:
         text = without_call_markup(completion.text)
         if not text:
             return self._fallback(reason, "the model wrote an empty final answer", started)
-        conversation: tuple[Message, ...] = ()
-        if self._tools:
-            conversation = (*request.messages, Message("assistant", completion.text.strip()))
         reply.emit(ev.FinalFinished(reply.now_t(), "model", reply.clock_now() - started))
-        return FinalAnswer(text, "model", conversation=conversation)
+        return FinalAnswer(text, "model")
 
     def _request(self, messages: Sequence[Message], allowance: int) -> CompletionRequest:
         reply = self.reply
@@ -281,14 +315,11 @@ class FinalStage:
             chunks.append("\n\n".join(chunk))
         if not chunks:
             # Nothing was found: the question alone is the whole of what the final needs.
-            return [
-                Message("system", prompts.research_system(reply.settings.system_prompt)),
-                Message("user", f"{reply.question}\n\n{prompts.FINAL_WITHOUT_EVIDENCE}"),
-            ]
+            return self._answer_messages()
         for body in chunks:
             messages = [
                 Message("system", prompts.CONDENSE),
-                Message("user", f"Question: {reply.question}\n\nEvidence:\n{body}"),
+                Message("user", f"Passages:\n\n{body}\n\nQuestion: {reply.question}"),
             ]
             try:
                 completion = await self.requests.send(
@@ -297,14 +328,13 @@ class FinalStage:
             except ResearchStop as stop:
                 return stop
             notes.append(completion.text.strip())
+        ask = prompts.question_block(reply.question, reply.earlier)
         return [
-            Message("system", prompts.research_system(reply.settings.system_prompt)),
             Message(
-                "user",
-                f"{reply.question}\n\nNotes from the research so far:\n\n"
-                + "\n\n".join(notes)
-                + f"\n\n{prompts.FINAL}",
+                "system",
+                prompts.with_own_instructions(prompts.FINAL_SYSTEM, reply.settings.system_prompt),
             ),
+            Message("user", "Notes from the research:\n\n" + "\n\n".join(notes) + f"\n\n{ask}"),
         ]
 
     def fallback_for(self, reason: ev.StopReason, detail: str) -> FinalAnswer:

@@ -107,6 +107,8 @@ class Reply:
         self.tokens = TokenBudget(settings.token_budget)
         self.ledger = EvidenceLedger()
         self.question = ""
+        # The questions a follow-up follows (seed.earlier_questions; none in a new conversation).
+        self.earlier: tuple[str, ...] = ()
         self.rounds = 0  # reply-wide: the coordinator's and every section worker's
         self.patience = Patience(settings.no_progress_rounds)  # the coordinator's
         self.looked = sources.LookedAt()  # what research searched and read, for "not found"

@@ -103,13 +103,15 @@ class Rounds:
         """Search before answering (DESIGN §1): the engine's own ``search_workspace`` call.
 
         The coordinator's is round 0; a section worker's is a round of its own. Its passages are
-        judged like any read's, and reach the model as a completed call and its result, so the
-        conversation is the one a model that searched first would have had.
+        judged like any read's, and reach the model laid out to be answered from in one request:
+        numbered, with their sources, before the question, in the conversation's last user turn.
         """
         reply = self.reply
         reply.check_cancel_and_time()
         if conversation.worker is None:
-            call = seed.seed_call(conversation.seed, conversation.call_ids)
+            call = seed.seed_call(
+                conversation.seed, conversation.call_ids, earlier=conversation.earlier
+            )
             reply.emit(ev.RoundStarted(reply.now_t(), conversation.round, conversation.worker))
         else:
             self._next_round(conversation)
@@ -127,13 +129,19 @@ class Rounds:
             cap=reply.settings.max_result_chars,
             question=conversation.seed,
         )
+        first = reply.ledger.next_citation
         result, progress = await self._run_call(
             conversation, call, ToolKind.READ, origin="engine", max_chars=max_chars
         )
-        conversation.messages += [
-            Message("assistant", "", (call,)),
-            Message("tool", result.content, tool_call_id=call.id, name=call.name),
+        passages = [
+            prompts.Passage(first + offset, item.source, item.location, item.text, item.title)
+            for offset, item in enumerate(result.evidence)
         ]
+        searched = str(parse_arguments(SPECS[call.name], call.arguments)["query"])
+        ask = conversation.messages[-1]
+        conversation.messages[-1] = Message(
+            "user", prompts.with_passages(ask.content, passages, searched)
+        )
         self._end_round(conversation, progress=progress, excluded=False)
 
     def _end_round(self, conversation: Conversation, *, progress: bool, excluded: bool) -> None:

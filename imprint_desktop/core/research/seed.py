@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Sequence
 
 from imprint_desktop.core.providers.base import CompletionRequest, Provider, ToolCall
 from imprint_desktop.core.providers.estimate import chars_for_tokens
@@ -92,10 +93,66 @@ def content_words(question: str) -> list[str]:
     return list(dict.fromkeys(kept or words))
 
 
-def seed_query(question: str) -> str:
-    """The engine's search query for ``question``: its content words, or the question itself."""
+#: Words by which a follow-up refers to what an earlier question was about ("When was *it*
+#: automated?"), in the languages of :data:`STOPWORDS`.
+REFERRING = _words(
+    "it its it's that this these those there they them their he him his she her hers "
+    "es ihn ihm dort dies diese dieser dieses "
+    "il elle ils elles lui leur là cette ces celui celle "
+    "él ella ellos ellas allí allá ahí ese esa esos esas este esta "
+    "hij zij hem haar daar deze dit"
+)
+
+
+def refers_back(question: str) -> bool:
+    """Whether ``question`` leans on an earlier one: it refers to something ("it", "there")
+    or has nothing of its own to search for."""
+    words = [word.lower() for word in _WORD.findall(question)]
+    own = [word for word in content_words(question) if not _is_function_word(word)]
+    return any(word in REFERRING for word in words) or len(own) < 2
+
+
+def subject_words(question: str) -> list[str]:
+    """What ``question`` is about, for a follow-up's search: its names and numbers (capitalised
+    words past the first, digits), else all its content words."""
+    words = _WORD.findall(question)
+    named = [
+        word.lower()
+        for index, word in enumerate(words)
+        if (index > 0 and word[:1].isupper()) or any(char.isdigit() for char in word)
+    ]
+    content = set(content_words(question))
+    named = [word for word in named if word in content]
+    return list(dict.fromkeys(named)) or content_words(question)
+
+
+def seed_query(question: str, earlier: Sequence[str] = ()) -> str:
+    """The engine's search query for ``question``: its content words, or the question itself.
+
+    A follow-up that refers back to the questions ``earlier`` (see :func:`earlier_questions`)
+    searches for their subject too: "When was it automated?" after a question about Gannet Point
+    searches for "automated gannet point".
+    """
     words = content_words(question)
+    if earlier and refers_back(question):
+        words = [word for word in words if not _is_function_word(word)]
+        for before in earlier:
+            words = list(dict.fromkeys([*words, *subject_words(before)]))
     return " ".join(words) if words else question.strip()
+
+
+def earlier_questions(questions: Sequence[str]) -> tuple[str, ...]:
+    """What a follow-up to ``questions`` (a conversation's questions, oldest first) may refer to:
+    the last one, and — when that one itself refers back — the last one before it that names its
+    subject ("When was it automated?" after "What is the range of the Gannet Point light?")."""
+    asked = [question.strip() for question in questions if question.strip()]
+    if not asked:
+        return ()
+    last = asked[-1]
+    if not refers_back(last):
+        return (last,)
+    subject = next((q for q in reversed(asked[:-1]) if not refers_back(q)), "")
+    return (subject, last) if subject else (last,)
 
 
 def seed_arguments(query: str) -> str:
@@ -103,15 +160,18 @@ def seed_arguments(query: str) -> str:
     return json.dumps({"query": query, "limit": SEED_LIMIT}, ensure_ascii=False)
 
 
-def seed_call(text: str, used: set[str], round_number: int | None = None) -> ToolCall:
+def seed_call(
+    text: str, used: set[str], round_number: int | None = None, *, earlier: Sequence[str] = ()
+) -> ToolCall:
     """The engine's own ``search_workspace`` call for ``text`` (the question, or a worker's
-    section), with an id no call in ``used`` had (it is added there): the coordinator's is
-    :data:`SEED_CALL_ID`, a worker's carries its ``round_number``."""
+    section; ``earlier``: the question a follow-up follows), with an id no call in ``used`` had
+    (it is added there): the coordinator's is :data:`SEED_CALL_ID`, a worker's carries its
+    ``round_number``."""
     call_id = SEED_CALL_ID if round_number is None else f"{SEED_CALL_ID}_{round_number}"
     while call_id in used:  # a conversation continued: an earlier reply's seed
         call_id += "_"
     used.add(call_id)
-    return ToolCall(call_id, "search_workspace", seed_arguments(seed_query(text)))
+    return ToolCall(call_id, "search_workspace", seed_arguments(seed_query(text, earlier)))
 
 
 async def planned_chars(
@@ -149,3 +209,7 @@ def seed_chars(
 def _is_noise(word: str) -> bool:
     """One-letter words other than digits carry nothing a search can use."""
     return len(word) == 1 and not word.isdigit()
+
+
+def _is_function_word(word: str) -> bool:
+    return any(word in words for words in STOPWORDS.values())

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.workspace.passages import focus, query_terms
+from imprint_desktop.core.research.seed import content_words
+from imprint_desktop.core.workspace.passages import focus, query_terms, term_weights
 
 SOURCES_HEADING = "Sources:"
 UNCITED_HEADING = "Passages found (not cited):"
@@ -81,10 +82,17 @@ def sources_for(
 def snippets(
     sources: Sequence[ev.SourceView], texts: Mapping[int, str], question: str
 ) -> dict[int, str]:
-    """For passages shown uncited: the part of each that matches ``question`` best, short."""
-    terms = query_terms(question)
+    """For passages shown uncited: the part of each that matches ``question`` best, short.
+
+    The question's content words are weighed by how rare they are among the passages' sentences,
+    so the sentence holding "range" is quoted rather than the one naming the lighthouse that every
+    passage names."""
+    terms = query_terms(" ".join(content_words(question)))
     plain = {s.id: _HEADING_MARK.sub(r"\1", texts.get(s.id, "")) for s in sources}
-    return {s.id: focus(" ".join(plain[s.id].split()), terms, _EXCERPT_CHARS) for s in sources}
+    weights = term_weights(terms, list(plain.values()))
+    return {
+        s.id: focus(" ".join(plain[s.id].split()), terms, _EXCERPT_CHARS, weights) for s in sources
+    }
 
 
 def with_sources(answer: str, sources: Sequence[ev.SourceView], excerpts: Mapping[int, str]) -> str:

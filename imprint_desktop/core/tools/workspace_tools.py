@@ -10,7 +10,12 @@ from __future__ import annotations
 from imprint_desktop.core.errors import ToolArgumentError
 from imprint_desktop.core.tools.base import EvidenceItem, Output
 from imprint_desktop.core.workspace import Workspace, clean_relative
-from imprint_desktop.core.workspace.passages import focus, query_terms, split_passages
+from imprint_desktop.core.workspace.passages import (
+    focus,
+    query_terms,
+    split_passages,
+    term_weights,
+)
 
 #: Characters set aside for a result's header, labels and footer when planning sizes.
 _OVERHEAD = 400
@@ -26,8 +31,9 @@ def search_workspace(workspace: Workspace, query: str, limit: int, max_chars: in
         )
     room = max((max_chars - _OVERHEAD) // len(hits) - 60, _MIN_PASSAGE_CHARS)
     terms = query_terms(query)
+    weights = term_weights(terms, [hit.text for hit in hits])
     items = [
-        EvidenceItem(hit.path, hit.location, focus(hit.text, terms, room), hit.title)
+        EvidenceItem(hit.path, hit.location, focus(hit.text, terms, room, weights), hit.title)
         for hit in hits
     ]
     labels = [

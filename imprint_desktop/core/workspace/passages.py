@@ -9,8 +9,9 @@ a fact with its context, small enough that a handful fit in one tool result.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 #: A passage grows by whole paragraphs up to about this size ...
@@ -33,12 +34,41 @@ def query_terms(query: str) -> frozenset[str]:
     return frozenset(word[:_STEM] for word in re.findall(r"\w+", query.lower()) if len(word) > 2)
 
 
-def focus(text: str, terms: frozenset[str], limit: int) -> str:
+def term_weights(terms: frozenset[str], texts: Sequence[str]) -> dict[str, float]:
+    """How much each of ``terms`` tells, over the sentences and lines of ``texts``: a word found
+    in few of them ("range") weighs more than one found in most (the name of the place every
+    passage is about)."""
+    units = [
+        {word[:_STEM] for word in re.findall(r"\w+", unit.lower())}
+        for text in texts
+        for unit in _UNITS.split(text)
+        if unit.strip()
+    ]
+    count = max(1, len(units))
+    return {term: math.log(1 + count / (1 + sum(term in unit for unit in units))) for term in terms}
+
+
+def _score(
+    unit: str, terms: frozenset[str], weights: Mapping[str, float] | None
+) -> tuple[float, float]:
+    """How well ``unit`` matches: with ``weights``, the rarest word it holds first (the word a
+    question asks about is rarer than the name every sentence repeats), then all of them."""
+    found = {word[:_STEM] for word in re.findall(r"\w+", unit.lower())} & terms
+    if not weights:
+        return float(len(found)), 0.0
+    held = [weights.get(term, 1.0) for term in found]
+    return (max(held, default=0.0), sum(held))
+
+
+def focus(
+    text: str, terms: frozenset[str], limit: int, weights: Mapping[str, float] | None = None
+) -> str:
     """``text`` cut to ``limit`` characters around the part that matches the query best.
 
     A passage too long for its share of the result keeps the sentence or line holding most of
-    the query's words, and its neighbours as far as they fit; the start of a passage is often a
-    heading or an introduction, and the fact asked about further down.
+    the query's words (by ``weights``, where given: see :func:`term_weights`), and its neighbours
+    as far as they fit; the start of a passage is often a heading or an introduction, and the fact
+    asked about further down.
     """
     if len(text) <= limit:
         return text
@@ -46,11 +76,11 @@ def focus(text: str, terms: frozenset[str], limit: int) -> str:
     if len(units) < 2 or not terms:
         return _cut(text, limit)
 
-    def score(unit: str) -> int:
-        return len({word[:_STEM] for word in re.findall(r"\w+", unit.lower())} & terms)
+    def score(unit: str) -> tuple[float, float]:
+        return _score(unit, terms, weights)
 
     best = max(range(len(units)), key=lambda index: (score(units[index]), -index))
-    if score(units[best]) == 0:
+    if score(units[best])[0] == 0:
         return _cut(text, limit)
     first = last = best
     size = len(units[best])

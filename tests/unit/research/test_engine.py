@@ -143,6 +143,15 @@ def test_unchanged_evidence_stops_after_patience_with_a_tools_free_final() -> No
     assert 119 < final.deadline - time.monotonic() <= 120
     assert_protocol_complete(final)
     assert [event.progress for event in recorder.of(ev.RoundEnded)] == [True, False, False, False]
+    # The final request is laid out to be answered from: its own short instructions, then the
+    # evidence as numbered passages with their sources, and the question restated last. It
+    # carries no instruction in the person's turn for the model to echo as its answer.
+    assert [m.role for m in final.messages] == ["system", "user"]
+    assert final.messages[0].content == prompts.FINAL_SYSTEM
+    turn = final.messages[1].content
+    assert turn.startswith("Passages from the documents:\n\n[1] ")
+    assert "The light was built in 1862 by the Harbour Board." in turn
+    assert turn.endswith("\n\nQuestion: When?")
 
 
 def test_alternating_queries_with_alternating_results_are_caught() -> None:
@@ -267,18 +276,18 @@ def test_calls_not_started_when_time_runs_out_are_answered_not_executed() -> Non
         Step(calls=[search("a"), search("b"), ("write_note", {"title": "t", "content": "c"})]),
         Step("Final."),
     ]
-    # Asked to answer without evidence, so that the final request shows the whole conversation.
-    engine, tools, provider, recorder = make(
+    engine, tools, _provider, recorder = make(
         script, slow, timeout_sec=0.3, settings={"chat.answer_without_evidence": True}
     )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "time_budget"
     statuses = [event.status for event in recorder.of(ev.ToolFinished)]
     assert statuses[0] == "error"
-    final = provider.requests[-1]
-    assert_protocol_complete(final)
-    tool_messages = [m.content for m in final.messages if m.role == "tool"]
-    assert tool_messages[1:] == ["not executed: research time budget exhausted"] * 2
+    # Every call has exactly one result: the two never started are answered "not executed".
+    finished = recorder.of(ev.ToolFinished)
+    assert [event.status for event in finished] == ["error", "not_executed", "not_executed"]
+    assert len({event.call_id for event in finished}) == 3
+    assert [name for name, _values in tools.calls] == ["search_workspace"]  # the rest never ran
     # The engine answered them itself: the toolbox was never asked to run them.
     assert [name for name, _ in tools.calls] == ["search_workspace"]
     assert statuses[1:] == ["not_executed"] * 2
@@ -404,7 +413,7 @@ def test_context_full_stops_research_and_the_final_still_fits() -> None:
 
 def test_final_that_cannot_fit_is_condensed_with_charged_requests() -> None:
     def respond(name: str, values: dict[str, Any]) -> ToolResult:
-        return passage(f"{values['query']} detail " + "lore " * 500)
+        return passage(f"{values['query']} detail " + f"{values['query']}lore " * 420)
 
     def script(request: CompletionRequest) -> Step:
         if request.phase == "condense":
@@ -417,7 +426,9 @@ def test_final_that_cannot_fit_is_condensed_with_charged_requests() -> None:
         script,
         respond,
         context_window=2600,
-        settings={"chat.research_max_output_tokens": 200, "chat.max_tokens": 1200},
+        # A final allowance that leaves too little room for the passages (cut to
+        # FINAL_PASSAGE_CHARS each), so they must be condensed.
+        settings={"chat.research_max_output_tokens": 200, "chat.max_tokens": 1800},
     )
     result = run(engine.run("?", tools))
     assert result.stop_reason == "context_full"
@@ -690,7 +701,7 @@ def test_condensing_is_charged_to_research_time() -> None:
         {
             "chat.research_timeout_sec": 1.0,
             "chat.research_max_output_tokens": 200,
-            "chat.max_tokens": 1200,
+            "chat.max_tokens": 1800,  # the passages do not fit beside it: they are condensed
             "chat.research_first": False,
         }
     )
@@ -710,7 +721,7 @@ def test_stop_during_condensing_is_a_cancelled_reply() -> None:
     cancel = CancelToken()
 
     def respond(name: str, values: dict[str, Any]) -> ToolResult:
-        return passage(f"{values['query']} detail " + "lore " * 500)
+        return passage(f"{values['query']} detail " + f"{values['query']}lore " * 420)
 
     def script(request: CompletionRequest) -> Step:
         if request.phase == "condense":
@@ -724,7 +735,9 @@ def test_stop_during_condensing_is_a_cancelled_reply() -> None:
         respond,
         cancel=cancel,
         context_window=2600,
-        settings={"chat.research_max_output_tokens": 200, "chat.max_tokens": 1200},
+        # A final allowance that leaves too little room for the passages (cut to
+        # FINAL_PASSAGE_CHARS each), so they must be condensed.
+        settings={"chat.research_max_output_tokens": 200, "chat.max_tokens": 1800},
     )
 
     async def scenario() -> ev.ReplyResult:
@@ -811,8 +824,8 @@ def test_context_full_without_evidence_asks_the_final_with_the_question_alone() 
     assert result.answer.endswith("\n\nI could not find it in your documents.")
     final = provider.requests[-1]
     assert final.phase == "final" and huge not in str(final.messages)
-    assert final.messages[-1].content.startswith("Who kept the light?")
-    assert prompts.FINAL_WITHOUT_EVIDENCE in final.messages[-1].content
+    assert final.messages[0].content == prompts.FINAL_WITHOUT_EVIDENCE
+    assert final.messages[-1].content == "Question: Who kept the light?"
 
 
 @pytest.mark.parametrize("research_first", [True, False])

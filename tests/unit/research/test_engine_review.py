@@ -17,7 +17,7 @@ from imprint_desktop.core.errors import (
     ProviderDeadlineError,
     ProviderUnavailableError,
 )
-from imprint_desktop.core.providers.base import CompletionRequest, Message
+from imprint_desktop.core.providers.base import CompletionRequest
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.final import without_call_markup
@@ -28,7 +28,6 @@ from tests.support.fake_tools import FakeTools, passage
 from tests.support.scripted_provider import ScriptedProvider, Step
 from tests.support.settings import research_settings
 from tests.unit.research.test_engine import (
-    assert_protocol_complete,
     make,
     research_then_final,
     run,
@@ -58,15 +57,18 @@ def test_a_worker_stopped_by_time_hands_its_passages_to_the_final_request() -> N
     assert result.stop_reason == "time_budget"
     final = provider.requests[-1]
     assert final.phase == "final"
-    [sections] = [m.content for m in final.messages if m.name == "research_sections"]
-    assert "stopped (the research time budget ran out)" in sections
-    assert "[1] keepers.md, lines 1-3:\nAda Quill kept the light until 1971" in sections
+    # The final request reads the evidence itself, numbered, whoever found it.
+    assert "[1] keepers.md, lines 1-3\nAda Quill kept the light until 1971" in (
+        final.messages[-1].content
+    )
 
 
 def test_a_person_s_answer_in_a_batch_with_a_write_is_progress() -> None:
     note = ("write_note", {"title": "Plan", "content": "Ask about the light."})
     ask = ("ask_user", {"question": "Which light?"})
-    script = research_then_final(lambda n: Step(calls=[note, ask]), "Done.")
+    # Three rounds of a note and a question, then an answer: no budget cuts a round short (a
+    # research time ran out mid-batch on a busy machine, leaving the question not asked).
+    script = [Step(calls=[note, ask])] * 3 + [Step("Done.")]
 
     async def person(call_id: str, question: str) -> str:
         return "Greyness Point"
@@ -75,16 +77,17 @@ def test_a_person_s_answer_in_a_batch_with_a_write_is_progress() -> None:
         script,
         lambda n, v: passage("unused"),
         ask=person,
-        timeout_sec=0.5,
         settings={"chat.research_no_progress_rounds": 2},
     )
-    run(engine.run("?", tools))
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "answered"
     ends = recorder.of(ev.RoundEnded)
-    assert ends and all(e.progress and not e.excluded for e in ends)
+    assert [e.round for e in ends] == [1, 2, 3]
+    assert all(e.progress and not e.excluded for e in ends)
     assert all(e.no_progress_rounds == 0 for e in ends)
 
 
-def test_the_final_request_keeps_the_research_tools_declared_and_none_callable() -> None:
+def test_the_final_request_offers_no_tool_and_its_call_markup_never_reaches_the_person() -> None:
     same = passage("The light was lit in 1862.")
     script = research_then_final(
         lambda n: Step(calls=[search("lit")]),
@@ -94,9 +97,8 @@ def test_the_final_request_keeps_the_research_tools_declared_and_none_callable()
         script, lambda n, v: same, settings={"chat.research_no_progress_rounds": 2}
     )
     result = run(engine.run("When was it lit?", tools))
-    research, final = provider.requests[0], provider.requests[-1]
-    assert final.phase == "final" and final.tools == research.tools
-    assert final.tool_choice == "none" and not final.offers_tools
+    final = provider.requests[-1]
+    assert final.phase == "final" and final.tools == () and not final.offers_tools
     assert written(result.answer) == "Lit in 1862 [1]."  # the call markup never reaches the person
 
 
@@ -228,43 +230,3 @@ def test_a_server_s_own_limits_stop_research_and_the_final_is_written(
     assert result.stop_reason == reason and result.final_mode == "model"
     assert provider.requests[-1].phase == "final"
     assert written(result.answer) == "Lit in 1862 [1]."
-
-
-def test_a_follow_up_continues_the_whole_conversation_the_first_reply_left() -> None:
-    script = [Step(calls=[search("lit")]), Step("Lit in 1862 [1]."), Step("Alder kept it [2].")]
-
-    def respond(name: str, values: dict[str, Any]) -> ToolResult:
-        return passage(f"Fact for {values['query']}.", location=values["query"])
-
-    engine, tools, provider, _ = make(script, respond, settings={"chat.research_first": True})
-    first = run(engine.run("When was it lit?", tools))
-    assert first.conversation[0].role == "system"
-    assert first.conversation[-1].content == "Lit in 1862 [1]."  # as the model wrote it
-    sent_before = len(provider.requests)
-
-    # The same model, with what it has cached.
-    follow = ResearchEngine(
-        provider, research_settings({"chat.research_timeout_sec": 60, "chat.research_first": True})
-    )
-    tools2 = FakeTools(respond)
-    compact = [Message("user", "When was it lit?"), Message("assistant", "Lit in 1862 [1].")]
-    run(follow.run("Who kept it?", tools2, first.conversation, compact_history=compact))
-    opening = provider.requests[sent_before]
-    assert opening.messages[: len(first.conversation)] == first.conversation
-    assert opening.messages[len(first.conversation)].content == "Who kept it?"
-    assert_protocol_complete(opening)
-    ids = [call.id for message in opening.messages for call in message.tool_calls]
-    assert len(ids) == 3 and len(set(ids)) == 3, ids  # two seeds and a search, no id twice
-
-
-def test_a_conversation_too_long_to_continue_falls_back_to_the_compact_history() -> None:
-    long = [Message("system", "x"), *[Message("user", "word " * 400)] * 8]
-    engine, tools, provider, _ = make([Step("Fine.")], lambda n, v: passage("y"),
-                                      context_window=4096)  # fmt: skip
-    compact = [Message("user", "Earlier?"), Message("assistant", "Earlier.")]
-    run(engine.run("Now?", tools, long, compact_history=compact))
-    assert [m.content for m in provider.requests[0].messages[1:]] == [
-        "Earlier?",
-        "Earlier.",
-        "Now?",
-    ]

@@ -6,7 +6,6 @@ import asyncio
 import time
 
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.final import FinalAnswer, FinalStage
 from imprint_desktop.core.research.reply import Reply
@@ -14,8 +13,6 @@ from imprint_desktop.core.research.requests import Requests
 from imprint_desktop.core.tools.base import EvidenceItem
 from tests.support.scripted_provider import ScriptedProvider, Step
 from tests.support.settings import research_settings
-
-MESSAGES = [Message("system", "Research."), Message("user", "When was it lit?")]
 
 
 def final_answer(step: Step) -> tuple[FinalAnswer, Reply, list[ev.Event]]:
@@ -28,7 +25,8 @@ def final_answer(step: Step) -> tuple[FinalAnswer, Reply, list[ev.Event]]:
         clock=time.monotonic,
     )
     reply.ledger.record([EvidenceItem("h.md", "lines 1-2", "Lit in 1862.")], judge=True)
-    answer = asyncio.run(FinalStage(reply, Requests(reply)).run(MESSAGES, "no_progress"))
+    reply.question = "When was it lit?"
+    answer = asyncio.run(FinalStage(reply, Requests(reply)).run("no_progress"))
     return answer, reply, events
 
 
@@ -38,7 +36,6 @@ def test_the_final_answer_comes_back_with_its_charge_outside_the_research_budget
     assert (answer.text, answer.mode, answer.error) == ("Lit in 1862 [1].", "model", None)
     assert answer.charged == line.charged > 0
     assert reply.tokens.charged == 0, "the final request was charged to the research budget"
-    assert answer.conversation == (), "no research tools were declared: nothing to continue"
     assert [e.mode for e in events if isinstance(e, ev.FinalFinished)] == ["model"]
 
 

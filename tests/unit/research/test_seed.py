@@ -112,9 +112,14 @@ def test_the_first_request_holds_the_seeded_passages_and_may_answer_at_once() ->
     first = provider.requests[0]
     assert first.tool_choice == "auto" and first.offers_tools  # nothing forces a tool call
     assert_protocol_complete(first)
-    call = first.messages[-2]
-    assert call.role == "assistant" and call.tool_calls[0].name == "search_workspace"
-    assert first.messages[-1].role == "tool" and "1 November 1857" in first.messages[-1].content
+    # Answer first: a short system prompt, then one user turn with the numbered passages, their
+    # sources, and the question last; no tool transcript for a small model to dig through.
+    assert [m.role for m in first.messages] == ["system", "user"]
+    turn = first.messages[1].content
+    assert turn.startswith("Passages from the documents:")
+    assert f"[1] {GANNET.source}, {GANNET.location} — {GANNET.title}\n{GANNET.text}" in turn
+    assert turn.endswith("\n\nQuestion: When was Gannet Point first lit?")
+    assert len(first.messages[0].content) < 600
     assert [item.source for item in result.evidence] == [GANNET.source]
 
     tool_lines = [trace_line(e) for e in recorder.of(ev.ToolFinished)]
@@ -140,23 +145,77 @@ def test_the_first_request_holds_the_seeded_passages_and_may_answer_at_once() ->
     assert recorder.of(ev.RoundEnded)[0].round == 0 and recorder.of(ev.RoundEnded)[0].progress
 
 
-def test_a_follow_up_question_seeds_with_itself() -> None:
+def test_a_follow_up_keeps_its_subject_without_replaying_the_earlier_answer() -> None:
     engine, tools, provider, _ = make([Step("Alder and Brook [1].")], lambda n, v: found(ROSTER))
     history = [
         Message("user", "When was Gannet Point first lit?"),
         Message("assistant", "On 1 November 1857."),
     ]
     asyncio.run(engine.run("Who were its keepers?", tools, history))
-    assert tools.calls == [("search_workspace", {"query": "keepers", "limit": seed.SEED_LIMIT})]
-    messages = provider.requests[0].messages
-    assert [m.role for m in messages] == [
-        "system",
-        "user",
-        "assistant",
-        "user",
-        "assistant",
-        "tool",
+    # "its" is Gannet Point: the search looks for the earlier question's subject too.
+    assert tools.calls == [
+        ("search_workspace", {"query": "keepers gannet point", "limit": seed.SEED_LIMIT})
     ]
+    messages = provider.requests[0].messages
+    assert [m.role for m in messages] == ["system", "user"]
+    turn = messages[1].content
+    # The earlier question is named beside the new one; the earlier answer, which a small model
+    # would copy, is not shown.
+    assert turn.endswith(
+        "Earlier question: When was Gannet Point first lit?\nQuestion: Who were its keepers?"
+    )
+    assert "1857" not in turn
+
+
+def test_a_new_question_in_a_conversation_stands_on_its_own() -> None:
+    engine, tools, provider, _ = make([Step("In 1857 [1].")], lambda n, v: found(GANNET))
+    history = [
+        Message("user", "Who were the keepers at Skerry Rock?"),
+        Message("assistant", "Alder and Brook."),
+    ]
+    asyncio.run(engine.run("When was Gannet Point first lit?", tools, history))
+    assert tools.calls[0][1]["query"] == "gannet point first lit"
+    turn = provider.requests[0].messages[-1].content
+    assert "Earlier question" not in turn and "Skerry" not in turn
+
+
+@pytest.mark.parametrize(
+    ("questions", "earlier"),
+    [
+        ([], ()),
+        (["What is the range of the Gannet Point light?"],
+         ("What is the range of the Gannet Point light?",)),
+        (["What is the range of the Gannet Point light?", "When was it automated?"],
+         ("What is the range of the Gannet Point light?", "When was it automated?")),
+        (["When was it automated?"], ("When was it automated?",)),
+    ],
+)  # fmt: skip
+def test_a_follow_up_follows_the_last_question_that_names_a_subject(
+    questions: list[str], earlier: tuple[str, ...]
+) -> None:
+    assert seed.earlier_questions(questions) == earlier
+
+
+@pytest.mark.parametrize(
+    ("question", "earlier", "query"),
+    [
+        ("When was it automated?", ("What is the range of the Gannet Point light?",),
+         "automated gannet point"),
+        ("How long is the platform there?", ("When did Lakeside station open?",),
+         "long platform lakeside"),
+        ("What did rebuilding it cost?", ("What happened to Beck Viaduct in the 1912 flood?",),
+         "rebuilding cost beck viaduct 1912"),
+        # No proper names: every content word of the earlier question.
+        ("And why?", ("why did the harbour light fail",), "harbour light fail"),
+        # A question that names its own subject does not borrow one.
+        ("When was Skerry Rock lit?", ("What is the range of the Gannet Point light?",),
+         "skerry rock lit"),
+    ],
+)  # fmt: skip
+def test_a_follow_up_searches_for_the_subject_it_refers_to(
+    question: str, earlier: tuple[str, ...], query: str
+) -> None:
+    assert seed.seed_query(question, earlier) == query
 
 
 def test_section_workers_seed_with_their_section() -> None:
@@ -326,6 +385,28 @@ def test_passages_shown_uncited_show_the_part_that_matches_the_question() -> Non
     block = result.answer.split(f"\n\n{sources.UNCITED_HEADING}\n")[1]
     assert "The engineer was Margaret Holloway" in block
     assert block.startswith("- [1] history/opening.md, lines 7-14 — The opening of the line: “…")
+
+
+def test_the_quote_is_the_sentence_holding_the_rare_word_of_the_question() -> None:
+    # Every sentence names the light; only one holds "range". Counting matched words alone
+    # quoted the first sentence (it names "Gannet Point" and "light" too).
+    light = EvidenceItem(
+        "stations/gannet-point.md",
+        "lines 15-19",
+        "The Gannet Point light was first a fixed white light from a four-wick oil burner, "
+        "the light that ships knew for forty years. In 1902 the Gannet Point light was given "
+        "two white flashes every fifteen seconds, so that the light could not be confused with "
+        "Skerry Rock. The nominal range is 24 nautical miles.",
+        "Gannet Point lighthouse",
+    )
+    other = EvidenceItem(
+        "stations/skerry-rock.rst", "lines 3-4", "Skerry Rock light: a single white flash.", ""
+    )
+    engine, tools, _p, _r = make([Step("It is far.")], lambda n, v: found(light, other))
+    result = asyncio.run(engine.run("What is the range of the Gannet Point light?", tools))
+    block = result.answer.split(f"\n\n{sources.UNCITED_HEADING}\n")[1]
+    first_line = block.splitlines()[0]
+    assert "The nominal range is 24 nautical miles." in first_line
 
 
 @pytest.mark.parametrize(

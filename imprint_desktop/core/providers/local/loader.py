@@ -24,7 +24,9 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -101,6 +103,51 @@ def physical_cores() -> int:
         except OSError:
             return max(1, len(cpus))
     return max(1, len(siblings))
+
+
+#: How often, and how far apart, the run queue is read to learn how busy the machine is.
+_BUSY_SAMPLES = 3
+_BUSY_SAMPLE_GAP = 0.002
+
+
+def busy_elsewhere() -> int | None:
+    """Cores that other work keeps busy right now: the runnable threads the kernel counts, less
+    the one asking (Linux ``/proc/stat``); the least of a few readings, so a passing burst does
+    not count. None where the platform does not tell."""
+    readings = []
+    for sample in range(_BUSY_SAMPLES):
+        if sample:
+            time.sleep(_BUSY_SAMPLE_GAP)
+        try:
+            text = Path("/proc/stat").read_bytes()
+        except OSError:
+            return None
+        found = re.search(rb"^procs_running (\d+)", text, re.MULTILINE)
+        if found is None:
+            return None
+        readings.append(int(found.group(1)))
+    return max(0, min(readings) - 1)
+
+
+def threads_for_now(options: ModelConfig) -> int:
+    """The threads llama.cpp should use for the next request.
+
+    ``model.n_threads`` when set; else (0) one a physical core that other work leaves free, at
+    least one. llama.cpp's threads wait for each other at every step of the graph: one that finds
+    its core taken holds all the others up, so on a busy machine fewer threads run faster
+    (``bench/bench_threads.py``).
+    """
+    if options.n_threads > 0:
+        return options.n_threads
+    cores = physical_cores()
+    busy = busy_elsewhere()
+    if busy is None:
+        return cores
+    try:
+        logical = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - busy_elsewhere() reads /proc, so this is Linux
+        logical = os.cpu_count() or cores
+    return max(1, min(cores, logical - busy))
 
 
 def load_model(
@@ -217,7 +264,7 @@ def _new_context(model: Any, options: ModelConfig, name: str) -> Any:
     params.n_ctx = options.n_ctx
     params.n_batch = min(options.n_batch, options.n_ctx)
     params.n_ubatch = min(params.n_batch, MAX_UBATCH)
-    threads = options.n_threads if options.n_threads > 0 else physical_cores()  # 0: one a core
+    threads = threads_for_now(options)  # and again before every request (ModelSession)
     params.n_threads = threads
     params.n_threads_batch = threads
     params.no_perf = False

@@ -68,6 +68,8 @@ class LocalProvider:
         self._executor = executor
         self._closed = False
         self._last_count: tuple[CompletionRequest, list[int]] | None = None
+        #: Set when a request comes, to end a warm-up still evaluating (:meth:`warm`).
+        self._warming = threading.Event()
         #: Optional ``(evaluated, to_evaluate)`` observer of prefill chunks, on the model thread
         #: (a "reading the prompt" indicator; tests and the benchmark use it to time a Stop).
         self.on_prefill: PrefillObserver | None = None
@@ -122,6 +124,15 @@ class LocalProvider:
             abandoned.set()  # stop the native work too, not just the await
             raise
 
+    async def warm(self, request: CompletionRequest) -> int:
+        """Evaluate the prompt of ``request`` ahead of time — what every reply's first request
+        starts with — so the person's first question does not wait for it. The next call of any
+        other method ends the warm-up at once, keeping what it evaluated as a reusable prefix.
+        Returns the tokens evaluated."""
+        stop = threading.Event()
+        self._warming = stop
+        return await self._call(self._warm, request, stop)
+
     async def aclose(self) -> None:
         if self._closed:
             return
@@ -172,6 +183,10 @@ class LocalProvider:
         tokens = self._session.tokenize(self._render(request))
         self._last_count = (request, tokens)
         return tokens
+
+    def _warm(self, request: CompletionRequest, stop: threading.Event) -> int:
+        tokens = self._session.tokenize(self._render(request))
+        return self._session.warm(tokens, stop) if tokens else 0
 
     def _complete(
         self,
@@ -232,6 +247,8 @@ class LocalProvider:
     async def _call(self, function: Callable[..., T], *args: object) -> T:
         if self._closed:
             raise RuntimeError("This local model has been closed.")
+        if function != self._warm:
+            self._warming.set()  # a request has come: a warm-up still running gives way
         future: Future[T] = self._executor.submit(function, *args)
         return await asyncio.wrap_future(future)
 

@@ -34,7 +34,11 @@ import llama_cpp
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import ProviderError
-from imprint_desktop.core.providers.local.loader import LoadedModel, quiet_errors_while
+from imprint_desktop.core.providers.local.loader import (
+    LoadedModel,
+    quiet_errors_while,
+    threads_for_now,
+)
 
 Interruption = Literal["deadline", "cancelled"]
 #: ``on_prefill(evaluated, to_evaluate)`` after each prefill chunk, on the model thread.
@@ -125,6 +129,7 @@ class ModelSession:
         self._batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
         self._memory = llama_cpp.llama_get_memory(loaded.context)
         self._piece = ctypes.create_string_buffer(256)
+        self.threads = 0  # what llama.cpp was last told to use (set before each request)
 
     def close(self) -> None:
         self.abort.close()
@@ -183,6 +188,21 @@ class ModelSession:
         finally:
             self.abort.disarm()
 
+    def warm(self, prompt: Sequence[int], stop: threading.Event) -> int:
+        """Evaluate ``prompt`` ahead of a request that will start with it, until ``stop`` is set
+        (the next request comes): what was evaluated stays as its reusable prefix. Returns the
+        tokens evaluated."""
+        self.abort.arm(math.inf, CancelToken(), stop)
+        try:
+            if self.abort.reason() is not None:
+                return 0
+            self._fit_threads()
+            start = self._reuse_prefix(prompt)
+            self._prefill(prompt[start:], None)
+            return len(self.cached) - start
+        finally:
+            self.abort.disarm()
+
     def _run(
         self,
         prompt: Sequence[int],
@@ -194,6 +214,7 @@ class ModelSession:
         interrupted = self.abort.reason()
         if interrupted is not None:
             return RunResult("", interrupted, 0, 0, 0)
+        self._fit_threads()
         reused = self._reuse_prefix(prompt)
         start = len(self.cached)
         interrupted = self._prefill(prompt[start:], on_prefill)
@@ -210,6 +231,13 @@ class ModelSession:
         finally:
             self.abort.install(self.loaded.context)
             llama_cpp.llama_sampler_free(sampler)
+
+    def _fit_threads(self) -> None:
+        """Use as many threads as the machine has cores free now (:func:`threads_for_now`)."""
+        threads = threads_for_now(self.loaded.options)
+        if threads != self.threads:
+            llama_cpp.llama_set_n_threads(self.loaded.context, threads, threads)
+            self.threads = threads
 
     def _reuse_prefix(self, prompt: Sequence[int]) -> int:
         """Keep the longest common prefix with the KV cache, at least one token short of the

@@ -1,0 +1,90 @@
+"""The sample workspace's questions typed into the real window, on the starter model, on Xvfb.
+
+Starts ``imprint`` as a person would (a fresh config and data folder, the sample workspace, the
+starter model), types each question on the keyboard, waits for the reply to end and saves a
+screenshot after each. Prints, per question, the seconds from Enter to the reply's end, whether
+the expected fact is in the model's own words, and the answer; and, for the first question, where
+its time went (model ready, index, first request). The questions are the ones a person asked in a
+review: a why-question, then a follow-up pair where "it" must keep its subject.
+
+Run ``python bench/window_questions.py --out DIR`` (needs Xvfb and xdotool:
+``scripts/system-deps.sh test``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e.gui_driver import GuiProcess  # noqa: E402
+from tests.support.display import xvfb  # noqa: E402
+
+QUESTIONS = (
+    ("Why does the Carrick Spit light stand on piles?", "masonry"),
+    ("What is the range of the Gannet Point light?", "24"),
+    ("When was it automated?", "1986"),
+)
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[\s,]+", "", text.lower())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("window-questions"))
+    parser.add_argument("--timeout", type=float, default=600)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    assert shutil.which("Xvfb") and shutil.which("xdotool"), "scripts/system-deps.sh test"
+    right = 0
+    with tempfile.TemporaryDirectory(prefix="imprint-window-") as home, xvfb(1280, 800) as display:
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": home,
+            "PYTHONPATH": str(ROOT),
+            "IMPRINT_CONFIG_DIR": f"{home}/config",
+            "IMPRINT_DATA_DIR": f"{home}/data",
+        }
+        import os  # noqa: PLC0415
+
+        env = {**os.environ, **env}
+        gui = GuiProcess(display, env, args.out / "gui.log")
+        try:
+            opened = time.monotonic()
+            gui.wait_for("ready")
+            gui.wait_for("model", timeout=300, state="ready")
+            print(f"window ready, model loaded: {time.monotonic() - opened:.1f} s after start")
+            gui.focus_window()
+            for number, (question, fact) in enumerate(QUESTIONS, start=1):
+                started = time.monotonic()
+                gui.type_line(question)
+                gui.wait_for("reply-opened", timeout=args.timeout)
+                ended = gui.wait_for("reply-ended", timeout=args.timeout)
+                seconds = time.monotonic() - started
+                answer = str(ended.get("answer", ""))
+                written = answer.split("\n\nSources:\n", 1)[0].split(
+                    "\n\nPassages found (not cited):\n", 1
+                )[0]
+                ok = _norm(fact) in _norm(written)
+                right += ok
+                gui.screenshot(args.out / f"question-{number}.png")
+                print(f"\n{number}. {question}  [{seconds:.1f} s, fact {'yes' if ok else 'no'}]")
+                print("   " + answer.strip().replace("\n", "\n   ")[:900])
+            gui.quit()
+        finally:
+            gui.close()
+    print(f"\n{right}/{len(QUESTIONS)} right; screenshots in {args.out}")
+    return 0 if right == len(QUESTIONS) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
