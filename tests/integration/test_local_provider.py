@@ -489,3 +489,57 @@ def test_a_required_first_step_makes_the_starter_model_use_a_tool(
         assert completion.stop == "tool_calls" and completion.tool_calls
         for call in completion.tool_calls:
             parse_arguments(SPECS[call.name], call.arguments)  # valid for the toolbox
+
+
+# --- a head start, and threads that do not fight -----------------------------------------------
+
+
+def test_a_warm_up_is_the_next_request_s_reused_prefix(provider: LocalProvider) -> None:
+    opening = long_document(300, seed="W")
+    warmed = run(provider.warm(ask(opening)))
+    assert warmed > 200
+    question = ask(f"{opening}\nWhat did the keeper log?", max_tokens=4)
+    completion = run(provider.complete(question, CancelToken()))
+    # Only what the question adds is evaluated: the warm-up's tokens up to where the prompts part.
+    assert completion.reused_prefix >= warmed - 8
+    assert completion.prompt_evaluated == completion.prompt_tokens - completion.reused_prefix
+
+
+def test_a_request_that_comes_during_a_warm_up_ends_it_at_once(provider: LocalProvider) -> None:
+    long_opening = ask(f"Summarise:\n{long_document(3000, seed='G')}")
+
+    async def question_during_warm_up() -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        first_chunk = loop.create_future()
+
+        def observe(done: int, _total: int) -> None:
+            loop.call_soon_threadsafe(lambda: first_chunk.done() or first_chunk.set_result(None))
+
+        provider.on_prefill = observe
+        warming = asyncio.ensure_future(provider.warm(long_opening))
+        try:
+            await asyncio.wait_for(first_chunk, 120)  # the warm-up is under way
+            counted = await provider.count_prompt(ask("A question comes."))
+            return await asyncio.wait_for(warming, 30), counted
+        finally:
+            provider.on_prefill = None
+
+    warmed, counted = run(question_during_warm_up())
+    total = run(provider.count_prompt(long_opening))
+    assert counted > 0
+    assert warmed < total, "the warm-up went on although a request came"
+    assert warmed % N_BATCH == 0 or warmed == 0  # whole micro-batches are kept, nothing torn
+
+
+def test_threads_are_fitted_before_every_request(
+    provider: LocalProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from imprint_desktop.core.providers.local import loader
+
+    monkeypatch.setattr(loader, "physical_cores", lambda: 2)
+    monkeypatch.setattr(loader, "busy_elsewhere", lambda: 1)  # another program holds a core
+    run(provider.complete(ask("One.", max_tokens=1), CancelToken()))
+    assert provider._session.threads == 1  # noqa: SLF001 - what llama.cpp was told
+    monkeypatch.setattr(loader, "busy_elsewhere", lambda: 0)  # the machine is free again
+    run(provider.complete(ask("Two.", max_tokens=1), CancelToken()))
+    assert provider._session.threads == 2  # noqa: SLF001

@@ -186,7 +186,7 @@ class LocalProvider:
 
     def _warm(self, request: CompletionRequest, stop: threading.Event) -> int:
         tokens = self._session.tokenize(self._render(request))
-        return self._session.warm(tokens, stop) if tokens else 0
+        return self._session.warm(tokens, stop, self.on_prefill) if tokens else 0
 
     def _complete(
         self,

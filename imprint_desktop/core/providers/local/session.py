@@ -188,7 +188,9 @@ class ModelSession:
         finally:
             self.abort.disarm()
 
-    def warm(self, prompt: Sequence[int], stop: threading.Event) -> int:
+    def warm(
+        self, prompt: Sequence[int], stop: threading.Event, on_prefill: PrefillObserver | None
+    ) -> int:
         """Evaluate ``prompt`` ahead of a request that will start with it, until ``stop`` is set
         (the next request comes): what was evaluated stays as its reusable prefix. Returns the
         tokens evaluated."""
@@ -198,7 +200,7 @@ class ModelSession:
                 return 0
             self._fit_threads()
             start = self._reuse_prefix(prompt)
-            self._prefill(prompt[start:], None)
+            self._prefill(prompt[start:], on_prefill)
             return len(self.cached) - start
         finally:
             self.abort.disarm()
