@@ -176,7 +176,7 @@ def test_arguments_too_big_for_the_context_end_in_a_question_only_final(
     _research, final = openai_server.chat_requests()
     assert not final.json.get("tools") or final.json.get("tool_choice") == "none"
     assert huge[:1000].encode() not in final.body
-    assert final.messages[-1]["content"].startswith("Who was the last keeper?")
+    assert final.messages[-1]["content"] == "Question: Who was the last keeper?"
 
 
 # --- tool names and ids ---------------------------------------------------------------------------
