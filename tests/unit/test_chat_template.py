@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from jinja2.exceptions import SecurityError
 
 from imprint_desktop.core.errors import ChatTemplateError
 from imprint_desktop.core.providers.base import Message, ToolCall
-from imprint_desktop.core.providers.local.sandbox_limits import TemplateLimitError
+from imprint_desktop.core.providers.local.sandbox_limits import MAX_VALUE, TemplateLimitError
 from imprint_desktop.core.providers.local.template import (
     CHATML_TEMPLATE,
     MAX_RENDER_SECONDS,
@@ -213,7 +214,70 @@ HOSTILE = {
     ),
     "batch fill": f"{{{{ [1] | batch(100000, {BIG}) | list }}}}",
     "too long": "x" * (2 * 1024 * 1024),
+    # Its own size check was quadratic: each "%(" made it read on to the end looking for ")".
+    "printf key that never closes": "{% set f = '%(' * 200000 %}{{ f % 1 }}",
+    "printf key with parentheses": "{{ '%(a(b)c)999999999s' % {} }}",
+    "printf star width": "{{ '%*d' % (999999999, 1) }}",
+    "splitting into millions": "{{ ('ab ' * 1000000).split() | length }}",
 }
+
+# Each made its result before any check looked at it: hundreds of megabytes or more (in the old
+# sandbox, the numbers below kept at a size this machine survives). A render is traced and its
+# peak must stay far below that: the result is refused before it is made.
+GREEDY = {
+    "format width in an argument": "{{ '{0:>{1}}'.format('x', '300000000') }}",
+    "format precision in an argument": "{{ '{0:.{1}f}'.format(1.5, '300000000') }}",
+    "format_map width": "{{ '{a:>{b}}'.format_map({'a': 'x', 'b': '300000000'}) }}",
+    "translate to long text": (
+        "{% set y = 'y' * 1000000 %}{{ ('x' * 250).translate([" + "y, " * 121 + "]) }}"
+    ),
+    "cycler chain": (
+        "{% set ns = namespace(c=none) %}{% for i in range(60) %}"
+        "{% set ns.c = cycler(ns.c, 'x' * 4000000 ~ i) %}{% endfor %}"
+    ),
+    "namespace chain": (
+        "{% set ns = namespace(c=none) %}{% for i in range(60) %}"
+        "{% set ns.c = namespace(before=ns.c, text='x' * 4000000 ~ i) %}{% endfor %}"
+    ),
+    "list chain": (
+        "{% set ns = namespace(c=none) %}{% for i in range(60) %}"
+        "{% set ns.c = [ns.c, 'x' * 4000000 ~ i] %}{% endfor %}"
+    ),
+    "dict chain": (
+        "{% set ns = namespace(c=none) %}{% for i in range(60) %}"
+        "{% set ns.c = {'before': ns.c, 'text': 'x' * 4000000 ~ i} %}{% endfor %}"
+    ),
+    "strftime_now of a long format": "{{ strftime_now('%c' * 2000000) | length }}",
+}
+
+
+@pytest.mark.parametrize("source", GREEDY.values(), ids=GREEDY.keys())
+def test_results_are_sized_before_they_are_made(source: str) -> None:
+    tracemalloc.start()
+    try:
+        started = time.monotonic()
+        with pytest.raises(ChatTemplateError, match="far more work") as caught:
+            ChatTemplate(source, label="Greedy model").render((Message("user", "Hi"),))
+        seconds = time.monotonic() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert isinstance(caught.value.__cause__, TemplateLimitError)
+    assert seconds < 5.0
+    assert peak < 4 * MAX_VALUE  # a few values at the most one may be, never their product
+
+
+def test_text_methods_inside_loops_and_blocks_take_jinjas_own_arguments() -> None:
+    """Jinja passes the variables set in a loop or block to every call made there; the bounded
+    text methods must take them like any call does (several real templates call ``.replace()``
+    and ``.join()`` inside ``{% for %}``)."""
+    source = (
+        "{% for m in messages %}{{ m.content.replace('a', 'o') }}|{{ ', '.join([m.role, 'x']) }}|"
+        "{{ m.content.split(' ') | length }}|{{ '{0:>4}'.format(loop.index) }}{% endfor %}"
+        "{% block tail %}{% for i in [1] %}{{ '-'.join(['a', 'b']) }}{% endfor %}{% endblock %}"
+    )
+    text = ChatTemplate(source).render((Message("user", "a cat sat"),))
+    assert text == "o cot sot|user, x|3|   1a-b"
 
 
 @pytest.mark.parametrize("source", HOSTILE.values(), ids=HOSTILE.keys())

@@ -34,12 +34,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import update_wrapper
 from typing import Any, cast
 
 from jinja2 import nodes
 from jinja2.runtime import Context
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import (
+    ImmutableSandboxedEnvironment,
+    SandboxedEscapeFormatter,
+    SandboxedFormatter,
+)
+from markupsafe import Markup
 from jinja2.visitor import NodeTransformer
 
 from imprint_desktop.core.providers.local.sandbox_filters import bounded_filters
@@ -56,10 +62,14 @@ from imprint_desktop.core.providers.local.sandbox_operators import (
     ARITHMETIC,
     bounded_method,
     check_binop,
+    check_format_spec,
 )
 
 #: The clock is read once every this many steps.
 _CHECK_EVERY = 256
+#: What Jinja adds to every call made inside a loop or a block (it hands the variables set there
+#: to functions that take the context); a stand-in for a text method takes no such arguments.
+_JINJA_CALL_KEYWORDS = ("_loop_vars", "_block_vars")
 
 
 class _Meter:
@@ -125,6 +135,12 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         assert isinstance(tree, nodes.Template)
         return tree
 
+    def bounded_literal(self, value: Any) -> Any:
+        """A list, tuple or dict written in the template: refused when what it holds (everything
+        it reaches, so a chain of lists each holding the one before) is too big."""
+        refuse_if_over(weight(value), "a list or dict")
+        return value
+
     def bounded_concat(self, values: list[Any]) -> str:
         """``a ~ b ~ c``: refused before joining when the result would be too long."""
         refuse_if_over(sum(weight(value) for value in values), "joining text with '~'")
@@ -147,6 +163,8 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         try:
             bounded = bounded_method(__obj)
             if bounded is not None:
+                for keyword in _JINJA_CALL_KEYWORDS:
+                    kwargs.pop(keyword, None)
                 result = bounded(*args, **kwargs)
             else:
                 result = super().call(__context, __obj, *args, **kwargs)
@@ -156,6 +174,30 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         if not isinstance(result, str):  # text was checked before it was made
             refuse_if_over(weight(result), "a call's result")
         return result
+
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        """``str.format`` and ``format_map`` as Jinja's sandbox runs them, with each field checked
+        before it is formatted: its spec (once nested fields like ``{0:>{1}}`` are filled in) may
+        not ask for a huge width or precision, and the fields together may not make too much."""
+        name = getattr(value, "__name__", None)
+        owner = getattr(value, "__self__", None)
+        if name not in ("format", "format_map") or not isinstance(owner, str):
+            return None
+        formatter: _BoundedFormatter = (
+            _BoundedEscapeFormatter(self, escape=owner.escape)
+            if isinstance(owner, Markup)
+            else _BoundedFormatter(self)
+        )
+        make = type(owner)
+
+        def wrapper(*args: Any, **kwargs: Any) -> str:
+            if name == "format_map":
+                if kwargs or len(args) != 1:
+                    raise TypeError("format_map() takes exactly one argument")
+                kwargs, args = args[0], ()
+            return make(formatter.vformat(owner, args, kwargs))
+
+        return update_wrapper(wrapper, value)
 
     def _finalize(self, value: Any) -> Any:
         """Every ``{{ value }}`` before it becomes text, printed or captured."""
@@ -178,6 +220,25 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         if len(numbers) > MAX_RANGE:
             raise TemplateLimitError(f"range() of {len(numbers):,} numbers (limit {MAX_RANGE:,})")
         return numbers
+
+
+class _BoundedFormatter(SandboxedFormatter):
+    """The sandbox's formatter, checking each field before it is formatted."""
+
+    _made = 0
+
+    def vformat(self, format_string: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+        self._made = len(format_string)
+        return super().vformat(format_string, args, kwargs)
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        self._made += check_format_spec(format_spec, value)
+        refuse_if_over(self._made, "format()")
+        return super().format_field(value, format_spec)
+
+
+class _BoundedEscapeFormatter(_BoundedFormatter, SandboxedEscapeFormatter):
+    pass
 
 
 class _Metering:
@@ -204,6 +265,20 @@ class _Metered(NodeTransformer):
         self.generic_visit(node)
         node.iter = self._call("metered", [cast(nodes.Expr, node.iter)], node.lineno)
         return node
+
+    def visit_List(self, node: nodes.List) -> nodes.Node:
+        self.generic_visit(node)
+        return self._call("bounded_literal", [node], node.lineno)
+
+    def visit_Dict(self, node: nodes.Dict) -> nodes.Node:
+        self.generic_visit(node)
+        return self._call("bounded_literal", [node], node.lineno)
+
+    def visit_Tuple(self, node: nodes.Tuple) -> nodes.Node:
+        self.generic_visit(node)
+        if node.ctx != "load":  # a target: ``{% for a, b in pairs %}``, ``{% set a, b = … %}``
+            return node
+        return self._call("bounded_literal", [node], node.lineno)
 
     def visit_Concat(self, node: nodes.Concat) -> nodes.Node:
         self.generic_visit(node)

@@ -107,8 +107,19 @@ def _raise_exception(message: str) -> None:
     raise _TemplateRaised(str(message))
 
 
+#: The longest ``strftime_now`` format: real templates pass a few directives ("%d %b %Y").
+_MAX_DATE_FORMAT = 256
+
+
 def _strftime_now(fmt: str) -> str:
-    return datetime.now().strftime(str(fmt))
+    """Today's date as the template asks (templates write it into the system prompt). The format
+    is bounded before it is used: each directive can stand for dozens of characters."""
+    text = str(fmt)
+    if len(text) > _MAX_DATE_FORMAT:
+        raise TemplateLimitError(
+            f"a strftime_now format of {len(text):,} characters (limit {_MAX_DATE_FORMAT})"
+        )
+    return datetime.now().strftime(text)
 
 
 class ChatTemplate:
