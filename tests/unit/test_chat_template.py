@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import tracemalloc
@@ -13,11 +14,13 @@ from jinja2.exceptions import SecurityError
 from imprint_desktop.core.errors import ChatTemplateError
 from imprint_desktop.core.providers.base import Message, ToolCall
 from imprint_desktop.core.providers.local.sandbox_limits import MAX_VALUE, TemplateLimitError
+from imprint_desktop.core.providers.local.sandbox_operators import check_printf
 from imprint_desktop.core.providers.local.template import (
     CHATML_TEMPLATE,
     MAX_RENDER_SECONDS,
     ChatTemplate,
 )
+from tests.support.growth import growth
 
 # The shape of the starter model's template: ChatML with a default system message.
 SMOL = (
@@ -265,6 +268,15 @@ def test_results_are_sized_before_they_are_made(source: str) -> None:
     assert isinstance(caught.value.__cause__, TemplateLimitError)
     assert seconds < 5.0
     assert peak < 4 * MAX_VALUE  # a few values at the most one may be, never their product
+
+
+@pytest.mark.parametrize("piece", ["%(", "%", "%%", "% ", "%0", "%(a)s"])
+def test_a_printf_format_is_checked_in_linear_time(piece: str) -> None:
+    def check(size: int) -> None:
+        with contextlib.suppress(TemplateLimitError):
+            check_printf(piece * size, 1)
+
+    assert growth(check, 20_000, 4) < 8
 
 
 def test_text_methods_inside_loops_and_blocks_take_jinjas_own_arguments() -> None:

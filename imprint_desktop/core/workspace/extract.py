@@ -23,6 +23,7 @@ from pathlib import PurePosixPath
 
 from imprint_desktop.core.errors import DocumentError
 from imprint_desktop.core.workspace.html import html_title, html_to_text
+from imprint_desktop.core.workspace.passages import atx_heading
 
 log = logging.getLogger(__name__)
 
@@ -152,11 +153,11 @@ def _markdown_title(lines: tuple[str, ...]) -> str | None:
                 return value.strip().strip("\"'")
     for index in range(start, min(len(lines), start + 200)):
         line = lines[index]
-        match = re.match(r"^#{1,6}\s+(.+?)\s*#*\s*$", line)
-        if match:
-            return match.group(1)
+        heading = atx_heading(line, indent=0)
+        if heading is not None:
+            return heading
         following = lines[index + 1] if index + 1 < len(lines) else ""
-        if line.strip() and re.fullmatch(r"=+\s*", following) is not None:
+        if line.strip() and following.startswith("=") and not following.strip().strip("="):
             return line.strip()
     return None
 
