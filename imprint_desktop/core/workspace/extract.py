@@ -2,8 +2,8 @@
 
 Every format ends up as plain lines, so passages, line ranges and ``read_document`` agree on what
 "line 12" means whatever the file was. Markdown, reStructuredText, plain text and source files are
-decoded as they are; HTML goes through Beautiful Soup (a real parser: tags, entities and scripts
-are handled properly, which regular expressions do not); PDF text is taken page by page with pypdf,
+decoded as they are; HTML goes through Beautiful Soup over lxml (a real parser: tags, entities and
+scripts are handled properly, which regular expressions do not; and in linear time); PDF text is taken page by page with pypdf,
 and the line where each page starts is kept so citations can name the page.
 
 Decoding never fails: UTF-8 (with or without a byte-order mark), UTF-16 with a mark, then
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from imprint_desktop.core.errors import DocumentError
-from imprint_desktop.core.workspace.html import html_title, html_to_text
+from imprint_desktop.core.workspace.html import html_page
 from imprint_desktop.core.workspace.passages import atx_heading
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,8 @@ def extract(name: str, data: bytes) -> Extracted:
         raise DocumentError(f"{name} looks like a binary file, not text.")
     text, encoding = decode(data)
     if fmt is Format.HTML:
-        return Extracted(html_title(text) or stem, split_lines(html_to_text(text)), (), encoding)
+        title, body = html_page(text)
+        return Extracted(title or stem, split_lines(body), (), encoding)
     lines = split_lines(text)
     if fmt is Format.MARKDOWN:
         title = _markdown_title(lines)

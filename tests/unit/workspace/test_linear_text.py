@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from imprint_desktop.core.workspace.extract import extract
-from imprint_desktop.core.workspace.passages import split_passages
+from imprint_desktop.core.workspace.passages import atx_heading, split_passages
 from tests.support.growth import growth
 
 FACTOR = 4
@@ -37,6 +37,28 @@ def test_a_markdown_title_is_found_in_linear_time(line: Callable[[int], str]) ->
         return extract("notes.md", (line(size) + "\n").encode()).title
 
     assert growth(title, 200, FACTOR) < 2 * FACTOR
+
+
+#: Markup that made Python's html.parser (before its 2025 fixes) take quadratic time.
+MARKUP: dict[str, Callable[[int], str]] = {
+    "unclosed tags": lambda size: "<x " * size,
+    "unclosed attributes": lambda size: "<x a=" * size,
+    "unclosed comments": lambda size: "<p>text</p><!--" * size,
+    "dense links": lambda size: "<a href='x'>text " * size,
+}
+
+
+@pytest.mark.parametrize("markup", MARKUP.values(), ids=MARKUP.keys())
+def test_html_is_read_in_linear_time(markup: Callable[[int], str]) -> None:
+    def read(size: int) -> str:
+        return extract("page.html", markup(size).encode()).title
+
+    assert growth(read, 2000, FACTOR) < 2 * FACTOR
+
+
+def test_deeply_nested_html_is_read() -> None:
+    extracted = extract("deep.html", ("<div>" * 20_000 + "the keeper's log").encode())
+    assert extracted.lines == ("the keeper's log",)
 
 
 @pytest.mark.parametrize(
