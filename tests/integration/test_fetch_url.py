@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -69,7 +70,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path == "/dense":  # the most markup a page may have, seconds of parsing
             self._send(200, "text/html", b"<a href='x'>text " * (MAX_BYTES // 17))
         elif self.path == "/unclosed":  # quadratic for html.parser before its 2025 fixes
-            self._send(200, "text/html", b"<title>Unclosed</title><x " * 3000)
+            self._send(200, "text/html", b"<p>The quay opens at six.</p>" + b"<x " * 20_000)
         elif self.path == "/slow":
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
@@ -183,15 +184,17 @@ def test_a_page_is_parsed_off_the_loop_and_its_time_limit_holds(
         return result, seconds
 
     result, seconds = asyncio.run(call())
-    assert result.status == "error" and "within" in result.content, result.content
+    assert result.status == "error" and "did not" in result.content, result.content
     assert seconds < 2.0
     assert max(gaps) < 1.0, f"the loop was held for {max(gaps):.1f} s"
 
 
 def test_unclosed_tags_are_parsed_at_once(server: str, workspace: Workspace) -> None:
+    started = time.monotonic()
     result = fetch(workspace, f"{server}/unclosed", timeout=20)
+    assert time.monotonic() - started < 20
     assert result.status == "ok", result.content
-    assert "Unclosed" in result.content
+    assert "The quay opens at six." in result.content
 
 
 def test_huge_page_is_capped(server: str, workspace: Workspace) -> None:
