@@ -19,7 +19,9 @@ Tools reach the prompt in one of two ways:
 * *prompted* — for templates without tool support, or when the tool-call grammar is on: the tools
   are described in the system message in our words, past calls are written as
   ``<tool_call>[...]</tool_call>`` (what the grammar makes the model write, so the KV prefix
-  extends across rounds) and results come back as ``<tool_response>`` user turns.
+  extends across rounds) and results come back as ``<tool_response>`` user turns. Turns of one
+  role in a row (a question after tool results) are merged, so templates that insist on user and
+  assistant taking turns accept the conversation.
 
 Native templates differ in what tool history they accept, so :meth:`ChatTemplate.check` tries a
 small tool conversation once, at load, and remembers what the template needs:
@@ -29,6 +31,9 @@ small tool conversation once, at load, and remembers what the template needs:
 * one call per assistant turn (Llama 3.x's templates refuse more): a batch of calls is then written
   as consecutive turns, each followed by its own result;
 * neither helps: the template's own tool format is not used, and tools are *prompted* instead.
+
+A template that takes the history but leaves the call's name, its arguments or its result out of
+the prompt (the model would never see what it called) gets the tools *prompted* too.
 
 A template that drops the system message once tool turns follow the question (Mistral's write it
 only before a final user turn) gets it folded into the first user message, like one that refuses
@@ -61,10 +66,12 @@ from imprint_desktop.core.providers.local.sandbox import BoundedSandbox
 from imprint_desktop.core.providers.local.sandbox_limits import MAX_OUTPUT, TemplateLimitError
 from imprint_desktop.core.providers.local.tool_history import (
     PROBE_HISTORY,
+    PROBE_QUESTION,
     PROBE_SYSTEM,
     PROBE_TOOLS,
     one_call_per_turn,
     short_call_ids,
+    unseen_in_prompt,
 )
 from imprint_desktop.core.providers.local.toolcalls import format_tool_calls, tool_function
 
@@ -191,6 +198,12 @@ class ChatTemplate:
                     return
                 failure = error
                 continue
+            unseen = unseen_in_prompt(text, self._question_only())
+            if unseen is not None:
+                failure = ChatTemplateError(
+                    f"The chat template of {self.label} leaves {unseen} out of the prompt"
+                )
+                break
             if PROBE_SYSTEM not in text and self.system_role:
                 # It writes the system message only before a final user turn (Mistral's do), so
                 # the research instructions would vanish once tool turns follow: fold them in.
@@ -199,6 +212,13 @@ class ChatTemplate:
         self.short_call_ids = self.one_call_per_turn = False
         self.supports_tools = False
         log.warning("%s; its tools are described in the prompt instead", failure)
+
+    def _question_only(self) -> str:
+        """The probe's question alone, rendered with the probe's tools (see :meth:`check`)."""
+        try:
+            return self.render(PROBE_QUESTION, PROBE_TOOLS, native_tools=True)
+        except ChatTemplateError:
+            return ""
 
     def render(
         self,
@@ -225,6 +245,8 @@ class ChatTemplate:
             tool_list = None
         if not self.system_role:
             chat = _fold_system(chat)
+        if not native:
+            chat = _alternating(chat)
         return self._render(chat, tool_list)
 
     def _render(self, chat: list[dict[str, Any]], tools: list[Any] | None) -> str:
@@ -341,6 +363,19 @@ def _prompted_messages(
     for entry in chat:
         entry.pop("tool_results", None)
     return chat
+
+
+def _alternating(chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive turns of one role merged into one, blank line between: in the prompted layout
+    a question can follow tool results (both user turns), and many templates refuse anything but
+    user and assistant turns in strict alternation."""
+    merged: list[dict[str, Any]] = []
+    for entry in chat:
+        if merged and entry["role"] == merged[-1]["role"] and entry["role"] != "system":
+            merged[-1] = {**merged[-1], "content": f"{merged[-1]['content']}\n\n{entry['content']}"}
+        else:
+            merged.append(entry)
+    return merged
 
 
 def _fold_system(chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
