@@ -222,6 +222,15 @@ HOSTILE = {
     "printf key with parentheses": "{{ '%(a(b)c)999999999s' % {} }}",
     "printf star width": "{{ '%*d' % (999999999, 1) }}",
     "splitting into millions": "{{ ('ab ' * 1000000).split() | length }}",
+    # A template may append to a list it made (Kimi K2 keeps a queue); not without bound.
+    "appending big text": (
+        "{% set ns = namespace(kept=[]) %}{% for i in range(1000) %}"
+        "{% set _ = ns.kept.append('x' * 4000000 ~ i) %}{% endfor %}"
+    ),
+    "appending millions": (
+        "{% set ns = namespace(kept=[]) %}{% for i in range(10000) %}{% for j in range(100) %}"
+        "{% set _ = ns.kept.append(j) %}{% endfor %}{% endfor %}"
+    ),
 }
 
 # Each made its result before any check looked at it: hundreds of megabytes or more (in the old
@@ -277,6 +286,18 @@ def test_a_printf_format_is_checked_in_linear_time(piece: str) -> None:
             check_printf(piece * size, 1)
 
     assert growth(check, 20_000, 4) < 8
+
+
+def test_a_template_may_keep_a_queue_in_a_list_of_its_own() -> None:
+    """Kimi K2's templates queue call ids with ``append`` and ``pop``: allowed on lists the
+    template made, never on the ones it was given (see ``ESCAPES`` for ``messages.append``)."""
+    source = (
+        "{% set queue = namespace(ids=[]) %}{% for m in messages %}"
+        "{% set _ = queue.ids.append(m.role) %}{% endfor %}"
+        "{{ queue.ids.pop(0) }},{{ queue.ids | join(',') }}"
+    )
+    text = ChatTemplate(source).render((Message("user", "a"), Message("assistant", "b")))
+    assert text == "user,assistant"
 
 
 def test_text_methods_inside_loops_and_blocks_take_jinjas_own_arguments() -> None:

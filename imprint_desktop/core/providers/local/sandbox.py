@@ -42,6 +42,7 @@ from jinja2 import nodes
 from jinja2.runtime import Context
 from jinja2.sandbox import (
     ImmutableSandboxedEnvironment,
+    SandboxedEnvironment,
     SandboxedEscapeFormatter,
     SandboxedFormatter,
 )
@@ -51,6 +52,7 @@ from jinja2.visitor import NodeTransformer
 from imprint_desktop.core.providers.local.sandbox_filters import bounded_filters
 from imprint_desktop.core.providers.local.sandbox_limits import (
     MAX_CALL_DEPTH,
+    MAX_ITEMS,
     MAX_OUTPUT,
     MAX_RANGE,
     MAX_STEPS,
@@ -67,6 +69,10 @@ from imprint_desktop.core.providers.local.sandbox_operators import (
 
 #: The clock is read once every this many steps.
 _CHECK_EVERY = 256
+#: List methods a template may call on a list it made itself, although the sandbox is immutable:
+#: real templates keep a queue of call ids with them (Kimi K2). The lists it was given (the
+#: messages, the tools) stay immutable, and what is appended counts against the output limit.
+_LIST_METHODS = frozenset({"append", "pop"})
 #: What Jinja adds to every call made inside a loop or a block (it hands the variables set there
 #: to functions that take the context); a stand-in for a text method takes no such arguments.
 _JINJA_CALL_KEYWORDS = ("_loop_vars", "_block_vars")
@@ -75,14 +81,16 @@ _JINJA_CALL_KEYWORDS = ("_loop_vars", "_block_vars")
 class _Meter:
     """One render's meter: its deadline, steps, output so far and call depth."""
 
-    __slots__ = ("deadline", "depth", "output", "seconds", "steps")
+    __slots__ = ("appended", "deadline", "depth", "given", "output", "seconds", "steps")
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, given: frozenset[int] = frozenset()) -> None:
         self.seconds = seconds
         self.deadline = time.monotonic() + seconds
         self.steps = 0
         self.output = 0
         self.depth = 0
+        self.appended = 0
+        self.given = given  # ids of the lists in the render's inputs
 
 
 class BoundedSandbox(ImmutableSandboxedEnvironment):
@@ -102,11 +110,19 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         self.filters = bounded_filters(self.filters)
         self.concat = self._concat  # type: ignore[method-assign]
 
+    def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
+        if isinstance(obj, list) and attr in _LIST_METHODS:
+            meter = self._meter()
+            if meter is not None and id(obj) not in meter.given:
+                return SandboxedEnvironment.is_safe_attribute(self, obj, attr, value)
+        return super().is_safe_attribute(obj, attr, value)
+
     # --- metering -----------------------------------------------------------------------------
 
-    def metering(self, seconds: float) -> _Metering:
-        """A context in which this thread's render is metered, with ``seconds`` to finish."""
-        return _Metering(self, _Meter(seconds))
+    def metering(self, seconds: float, inputs: object = None) -> _Metering:
+        """A context in which this thread's render is metered, with ``seconds`` to finish.
+        The lists in ``inputs`` (what the render is given) stay immutable."""
+        return _Metering(self, _Meter(seconds, _list_ids(inputs)))
 
     def _meter(self) -> _Meter | None:
         meter: _Meter | None = getattr(self._local, "meter", None)
@@ -161,6 +177,8 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
                 raise TemplateLimitError(f"its calls nest more than {MAX_CALL_DEPTH} deep")
             meter.depth += 1
         try:
+            if isinstance(getattr(__obj, "__self__", None), list):
+                __self._check_list_call(__obj, args)
             bounded = bounded_method(__obj)
             if bounded is not None:
                 for keyword in _JINJA_CALL_KEYWORDS:
@@ -199,6 +217,17 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
         return update_wrapper(wrapper, value)
 
+    def _check_list_call(self, method: Any, args: tuple[Any, ...]) -> None:
+        """``list.append``: the list may not pass :data:`MAX_ITEMS`, nor what all appends of the
+        render keep alive the output limit."""
+        if getattr(method, "__name__", "") != "append":
+            return
+        refuse_if_over(len(method.__self__) + 1, "append (items)", MAX_ITEMS)
+        meter = self._meter()
+        if meter is not None:
+            meter.appended += sum(weight(value) for value in args) + 8
+            refuse_if_over(meter.appended, "appending to lists", MAX_OUTPUT)
+
     def _finalize(self, value: Any) -> Any:
         """Every ``{{ value }}`` before it becomes text, printed or captured."""
         size = weight(value)
@@ -220,6 +249,21 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         if len(numbers) > MAX_RANGE:
             raise TemplateLimitError(f"range() of {len(numbers):,} numbers (limit {MAX_RANGE:,})")
         return numbers
+
+
+def _list_ids(value: object) -> frozenset[int]:
+    """The ids of every list in ``value``, a structure of lists, tuples and dicts."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list | tuple):
+            if isinstance(item, list):
+                found.add(id(item))
+            stack.extend(item)
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+    return frozenset(found)
 
 
 class _BoundedFormatter(SandboxedFormatter):

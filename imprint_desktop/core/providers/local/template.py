@@ -28,8 +28,8 @@ small tool conversation once, at load, and remembers what the template needs:
 
 * call ids of exactly nine letters and digits (Mistral's templates refuse others): every id is
   then written as a stable nine-character digest of itself, the same in every round;
-* one call per assistant turn (Llama 3.x's templates refuse more): a batch of calls is then written
-  as consecutive turns, each followed by its own result;
+* one call per assistant turn (Llama 3.x's templates refuse more, gpt-oss's show only the first):
+  a batch of calls is then written as consecutive turns, each followed by its own result;
 * neither helps: the template's own tool format is not used, and tools are *prompted* instead.
 
 A template that takes the history but leaves the call's name, its arguments or its result out of
@@ -58,7 +58,8 @@ from typing import Any
 import jinja2
 from jinja2 import nodes
 from jinja2.exceptions import SecurityError
-from jinja2.ext import loopcontrols
+from jinja2.ext import Extension, loopcontrols
+from jinja2.parser import Parser
 
 from imprint_desktop.core.errors import ChatTemplateError
 from imprint_desktop.core.providers.base import Message
@@ -97,6 +98,17 @@ TOOLS_PREAMBLE = (
     "Their results come back inside <tool_response> tags. When you know enough, reply with the "
     "answer in plain text instead."
 )
+
+
+class _Generation(Extension):
+    """``{% generation %}…{% endgeneration %}``: transformers' mark around the assistant's part
+    (for training masks). Rendering, it is its content; templates that use it work unchanged."""
+
+    tags = frozenset({"generation"})
+
+    def parse(self, parser: Parser) -> list[nodes.Node]:
+        next(parser.stream)
+        return parser.parse_statements(("name:endgeneration",), drop_needle=True)
 
 
 class _TemplateRaised(jinja2.TemplateError):
@@ -139,7 +151,7 @@ class ChatTemplate:
         self.source = CHATML_TEMPLATE if self.is_fallback else str(source)
         self.label = label or "the model"
         self._specials = {"bos_token": bos_token, "eos_token": eos_token}
-        self._env = _Sandbox(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+        self._env = _Sandbox(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols, _Generation])
         self._env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
         if len(self.source) > MAX_TEMPLATE_CHARS:
             limit = TemplateLimitError(f"it is {len(self.source):,} characters long")
@@ -200,10 +212,11 @@ class ChatTemplate:
                 continue
             unseen = unseen_in_prompt(text, self._question_only())
             if unseen is not None:
+                # Some write only the first call of a turn: one call per turn may show them all.
                 failure = ChatTemplateError(
                     f"The chat template of {self.label} leaves {unseen} out of the prompt"
                 )
-                break
+                continue
             if PROBE_SYSTEM not in text and self.system_role:
                 # It writes the system message only before a final user turn (Mistral's do), so
                 # the research instructions would vanish once tool turns follow: fold them in.
@@ -258,7 +271,7 @@ class ChatTemplate:
             **self._specials,
         }
         try:
-            with self._env.metering(MAX_RENDER_SECONDS):
+            with self._env.metering(MAX_RENDER_SECONDS, inputs=(chat, tools)):
                 return _collect(self._template.generate(context))
         except TemplateLimitError as error:
             raise ChatTemplateError(self._too_much(error)) from error
