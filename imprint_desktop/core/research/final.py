@@ -71,7 +71,7 @@ def without_call_markup(text: str) -> str:
     kept: list[str] = []
     finder = _Finder(text)
     opening = _CALL_OPENING
-    cursor = search_from = 0  # text before cursor is decided; openings are searched from search_from
+    cursor = search_from = 0  # the text before cursor is decided; openings are looked for after
     while (found := opening.search(text, search_from)) is not None:
         mark, body = found.group(), found.end()
         if mark == "<function=":
@@ -81,7 +81,8 @@ def without_call_markup(text: str) -> str:
                 search_from = found.start() + 1
                 continue
         kept.append(text[cursor : found.start()])
-        ends = [(end, len(close)) for close in _CALL_MARKUP[mark] if (end := finder.find(close, body)) != -1]
+        closes = _CALL_MARKUP[mark]
+        ends = [(end, len(close)) for close in closes if (end := finder.find(close, body)) != -1]
         if not ends:
             cursor = len(text)
             break

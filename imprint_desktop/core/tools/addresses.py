@@ -94,14 +94,14 @@ def _destinations(address: IPAddress) -> tuple[IPAddress, ...]:
         found.append(address.sixtofour)
     if address.teredo is not None:
         found.extend(address.teredo)
-    last = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    if address in _NAT64 or address in _IPV4_TRANSLATED:
-        found.append(last)
-    elif address in _IPV4_COMPATIBLE and int(address) > 1:  # not "::" nor "::1"
-        found.append(last)
+    compatible = address in _IPV4_COMPATIBLE and int(address) > 1  # not "::" nor "::1"
+    if compatible or address in _NAT64 or address in _IPV4_TRANSLATED:
+        found.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
     if address in _LOCAL_NAT64:
         packed = address.packed
-        found.extend(ipaddress.IPv4Address(bytes(packed[i] for i in place)) for place in _NAT64_PLACES)
+        found.extend(
+            ipaddress.IPv4Address(bytes(packed[i] for i in place)) for place in _NAT64_PLACES
+        )
     return tuple(found)
 
 

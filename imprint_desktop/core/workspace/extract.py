@@ -3,8 +3,9 @@
 Every format ends up as plain lines, so passages, line ranges and ``read_document`` agree on what
 "line 12" means whatever the file was. Markdown, reStructuredText, plain text and source files are
 decoded as they are; HTML goes through Beautiful Soup over lxml (a real parser: tags, entities and
-scripts are handled properly, which regular expressions do not; and in linear time); PDF text is taken page by page with pypdf,
-and the line where each page starts is kept so citations can name the page.
+scripts are handled properly, which regular expressions do not; and in linear time); PDF text is
+taken page by page with pypdf, and the line where each page starts is kept so citations can name
+the page.
 
 Decoding never fails: UTF-8 (with or without a byte-order mark), UTF-16 with a mark, then
 Windows-1252, then Latin-1, which accepts any byte. A file that is binary after all, or that a

@@ -46,8 +46,8 @@ from jinja2.sandbox import (
     SandboxedEscapeFormatter,
     SandboxedFormatter,
 )
-from markupsafe import Markup
 from jinja2.visitor import NodeTransformer
+from markupsafe import Markup
 
 from imprint_desktop.core.providers.local.sandbox_filters import bounded_filters
 from imprint_desktop.core.providers.local.sandbox_limits import (

@@ -151,7 +151,9 @@ class ChatTemplate:
         self.source = CHATML_TEMPLATE if self.is_fallback else str(source)
         self.label = label or "the model"
         self._specials = {"bos_token": bos_token, "eos_token": eos_token}
-        self._env = _Sandbox(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols, _Generation])
+        self._env = _Sandbox(
+            trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols, _Generation]
+        )
         self._env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
         if len(self.source) > MAX_TEMPLATE_CHARS:
             limit = TemplateLimitError(f"it is {len(self.source):,} characters long")
