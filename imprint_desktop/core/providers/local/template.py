@@ -104,7 +104,7 @@ class _Generation(Extension):
     """``{% generation %}…{% endgeneration %}``: transformers' mark around the assistant's part
     (for training masks). Rendering, it is its content; templates that use it work unchanged."""
 
-    tags = frozenset({"generation"})
+    tags = {"generation"}  # noqa: RUF012 - the type Jinja declares for it
 
     def parse(self, parser: Parser) -> list[nodes.Node]:
         next(parser.stream)
