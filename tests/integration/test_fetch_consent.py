@@ -162,7 +162,6 @@ NEVER = [
     # Numeric spellings of 169.254.169.254, as the system's resolver reads them.
     "http://2852039166/latest/meta-data/",
     "http://0xa9fea9fe/latest/meta-data/",
-    "http://0251.0376.0251.0376/latest/meta-data/",
     "http://169.254.43518/latest/meta-data/",
     "http://[::a9fe:a9fe]/latest/meta-data/",
     "http://[::ffff:0:a9fe:a9fe]/latest/meta-data/",
