@@ -131,6 +131,11 @@ def test_with_allow_fetch_the_page_is_fetched(
         "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
         "http://metadata.google.internal/computeMetadata/v1/",
         "http://[fd00:ec2::254]/latest/meta-data/",
+        # 169.254.169.254 as the system's resolver reads other spellings of it, and Azure's.
+        "http://2852039166/latest/meta-data/",
+        "http://0xa9fea9fe/latest/meta-data/",
+        "http://[::ffff:0:a9fe:a9fe]/latest/meta-data/",
+        "http://168.63.129.16/machine?comp=goalstate",
     ],
 )
 def test_metadata_addresses_are_refused_even_with_allow_fetch(

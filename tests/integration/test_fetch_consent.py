@@ -159,6 +159,14 @@ NEVER = [
     "http://metadata.google.internal/computeMetadata/v1/",
     "http://METADATA.Google.Internal./computeMetadata/v1/",
     "https://metadata.goog/",
+    # Numeric spellings of 169.254.169.254, as the system's resolver reads them.
+    "http://2852039166/latest/meta-data/",
+    "http://0xa9fea9fe/latest/meta-data/",
+    "http://169.254.43518/latest/meta-data/",
+    "http://[::a9fe:a9fe]/latest/meta-data/",
+    "http://[::ffff:0:a9fe:a9fe]/latest/meta-data/",
+    "http://[64:ff9b:1::a9fe:a9fe]/latest/meta-data/",
+    "http://168.63.129.16/machine?comp=goalstate",
 ]
 
 
@@ -175,7 +183,7 @@ def test_link_local_and_metadata_addresses_are_refused_without_asking(
     assert proxy.requests == [], "a request was sent towards the address"
 
 
-@pytest.mark.parametrize("host", ["2852039166", "0xa9fea9fe", "169.254.169.254.nip.invalid"])
+@pytest.mark.parametrize("host", ["169.254.169.254.nip.invalid"])
 def test_a_name_that_resolves_to_link_local_is_refused_after_the_lookup(
     host: str, proxy: OpenAIServer, workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -198,6 +206,10 @@ def test_a_name_that_resolves_to_link_local_is_refused_after_the_lookup(
         "http://2852039166/latest/meta-data/",
         "http://metadata.google.internal/computeMetadata/v1/",
         "http://[fe80::a9fe:a9fe]/",
+        "http://[::a9fe:a9fe]/latest/meta-data/",
+        "http://[::ffff:0:a9fe:a9fe]/latest/meta-data/",
+        "http://[64:ff9b:1:a9fe:a9:fe00::]/latest/meta-data/",
+        "http://168.63.129.16/machine?comp=goalstate",
     ],
 )
 def test_a_redirect_to_link_local_or_metadata_is_refused(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -66,6 +67,10 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.write(line)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client stopped reading at its cap, as it should
+        elif self.path == "/dense":  # the most markup a page may have, seconds of parsing
+            self._send(200, "text/html", b"<a href='x'>text " * (MAX_BYTES // 17))
+        elif self.path == "/unclosed":  # quadratic for html.parser before its 2025 fixes
+            self._send(200, "text/html", b"<p>The quay opens at six.</p>" + b"<x " * 20_000)
         elif self.path == "/slow":
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
@@ -150,6 +155,46 @@ def test_slow_page_stops_at_the_callers_timeout(server: str, workspace: Workspac
     assert result.status == "error"
     assert "did not answer within" in result.content or "did not finish" in result.content
     assert loop_time[0] < 5
+
+
+def test_a_page_is_parsed_off_the_loop_and_its_time_limit_holds(
+    server: str, workspace: Workspace
+) -> None:
+    """Parsing a page that takes seconds must not hold the engine's loop: the loop keeps its
+    pace (streaming, clocks, Stop) and the fetch ends at the caller's time limit."""
+    gaps: list[float] = []
+
+    async def call() -> tuple[ToolResult, float]:
+        loop = asyncio.get_running_loop()
+
+        async def heartbeat() -> None:
+            last = loop.time()
+            while True:
+                await asyncio.sleep(0.02)
+                gaps.append(loop.time() - last)
+                last = loop.time()
+
+        beating = asyncio.create_task(heartbeat())
+        async with httpx.AsyncClient() as client:
+            toolbox = Toolbox(workspace, make_config(FETCH).tools, client)
+            started = loop.time()
+            result = await toolbox.execute("fetch_url", {"url": f"{server}/dense"}, timeout=0.5)
+            seconds = loop.time() - started
+        beating.cancel()
+        return result, seconds
+
+    result, seconds = asyncio.run(call())
+    assert result.status == "error" and "did not" in result.content, result.content
+    assert seconds < 2.0
+    assert max(gaps) < 1.0, f"the loop was held for {max(gaps):.1f} s"
+
+
+def test_unclosed_tags_are_parsed_at_once(server: str, workspace: Workspace) -> None:
+    started = time.monotonic()
+    result = fetch(workspace, f"{server}/unclosed", timeout=20)
+    assert time.monotonic() - started < 20
+    assert result.status == "ok", result.content
+    assert "The quay opens at six." in result.content
 
 
 def test_huge_page_is_capped(server: str, workspace: Workspace) -> None:

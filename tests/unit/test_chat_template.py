@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -11,12 +13,14 @@ from jinja2.exceptions import SecurityError
 
 from imprint_desktop.core.errors import ChatTemplateError
 from imprint_desktop.core.providers.base import Message, ToolCall
-from imprint_desktop.core.providers.local.sandbox_limits import TemplateLimitError
+from imprint_desktop.core.providers.local.sandbox_limits import MAX_VALUE, TemplateLimitError
+from imprint_desktop.core.providers.local.sandbox_operators import check_printf
 from imprint_desktop.core.providers.local.template import (
     CHATML_TEMPLATE,
     MAX_RENDER_SECONDS,
     ChatTemplate,
 )
+from tests.support.growth import growth
 
 # The shape of the starter model's template: ChatML with a default system message.
 SMOL = (
@@ -213,7 +217,100 @@ HOSTILE = {
     ),
     "batch fill": f"{{{{ [1] | batch(100000, {BIG}) | list }}}}",
     "too long": "x" * (2 * 1024 * 1024),
+    # Its own size check was quadratic: each "%(" made it read on to the end looking for ")".
+    "printf key that never closes": "{% set f = '%(' * 200000 %}{{ f % 1 }}",
+    "printf key with parentheses": "{{ '%(a(b)c)999999999s' % {} }}",
+    "printf star width": "{{ '%*d' % (999999999, 1) }}",
+    "splitting into millions": "{{ ('ab ' * 1000000).split() | length }}",
+    # A template may append to a list it made (Kimi K2 keeps a queue); not without bound.
+    "appending big text": (
+        "{% set ns = namespace(kept=[]) %}{% for i in range(1000) %}"
+        "{% set _ = ns.kept.append('x' * 4000000 ~ i) %}{% endfor %}"
+    ),
+    "appending millions": (
+        "{% set ns = namespace(kept=[]) %}{% for i in range(10000) %}{% for j in range(100) %}"
+        "{% set _ = ns.kept.append(j) %}{% endfor %}{% endfor %}"
+    ),
 }
+
+# Each made its result before any check looked at it: hundreds of megabytes or more (in the old
+# sandbox, the numbers below kept at a size this machine survives). A render is traced and its
+# peak must stay far below that: the result is refused before it is made.
+GREEDY = {
+    "format width in an argument": "{{ '{0:>{1}}'.format('x', '300000000') }}",
+    "format precision in an argument": "{{ '{0:.{1}f}'.format(1.5, '300000000') }}",
+    "format_map width": "{{ '{a:>{b}}'.format_map({'a': 'x', 'b': '300000000'}) }}",
+    "translate to long text": (
+        "{% set y = 'y' * 1000000 %}{{ ('x' * 250).translate([" + "y, " * 121 + "]) }}"
+    ),
+    "cycler chain": (
+        "{% set ns = namespace(c=none) %}{% for i in range(60) %}"
+        "{% set ns.c = cycler(ns.c, 'x' * 4000000 ~ i) %}{% endfor %}"
+    ),
+    "namespace chain": (
+        "{% set ns = namespace(c=none) %}{% for i in range(60) %}"
+        "{% set ns.c = namespace(before=ns.c, text='x' * 4000000 ~ i) %}{% endfor %}"
+    ),
+    "list chain": (
+        "{% set ns = namespace(c=none) %}{% for i in range(60) %}"
+        "{% set ns.c = [ns.c, 'x' * 4000000 ~ i] %}{% endfor %}"
+    ),
+    "dict chain": (
+        "{% set ns = namespace(c=none) %}{% for i in range(60) %}"
+        "{% set ns.c = {'before': ns.c, 'text': 'x' * 4000000 ~ i} %}{% endfor %}"
+    ),
+    "strftime_now of a long format": "{{ strftime_now('%c' * 2000000) | length }}",
+}
+
+
+@pytest.mark.parametrize("source", GREEDY.values(), ids=GREEDY.keys())
+def test_results_are_sized_before_they_are_made(source: str) -> None:
+    tracemalloc.start()
+    try:
+        started = time.monotonic()
+        with pytest.raises(ChatTemplateError, match="far more work") as caught:
+            ChatTemplate(source, label="Greedy model").render((Message("user", "Hi"),))
+        seconds = time.monotonic() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert isinstance(caught.value.__cause__, TemplateLimitError)
+    assert seconds < 5.0
+    assert peak < 4 * MAX_VALUE  # a few values at the most one may be, never their product
+
+
+@pytest.mark.parametrize("piece", ["%(", "%", "%%", "% ", "%0", "%(a)s"])
+def test_a_printf_format_is_checked_in_linear_time(piece: str) -> None:
+    def check(size: int) -> None:
+        with contextlib.suppress(TemplateLimitError):
+            check_printf(piece * size, 1)
+
+    assert growth(check, 20_000, 4) < 8
+
+
+def test_a_template_may_keep_a_queue_in_a_list_of_its_own() -> None:
+    """Kimi K2's templates queue call ids with ``append`` and ``pop``: allowed on lists the
+    template made, never on the ones it was given (see ``ESCAPES`` for ``messages.append``)."""
+    source = (
+        "{% set queue = namespace(ids=[]) %}{% for m in messages %}"
+        "{% set _ = queue.ids.append(m.role) %}{% endfor %}"
+        "{{ queue.ids.pop(0) }},{{ queue.ids | join(',') }}"
+    )
+    text = ChatTemplate(source).render((Message("user", "a"), Message("assistant", "b")))
+    assert text == "user,assistant"
+
+
+def test_text_methods_inside_loops_and_blocks_take_jinjas_own_arguments() -> None:
+    """Jinja passes the variables set in a loop or block to every call made there; the bounded
+    text methods must take them like any call does (several real templates call ``.replace()``
+    and ``.join()`` inside ``{% for %}``)."""
+    source = (
+        "{% for m in messages %}{{ m.content.replace('a', 'o') }}|{{ ', '.join([m.role, 'x']) }}|"
+        "{{ m.content.split(' ') | length }}|{{ '{0:>4}'.format(loop.index) }}{% endfor %}"
+        "{% block tail %}{% for i in [1] %}{{ '-'.join(['a', 'b']) }}{% endfor %}{% endblock %}"
+    )
+    text = ChatTemplate(source).render((Message("user", "a cat sat"),))
+    assert text == "o cot sot|user, x|3|   1a-b"
 
 
 @pytest.mark.parametrize("source", HOSTILE.values(), ids=HOSTILE.keys())

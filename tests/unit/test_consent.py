@@ -122,6 +122,15 @@ def test_the_trace_line_has_the_fields_of_design_5_and_no_password() -> None:
         ("::ffff:169.254.169.254", Reach.REFUSED),
         ("64:ff9b::a9fe:a9fe", Reach.REFUSED),
         ("2002:a9fe:a9fe::1", Reach.REFUSED),
+        ("::a9fe:a9fe", Reach.REFUSED),  # IPv4-compatible
+        ("::ffff:0:a9fe:a9fe", Reach.REFUSED),  # IPv4-translated
+        ("64:ff9b:1::a9fe:a9fe", Reach.REFUSED),  # local-use NAT64, as a /96
+        ("64:ff9b:1:a9fe:a9:fe00::", Reach.REFUSED),  # local-use NAT64, as a /48
+        ("64:ff9b:1:0:a9:fea9:fe00::", Reach.REFUSED),  # local-use NAT64, as a /56
+        ("2001:0:4136:e378:8000:63bf:5601:5601", Reach.REFUSED),  # Teredo
+        ("168.63.129.16", Reach.REFUSED),  # Azure's host endpoint
+        ("64:ff9b:1::5db8:d822", Reach.LOCAL),  # local-use NAT64 is local whatever it carries
+        ("::ffff:0:c0a8:101", Reach.LOCAL),
         ("127.0.0.1", Reach.LOCAL),
         ("::1", Reach.LOCAL),
         ("0.0.0.0", Reach.LOCAL),
@@ -141,9 +150,23 @@ def test_the_class_of_an_address(address: str, expected: Reach) -> None:
 
 
 def test_names_and_literals_refused_before_any_lookup() -> None:
-    for host in ("metadata.google.internal", "Metadata.Google.Internal.", "169.254.169.254"):
+    for host in (
+        "metadata.google.internal",
+        "Metadata.Google.Internal.",
+        "169.254.169.254",
+        # The metadata address in the numeric spellings a resolver reads (inet_aton's).
+        "2852039166",
+        "0xa9fea9fe",
+        "0XA9FEA9FE.",
+        "0251.0376.0251.0376",
+        "0xa9.0xfe.0xa9.0xfe",
+        "169.254.43518",
+        "169.16689662",
+        "[::a9fe:a9fe]",
+        "168.63.129.16",
+    ):
         assert never_fetched(host) is not None, host
-    for host in ("example.org", "127.0.0.1", "[::1]", "2852039166", "localhost"):
+    for host in ("example.org", "127.0.0.1", "[::1]", "2130706433", "localhost", "08.1.1.1"):
         assert never_fetched(host) is None, host  # these are judged after lookup, or allowed
 
 

@@ -30,6 +30,7 @@ CONVERSATION = (
 ECHO = (
     "{% for m in messages %}<{{ m.role }}>{{ m.content }}"
     "{% for c in m.tool_calls or [] %}[call {{ c.id }} {{ c.function.name }}]{% endfor %}"
+    "{% for c in m.tool_calls or [] %}({{ c.function.arguments | tojson }}){% endfor %}"
     "{% if m.tool_call_id %}[for {{ m.tool_call_id }}]{% endif %}{% endfor %}"
     "{% if tools %}[{{ tools | length }} tools]{% endif %}"
 )
@@ -51,8 +52,32 @@ SYSTEM_ONLY_LAST = (
     "{% set system = messages[0].content if messages[0].role == 'system' else '' %}"
     "{% for m in messages if m.role != 'system' %}"
     "{% if m.role == 'user' and loop.last %}<user>{{ system }} {{ m.content }}"
-    "{% elif m.role == 'user' %}<user>{{ m.content }}{% else %}<{{ m.role }}>{% endif %}"
-    "{% endfor %}{% if tools %}{{ tools | length }}{% endif %}"
+    "{% elif m.role == 'user' %}<user>{{ m.content }}{% else %}<{{ m.role }}>{{ m.content }}"
+    "{% for c in m.tool_calls or [] %}{{ c.function.name }}{{ c.function.arguments | tojson }}"
+    "{% endfor %}{% endif %}{% endfor %}{% if tools %}{{ tools | length }}{% endif %}"
+)
+# Takes the history, but shows the model only part of it (real templates do each of these).
+WITHOUT_ARGUMENTS = (
+    "{% for m in messages %}<{{ m.role }}>{{ m.content }}"
+    "{% for c in m.tool_calls or [] %}<call>{{ c.function.name }}</call>{% endfor %}{% endfor %}"
+    "{% if tools %}{{ tools | tojson }}{% endif %}"
+)
+WITHOUT_NAMES = (
+    "{% for m in messages %}<{{ m.role }}>{{ m.content }}"
+    "{% for c in m.tool_calls or [] %}{{ c.function.arguments | tojson }}{% endfor %}{% endfor %}"
+    "{% if tools %}{{ tools | tojson }}{% endif %}"
+)
+WITHOUT_RESULTS = (
+    "{% for m in messages if m.role != 'tool' %}<{{ m.role }}>{{ m.content }}"
+    "{% for c in m.tool_calls or [] %}{{ c.function.name }}{{ c.function.arguments | tojson }}"
+    "{% endfor %}{% endfor %}{% if tools %}{{ tools | tojson }}{% endif %}"
+)
+# User and assistant must take turns (as in many templates without tool support).
+STRICT_TURNS = (
+    "{% for m in messages if m.role != 'system' %}"
+    "{% if (m.role == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{% endif %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>{% endfor %}<assistant>"
 )
 
 
@@ -114,6 +139,41 @@ def test_a_template_refusing_any_tool_history_gets_tools_in_the_prompt(
     assert "no tool results, ever" in caplog.text
     text = template.render(CONVERSATION, (TOOL,))
     assert "<tool_call>[" in text and "<tool_response>" in text and "<tool>" not in text
+
+
+@pytest.mark.parametrize(
+    ("source", "unseen"),
+    [
+        (WITHOUT_ARGUMENTS, "the arguments"),
+        (WITHOUT_NAMES, "the name"),
+        (WITHOUT_RESULTS, "the result"),
+    ],
+    ids=["arguments", "names", "results"],
+)
+def test_a_template_hiding_part_of_a_tool_call_gets_tools_in_the_prompt(
+    source: str, unseen: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The model must see what it called, with what, and what came back; a template that leaves
+    one out (granite 3.x and LFM2 drop the arguments) is not used for tools."""
+    template = checked(source)
+    assert not template.supports_tools
+    assert f"leaves {unseen} of a tool call out of the prompt" in caplog.text
+    text = template.render(CONVERSATION, (TOOL,))
+    assert '<tool_call>[{"name": "search_workspace", "arguments": {"query": "a"}}' in text
+    assert "<tool_response>\nfirst\n</tool_response>" in text
+
+
+def test_prompted_tools_keep_user_and_assistant_taking_turns() -> None:
+    """Tool results come back as a user turn; a follow-up question after them is merged into it,
+    so a template that insists on strict turns takes every research round."""
+    template = checked(STRICT_TURNS)
+    assert not template.supports_tools and template.system_role
+    follow_up = (*CONVERSATION, Message("assistant", "Ada."), Message("user", "And after her?"))
+    for conversation in (CONVERSATION, (*CONVERSATION, Message("user", "Go on.")), follow_up):
+        text = template.render(conversation, (TOOL,))
+        assert text.endswith("</user><assistant>")
+    text = template.render((*CONVERSATION, Message("user", "Go on.")), (TOOL,))
+    assert "first\n</tool_response>\n\nGo on.</user>" in text
 
 
 def test_a_system_message_dropped_when_tools_follow_is_folded_into_the_question() -> None:

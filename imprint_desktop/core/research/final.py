@@ -50,17 +50,71 @@ FINAL_PASSAGE_CHARS = 1200
 FALLBACK_EVIDENCE_CHARS = 20_000
 
 #: Tool-call markup a model may still write when no tool can be called: never shown as an answer.
-_CALL_MARKUP = re.compile(
-    r"<tool_call>.*?(?:</tool_call>|$)|<\|tool_call\|>.*?(?:<\|/tool_call\|>|$)"
-    r"|<function=[^>]*>.*?(?:</function>|$)|\[TOOL_CALLS\].*?(?:\n\n|$)"
-    r"|<\|python_tag\|>.*?(?:<\|eom_id\|>|<\|eot_id\|>|$)",
-    re.DOTALL,
+#: Each opening mark, and what ends its markup (else the end of the text).
+_CALL_MARKUP: dict[str, tuple[str, ...]] = {
+    "<tool_call>": ("</tool_call>",),
+    "<|tool_call|>": ("<|/tool_call|>",),
+    "<function=": ("</function>",),  # after the ">" that closes the mark itself
+    "[TOOL_CALLS]": ("\n\n",),
+    "<|python_tag|>": ("<|eom_id|>", "<|eot_id|>"),
+}
+_CALL_OPENING = re.compile("|".join(map(re.escape, _CALL_MARKUP)))
+_CALL_OPENING_NO_FUNCTION = re.compile(
+    "|".join(re.escape(mark) for mark in _CALL_MARKUP if mark != "<function=")
 )
 
 
 def without_call_markup(text: str) -> str:
-    """``text`` without tool-call markup (the final answer may call no tool), stripped."""
-    return _CALL_MARKUP.sub("", text).strip()
+    """``text`` without tool-call markup (the final answer may call no tool), stripped.
+
+    Markup runs from its opening mark to the first end mark after it, or to the end of the text.
+    The text is read once from left to right, and each search for an end mark starts where the
+    last one for that mark stopped: a reply of a million unclosed marks costs what one does (a
+    regular expression rescanned the rest of the text from each of them).
+    """
+    kept: list[str] = []
+    finder = _Finder(text)
+    opening = _CALL_OPENING
+    cursor = search_from = 0  # the text before cursor is decided; openings are looked for after
+    while (found := opening.search(text, search_from)) is not None:
+        mark, body = found.group(), found.end()
+        if mark == "<function=":
+            body = finder.find(">", body) + 1
+            if body == 0:  # no ">" anywhere after: no later "<function=" opens markup either
+                opening = _CALL_OPENING_NO_FUNCTION
+                search_from = found.start() + 1
+                continue
+        kept.append(text[cursor : found.start()])
+        closes = _CALL_MARKUP[mark]
+        ends = [(end, len(close)) for close in closes if (end := finder.find(close, body)) != -1]
+        if not ends:
+            cursor = len(text)
+            break
+        end, length = min(ends)
+        cursor = search_from = end + length
+    kept.append(text[cursor:])
+    return "".join(kept).strip()
+
+
+class _Finder:
+    """``text.find(mark, start)`` that remembers, per mark, where it found it (or that it is not
+    there), so searches from positions that only move forward read the text once per mark."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._found: dict[str, tuple[int, int]] = {}  # mark -> (searched from, found at or -1)
+
+    def find(self, mark: str, start: int) -> int:
+        known = self._found.get(mark)
+        if known is not None:
+            searched_from, found_at = known
+            if found_at == -1 and start >= searched_from:
+                return -1
+            if searched_from <= start <= found_at:
+                return found_at
+        found_at = self._text.find(mark, start)
+        self._found[mark] = (start, found_at)
+        return found_at
 
 
 @dataclass(frozen=True, slots=True)

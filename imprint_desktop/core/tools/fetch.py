@@ -10,7 +10,8 @@ saw, not the machines behind it.
 
 The caller passes the time left; the whole exchange — connect, redirects, body — must fit in it.
 At most :data:`MAX_BYTES` of the body are read, so a huge or endless response costs bounded memory.
-Only text is accepted: HTML is reduced to its main text (navigation, scripts and the like removed),
+Only text is accepted: HTML is reduced to its main text (navigation, scripts and the like removed;
+parsed in a worker thread, never on the engine's loop),
 plain text, Markdown, JSON, XML and CSV are kept as they are, and anything else (images, archives,
 PDFs from the web) is refused with the content type named.
 """
@@ -26,7 +27,7 @@ from imprint_desktop.core.errors import FetchError
 from imprint_desktop.core.tools.addresses import HopGuard, never_fetched
 from imprint_desktop.core.urls import NotHttpUrl, http_url
 from imprint_desktop.core.workspace.extract import decode
-from imprint_desktop.core.workspace.html import html_title, html_to_text
+from imprint_desktop.core.workspace.html import html_page
 
 MAX_BYTES = 2 * 1024 * 1024
 DEFAULT_TIMEOUT = 30.0
@@ -167,13 +168,10 @@ async def _page(response: httpx.Response, max_bytes: int) -> Page:
     )
     if is_html:
         markup: str | bytes = _decode(data, charset) if charset else data
-        return Page(
-            final_url,
-            content_type or "text/html",
-            html_title(markup) or final_url,
-            html_to_text(markup, main_only=True),
-            truncated,
-        )
+        # Parsed in a worker thread: the engine's loop stays free, so Stop and the time limit
+        # end the wait at once (the parse itself is linear in the page, capped at MAX_BYTES).
+        title, text = await asyncio.to_thread(html_page, markup, main_only=True)
+        return Page(final_url, content_type or "text/html", title or final_url, text, truncated)
     if b"\x00" in data[:8192]:
         raise FetchError(f"{final_url} is binary data, not a text page.")
     text = _decode(data, charset) if charset else decode(data)[0]

@@ -11,6 +11,14 @@ another.
 Links are never followed: symbolic links, and on Windows directory junctions and the other
 name-surrogate reparse points (:func:`is_link`), are not walked, and :func:`read_inside` opens a
 file so that a link swapped in after the scan is refused rather than read (see there).
+
+Hard links are names too, and no platform says where a file's other names are: a hard link
+inside the workspace to ``~/.ssh/id_ed25519`` or another person's file looks like any document.
+So a regular file with more than one name (``st_nlink`` above 1, as ``fstat`` of the opened file
+reports it) is not read: its other names may lie outside the workspace, and finding them would
+mean searching every folder of the volume. The index reports it with that reason. Linux, macOS and
+Windows (NTFS) all count a file's names; where a file system does not (it reports 1 or 0), files
+are read as before. A person who wants such a file in the workspace copies it.
 """
 
 from __future__ import annotations
@@ -173,7 +181,8 @@ def read_inside(root: Path, relative: str, *, max_bytes: int) -> tuple[bytes, os
     component is checked to be no link or junction, the file is opened, and the opened file must be
     the one at that path (same file id) whose real path is still inside ``root``. The file is opened
     non-blocking, so a FIFO put in its place cannot stall the read; only regular files up to
-    ``max_bytes`` are read. Raises :class:`DocumentError` (with the reason) or ``OSError``.
+    ``max_bytes`` are read, and only files with one name (no hard link: see the module docstring).
+    Raises :class:`DocumentError` (with the reason) or ``OSError``.
     """
     parts = relative.split("/")
     descriptor = _open_walking(root, parts) if _WALK_BY_FOLDER else _open_checked(root, parts)
@@ -181,6 +190,11 @@ def read_inside(root: Path, relative: str, *, max_bytes: int) -> tuple[bytes, os
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
             raise DocumentError(f"{relative} is not a regular file any more")
+        if info.st_nlink > 1:
+            raise DocumentError(
+                f"{relative} has {info.st_nlink} names (hard links), and the others may lie "
+                "outside the workspace: it is not read (copy it into the workspace instead)"
+            )
         if info.st_size > max_bytes:
             raise DocumentError(f"{relative} is larger than the {max_bytes // 2**20} MB limit")
         chunks = []

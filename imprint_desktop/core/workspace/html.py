@@ -1,7 +1,11 @@
 """HTML to readable text, for indexed pages and for ``fetch_url``.
 
-Beautiful Soup parses the page (Python's own ``html.parser``: no compiled dependency, tolerant of
-the broken markup real pages have). The tree is walked once and turned into paragraphs: block
+Beautiful Soup builds the tree with lxml's HTML parser (libxml2): tolerant of the broken markup
+real pages have, and linear in the size of the page whatever it holds. (Python's own
+``html.parser`` is not: before its 2025 fixes, which a given Python may lack, a page of unclosed
+``<x `` tags took time growing with the square of its size — 59 KB, 83 seconds; measured against
+it in ``tests/unit/workspace/test_html.py``.) The page is parsed once for its title and its text.
+The tree is walked once and turned into paragraphs: block
 elements start a new paragraph, inline elements flow into the current one, headings become Markdown
 headings and list items bullets, so passages can follow the page's sections. ``<pre>`` keeps its
 lines.
@@ -40,12 +44,26 @@ _MAIN_TEXT_MINIMUM = 200
 
 
 def _parse(markup: str | bytes) -> BeautifulSoup:
-    return BeautifulSoup(markup, "html.parser")
+    return BeautifulSoup(markup, "lxml")
+
+
+def html_page(markup: str | bytes, *, main_only: bool = False) -> tuple[str | None, str]:
+    """The page's title (:func:`html_title`) and text (:func:`html_to_text`), from one parse."""
+    soup = _parse(markup)
+    return _title(soup), _text(soup, main_only=main_only)
 
 
 def html_title(markup: str | bytes) -> str | None:
     """The page's ``<title>``, else its first ``<h1>``."""
-    soup = _parse(markup)
+    return _title(_parse(markup))
+
+
+def html_to_text(markup: str | bytes, *, main_only: bool = False) -> str:
+    """The visible text of a page as paragraphs separated by blank lines."""
+    return _text(_parse(markup), main_only=main_only)
+
+
+def _title(soup: BeautifulSoup) -> str | None:
     for tag in (soup.title, soup.find("h1")):
         if isinstance(tag, Tag):
             text = _SPACES.sub(" ", tag.get_text(" ")).strip()
@@ -54,9 +72,7 @@ def html_title(markup: str | bytes) -> str | None:
     return None
 
 
-def html_to_text(markup: str | bytes, *, main_only: bool = False) -> str:
-    """The visible text of a page as paragraphs separated by blank lines."""
-    soup = _parse(markup)
+def _text(soup: BeautifulSoup, *, main_only: bool) -> str:
     for tag in soup.find_all(_INVISIBLE):
         tag.decompose()
     root: Tag = soup.body if isinstance(soup.body, Tag) else soup
@@ -86,7 +102,13 @@ def _main_element(root: Tag) -> Tag:
     return root
 
 
+#: Put on the walk's stack after a block's children: the block ends there.
+_END_OF_BLOCK = object()
+
+
 def _render(root: Tag) -> str:
+    """The text under ``root`` as paragraphs. The walk keeps its own stack (no recursion), so a
+    page nested thousands of elements deep is read like any other."""
     blocks: list[str] = []
     current: list[str] = []
 
@@ -96,32 +118,31 @@ def _render(root: Tag) -> str:
             blocks.append(text)
         current.clear()
 
-    def walk(node: Tag) -> None:
-        for child in node.children:
-            if isinstance(child, Comment | Doctype):
-                continue
-            if isinstance(child, NavigableString):
-                current.append(str(child))
-                continue
-            if not isinstance(child, Tag):
-                continue
-            name = child.name
+    stack: list[object] = list(reversed(root.contents))
+    while stack:
+        node = stack.pop()
+        if node is _END_OF_BLOCK:
+            flush()
+        elif isinstance(node, Comment | Doctype):
+            continue
+        elif isinstance(node, NavigableString):
+            current.append(str(node))
+        elif isinstance(node, Tag):
+            name = node.name
             if name == "br":
                 current.append(" ")
             elif name == "pre":
                 flush()
-                blocks.append(child.get_text().strip("\n"))
+                blocks.append(node.get_text().strip("\n"))
             elif name in _BLOCKS:
                 flush()
                 if len(name) == 2 and name[0] == "h" and name[1].isdigit():
                     current.append("#" * int(name[1]) + " ")
                 elif name == "li":
                     current.append("- ")
-                walk(child)
-                flush()
+                stack.append(_END_OF_BLOCK)
+                stack.extend(reversed(node.contents))
             else:
-                walk(child)
-
-    walk(root)
+                stack.extend(reversed(node.contents))
     flush()
     return "\n\n".join(block for block in blocks if block.strip())

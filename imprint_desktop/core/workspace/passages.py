@@ -20,13 +20,33 @@ TARGET_CHARS = 700
 MAX_CHARS = 1500
 MAX_LINES = 40
 
-_MARKDOWN_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _UNDERLINE = re.compile(r"^([=\-~^*#+`'\":._])\1{2,}\s*$")
 
 
 #: Sentence ends and line breaks: where a long passage may be cut around what matched.
 _UNITS = re.compile(r"(?<=[.!?;:])\s+|\n+")
 _STEM = 5  # words compared by their first letters: "restored" finds "restore", "restoration"
+
+
+def atx_heading(line: str, indent: int = 3) -> str | None:
+    """The text of ``line`` if it is a Markdown ATX heading (``## Title ##``), else None.
+
+    Read with string methods, each part of the line looked at once: every line of every document
+    passes here, and a regular expression for "text, then optional spaces and closing marks" tried
+    all the ways of sharing a run of spaces between its parts (``# a`` + a few thousand spaces +
+    ``b`` took minutes). A closing run of ``#`` counts only after a space (``# C#`` is "C#").
+    """
+    stripped = line.lstrip()
+    if not stripped.startswith("#") or len(line) - len(stripped) > indent:
+        return None
+    rest = stripped.lstrip("#")
+    if len(stripped) - len(rest) > 6 or not rest[:1].isspace():
+        return None
+    text = rest.strip()
+    unclosed = text.rstrip("#")
+    if not unclosed or unclosed[-1].isspace():
+        text = unclosed.rstrip()
+    return text or None
 
 
 def query_terms(query: str) -> frozenset[str]:
@@ -170,7 +190,7 @@ def _blocks(lines: Sequence[str], page_breaks: frozenset[int]) -> Iterator[_Bloc
         start = index
         heading = _heading_at(lines, index)
         if heading is not None:
-            width = 2 if _MARKDOWN_HEADING.match(lines[index]) is None else 1
+            width = 2 if atx_heading(lines[index]) is None else 1
             yield _Block(start, start + width, heading, len(lines[index]))
             index += width
             continue
@@ -190,9 +210,9 @@ def _blocks(lines: Sequence[str], page_breaks: frozenset[int]) -> Iterator[_Bloc
 def _heading_at(lines: Sequence[str], index: int) -> str | None:
     """The heading text if line ``index`` starts a Markdown (ATX or setext) or RST heading."""
     line = lines[index]
-    match = _MARKDOWN_HEADING.match(line)
-    if match is not None and match.group(1):
-        return match.group(1)
+    heading = atx_heading(line)
+    if heading is not None:
+        return heading
     if index + 1 < len(lines) and line.strip() and len(line.strip()) <= 120:
         following = lines[index + 1].strip()
         if _UNDERLINE.match(following) and len(following) >= min(len(line.strip()), 3):

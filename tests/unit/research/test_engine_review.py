@@ -25,6 +25,7 @@ from imprint_desktop.core.research.sources import SOURCES_HEADING, written
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools, passage
+from tests.support.growth import growth
 from tests.support.scripted_provider import ScriptedProvider, Step
 from tests.support.settings import research_settings
 from tests.unit.research.test_engine import (
@@ -114,6 +115,16 @@ def test_the_final_request_offers_no_tool_and_its_call_markup_never_reaches_the_
 )
 def test_call_markup_is_taken_out_of_a_final_answer(text: str, clean: str) -> None:
     assert without_call_markup(text) == clean
+
+
+@pytest.mark.parametrize(
+    "piece",
+    ["<function=", "<function=x>", "<|python_tag|>a<|eom_id|>", "[TOOL_CALLS]a\n", "<tool_call>"],
+)
+def test_call_markup_is_taken_out_in_linear_time(piece: str) -> None:
+    """A model (or a page it quoted) can repeat an opening mark a million times: the answer is
+    read once, not once per mark."""
+    assert growth(lambda size: without_call_markup("A." + piece * size), 1000, 4) < 8
 
 
 def test_a_failed_final_has_its_request_line() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import threading
@@ -146,9 +147,19 @@ def test_damaged_and_oddly_encoded_files_do_not_stop_indexing(tmp_path: Path) ->
         assert again.unchanged == 6
 
 
-def test_a_parser_failing_in_this_process_skips_only_that_file(workspace: Workspace) -> None:
+def test_a_parser_failing_in_this_process_skips_only_that_file(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # HTML nested 100,000 deep once made the walk recurse too deep; it no longer does (see
+    # test_linear_text.py), so the parser's failure is played by a stand-in failing the same way.
+    def too_deep(markup: str | bytes, *, main_only: bool = False) -> tuple[str | None, str]:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    # The package's ``extract`` is the function: the module is reached by its name.
+    extraction = importlib.import_module("imprint_desktop.core.workspace.extract")
+    monkeypatch.setattr(extraction, "html_page", too_deep)
     nested = workspace.root / "nested.html"
-    nested.write_bytes(b"<div>" * 100_000 + b"kelp")  # deeper than the HTML walk can recurse
+    nested.write_bytes(b"<div>" * 100_000 + b"kelp")
     with pytest.raises(RecursionError):  # for a tool call: the tool failed (and it is logged)
         workspace.read("nested.html")
     report = workspace.index.update()

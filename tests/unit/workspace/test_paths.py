@@ -191,6 +191,25 @@ def test_links_to_files_and_folders_outside_are_not_indexed_or_searchable(
     assert all("outside" not in document.path for document in workspace.index.documents())
 
 
+def test_a_hard_link_to_a_file_outside_is_not_indexed_or_read(
+    workspace: Workspace, corpus: Path, outside: Path
+) -> None:
+    """A hard link is a second name of the same file: nothing in the workspace tells it from a
+    document, so any file with more than one name is refused, with the reason."""
+    os.link(outside / "secret.md", corpus / "innocent.md")
+    report = workspace.index.update()
+    problems = {problem.path: problem.reason for problem in report.problems}
+    assert "hard links" in problems["innocent.md"]
+    assert report.documents == 3
+    assert workspace.index.search("swordfish") == []
+    result = run_tool(
+        Toolbox(workspace, make_config().tools, None), "read_document", {"path": "innocent.md"}
+    )
+    assert result.status == "error"
+    assert "swordfish" not in result.content
+    assert "hard links" in result.content
+
+
 def swap_after_scan(monkeypatch: pytest.MonkeyPatch, swap: Callable[[], None]) -> None:
     """Run ``swap`` once the index has listed the folder, before it reads any file."""
     original = update_module.scan

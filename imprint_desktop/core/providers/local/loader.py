@@ -164,7 +164,7 @@ def load_model(
     name = info.name or path.stem
     source = info.metadata.get("tokenizer.chat_template")
     template_source = source if isinstance(source, str) else None
-    template_source = _checked_template(template_source, name)
+    template_source = usable_template(template_source, name)
     check_memory(path, info, options)
     if cancel is not None and cancel.cancelled:
         raise Cancelled("Model loading was stopped.")
@@ -247,8 +247,10 @@ def check_memory(path: Path, info: GgufInfo, options: ModelConfig) -> None:
         )
 
 
-def _checked_template(source: str | None, name: str) -> str | None:
-    """The template source to use: refuse a hostile one, fall back to ChatML for a broken one."""
+def usable_template(source: str | None, name: str) -> str | None:
+    """The template source to use (None: ChatML): refuse a hostile one, fall back to ChatML for
+    a broken one. Loading then builds the template with the model's special tokens and checks it
+    again (:meth:`~.template.ChatTemplate.check`, which learns how it takes tool conversations)."""
     try:
         ChatTemplate(source, label=name).check()
     except ChatTemplateError as error:

@@ -61,7 +61,7 @@ def tojson(value: Any, indent: int | str | None = None, **_: Any) -> str:
     by piece so that a structure that would print too long is stopped before it is all made."""
     if indent is not None:
         refuse_if_over(indent if isinstance(indent, int) else len(str(indent)), "an indent", 64)
-    encoder = json.JSONEncoder(ensure_ascii=False, indent=indent)
+    encoder = json.JSONEncoder(ensure_ascii=False, indent=indent, default=_json_list)
     pieces: list[str] = []
     size = 0
     for piece in encoder.iterencode(value):
@@ -69,6 +69,14 @@ def tojson(value: Any, indent: int | str | None = None, **_: Any) -> str:
         refuse_if_over(size, "tojson")
         pieces.append(piece)
     return "".join(pieces)
+
+
+def _json_list(value: Any) -> list[Any]:
+    """What ``tojson`` writes for a sequence that is no list (``map`` and ``select`` give
+    generators): its items, as other template engines do; anything else is refused as JSON."""
+    if isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping):
+        return bounded_list(value, "tojson")
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _with_length_check(function: Callable[..., Any], name: str) -> Callable[..., Any]:

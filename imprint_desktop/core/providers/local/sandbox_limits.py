@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jinja2.exceptions import SecurityError
+from jinja2.utils import Cycler, Joiner, Namespace
 
 #: The longest text (in characters) or the biggest structure a template may make in one operation.
 MAX_VALUE = 4 * 1024 * 1024
@@ -40,7 +41,9 @@ def weight(value: Any, limit: int = MAX_VALUE) -> int:
     """About how many characters ``str(value)`` has, counted only until it passes ``limit``.
 
     Cheap on purpose: strings count their length, containers their items plus a few characters per
-    reference, so sizing a structure visits at most ``limit / 8`` items.
+    reference, so sizing a structure visits at most ``limit / 8`` items. Jinja's ``namespace``,
+    ``cycler`` and ``joiner`` count what they hold: a chain of them, each holding the one before,
+    is as big as everything in it.
     """
     total = 0
     stack = [value]
@@ -58,11 +61,22 @@ def weight(value: Any, limit: int = MAX_VALUE) -> int:
                 stack.extend(itertools.chain.from_iterable(item.items()))
         elif is_int(item):
             total += item.bit_length() // 3 + 1
+        elif isinstance(item, Namespace | Cycler | Joiner):
+            total += _REFERENCE
+            stack.append(_held(item))
         else:
             total += _REFERENCE
         if total > limit:
             return total
     return total
+
+
+def _held(holder: Namespace | Cycler | Joiner) -> Any:
+    if isinstance(holder, Namespace):
+        return object.__getattribute__(holder, "_Namespace__attrs")
+    if isinstance(holder, Cycler):
+        return holder.items
+    return holder.sep
 
 
 def refuse_if_over(size: int, what: str, limit: int = MAX_VALUE) -> None:

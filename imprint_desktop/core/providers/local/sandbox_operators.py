@@ -11,7 +11,8 @@ get a checked stand-in (:func:`bounded_method`); the filters of the same name re
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from imprint_desktop.core.providers.local.sandbox_limits import (
@@ -27,8 +28,21 @@ from imprint_desktop.core.providers.local.sandbox_limits import (
 #: The operators the sandbox intercepts (which also keeps the compiler from folding them).
 ARITHMETIC = frozenset({"+", "-", "*", "/", "//", "%", "**"})
 
-_PRINTF_SPEC = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(\*|\d+)?(?:\.(\*|\d+))?")
+# The parts of a ``%`` conversion, each read at most once: a mapping key stops at the first
+# parenthesis, and the possessive ``*+`` never gives back what it took (no backtracking between
+# the flags and the digits), so a search is linear in the text.
+_PRINTF_HEAD = r"%(?:\([^()]*+\))?[-#0 +]*+"
+_PRINTF_HUGE = re.compile(_PRINTF_HEAD + r"(?:[0-9]{5,}|(?:\*|[0-9]*+)\.[0-9]{5,})")
+_PRINTF_STAR = re.compile(_PRINTF_HEAD + r"(?:[0-9]*+\.)?\*")
+#: Python lets a key hold parentheses in pairs; real templates never do, and the patterns above
+#: would misread it.
+_PRINTF_NESTED_KEY = re.compile(r"%\([^()]*+\(")
 _FORMAT_WIDTH = re.compile(r"\d{5,}")
+#: The start of a ``format()`` spec up to its precision: ``[[fill]align][sign][z][#][0][width]
+#: [grouping][.precision]``. Anchored, and without nested repetition: linear in the spec.
+_FORMAT_SPEC = re.compile(r"(?:.?[<>=^])?[-+ ]?z?#?0?([0-9]*)[,_]?(?:\.([0-9]*))?", re.DOTALL)
+#: The longest format spec a template may use: real ones are a few characters.
+MAX_SPEC = 256
 
 
 # --- operators ----------------------------------------------------------------------------------
@@ -72,15 +86,34 @@ def check_printf(template: str | bytes, values: Any) -> None:
     big."""
     text = template if isinstance(template, str) else template.decode("latin-1")
     arguments = values if isinstance(values, tuple) else (values,)
-    for width, precision in _PRINTF_SPEC.findall(text):
-        for number in (width, precision):
-            if number == "*":
-                if any(is_int(value) and abs(value) > MAX_WIDTH for value in arguments):
-                    raise TemplateLimitError("a '%' format with a huge width")
-            elif number:
-                refuse_if_over(int(number), "a '%' format width", MAX_WIDTH)
-    fields = text.count("%")
-    refuse_if_over(len(text) + fields * weight(values), "a '%' format")
+    refuse_if_over(len(text) + text.count("%") * weight(values), "a '%' format")
+    if _PRINTF_NESTED_KEY.search(text):
+        raise TemplateLimitError("a '%' format key with parentheses inside")
+    if _PRINTF_HUGE.search(text):
+        raise TemplateLimitError("a '%' format with a width or precision of five digits or more")
+    if _PRINTF_STAR.search(text) and any(
+        is_int(value) and abs(value) > MAX_WIDTH for value in arguments
+    ):
+        raise TemplateLimitError("a '%' format with a huge width")
+
+
+def _check_width(digits: str, what: str) -> None:
+    """Refuse a width or precision written as ``digits`` (compared by length first: a width of
+    a million digits is refused without turning it into a number)."""
+    refuse_if_over(MAX_WIDTH + 1 if len(digits) > 6 else int(digits or 0), what, MAX_WIDTH)
+
+
+def check_format_spec(spec: str, value: Any) -> int:
+    """Refuse a ``format()`` field whose spec (after its nested fields are filled in) asks for a
+    huge width or precision; the size of the field's text otherwise, at most."""
+    refuse_if_over(len(spec), "a format() spec", MAX_SPEC)
+    match = _FORMAT_SPEC.match(spec)
+    width = precision = ""
+    if match is not None:
+        width, precision = match.group(1), match.group(2) or ""
+    _check_width(width, "a format() width")
+    _check_width(precision, "a format() precision")
+    return max(weight(value), int(width or 0)) + int(precision or 0) + len(spec)
 
 
 # --- text methods -------------------------------------------------------------------------------
@@ -100,6 +133,9 @@ def bounded_method(obj: Any) -> Callable[..., Any] | None:
         "replace": lambda old, new, count=-1: replaced(owner, old, new, count),
         "join": lambda items: _joined(owner, items),
         "translate": lambda table: _translated(owner, table),
+        "split": lambda sep=None, maxsplit=-1: _split(owner, "split", sep, maxsplit),
+        "rsplit": lambda sep=None, maxsplit=-1: _split(owner, "rsplit", sep, maxsplit),
+        "splitlines": lambda keepends=False: _split(owner, "splitlines", keepends, -1),
         "format": lambda *args, **kwargs: _formatted(obj, owner, args, kwargs),
         "format_map": lambda *args, **kwargs: _formatted(obj, owner, args, kwargs),
     }
@@ -139,10 +175,46 @@ def _joined(separator: Any, items: Iterable[Any]) -> Any:
 
 
 def _translated(text: Any, table: Any) -> Any:
-    if isinstance(table, Mapping):
-        longest = max((weight(value) for value in table.values()), default=1)
-        refuse_if_over(len(text) * max(longest, 1), "translate")
+    """``text.translate(table)``, its length counted first: each distinct character is looked up
+    once, so a table mapping a character to long text is refused before any is made."""
+    if isinstance(text, str):
+        size = 0
+        for char, count in Counter(text).items():
+            try:
+                mapped = table[ord(char)]
+            except LookupError:
+                mapped = char
+            size += count * (len(mapped) if isinstance(mapped, str) else int(mapped is not None))
+            refuse_if_over(size, "translate")
     return text.translate(table)
+
+
+#: What ``str.split()`` without a separator, and ``splitlines()``, cut at.
+_SPACES = "\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
+_SPACES += "\u2028\u2029\u202f\u205f\u3000"
+_LINE_ENDS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def _split(text: Any, method: str, separator: Any, maxsplit: Any) -> Any:
+    """``text.split()`` and its kin, refused first when they would make too many pieces (at most
+    one more than the separators in the text)."""
+    if method == "splitlines":
+        refuse_if_over(_count_any(text, _LINE_ENDS), "splitlines (items)", MAX_ITEMS)
+        return text.splitlines(separator)
+    if isinstance(separator, str | bytes) and separator:
+        pieces = text.count(separator)
+    else:
+        pieces = _count_any(text, _SPACES)
+    if is_int(maxsplit) and maxsplit >= 0:
+        pieces = min(pieces, maxsplit)
+    refuse_if_over(pieces, f"{method} (items)", MAX_ITEMS)
+    return getattr(text, method)(separator, maxsplit)
+
+
+def _count_any(text: str | bytes, characters: str) -> int:
+    if isinstance(text, bytes):
+        return sum(text.count(bytes([ord(char)])) for char in characters if ord(char) < 128)
+    return sum(text.count(char) for char in characters)
 
 
 def _formatted(method: Any, text: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -19,16 +19,21 @@ Tools reach the prompt in one of two ways:
 * *prompted* — for templates without tool support, or when the tool-call grammar is on: the tools
   are described in the system message in our words, past calls are written as
   ``<tool_call>[...]</tool_call>`` (what the grammar makes the model write, so the KV prefix
-  extends across rounds) and results come back as ``<tool_response>`` user turns.
+  extends across rounds) and results come back as ``<tool_response>`` user turns. Turns of one
+  role in a row (a question after tool results) are merged, so templates that insist on user and
+  assistant taking turns accept the conversation.
 
 Native templates differ in what tool history they accept, so :meth:`ChatTemplate.check` tries a
 small tool conversation once, at load, and remembers what the template needs:
 
 * call ids of exactly nine letters and digits (Mistral's templates refuse others): every id is
   then written as a stable nine-character digest of itself, the same in every round;
-* one call per assistant turn (Llama 3.x's templates refuse more): a batch of calls is then written
-  as consecutive turns, each followed by its own result;
+* one call per assistant turn (Llama 3.x's templates refuse more, gpt-oss's show only the first):
+  a batch of calls is then written as consecutive turns, each followed by its own result;
 * neither helps: the template's own tool format is not used, and tools are *prompted* instead.
+
+A template that takes the history but leaves the call's name, its arguments or its result out of
+the prompt (the model would never see what it called) gets the tools *prompted* too.
 
 A template that drops the system message once tool turns follow the question (Mistral's write it
 only before a final user turn) gets it folded into the first user message, like one that refuses
@@ -53,7 +58,8 @@ from typing import Any
 import jinja2
 from jinja2 import nodes
 from jinja2.exceptions import SecurityError
-from jinja2.ext import loopcontrols
+from jinja2.ext import Extension, loopcontrols
+from jinja2.parser import Parser
 
 from imprint_desktop.core.errors import ChatTemplateError
 from imprint_desktop.core.providers.base import Message
@@ -61,10 +67,12 @@ from imprint_desktop.core.providers.local.sandbox import BoundedSandbox
 from imprint_desktop.core.providers.local.sandbox_limits import MAX_OUTPUT, TemplateLimitError
 from imprint_desktop.core.providers.local.tool_history import (
     PROBE_HISTORY,
+    PROBE_QUESTION,
     PROBE_SYSTEM,
     PROBE_TOOLS,
     one_call_per_turn,
     short_call_ids,
+    unseen_in_prompt,
 )
 from imprint_desktop.core.providers.local.toolcalls import format_tool_calls, tool_function
 
@@ -92,6 +100,17 @@ TOOLS_PREAMBLE = (
 )
 
 
+class _Generation(Extension):
+    """``{% generation %}…{% endgeneration %}``: transformers' mark around the assistant's part
+    (for training masks). Rendering, it is its content; templates that use it work unchanged."""
+
+    tags = {"generation"}  # noqa: RUF012 - the type Jinja declares for it
+
+    def parse(self, parser: Parser) -> list[nodes.Node]:
+        next(parser.stream)
+        return parser.parse_statements(("name:endgeneration",), drop_needle=True)
+
+
 class _TemplateRaised(jinja2.TemplateError):
     """``raise_exception()`` called by the template itself (for example: no system role)."""
 
@@ -107,8 +126,19 @@ def _raise_exception(message: str) -> None:
     raise _TemplateRaised(str(message))
 
 
+#: The longest ``strftime_now`` format: real templates pass a few directives ("%d %b %Y").
+_MAX_DATE_FORMAT = 256
+
+
 def _strftime_now(fmt: str) -> str:
-    return datetime.now().strftime(str(fmt))
+    """Today's date as the template asks (templates write it into the system prompt). The format
+    is bounded before it is used: each directive can stand for dozens of characters."""
+    text = str(fmt)
+    if len(text) > _MAX_DATE_FORMAT:
+        raise TemplateLimitError(
+            f"a strftime_now format of {len(text):,} characters (limit {_MAX_DATE_FORMAT})"
+        )
+    return datetime.now().strftime(text)
 
 
 class ChatTemplate:
@@ -121,7 +151,9 @@ class ChatTemplate:
         self.source = CHATML_TEMPLATE if self.is_fallback else str(source)
         self.label = label or "the model"
         self._specials = {"bos_token": bos_token, "eos_token": eos_token}
-        self._env = _Sandbox(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+        self._env = _Sandbox(
+            trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols, _Generation]
+        )
         self._env.globals.update(raise_exception=_raise_exception, strftime_now=_strftime_now)
         if len(self.source) > MAX_TEMPLATE_CHARS:
             limit = TemplateLimitError(f"it is {len(self.source):,} characters long")
@@ -180,6 +212,13 @@ class ChatTemplate:
                     return
                 failure = error
                 continue
+            unseen = unseen_in_prompt(text, self._question_only())
+            if unseen is not None:
+                # Some write only the first call of a turn: one call per turn may show them all.
+                failure = ChatTemplateError(
+                    f"The chat template of {self.label} leaves {unseen} out of the prompt"
+                )
+                continue
             if PROBE_SYSTEM not in text and self.system_role:
                 # It writes the system message only before a final user turn (Mistral's do), so
                 # the research instructions would vanish once tool turns follow: fold them in.
@@ -188,6 +227,13 @@ class ChatTemplate:
         self.short_call_ids = self.one_call_per_turn = False
         self.supports_tools = False
         log.warning("%s; its tools are described in the prompt instead", failure)
+
+    def _question_only(self) -> str:
+        """The probe's question alone, rendered with the probe's tools (see :meth:`check`)."""
+        try:
+            return self.render(PROBE_QUESTION, PROBE_TOOLS, native_tools=True)
+        except ChatTemplateError:
+            return ""
 
     def render(
         self,
@@ -214,6 +260,8 @@ class ChatTemplate:
             tool_list = None
         if not self.system_role:
             chat = _fold_system(chat)
+        if not native:
+            chat = _alternating(chat)
         return self._render(chat, tool_list)
 
     def _render(self, chat: list[dict[str, Any]], tools: list[Any] | None) -> str:
@@ -225,7 +273,7 @@ class ChatTemplate:
             **self._specials,
         }
         try:
-            with self._env.metering(MAX_RENDER_SECONDS):
+            with self._env.metering(MAX_RENDER_SECONDS, inputs=(chat, tools)):
                 return _collect(self._template.generate(context))
         except TemplateLimitError as error:
             raise ChatTemplateError(self._too_much(error)) from error
@@ -330,6 +378,19 @@ def _prompted_messages(
     for entry in chat:
         entry.pop("tool_results", None)
     return chat
+
+
+def _alternating(chat: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive turns of one role merged into one, blank line between: in the prompted layout
+    a question can follow tool results (both user turns), and many templates refuse anything but
+    user and assistant turns in strict alternation."""
+    merged: list[dict[str, Any]] = []
+    for entry in chat:
+        if merged and entry["role"] == merged[-1]["role"] and entry["role"] != "system":
+            merged[-1] = {**merged[-1], "content": f"{merged[-1]['content']}\n\n{entry['content']}"}
+        else:
+            merged.append(entry)
+    return merged
 
 
 def _fold_system(chat: list[dict[str, Any]]) -> list[dict[str, Any]]:

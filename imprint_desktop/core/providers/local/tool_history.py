@@ -8,6 +8,10 @@ Imprint's own ids, then their results) to find out which of these rewrites a tem
 * :func:`one_call_per_turn` — Llama 3.x's templates accept one call per assistant message.
 
 Both work on messages in the OpenAI shape and never change what was said, only how it is laid out.
+
+The probe also checks that the template *shows* a tool conversation: some print the call's name but
+not its arguments, or drop the results (:func:`unseen_in_prompt`). A model that never sees what it
+called, or what came back, calls it again; such a template gets the tools described in the prompt.
 """
 
 from __future__ import annotations
@@ -31,18 +35,40 @@ PROBE_TOOLS: tuple[Mapping[str, Any], ...] = (
         },
     },
 )
+#: Words that appear nowhere else in a prompt: the probe looks for them in what it rendered.
+_PROBE_ARGUMENTS = ("quarry1871", "lantern1903")
+_PROBE_RESULTS = ("granite ledger 57", "brass compass 88")
 _PROBE_CALLS = (
-    ToolCall("call_0f1e2d3c4b5a6978", "search_workspace", '{"query": "first"}'),
-    ToolCall("imprint_seed_search", "search_workspace", '{"query": "second"}'),
+    ToolCall("call_0f1e2d3c4b5a6978", "search_workspace", f'{{"query": "{_PROBE_ARGUMENTS[0]}"}}'),
+    ToolCall("imprint_seed_search", "search_workspace", f'{{"query": "{_PROBE_ARGUMENTS[1]}"}}'),
 )
 PROBE_SYSTEM = "Answer from the documents."
+PROBE_QUESTION = (Message("system", PROBE_SYSTEM), Message("user", "Hello?"))
 PROBE_HISTORY = (
-    Message("system", PROBE_SYSTEM),
-    Message("user", "Hello?"),
+    *PROBE_QUESTION,
     Message("assistant", "", _PROBE_CALLS),
-    *(Message("tool", "[1] a passage", tool_call_id=c.id, name=c.name) for c in _PROBE_CALLS),
+    *(
+        Message("tool", f"[1] {result}", tool_call_id=call.id, name=call.name)
+        for call, result in zip(_PROBE_CALLS, _PROBE_RESULTS, strict=True)
+    ),
 )
 _SHORT_ID = re.compile(r"[A-Za-z0-9]{9}")
+
+
+def unseen_in_prompt(prompt: str, question_only: str) -> str | None:
+    """What of :data:`PROBE_HISTORY`'s calls ``prompt`` (its rendering) leaves out, or None.
+
+    ``question_only`` is the rendering of :data:`PROBE_QUESTION` with the same tools: the call's
+    name must appear more often than there (the tool list names it already).
+    """
+    name = _PROBE_CALLS[0].name
+    if prompt.count(name) <= question_only.count(name):
+        return "the name of a tool call"
+    if not all(argument in prompt for argument in _PROBE_ARGUMENTS):
+        return "the arguments of a tool call"
+    if not all(result in prompt for result in _PROBE_RESULTS):
+        return "the result of a tool call"
+    return None
 
 
 def _short_id(call_id: str) -> str:
