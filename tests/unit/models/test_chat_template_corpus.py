@@ -1,5 +1,6 @@
-"""Every real chat template of the corpus (``chat_templates/``, see its README) through the path
-a model's template takes when the model is loaded.
+"""Every real chat template the tests keep (``templates/``, see its README) through the path a
+model's template takes when the model is loaded. (A larger corpus is checked outside the
+repository: templates copied from other projects are not committed here.)
 
 For each: :func:`~imprint_desktop.core.providers.local.loader.usable_template` (a hostile template
 refuses the model, a broken one falls back to ChatML), then the template built and checked as the
@@ -19,7 +20,7 @@ from imprint_desktop.core.providers.local.loader import usable_template
 from imprint_desktop.core.providers.local.template import ChatTemplate
 from imprint_desktop.core.tools.specs import SPECS
 
-CORPUS = Path(__file__).parent / "chat_templates"
+CORPUS = Path(__file__).parent / "templates"
 TEMPLATES = sorted(CORPUS.glob("*.jinja"))
 
 #: "tool_use" variants that need their ``tools`` (or ``functions``) variable on every request:
@@ -57,9 +58,9 @@ CONVERSATION = (
 
 
 def test_the_corpus_is_there_with_its_sources() -> None:
-    assert len(TEMPLATES) >= 50
+    assert len(TEMPLATES) >= 4
     readme = (CORPUS / "README.md").read_text(encoding="utf-8")
-    assert "MIT License" in readme
+    assert "MIT license" in readme
     for template in TEMPLATES:
         assert template.name in readme, f"{template.name} has no source in the README"
 
