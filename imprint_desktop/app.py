@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import qasync
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QElapsedTimer, QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -206,6 +206,31 @@ def _report_events(window: MainWindow) -> None:
         lambda c: report("conversations", count=len(c.conversations))
     )
     bridge.sig_conversation_loaded.connect(loaded)
+    _report_stalls(window)
+
+
+#: A GUI thread busy longer than this between two ticks of a 100 ms timer is reported as a stall.
+STALL_REPORTED_MS = 500
+
+
+def _report_stalls(window: MainWindow) -> None:
+    """Report every time the GUI thread did not get back to its event loop for a while
+    (``stall {seconds}``): end-to-end tests check that nothing freezes the window."""
+    clock = QElapsedTimer()
+    clock.start()
+    ticks = QTimer(window)
+    ticks.setInterval(100)
+    last = [0]
+
+    def tick() -> None:
+        now = clock.elapsed()
+        late = now - last[0] - ticks.interval()
+        last[0] = now
+        if late > STALL_REPORTED_MS:
+            report("stall", seconds=round(late / 1000, 2))
+
+    ticks.timeout.connect(tick)
+    ticks.start()
 
 
 def open_main_window(
