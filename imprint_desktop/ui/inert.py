@@ -149,8 +149,9 @@ class _Edits:
     def judge(self, fragment: QTextFragment) -> None:
         char_format = fragment.charFormat()
         position, length = fragment.position(), fragment.length()
-        href = char_format.anchorHref() if char_format.isAnchor() else ""
-        if href and not char_format.isImageFormat() and not _acts(href, self.own, self.links):
+        anchor = char_format.isAnchor() and not char_format.isImageFormat()
+        href = char_format.anchorHref() if anchor else ""
+        if anchor and not _acts(href, self.own, self.links):
             self._show_as_text(fragment, char_format, href)
             return
         self.end_link()
@@ -168,14 +169,14 @@ class _Edits:
     ) -> None:
         position, length = fragment.position(), fragment.length()
         plain = _without_link(char_format)
-        self.changes.append((position, length, plain, None))
         going_on = self.as_text
         if going_on is not None and (going_on.end, going_on.href) == (position, href):
             going_on.text += fragment.text()
             going_on.end = position + length
-            return
-        self.end_link()
-        self.as_text = _LinkAsText(href, fragment.text(), position + length, plain)
+        else:
+            self.end_link()  # another link right before this one: its target comes first
+            self.as_text = _LinkAsText(href, fragment.text(), position + length, plain)
+        self.changes.append((position, length, plain, None))
 
     def end_link(self) -> None:
         """The link being shown as text has ended: its target follows it."""
