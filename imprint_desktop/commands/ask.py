@@ -47,6 +47,7 @@ from imprint_desktop.core.research.report_html import report_writer
 from imprint_desktop.core.research.trace import TraceWriter, fan_out
 from imprint_desktop.core.research.wording import phase_words, stop_words
 from imprint_desktop.core.shown_text import terminal_safe
+from imprint_desktop.core.tools.words import plain
 from imprint_desktop.core.workspace import Workspace
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.secrets import SecretStore
@@ -375,11 +376,9 @@ class _Progress(EventHandler):
         self._show("")
 
     def _show(self, text: str) -> None:
-        """Replace the line with ``text`` (which may quote the model's arguments: made safe, and
-        kept to one line of the terminal, all a carriage return goes back over)."""
-        width = shutil.get_terminal_size().columns
-        line = " ".join(terminal_safe(text).split())
-        if len(line) >= width:
-            line = line[: max(width - 2, 0)] + "…"
+        """Replace the line with ``text`` (which may quote the model's arguments: made safe, no
+        direction-changing character left, and kept to one line of the terminal, all a carriage
+        return goes back over)."""
+        line = plain(terminal_safe(text), max(shutil.get_terminal_size().columns - 1, 1))
         self.err.write(f"\r\033[K{line}")
         self.err.flush()
