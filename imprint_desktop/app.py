@@ -164,6 +164,10 @@ class _FirstPaint(QObject):
         attach_downloads(self._window, self._store, self._downloads)
 
 
+#: The most of an answer an event line carries (its length is reported too).
+REPORTED_CHARS = 10_000
+
+
 def report(event: str, **fields: object) -> None:
     """One JSON line on stdout when ``IMPRINT_GUI_EVENTS=1``: how end-to-end tests follow the
     window without sleeping (they block on reading the next line)."""
@@ -185,13 +189,24 @@ def _report_events(window: MainWindow) -> None:
 
     def ended(payload: p.ReplyEnded) -> None:
         answer = payload.result.answer if payload.result else ""
-        report("reply-ended", outcome=payload.outcome.value, answer=answer, message=payload.message)
+        report(
+            "reply-ended",
+            outcome=payload.outcome.value,
+            answer=answer[:REPORTED_CHARS],
+            answer_chars=len(answer),
+            message=payload.message,
+        )
 
     def loaded(record: p.ConversationRecord) -> None:
         report(
             "conversation-loaded",
             replies=[
-                {"status": r.status, "evidence": len(r.evidence), "answer": r.answer or ""}
+                {
+                    "status": r.status,
+                    "evidence": len(r.evidence),
+                    "answer": (r.answer or "")[:REPORTED_CHARS],
+                    "answer_chars": len(r.answer or ""),
+                }
                 for r in record.replies
             ],
         )

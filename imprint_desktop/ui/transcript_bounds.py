@@ -179,9 +179,7 @@ def _rows_after(markdown: str, start: int) -> int:
     return markdown.count("\n", start, blank.start() if blank is not None else len(markdown))
 
 
-def _bounded_tables(
-    text: str, more: str, rows_beyond: Callable[[], int]
-) -> tuple[str, bool]:
+def _bounded_tables(text: str, more: str, rows_beyond: Callable[[], int]) -> tuple[str, bool]:
     """``text`` with every table cut (see the module docstring), up to a little more than
     :data:`MESSAGE_CHARS` of it, and whether a table was cut. A table that reaches the end of
     ``text`` has ``rows_beyond()`` more rows past it."""
