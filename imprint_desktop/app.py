@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import qasync
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import QElapsedTimer, QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
@@ -164,6 +164,10 @@ class _FirstPaint(QObject):
         attach_downloads(self._window, self._store, self._downloads)
 
 
+#: The most of an answer an event line carries (its length is reported too).
+REPORTED_CHARS = 10_000
+
+
 def report(event: str, **fields: object) -> None:
     """One JSON line on stdout when ``IMPRINT_GUI_EVENTS=1``: how end-to-end tests follow the
     window without sleeping (they block on reading the next line)."""
@@ -185,13 +189,24 @@ def _report_events(window: MainWindow) -> None:
 
     def ended(payload: p.ReplyEnded) -> None:
         answer = payload.result.answer if payload.result else ""
-        report("reply-ended", outcome=payload.outcome.value, answer=answer, message=payload.message)
+        report(
+            "reply-ended",
+            outcome=payload.outcome.value,
+            answer=answer[:REPORTED_CHARS],
+            answer_chars=len(answer),
+            message=payload.message,
+        )
 
     def loaded(record: p.ConversationRecord) -> None:
         report(
             "conversation-loaded",
             replies=[
-                {"status": r.status, "evidence": len(r.evidence), "answer": r.answer or ""}
+                {
+                    "status": r.status,
+                    "evidence": len(r.evidence),
+                    "answer": (r.answer or "")[:REPORTED_CHARS],
+                    "answer_chars": len(r.answer or ""),
+                }
                 for r in record.replies
             ],
         )
@@ -206,6 +221,31 @@ def _report_events(window: MainWindow) -> None:
         lambda c: report("conversations", count=len(c.conversations))
     )
     bridge.sig_conversation_loaded.connect(loaded)
+    _report_stalls(window)
+
+
+#: A GUI thread busy longer than this between two ticks of a 100 ms timer is reported as a stall.
+STALL_REPORTED_MS = 500
+
+
+def _report_stalls(window: MainWindow) -> None:
+    """Report every time the GUI thread did not get back to its event loop for a while
+    (``stall {seconds}``): end-to-end tests check that nothing freezes the window."""
+    clock = QElapsedTimer()
+    clock.start()
+    ticks = QTimer(window)
+    ticks.setInterval(100)
+    last = [0]
+
+    def tick() -> None:
+        now = clock.elapsed()
+        late = now - last[0] - ticks.interval()
+        last[0] = now
+        if late > STALL_REPORTED_MS:
+            report("stall", seconds=round(late / 1000, 2))
+
+    ticks.timeout.connect(tick)
+    ticks.start()
 
 
 def open_main_window(

@@ -3,6 +3,11 @@
 Exit codes (DESIGN §4): 0 an answer or the labelled fallback was produced; 130 stopped with Ctrl+C
 (after printing what it has); 1 an error (the model failed, the model file cannot be loaded);
 2 bad usage or a bad setting.
+
+Whatever the model, a document, a page or a server wrote reaches the terminal through
+:func:`~imprint_desktop.core.shown_text.terminal_safe` (the answer, the model's question, the status
+line, error messages): no escape sequence in it can write the clipboard, retitle the window or clear
+the screen. ``--json`` escapes control characters itself.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import sys
@@ -41,6 +47,8 @@ from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.report_html import report_writer
 from imprint_desktop.core.research.trace import TraceWriter, fan_out
 from imprint_desktop.core.research.wording import phase_words, stop_words
+from imprint_desktop.core.shown_text import terminal_safe
+from imprint_desktop.core.tools.words import plain
 from imprint_desktop.core.workspace import Workspace
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.secrets import SecretStore
@@ -138,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         print("imprint: stopped before research began", file=err)
         return EXIT_INTERRUPTED
     except ImprintError as error:  # the model cannot be loaded, the keyring refused, ...
-        print(f"imprint: {error}", file=err)
+        print(f"imprint: {terminal_safe(str(error))}", file=err)
         return EXIT_ERROR
     finally:
         if prepared.trace is not None:
@@ -228,7 +236,7 @@ async def _ask(
     try:
         provider = await assistant.open_provider(config, http, api_key=api_key, cancel=cancel)
         if note := assistant.provider_note(provider):
-            print(f"imprint: {note}", file=err, flush=True)
+            print(f"imprint: {terminal_safe(note)}", file=err, flush=True)
         try:
             with Workspace.from_config(root, config.workspace) as workspace:
                 await assistant.prepare_workspace(workspace, cancel)
@@ -237,7 +245,7 @@ async def _ask(
                 async def ask(call_id: str, question: str) -> str:
                     if answers:
                         return answers.pop(0)
-                    print(f"\n{question}\n> ", end="", file=err, flush=True)
+                    print(f"\n{terminal_safe(question)}\n> ", end="", file=err, flush=True)
                     line = await _read_line()
                     return line.rstrip("\r\n")
 
@@ -349,10 +357,10 @@ def _print_result(
         out.write("\n")
         out.flush()
         return
-    print(result.answer, file=out, flush=True)
+    print(terminal_safe(result.answer), file=out, flush=True)
     tokens = result.tokens
     if result.error:
-        print(f"imprint: {result.error}", file=err)
+        print(f"imprint: {terminal_safe(result.error)}", file=err)
     print(
         f"\n[{stop_words(result.stop_reason).brief} · {_count(result.rounds, 'round')} · "
         f"{_count(len(result.evidence), 'piece')} of evidence · "
@@ -385,5 +393,9 @@ class _Progress(EventHandler):
         self._show("")
 
     def _show(self, text: str) -> None:
-        self.err.write(f"\r\033[K{text}")
+        """Replace the line with ``text`` (which may quote the model's arguments: made safe, no
+        direction-changing character left, and kept to one line of the terminal, all a carriage
+        return goes back over)."""
+        line = plain(terminal_safe(text), max(shutil.get_terminal_size().columns - 1, 1))
+        self.err.write(f"\r\033[K{line}")
         self.err.flush()

@@ -4,6 +4,9 @@ With ``--allow-fetch`` pages are fetched without asking. Otherwise, when stdin i
 person is asked on stderr — ``[o]nce / [s]ite / [d]eny`` — and a site allowed once stays allowed for
 the rest of the run; when stdin is not a terminal (a script, a pipe) nobody can be asked and every
 fetch is denied. Link-local and cloud-metadata addresses are refused before any of this.
+
+The address is shown as :func:`~imprint_desktop.core.shown_text.shown_address` writes it: nothing
+in it is a control or direction-changing character, and a host mixing scripts is in ASCII form.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from imprint_desktop.core.consent import (
     remembering,
     site_of,
 )
+from imprint_desktop.core.shown_text import shown_address
 
 _CHOICES = {
     "o": Decision.ALLOW_ONCE,
@@ -54,11 +58,16 @@ def terminal_consent(
     if not interactive:
         return always(Decision.DENY_UNATTENDED)
 
-    async def ask(call_id: str, url: str) -> Decision:
+    async def ask(call_id: str, url: str, redirected_from: str = "") -> Decision:
         del call_id
+        lead = (
+            f"\nThe page you allowed, {shown_address(redirected_from).text}, redirects to "
+            "another site (whatever the address contains is sent):\n"
+            if redirected_from
+            else "\nThe model wants to fetch a web page (whatever the address contains is sent):\n"
+        )
         print(
-            f"\nThe model wants to fetch a web page (whatever the address contains is sent):\n"
-            f"  {url}\n  site: {site_of(url)}\n"
+            f"{lead}  {shown_address(url).text}\n  site: {site_of(url)}\n"
             "Allow it [o]nce, allow this [s]ite for this run, or [d]eny? ",
             end="",
             file=err,

@@ -12,6 +12,12 @@ the window, one per run of ``imprint ask`` — and :func:`remembering` answers f
 allowed without asking again. A site is a scheme, host and port: allowing ``http://wiki:8080``
 allows neither ``https://wiki`` nor ``http://wiki:9090``.
 
+A page the person allowed may redirect to another site. Data in the address went to the site they
+allowed; the redirect would send it on to one they never saw. So a redirect to another site is
+asked about like a new fetch — the same :data:`Consent`, told the address that led there
+(``redirected_from``), so the card and the terminal show both — and a site allowed for the
+conversation is not asked about again.
+
 Every decision is worded here once (:data:`DECISION_WORDS`); a denial's value starts with ``deny``.
 """
 
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 
 class Decision(enum.StrEnum):
@@ -51,8 +58,28 @@ DECISION_WORDS: dict[Decision, str] = {
     Decision.DENY_UNATTENDED: "not allowed: no one could be asked",
 }
 
-#: Asks whether tool call ``call_id`` may fetch ``url`` (call id first, then the URL).
-Consent = Callable[[str, str], Awaitable[Decision]]
+
+class Consent(Protocol):
+    """Asks whether tool call ``call_id`` may fetch ``url`` (call id first, then the URL);
+    ``redirected_from`` is the allowed address that redirects there, when it is a redirect to
+    another site (see the module docstring)."""
+
+    def __call__(
+        self, call_id: str, url: str, redirected_from: str = "", /
+    ) -> Awaitable[Decision]: ...
+
+
+def redirect_leaves_site(from_url: str, to_url: str) -> bool:
+    """Does a redirect from ``from_url`` to ``to_url`` lead to another site? Moving from http
+    to https on the same host and default ports stays on the site."""
+    before, after = site_of(from_url), site_of(to_url)
+    host = before.removeprefix("http://").removesuffix(":80")
+    upgraded = before == f"http://{host}:80" and after == f"https://{host}:443"
+    return before != after and not upgraded
+
+
+#: Asks whether a fetch may follow a redirect from one address to another site (from, to).
+RedirectConsent = Callable[[str, str], Awaitable[Decision]]
 
 
 def site_of(url: str) -> str:
@@ -98,10 +125,12 @@ def remembering(ask: Consent, sites: AllowedSites) -> Consent:
     """``ask``, except for sites in ``sites``, which are allowed without asking; a site the person
     allows "for this conversation" is added to them."""
 
-    async def consent(call_id: str, url: str) -> Decision:
+    async def consent(call_id: str, url: str, redirected_from: str = "") -> Decision:
         if sites.allows(url):
             return Decision.ALLOW_REMEMBERED
-        decision = await ask(call_id, url)
+        decision = await (
+            ask(call_id, url, redirected_from) if redirected_from else ask(call_id, url)
+        )
         if decision is Decision.ALLOW_SITE:
             sites.allow(url)
         return decision
@@ -112,8 +141,8 @@ def remembering(ask: Consent, sites: AllowedSites) -> Consent:
 def always(decision: Decision) -> Consent:
     """A consent that gives ``decision`` without asking anyone."""
 
-    async def consent(call_id: str, url: str) -> Decision:
-        del call_id, url
+    async def consent(call_id: str, url: str, redirected_from: str = "") -> Decision:
+        del call_id, url, redirected_from
         return decision
 
     return consent

@@ -58,12 +58,14 @@ class ReplyEvent:
 class ConsentRequest:
     """The model wants to fetch ``url`` (tool call ``call_id``): the person decides, research
     time paused. ``site`` is the scheme, host and port a "this site" decision would allow, the host
-    in its ASCII form (a look-alike name shows as the ``xn--`` name it is)."""
+    in its ASCII form (a look-alike name shows as the ``xn--`` name it is). ``redirected_from``: the
+    allowed address that redirects to ``url``, on another site ("" for the model's own request)."""
 
     reply_id: int
     call_id: str
     url: str
     site: str
+    redirected_from: str = ""
 
 
 @dataclass(frozen=True, slots=True)

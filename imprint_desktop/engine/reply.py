@@ -201,10 +201,11 @@ class ReplyJob:
         del question  # shown through the QuestionAsked event
         return await self._answers.wait(call_id)
 
-    async def _ask_consent(self, call_id: str, url: str) -> Decision:
-        """Ask the window's card whether ``call_id`` may fetch ``url``, and wait for the decision.
-        It comes back through the loop, so it cannot arrive before the wait has begun."""
-        self._emit(p.ConsentRequest(self.reply_id, call_id, url, site_of(url)))
+    async def _ask_consent(self, call_id: str, url: str, redirected_from: str = "") -> Decision:
+        """Ask the window's card whether ``call_id`` may fetch ``url`` (a redirect from
+        ``redirected_from``, when that is given), and wait for the decision. It comes back through
+        the loop, so it cannot arrive before the wait has begun."""
+        self._emit(p.ConsentRequest(self.reply_id, call_id, url, site_of(url), redirected_from))
         return await self._decisions.wait(call_id)
 
     def _close_row(self, reason: ev.StopReason, message: str) -> None:

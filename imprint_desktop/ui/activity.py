@@ -31,7 +31,6 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QPalette
 
-import imprint_desktop.engine  # noqa: F401 - its import guards None/True/False (qt_refcounts)
 from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.report_activity import (
     FINAL_GROUP,

@@ -2,9 +2,11 @@
 
 A message is written as the app's own links (*Copy*, *Research record*, a citation ``[n]`` as a
 link to its evidence) around text nobody vetted, left as it is for :mod:`.transcript_document` to
-parse without raw HTML and make inert. Text in, text out, so a finished message and the reply being
-written are headed, linked and cut into paragraphs the same way, and the rules can be read and
-tested without a widget.
+parse without raw HTML and make inert. Text nobody vetted is first
+:func:`~.transcript_bounds.bounded` (what reaches the layout is cut to sizes it handles quickly,
+with a *Show all* link to the whole message). Text in, text out, so a finished message and the
+reply being written are headed, linked, bounded and cut into paragraphs the same way, and the rules
+can be read and tested without a widget.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from imprint_desktop.ui.inert import AppLinks, escape_markdown
+from imprint_desktop.ui.transcript_bounds import bounded
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
@@ -22,6 +25,8 @@ Role = Literal["you", "assistant", "asked", "answered", "notice"]
 
 _CITATION = re.compile(r"(?<![\\\w\]])\[(\d{1,3})\](?![(\[])")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+#: The most of a status line shown (it may quote what the model wrote).
+NOTICE_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,19 +88,26 @@ def settle_point(text: str) -> int:
     return cut
 
 
+def shown_text(text: str, index: int, links: AppLinks) -> str:
+    """Text nobody vetted, of message ``index``, as much as the transcript lays out (a *Show
+    all* link where something is left out)."""
+    return bounded(text, f"[Show all]({links.href('full', index)})").markdown
+
+
 def message_markdown(message: ChatMessage, index: int, links: AppLinks) -> str:
     """One message as Markdown: the app's own links around text that is rendered inert."""
     copy = f"[Copy]({links.href('copy', index)})"
-    if message.role == "you":
-        return f"**You** · {copy}\n\n{message.text}\n"
-    if message.role == "asked":
-        return f"**Imprint asks:** {message.text}\n"
-    if message.role == "answered":
-        return f"**You answered:** {message.text}\n"
     if message.role == "notice":  # a status line: may quote tool arguments, so literal
-        return f"*{escape_markdown(message.text)}*\n"
+        return f"*{escape_markdown(message.text[:NOTICE_CHARS])}*\n"
+    text = shown_text(message.text, index, links)
+    if message.role == "you":
+        return f"**You** · {copy}\n\n{text}\n"
+    if message.role == "asked":
+        return f"**Imprint asks:** {text}\n"
+    if message.role == "answered":
+        return f"**You answered:** {text}\n"
     header = assistant_header(
         index, links, record=message.stored_id is not None, interrupted=message.interrupted
     )
-    body = link_citations(message.text, index, links) if message.text else "*(no answer)*"
+    body = link_citations(text, index, links) if message.text else "*(no answer)*"
     return f"{header}\n\n{body}\n"

@@ -17,6 +17,12 @@ this transcript's token; any other link — whatever the model wrote — is pass
 ``sig_link_requested`` and acts on nothing here. Links are reachable with Tab and followed with
 Enter, like every link in a text browser.
 
+No message can freeze it: what of a message reaches the layout is bounded
+(:mod:`.transcript_bounds`: its length, its tables, its unbroken runs), a conversation opens with as
+many recent messages as :data:`SHOWN_CHARS` allows, and a reply being written is laid out up to the
+same bound as a finished one. *Show all* opens the whole message in
+:class:`~.full_message.FullMessage`, which lays out only what is in view.
+
 This view keeps the messages, decides what to write and when, and acts on its links; what a message
 is as Markdown is :mod:`.chat_markdown`'s, and writing Markdown into the document, inert, is
 :mod:`.transcript_document`'s.
@@ -38,12 +44,18 @@ from imprint_desktop.ui.chat_markdown import (
     link_citations,
     message_markdown,
     settle_point,
+    shown_text,
 )
+from imprint_desktop.ui.full_message import FullMessage
 from imprint_desktop.ui.inert import AppLinks
+from imprint_desktop.ui.transcript_bounds import MESSAGE_CHARS, bounded
 from imprint_desktop.ui.transcript_document import TranscriptDocument
 
 RENDER_DELAY_MS = 30
 RECENT_MESSAGES = 120  # shown at once when a conversation opens; earlier ones on request
+#: Of the messages shown when a conversation opens (each bounded to MESSAGE_CHARS), at most this
+#: much text; each "Show earlier messages" allows as much again.
+SHOWN_CHARS = 200_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +84,8 @@ class ChatView(QTextBrowser):
         self.messages: list[ChatMessage] = []
         self._live_start: int | None = None
         self._first_shown = 0
+        self._shown_chars = 0
+        self.full_message: FullMessage | None = None
         self._live_text = ""
         self._status = ""
         self._live_rendered = ""
@@ -86,8 +100,14 @@ class ChatView(QTextBrowser):
 
     # --- whole conversations ----------------------------------------------------------------------
 
-    def show_messages(self, messages: Sequence[ChatMessage], recent: int = RECENT_MESSAGES) -> None:
-        """Replace the transcript with the latest ``recent`` messages (earlier ones on request).
+    def show_messages(
+        self,
+        messages: Sequence[ChatMessage],
+        recent: int = RECENT_MESSAGES,
+        budget: int = SHOWN_CHARS,
+    ) -> None:
+        """Replace the transcript with the latest ``recent`` messages (earlier ones on request),
+        as many of them as ``budget`` characters allow (the newest always).
 
         Laying out only the recent messages keeps opening a long conversation fast; a link at the
         top brings the earlier ones (message indices, and so every link, stay the same).
@@ -95,7 +115,15 @@ class ChatView(QTextBrowser):
         self._render_timer.stop()
         self._live_start = None
         self.messages = list(messages)
-        self._first_shown = max(0, len(self.messages) - recent)
+        first = max(0, len(self.messages) - recent)
+        shown = 0
+        for index in range(len(self.messages) - 1, first - 1, -1):
+            size = min(len(self.messages[index].text), MESSAGE_CHARS)
+            if shown + size > budget and index < len(self.messages) - 1:
+                first = index + 1
+                break
+            shown += size
+        self._first_shown, self._shown_chars = first, shown
         parts = [
             message_markdown(self.messages[index], index, self.links)
             for index in range(self._first_shown, len(self.messages))
@@ -115,7 +143,11 @@ class ChatView(QTextBrowser):
     def show_earlier(self) -> None:
         """Render more of the conversation above what is shown."""
         if self._first_shown and not self.live:
-            self.show_messages(self.messages, len(self.messages) - self._first_shown + 200)
+            self.show_messages(
+                self.messages,
+                len(self.messages) - self._first_shown + 200,
+                self._shown_chars + SHOWN_CHARS,
+            )
             self.verticalScrollBar().setValue(0)
 
     # --- the live message -------------------------------------------------------------------------
@@ -169,6 +201,7 @@ class ChatView(QTextBrowser):
                 and message.stored_id is not None
                 and not message.interrupted
                 and message.text.strip() == self._live_text.strip()
+                and not bounded(message.text, "").cut  # else drawn bounded, with "Show all"
             )
             if streamed:
                 self._render_live()  # whatever the timer had not painted yet
@@ -207,10 +240,10 @@ class ChatView(QTextBrowser):
             self._replace_live(f"{separator}{header}\n")
             self._tail_start = self._written.end()
             self._settled, self._tail_rendered = 0, ""
-        text = self._live_text
+        text = self._live_text[:MESSAGE_CHARS]  # the rest is laid out as the finished message is
         cut = settle_point(text)
         if cut > self._settled:
-            chunk = text[self._settled : cut].rstrip()
+            chunk = shown_text(text[self._settled : cut].rstrip(), index, self.links)
             self._written.replace_paragraphs_from(
                 self._tail_start, link_citations(chunk, index, self.links)
             )
@@ -218,8 +251,9 @@ class ChatView(QTextBrowser):
             self._settled, self._tail_rendered = cut, ""
         tail = text[self._settled :]
         if tail != self._tail_rendered:
+            shown = shown_text(tail, index, self.links) if tail.strip() else ""
             self._written.replace_paragraphs_from(
-                self._tail_start, link_citations(tail, index, self.links) if tail.strip() else ""
+                self._tail_start, link_citations(shown, index, self.links)
             )
             self._tail_rendered = tail
         self.renders += 1
@@ -240,7 +274,19 @@ class ChatView(QTextBrowser):
         return QByteArray()
 
     def message_text(self, index: int) -> str:
+        """The whole text of message ``index`` (the reply being written: what it wrote so far)."""
+        if self.live and index == len(self.messages):
+            return self._live_text
         return self.messages[index].text if 0 <= index < len(self.messages) else ""
+
+    def show_full(self, index: int) -> FullMessage:
+        """Open the whole of message ``index`` in its own window (one at a time)."""
+        if self.full_message is not None:
+            self.full_message.close()
+            self.full_message.deleteLater()
+        self.full_message = FullMessage(f"Message {index + 1}", self.message_text(index), self)
+        self.full_message.show()
+        return self.full_message
 
     def copy_message(self, index: int) -> None:
         QGuiApplication.clipboard().setText(self.message_text(index))
@@ -258,5 +304,7 @@ class ChatView(QTextBrowser):
             self.sig_record_requested.emit(link.message)
         elif link.action == "earlier":
             self.show_earlier()
+        elif link.action == "full":
+            self.show_full(link.message)
         else:
             assert_never(link.action)

@@ -7,7 +7,15 @@ host highlighted as :func:`~imprint_desktop.core.urls.host_span` finds it (a hos
 site for this conversation, or Deny. Deny has the focus, so a stray Enter sends nothing anywhere.
 Research time is paused meanwhile.
 
-The address is untrusted text: it is laid out with text formats, never parsed as HTML.
+The address is untrusted text: it is laid out with text formats, never parsed as HTML, and shown as
+:func:`~imprint_desktop.core.shown_text.shown_address` writes it — a direction override or an
+invisible character as the escape that is sent, a host mixing scripts in its ASCII ``xn--`` form —
+drawn left to right in the order it is written, so no character in it can make it read like
+another address.
+
+A page that redirects to another site is asked about again
+(:mod:`~imprint_desktop.core.tools.fetch`): the card then shows both addresses, the one allowed and
+the one it leads to.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.core.consent import Decision
-from imprint_desktop.core.urls import host_span
+from imprint_desktop.core.shown_text import LEFT_TO_RIGHT, shown_address
 
 _ADDRESS_LINES = 4  # the address box grows to this many lines, then scrolls
 
@@ -44,12 +52,15 @@ class ConsentCard(QFrame):
         )
         self.call_id = ""
         self.url = ""
-        title = QLabel("<b>The model wants to fetch a web page.</b>")
-        title.setTextFormat(Qt.TextFormat.RichText)  # the app's own words only
-        self.site = QLabel()
-        self.site.setTextFormat(Qt.TextFormat.PlainText)
-        self.site.setAccessibleName("Site")
-        self.site.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.redirected_from = ""
+        self.title = _plain_label("The model wants to fetch a web page.")
+        bold = self.title.font()
+        bold.setBold(True)
+        self.title.setFont(bold)
+        self.source = _plain_label("", "Address the page was asked at")
+        self.source.setWordWrap(True)
+        self.source.hide()
+        self.site = _plain_label("", "Site")
         self.address = QTextEdit()
         self.address.setReadOnly(True)
         self.address.setAcceptRichText(False)
@@ -60,11 +71,10 @@ class ConsentCard(QFrame):
         self.address.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         lines = self.address.fontMetrics().lineSpacing() * _ADDRESS_LINES
         self.address.setMaximumHeight(lines + 2 * self.address.frameWidth() + 8)
-        note = QLabel(
+        note = _plain_label(
             "Whatever the address contains is sent to that site. Research time is paused until "
             "you choose."
         )
-        note.setTextFormat(Qt.TextFormat.PlainText)
         note.setWordWrap(True)
         self.allow_once = QPushButton("Allow &once")
         self.allow_once.setAccessibleName("Allow this page once")
@@ -82,47 +92,56 @@ class ConsentCard(QFrame):
         row.addStretch(1)
         row.addWidget(self.deny)
         layout = QVBoxLayout(self)
-        layout.addWidget(title)
-        layout.addWidget(self.site)
-        layout.addWidget(self.address)
-        layout.addWidget(note)
+        for widget in (self.title, self.source, self.site, self.address, note):
+            layout.addWidget(widget)
         layout.addLayout(row)
         self.hide()
 
-    def ask(self, call_id: str, url: str, site: str) -> None:
+    def ask(self, call_id: str, url: str, site: str, redirected_from: str = "") -> None:
         """Show ``url`` (fetch call ``call_id``) and wait for a choice; ``site`` is what "this
-        site" would allow, its host in ASCII form."""
-        self.call_id, self.url = call_id, url
+        site" would allow, its host in ASCII form. ``redirected_from``: the address the person
+        allowed, which redirects to ``url`` on another site."""
+        self.call_id, self.url, self.redirected_from = call_id, url, redirected_from
+        if redirected_from:
+            self.title.setText("The page you allowed redirects to another site.")
+            self.source.setText(f"Allowed: {shown_address(redirected_from).text}")
+        else:
+            self.title.setText("The model wants to fetch a web page.")
+        self.source.setVisible(bool(redirected_from))
         self.site.setText(f"Site: {site}")
         self._show_address(url)
         self.show()
         self.deny.setFocus()
 
     def address_text(self) -> str:
-        return self.address.toPlainText()
+        """The address as shown (without the marks that keep it left to right)."""
+        return self.address.toPlainText().strip("".join(LEFT_TO_RIGHT))
 
     def highlighted(self) -> str:
         """The part of the address shown highlighted (the host)."""
-        cursor = QTextCursor(self.address.document())
+        document = self.address.document()
+        cursor = QTextCursor(document)
         found = []
-        for position in range(len(self.url)):
+        text = document.toPlainText()
+        for position, character in enumerate(text):
             cursor.setPosition(position + 1)
             if cursor.charFormat().fontWeight() == QFont.Weight.Bold:
-                found.append(self.url[position])
+                found.append(character)
         return "".join(found)
 
     def _show_address(self, url: str) -> None:
         self.address.clear()
         cursor = QTextCursor(self.address.document())
-        start, end = host_span(url) or (0, 0)  # no host read: nothing highlighted
+        shown = shown_address(url)
+        text, start, end = shown.text, shown.host_start, shown.host_end
         plain = QTextCharFormat()
         host = QTextCharFormat()
         host.setFontWeight(QFont.Weight.Bold)
         host.setBackground(self.palette().color(QPalette.ColorRole.Highlight))
         host.setForeground(self.palette().color(QPalette.ColorRole.HighlightedText))
-        cursor.insertText(url[:start], plain)
-        cursor.insertText(url[start:end], host)
-        cursor.insertText(url[end:], plain)
+        cursor.insertText(LEFT_TO_RIGHT[0] + text[:start], plain)
+        cursor.insertText(text[start:end], host)
+        cursor.insertText(text[end:] + LEFT_TO_RIGHT[1], plain)
         self.address.moveCursor(QTextCursor.MoveOperation.Start)
 
     @Slot()
@@ -131,3 +150,13 @@ class ConsentCard(QFrame):
             return
         self.hide()
         self.sig_decided.emit(self.call_id, decision.value)
+
+
+def _plain_label(text: str, name: str = "") -> QLabel:
+    """A label of plain text (an address is untrusted), selectable with the mouse."""
+    label = QLabel(text)
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    if name:
+        label.setAccessibleName(name)
+    return label

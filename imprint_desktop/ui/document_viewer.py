@@ -9,9 +9,17 @@ images, office formats that hold no macros) may go on to the system viewer, and 
 person presses the button.
 
 The file is read from the workspace the reply researched (stored with it), never the one chosen
-now, through the same path checks the tools use. Reading and extracting happen off the GUI thread;
-when the file cannot be read (moved, too big, outside the workspace, a reply saved before Imprint
-kept its workspace), the viewer shows the excerpt saved with the evidence and says why.
+now, the way the tools read one: the same path checks, opened without following a link
+(:func:`~imprint_desktop.core.workspace.read_inside`), and parsed by a
+:class:`~imprint_desktop.core.workspace.reader.DocumentReader` — a PDF in the isolated worker under
+its time and memory limits, never in the window's process. Reading and extracting happen off the
+GUI thread; when the file cannot be read (moved, too big, outside the workspace, a link, a reply
+saved before Imprint kept its workspace), the viewer shows the excerpt saved with the evidence and
+says why.
+
+A line is laid out whole, so one of :data:`LINE_CHARS` characters at most is shown (a Markdown
+note with an embedded image holds a megabyte of base64 on one line); the rest of it is replaced by
+a note of how much is left out, and the numbering stays the document's.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ from imprint_desktop.ui.numbered_text import NumberedText
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
     from imprint_desktop.core.workspace import Extracted
+    from imprint_desktop.core.workspace.reader import DocumentReader
 
 #: Types the system viewer may open: documents that run nothing (no scripts, no macros, no
 #: shortcuts). Everything else — and any executable or script type — is shown only here.
@@ -58,6 +67,8 @@ SYSTEM_SAFE = frozenset(
     }
 )
 READ_POLL_MS = 20
+#: The most of one line the viewer lays out.
+LINE_CHARS = 4_000
 _LINES = re.compile(r"lines?\s+(\d+)(?:\s*[-–]\s*(\d+))?")
 _WORD = re.compile(r"\w+")
 
@@ -94,7 +105,21 @@ def excerpt_source(item: ev.EvidenceItemView, note: str) -> SourceText:
     return SourceText(lines, (1, len(lines)), note=note)
 
 
-def read_source(item: ev.EvidenceItemView, workspace: Path | None, max_bytes: int) -> SourceText:
+def shown_line(line: str) -> str:
+    """``line`` as the viewer shows it: whole, or its first :data:`LINE_CHARS` characters and a
+    note of how many more there are."""
+    if len(line) <= LINE_CHARS:
+        return line
+    return f"{line[:LINE_CHARS]} … [{len(line) - LINE_CHARS:,} more characters on this line]"
+
+
+def read_source(
+    item: ev.EvidenceItemView,
+    workspace: Path | None,
+    max_bytes: int,
+    reader: DocumentReader,
+    stop: threading.Event | None = None,
+) -> SourceText:
     """The document ``item`` cites, read from ``workspace`` (blocking: call off the GUI thread).
 
     Web pages and the person's answers are shown as saved; a workspace file is read through the
@@ -114,9 +139,10 @@ def read_source(item: ev.EvidenceItemView, workspace: Path | None, max_bytes: in
             "saved with it is shown.",
         )
     try:
-        path, document = _workspace_file(workspace, item.source, max_bytes)
+        path, document = _workspace_file(workspace, item.source, max_bytes, reader, stop)
     except (ImprintError, OSError) as error:
-        return excerpt_source(item, f"{error} The passage saved with the evidence is shown.")
+        reason = str(error).rstrip(".")
+        return excerpt_source(item, f"{reason}. The passage saved with the evidence is shown.")
     span = cited_lines(item.location)
     if span is not None and span[0] > len(document.lines):
         span = None
@@ -126,20 +152,29 @@ def read_source(item: ev.EvidenceItemView, workspace: Path | None, max_bytes: in
     return SourceText(document.lines, span, document.page_starts, document.title, path, note)
 
 
-def _workspace_file(workspace: Path, source: str, max_bytes: int) -> tuple[Path, Extracted]:
+def _workspace_file(
+    workspace: Path,
+    source: str,
+    max_bytes: int,
+    reader: DocumentReader,
+    stop: threading.Event | None,
+) -> tuple[Path, Extracted]:
     """The cited file inside ``workspace`` and its text, or an error that says why not."""
     from imprint_desktop.core.errors import DocumentError  # noqa: PLC0415 - on the reading thread
-    from imprint_desktop.core.workspace import extract, resolve_inside  # noqa: PLC0415
+    from imprint_desktop.core.workspace import clean_relative, read_inside  # noqa: PLC0415
     from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES  # noqa: PLC0415
 
-    path = resolve_inside(workspace.resolve(), source)  # refuses a path leading out
-    if not path.is_file():
-        raise DocumentError(f"{source} is no longer in {workspace}.")
+    root = workspace.resolve()
+    relative = clean_relative(source)  # refuses a path leading out
+    path = root / relative
     if path.suffix.lower() in BINARY_SUFFIXES:
         raise DocumentError(f"{source} is not a text document.")
-    if path.stat().st_size > max_bytes:
-        raise DocumentError(f"{source} is larger than {max_bytes // 2**20} MB.")
-    return path, extract(path.name, path.read_bytes())
+    if not path.is_file():
+        raise DocumentError(f"{source} is no longer in {workspace}.")
+    # Opened one folder at a time without following a link (the index never follows one), the
+    # size checked on the open file.
+    data, _ = read_inside(root, relative, max_bytes=max_bytes)
+    return path, reader.read(path.name, data, stop)
 
 
 def _contains(lines: tuple[str, ...], excerpt: str) -> bool:
@@ -162,6 +197,8 @@ class SourceViewer(QDialog):
         workspace: Path | None,
         *,
         max_bytes: int,
+        reader: DocumentReader,
+        stop: threading.Event | None = None,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -204,20 +241,27 @@ class SourceViewer(QDialog):
         self._poll = QTimer(self)  # the reading thread touches no Qt object: the viewer asks it
         self._poll.setInterval(READ_POLL_MS)
         self._poll.timeout.connect(self._check_read)
-        self._read(workspace, max_bytes)
+        self._read(workspace, max_bytes, reader, stop)
 
     @property
     def loaded(self) -> bool:
         return self.source is not None
 
-    def _read(self, workspace: Path | None, max_bytes: int) -> None:
-        """Read and extract on a thread (a PDF can take a while); the result is collected on the
-        GUI thread by a timer, so a viewer closed meanwhile leaves nothing to call back."""
+    def _read(
+        self,
+        workspace: Path | None,
+        max_bytes: int,
+        reader: DocumentReader,
+        stop: threading.Event | None,
+    ) -> None:
+        """Read and extract on a thread (a PDF can take a while; ``stop`` ends its worker); the
+        result is collected on the GUI thread by a timer, so a viewer closed meanwhile leaves
+        nothing to call back."""
         item, reading = self.item, self._reading
 
         def read() -> None:
             try:
-                text = read_source(item, workspace, max_bytes)
+                text = read_source(item, workspace, max_bytes, reader, stop)
             except Exception as error:  # a parser can fail anywhere; the excerpt still shows
                 text = excerpt_source(item, f"The document could not be read ({error}).")
             reading.set_result(text)
@@ -234,7 +278,7 @@ class SourceViewer(QDialog):
     def _show(self, source: SourceText) -> None:
         self.source = source
         self.view.page_starts = source.page_starts
-        self.view.setPlainText("\n".join(source.lines))
+        self.view.setPlainText("\n".join(map(shown_line, source.lines)))
         self.note.setText(source.note)
         self.note.setVisible(bool(source.note))
         if source.title and source.title != self.item.source:

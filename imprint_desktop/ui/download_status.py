@@ -6,7 +6,7 @@ coalesced (about ten a second), so they repaint little and never touch the netwo
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 from imprint_desktop.core.models import human_size
 from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, DownloadTotals
 from imprint_desktop.engine.downloads import DownloadManager
+from imprint_desktop.ui.inert import tooltip
 from imprint_desktop.ui.tables import cell, chosen_data, list_table
 
 _PROGRESS_STEPS = 1000
@@ -53,6 +54,7 @@ class DownloadStatusWidget(QWidget):
         super().__init__(parent)
         self.setObjectName("downloadStatus")
         self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
         self.bar = QProgressBar()
         self.bar.setRange(0, _PROGRESS_STEPS)
         self.bar.setMaximumWidth(160)
@@ -149,7 +151,7 @@ class DownloadQueue(QWidget):
         status = self.table.item(row, 2)
         assert status is not None
         status.setText(describe(item))
-        status.setToolTip(item.message or describe(item))
+        status.setToolTip(tooltip(item.message or describe(item)))  # the message may be the hub's
         self._update_buttons()
 
     @Slot(object)

@@ -9,10 +9,15 @@ panel shows, tells it when that changes.
 
 A link the model wrote acts on nothing: a web address opens in the browser only when the person
 chooses to, with the full address in front of them; any other kind is not followed.
+
+Documents are parsed by one :class:`~imprint_desktop.core.workspace.reader.DocumentReader` for the
+window (a PDF in its isolated worker, started at the first PDF opened), stopped when the window
+goes (:meth:`EvidenceOpener.close`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +27,7 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from imprint_desktop.core.chosen import researched_folder
 from imprint_desktop.core.research.handler import EventHandler
+from imprint_desktop.core.workspace.reader import DocumentReader
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.ui.chat_view import ChatView, Citation
@@ -52,6 +58,8 @@ class EvidenceOpener(QObject, EventHandler):
         self.bridge, self.view, self.panel = bridge, view, panel
         self._window = parent
         self._source_bytes = source_bytes
+        self._reader = DocumentReader()
+        self._closing = threading.Event()  # stops a PDF still being read when the window goes
         self.viewer: SourceViewer | None = None
         self.link_box: QMessageBox | None = None
         self.record: RecordDialog | None = None
@@ -135,10 +143,17 @@ class EvidenceOpener(QObject, EventHandler):
             item,
             Path(workspace) if workspace else None,
             max_bytes=self._source_bytes(),
+            reader=self._reader,
+            stop=self._closing,
             parent=self._window,
         )
         self.viewer.show()
         return self.viewer
+
+    def close(self) -> None:
+        """Stop the document reader's worker (the window is closing)."""
+        self._closing.set()
+        self._reader.close()
 
     # --- links the model wrote --------------------------------------------------------------------
 

@@ -390,6 +390,7 @@ class MainWindow(QMainWindow):
         if self.downloads is not None:
             self.downloads.shutdown()  # pauses downloads (partials kept) and joins the workers
         self.bridge.shutdown()  # cancels the reply and joins the engine thread
+        self.opener.close()  # stops the viewer's document reader
         super().closeEvent(event)
 
 

@@ -95,6 +95,7 @@ class ModelManagerWindow(QWidget):
         self.message = QLabel()
         self.message.setObjectName("managerMessage")
         self.message.setWordWrap(True)
+        self.message.setTextFormat(Qt.TextFormat.PlainText)  # names and errors from the hub
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout = QVBoxLayout(self)
         layout.addWidget(self.tabs, 1)
@@ -157,6 +158,8 @@ class ModelManagerWindow(QWidget):
 
     def _build_files_panel(self) -> QWidget:
         self.repo_label = QLabel("Choose a repository to see its models.")
+        self.repo_label.setTextFormat(Qt.TextFormat.PlainText)  # a repository's name is the hub's
+        self.repo_label.setWordWrap(True)
         self.files = _table(("Model", "Quant", "Size", "Fit on this computer"), "repoFiles")
         self.files.setColumnWidth(0, 230)
         self.files.setColumnWidth(1, 60)
@@ -195,7 +198,7 @@ class ModelManagerWindow(QWidget):
         repo_id = chosen_data(self.results)
         if not isinstance(repo_id, str):
             return
-        self.repo_label.setText(f"<b>{repo_id}</b> — reading its files…")
+        self.repo_label.setText(f"{repo_id} — reading its files…")
         self.files.setRowCount(0)
         self._files = None
         self._jobs[self._manager.list_files(repo_id)] = "files"
@@ -203,7 +206,7 @@ class ModelManagerWindow(QWidget):
 
     def _show_files(self, listing: RepoModels) -> None:
         self._files = listing
-        self.repo_label.setText(f"<b>{listing.repo_id}</b>: {len(listing.models)} GGUF models")
+        self.repo_label.setText(f"{listing.repo_id}: {len(listing.models)} GGUF models")
         self.files.setRowCount(0)
         for model in listing.models:
             append_row(self.files, hub_model_row(model))

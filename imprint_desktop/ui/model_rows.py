@@ -22,6 +22,7 @@ from imprint_desktop.core.models import (
     Verdict,
     human_size,
 )
+from imprint_desktop.ui.inert import tooltip
 from imprint_desktop.ui.tables import cell
 
 #: How a hub file fits this computer, as the Find tab colours it.
@@ -51,7 +52,7 @@ def hub_model_row(model: RemoteModel) -> Row:
     """Model, quantization, size, fit: one model of a repository on the hub."""
     parts = f" ({len(model.files)} parts)" if len(model.files) > 1 else ""
     fit = cell(model.fit.text)
-    fit.setToolTip(f"{model.fit.text} (file, context memory and working buffers)")
+    fit.setToolTip(tooltip(f"{model.fit.text} (file, context memory and working buffers)"))
     colour = FIT_COLOURS.get(model.fit.fit)
     if colour:
         fit.setForeground(QColor(colour))
@@ -88,5 +89,5 @@ def recommendation_row(entry: Recommendation, on_dark: bool) -> Row:
     light, dark = VERDICT_COLOURS[entry.fit.verdict]
     fit.setForeground(QColor(dark if on_dark else light))
     why = cell(entry.fit.reason)
-    why.setToolTip(entry.fit.reason)
+    why.setToolTip(tooltip(entry.fit.reason))
     return [first, cell(human_size(entry.model.size), align_right=True), fit, why, cell("")]

@@ -75,6 +75,7 @@ class RecommendedPage(QWidget):
         self.summary = QLabel("Checking this computer…")
         self.summary.setObjectName("recommendedSummary")
         self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)  # may quote the hub's error
         self.table = list_table(
             ("Model", "Size", "On this computer", "Why", "State"), "recommendedModels"
         )

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
 
 TICK_MS = 100
+#: The most of a status line the "now" label shows.
+NOW_CHARS = 300
 EVIDENCE_ROLE = Qt.ItemDataRole.UserRole
 
 
@@ -194,7 +196,9 @@ class ResearchPanel(QWidget, EventHandler):
         self.set_now(what)
 
     def set_now(self, text: str) -> None:
-        self.now_label.setText(text)
+        """Show what research is doing: one line, cut to :data:`NOW_CHARS` (it may quote what the
+        model wrote, and a label lays out all it is given)."""
+        self.now_label.setText(text if len(text) <= NOW_CHARS else text[: NOW_CHARS - 1] + "…")
 
     def apply(self, event: ev.Event) -> None:
         """Reflect one research event (in the ``on_…`` methods below)."""

@@ -149,7 +149,7 @@ class ChatSession(QObject, EventHandler):
         self.panel.set_now(waiting)
         self.view.set_live_status(waiting)
         self._consent_reply = request.reply_id
-        self.consent_card.ask(request.call_id, request.url, request.site)
+        self.consent_card.ask(request.call_id, request.url, request.site, request.redirected_from)
 
     @Slot(str, str)
     def _consent_decided(self, call_id: str, decision: str) -> None:

@@ -274,3 +274,53 @@ def test_on_a_terminal_the_person_is_asked_and_a_site_stays_allowed_for_the_run(
     payload = json.loads(stdout)
     waited = sum(line["seconds"] for line in trace_lines(trace, "consent"))
     assert waited > 0 and abs(payload["user_wait_seconds"] - waited) < 0.01, (payload, waited)
+
+
+def test_on_a_terminal_a_redirect_to_another_site_is_asked_about_with_both_addresses(
+    imprint_env: dict[str, str],
+    openai_server: OpenAIServer,
+    web: OpenAIServer,
+    proxy: OpenAIServer,
+    workspace: Path,
+) -> None:
+    other = proxy  # a second site: another host name and port on this computer
+    start = f"{web.url}/hop?d=the-plan"
+    target = f"http://localhost:{other.port}/collect?d=the-plan"
+    web.script(Reply(302, (("Location", target),), (b"",)), path="/hop")
+    other.script(page(), path="/collect")
+    openai_server.script(Reply.tool_calls(fetch("f1", start)), Reply.text("Nothing."))
+    trace = workspace.parent / "trace.jsonl"
+    args = ["ask", QUESTION, "--workspace", str(workspace), "--base-url", openai_server.base_url]
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "imprint_desktop", *args, "--json", "--trace", str(trace)],
+        env=imprint_env,
+        stdin=terminal,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    os.close(terminal)
+    assert process.stdout is not None and process.stderr is not None
+    err = Stderr(process.stderr)
+    try:
+        assert err.wait_for_count(PROMPT, 1), err.text()[-2000:]
+        os.write(controller, b"s\n")  # this site, for the rest of the run
+        assert err.wait_for_count(PROMPT, 2), err.text()[-2000:]
+        assert other.requests == [], "sent on before the person was asked"
+        os.write(controller, b"d\n")  # but not the site it redirects to
+        stdout, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+        os.close(controller)
+        stderr = err.text()
+    assert process.returncode == 0, stderr[-2000:]
+    second = stderr[stderr.index(PROMPT) + len(PROMPT) :]
+    assert "redirects to another site" in second and start in second and target in second
+    assert other.requests == []
+    assert [request.path for request in web.requests] == ["/hop"]
+    decisions = [(line["url"], line["decision"]) for line in trace_lines(trace, "consent")]
+    assert decisions == [(start, "allow_site"), (target, "deny")]
+    assert "another site" in tool_results(openai_server.chat_requests()[1])["f1"]
+    assert json.loads(stdout)["stop_reason"] == "answered"

@@ -46,13 +46,14 @@ def redirect(location: str) -> Reply:
 class Person:
     """Decides every fetch the same way, and remembers what it was asked."""
 
-    def __init__(self, decision: Decision) -> None:
-        self.decision = decision
+    def __init__(self, decision: Decision, *later: Decision) -> None:
+        self.decisions = [decision, *later]  # one after another; the last one stays
         self.asked: list[str] = []
+        self.redirects: list[tuple[str, str]] = []  # (from, to) of each redirect asked about
 
     async def __call__(self, url: str) -> Decision:
         self.asked.append(url)
-        return self.decision
+        return self.decisions.pop(0) if len(self.decisions) > 1 else self.decisions[0]
 
 
 @pytest.fixture
@@ -87,10 +88,23 @@ def fetch(
         async with make_async_client(make_config(values).network) as client:
             toolbox = Toolbox(workspace, make_config(values).tools, client)
             arguments = {"url": url}
-            # As the engine does: the toolbox names what needs a decision, the person decides.
+            # As the engine does: the toolbox names what needs a decision, the person decides,
+            # and is asked again about a redirect to another site.
             asks = toolbox.needs_consent("fetch_url", arguments, timeout=10.0)
             decision = await person(asks) if asks is not None and person is not None else None
-            return await toolbox.execute("fetch_url", arguments, timeout=10.0, consent=decision)
+
+            async def redirect(from_url: str, to_url: str) -> Decision:
+                assert person is not None
+                person.redirects.append((from_url, to_url))
+                return await person(to_url)
+
+            return await toolbox.execute(
+                "fetch_url",
+                arguments,
+                timeout=10.0,
+                consent=decision,
+                redirect_consent=redirect if person is not None else None,
+            )
 
     return asyncio.run(call())
 
@@ -143,6 +157,74 @@ def test_a_redirect_between_pages_of_this_computer_is_followed(
     result = fetch(workspace, f"{web.url}/old", Person(Decision.ALLOW_ONCE))
     assert result.status == "ok", result.content
     assert result.evidence[0].source == f"{web.url}/page"
+
+
+# --- a redirect to another site -------------------------------------------------------------------
+
+
+@pytest.fixture
+def other() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as server:
+        yield server
+
+
+def test_a_redirect_to_another_site_is_asked_about_with_both_addresses(
+    web: OpenAIServer, other: OpenAIServer, workspace: Workspace
+) -> None:
+    """Allowing a site allows that site: a page of it that redirects elsewhere sends nothing
+    there until the person, shown both addresses, says yes."""
+    start = f"{web.url}/hop?d=the-secret-plan"
+    target = f"http://localhost:{other.port}/collect?d=the-secret-plan"  # another host: a site
+    web.script(redirect(target), path="/hop")
+    other.script(page(), path="/collect")
+    person = Person(Decision.ALLOW_SITE, Decision.DENY)
+    result = fetch(workspace, start, person)
+    assert person.asked == [start, target]
+    assert person.redirects == [(start, target)]
+    assert other.requests == [], "the other site was sent the address nobody allowed"
+    assert result.status == "error"
+    assert "another site" in result.content and target in result.content, result.content
+
+
+def test_a_redirect_to_another_site_the_person_allows_is_followed(
+    web: OpenAIServer, other: OpenAIServer, workspace: Workspace
+) -> None:
+    web.script(redirect(f"http://localhost:{other.port}/page"), path="/hop")
+    other.script(page(), path="/page")
+    person = Person(Decision.ALLOW_ONCE)
+    result = fetch(workspace, f"{web.url}/hop", person)
+    assert result.status == "ok", result.content
+    assert [request.path for request in other.requests] == ["/page"]
+    assert len(person.redirects) == 1
+
+
+def test_a_redirect_within_the_site_is_not_asked_about(
+    web: OpenAIServer, workspace: Workspace
+) -> None:
+    web.script(redirect("/page"), path="/old")
+    web.script(page(), path="/page")
+    person = Person(Decision.ALLOW_ONCE, Decision.DENY)
+    result = fetch(workspace, f"{web.url}/old", person)
+    assert result.status == "ok", result.content
+    assert person.redirects == []
+
+
+def test_with_nobody_to_ask_about_a_redirect_to_another_site_it_is_refused(
+    web: OpenAIServer, other: OpenAIServer, workspace: Workspace
+) -> None:
+    web.script(redirect(f"http://localhost:{other.port}/page"), path="/hop")
+    other.script(page(), path="/page")
+
+    async def call() -> ToolResult:
+        async with make_async_client(make_config({}).network) as client:
+            toolbox = Toolbox(workspace, make_config({}).tools, client)
+            return await toolbox.execute(
+                "fetch_url", {"url": f"{web.url}/hop"}, timeout=10.0, consent=Decision.ALLOW_ONCE
+            )
+
+    result = asyncio.run(call())
+    assert other.requests == []
+    assert result.status == "error" and "another site" in result.content, result.content
 
 
 # --- never fetched --------------------------------------------------------------------------------

@@ -215,3 +215,82 @@ def test_stop_while_the_card_waits_ends_the_reply_and_fetches_nothing(
     assert not window.consent_card.isVisible()
     qtbot.mouseClick(window.consent_card.allow_once, Qt.MouseButton.LeftButton)  # too late
     assert web.requests == []
+
+
+def redirect(location: str) -> Reply:
+    return Reply(302, (("Location", location),), (b"",), label="redirect")
+
+
+def test_a_redirect_to_another_site_asks_again_and_shows_both_addresses(
+    qtbot: QtBot, research_store: SettingsStore, web: OpenAIServer
+) -> None:
+    with OpenAIServer() as other:
+        start = f"{web.url}/hop?d=the-plan"
+        target = f"http://localhost:{other.port}/collect?d=the-plan"  # another host: a site
+        web.script(redirect(target), path="/hop")
+        serve_pages(other, "/collect")
+        opened = open_window(qtbot, research_store, [fetch(start), Step("Nothing to add.")])
+        window = opened.window
+        requests: list[p.ConsentRequest] = []
+        window.bridge.sig_consent_requested.connect(requests.append)
+        type_question(qtbot, window, "What does the page say?")
+        card = window.consent_card
+        qtbot.waitUntil(card.isVisible, timeout=WAIT_MS)
+        qtbot.mouseClick(card.allow_site, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: len(requests) == 2 and card.isVisible(), timeout=WAIT_MS)
+        assert requests[1].url == target and requests[1].redirected_from == start
+        assert card.address_text() == target
+        assert card.highlighted() == "localhost"
+        assert card.source.isVisible() and start in card.source.text()
+        assert "redirects to another site" in card.title.text()
+        assert other.requests == [], "sent on before the person chose"
+        ended = decide(qtbot, window, "deny")
+        assert ended.outcome is p.Outcome.FINISHED
+        assert other.requests == []
+        assert [request.path for request in web.requests] == ["/hop"]
+        assert "another site" in tool_results(opened.provider)[-1]
+
+
+def visual_order(card: ConsentCard) -> list[float]:
+    """Where each character of the address box is drawn, left to right, in written order."""
+    document = card.address.document()
+    document.size()  # laid out
+    block = document.begin()
+    layout = block.layout()
+    return [layout.lineForTextPosition(i).cursorToX(i) for i in range(block.length() - 1)]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.org/?\u202egpj.elgoog.www//:sptth",  # an override reverses the rest
+        "https://example.org/\u2067abc\u2069/\u200fx\u200b",  # isolates, marks, zero width
+        "https://example.org/\u05d0\u05d1/12/\u05d2\u05d3.com",  # right-to-left letters, digits
+    ],
+)
+def test_no_character_of_the_address_changes_the_order_it_is_read_in(
+    qtbot: QtBot, url: str
+) -> None:
+    card = ConsentCard()
+    qtbot.addWidget(card)
+    card.resize(2000, 300)
+    card.ask("call_1", url, "https://example.org:443")
+    shown = card.address_text()
+    for control in ("\u202e", "\u2067", "\u2069", "\u200f", "\u200b"):
+        assert control not in shown
+    assert shown.startswith("https://example.org/")
+    positions = visual_order(card)
+    assert positions == sorted(positions), (shown, positions)
+    assert card.highlighted() == "example.org"
+
+
+def test_a_host_mixing_scripts_is_shown_in_the_ascii_form_it_is_looked_up_by(
+    qtbot: QtBot,
+) -> None:
+    card = ConsentCard()
+    qtbot.addWidget(card)
+    card.ask("call_1", "https://p\u0430ypal.com/login", "https://xn--pypal-4ve.com:443")
+    assert card.highlighted() == "xn--pypal-4ve.com"
+    assert card.address_text() == "https://xn--pypal-4ve.com/login"
+    card.ask("call_2", "https://例え.jp/x", "https://xn--r8jz45g.jp:443")  # one script: readable
+    assert card.highlighted() == "例え.jp"

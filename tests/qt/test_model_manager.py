@@ -302,3 +302,18 @@ def test_a_model_that_does_not_fit_is_not_offered_for_download(
     assert not page.download_button.isEnabled()
     view.close()
     assert manager.shutdown(30_000)
+
+
+def test_what_the_hub_says_is_shown_as_text(qtbot: QtBot, window: ModelManagerWindow) -> None:
+    """Repository names, file names and error messages come from the hub (any server at
+    HF_ENDPOINT): markup in them stays text in labels and tooltips."""
+    hostile = '<img src="file:///dev/zero"><b>bold</b>'
+    window.say(f"{hostile}: failed")
+    assert window.message.textFormat() == Qt.TextFormat.PlainText
+    assert window.repo_label.textFormat() == Qt.TextFormat.PlainText
+    find_starter(qtbot, window)
+    assert window.repo_label.text().startswith(STARTER_REPO)  # the name, not markup around it
+    item = DownloadItem("d1", "org/x", "x.gguf", 10, state=DownloadState.FAILED, message=hostile)
+    window.queue.show_item(item)
+    tip = window.queue.table.item(0, 2).toolTip()
+    assert tip.startswith("<p>") and "<img" not in tip and "&lt;img" in tip

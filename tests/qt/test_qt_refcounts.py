@@ -28,3 +28,37 @@ def test_fifty_thousand_void_calls_do_not_kill_the_process() -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "alive"
+
+
+TRANSCRIPT = """
+from PySide6.QtWidgets import QApplication
+app = QApplication([])
+from imprint_desktop.ui.chat_markdown import ChatMessage
+from imprint_desktop.ui.chat_view import ChatView
+view = ChatView()
+view.resize(600, 400)
+view.show()
+for number in range(3_000):
+    view.begin_live("Thinking…")
+    view.append_text(f"Paragraph {number} with a [1] citation.\\n\\nAnd *more*")
+    view._render_live()
+    view.end_live(ChatMessage("assistant", f"Answer {number}."))
+    if number % 100 == 99:
+        view.show_messages(view.messages[-5:])
+    app.processEvents()
+print("alive")
+"""
+
+
+def test_the_transcript_alone_survives_thousands_of_renders() -> None:
+    """Only the transcript's modules are imported (no ``engine``, no window), as a test or a tool
+    that shows a conversation would: the guard comes with the widgets."""
+    result = subprocess.run(
+        [sys.executable, "-c", TRANSCRIPT],
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "alive"

@@ -21,6 +21,7 @@ from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.host import running_hosts
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
+from imprint_desktop.ui.research_panel import NOW_CHARS
 from tests.qt.research_harness import (
     ask,
     open_window,
@@ -451,3 +452,26 @@ def test_streaming_lays_out_only_the_paragraph_being_written(
     full.add_message(ChatMessage("assistant", answer, stored_id=1))
     assert view.toPlainText() == full.toPlainText()
     assert view.links.href("cite", 1, 1) in view.toHtml()
+
+
+def test_an_unknown_tool_with_a_huge_name_is_shown_bounded(
+    qtbot: QtBot, research_store: SettingsStore
+) -> None:
+    """A model may call a tool named anything: 80 KB of name once took the status label seconds
+    to lay out. What the window shows of it is as bounded as any argument."""
+    name = "x" * 80_000
+    window = open_window(qtbot, research_store, [Step(calls=[(name, {})]), Step("Done.")]).window
+    shown: list[int] = []
+    summaries: list[str] = []
+
+    def seen(payload: p.ReplyEvent) -> None:
+        if isinstance(payload.event, ev.ToolStarted):
+            summaries.append(payload.event.summary)
+        shown.append(len(window.panel.now_label.text()))
+
+    window.bridge.sig_reply_event.connect(seen)
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        type_question(qtbot, window, "Anything?")
+    assert summaries and all(len(summary) <= 100 for summary in summaries), summaries
+    assert max(shown) <= NOW_CHARS
+    assert name not in window.transcript.toPlainText()

@@ -7,6 +7,7 @@ URL handler installed for the schemes a test cares about.
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,10 +19,10 @@ from pytestqt.qtbot import QtBot
 
 from imprint_desktop.core import resources
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.document_viewer import SourceViewer, cited_lines
+from imprint_desktop.ui.document_viewer import LINE_CHARS, SourceViewer, cited_lines
 from imprint_desktop.ui.main_window import MainWindow
 from tests.qt.research_harness import ask, open_window, search, type_question, write_corpus
-from tests.qt.transcript_links import click_link
+from tests.qt.transcript_links import anchors, click_link
 from tests.support.scripted_provider import Step
 
 WAIT_MS = 10_000
@@ -224,13 +225,18 @@ def test_links_the_model_writes_act_on_nothing_and_web_links_ask_first(
     clipboard = QGuiApplication.clipboard()
     clipboard.setText("what was there before")
 
-    click_link(qtbot, view, "Copy", href="copy:1")
+    # A link that is not a web address is not a link at all: its text, then where it points.
+    hrefs = {anchor.href for anchor in anchors(view.document())}
+    assert not hrefs & {"copy:1", "record:1", "file:///etc/passwd", "file://host/share/x.png"}
+    shown = view.toPlainText()
+    for text in (
+        "Copy (copy:1)",
+        "Research record (record:1)",
+        "the file (file:///etc/passwd)",
+        "a share (file://host/share/x.png)",
+    ):
+        assert text in shown
     assert clipboard.text() == "what was there before"
-    with qtbot.assertNotEmitted(window.bridge.sig_trace_loaded, wait=500):
-        click_link(qtbot, view, "Research record", href="record:1")
-    for text in ("the file", "a share"):
-        click_link(qtbot, view, text)
-        assert "does not follow" in window.statusBar().currentMessage()
     assert system.urls == []
 
     click_link(qtbot, view, "the site")
@@ -250,3 +256,78 @@ def test_links_the_model_writes_act_on_nothing_and_web_links_ask_first(
         click_link(qtbot, view, "Research record", occurrence=0)
     assert window.opener.record is not None
     window.opener.record.close()
+
+
+def test_a_note_with_a_megabyte_line_opens_at_once_with_its_lines_numbered(
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
+) -> None:
+    root = write_corpus(tmp_path / "corpus")
+    image = "iVBORw0K" * 131_072  # a megabyte of base64: an image embedded in a note
+    note = f"# Chart note\n\nThe albatross count rose.\n\n![chart](data:image/png;base64,{image})\n"
+    (root / "chart.md").write_text(note + "\nThe end of the albatross note.\n", encoding="utf-8")
+    store.set("workspace.path", str(root))
+    script = [Step(calls=[search("albatross")]), Step("The count rose [1].")]
+    window = open_window(qtbot, store, script).window
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        type_question(qtbot, window, "Anything unusual?")
+    click_link(qtbot, window.transcript, "[1]")
+    viewer = viewer_of(qtbot, window)
+    document = viewer.view.document()
+    lines = (note + "\nThe end of the albatross note.\n").splitlines()
+    assert document.blockCount() == len(lines)  # numbered as the document is
+    longest = max(len(document.findBlockByNumber(n).text()) for n in range(len(lines)))
+    assert longest <= LINE_CHARS + 80  # the megabyte line is not laid out whole
+    assert "more characters on this line" in viewer.view.toPlainText()
+    assert document.findBlockByNumber(len(lines) - 1).text() == lines[-1]
+    viewer.view.grab()
+
+
+def test_a_cited_pdf_is_parsed_outside_the_windows_process(
+    qtbot: QtBot,
+    store: SettingsStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = tmp_path / "reports"
+    root.mkdir()
+    shutil.copy(
+        resources.resource("sample-workspace") / "reports/annual-report-1998.pdf",
+        root / "report.pdf",
+    )
+    store.set("workspace.path", str(root))
+    script = [Step(calls=[search("generator fault batteries")]), Step("A fault [1].")]
+    window = open_window(qtbot, store, script).window
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        type_question(qtbot, window, "Anything unusual?")
+
+    def in_this_process(data: bytes, stem: str) -> object:
+        raise AssertionError("a PDF was parsed in the window's process")
+
+    extract_module = importlib.import_module("imprint_desktop.core.workspace.extract")
+    monkeypatch.setattr(extract_module, "_pdf", in_this_process)  # the worker has its own
+    click_link(qtbot, window.transcript, "[1]")
+    viewer = viewer_of(qtbot, window)
+    assert viewer.source is not None and viewer.source.path is not None, viewer.note.text()
+    assert "generator" in " ".join(viewer.highlighted_lines()).lower()
+
+
+def test_a_cited_file_that_became_a_link_is_not_followed(
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
+) -> None:
+    root = write_corpus(tmp_path / "corpus")
+    store.set("workspace.path", str(root))
+    script = [Step(calls=[search("quokka")]), Step("A quokka [1].")]
+    window = open_window(qtbot, store, script).window
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        type_question(qtbot, window, "Anything unusual?")
+    # After the answer, the cited folder is swapped for a link to another folder of the workspace.
+    elsewhere = root / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "gamma.md").write_text("# Swapped\n\nA quokka, said the swapped file.\n")
+    shutil.rmtree(root / "deep")
+    (root / "deep").symlink_to(elsewhere, target_is_directory=True)
+    click_link(qtbot, window.transcript, "[1]")
+    viewer = viewer_of(qtbot, window)
+    assert "swapped file" not in viewer.view.toPlainText()
+    assert "link" in viewer.note.text() and viewer.source is not None
+    assert viewer.source.path is None  # the excerpt saved with the evidence is shown instead

@@ -11,7 +11,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from imprint_desktop.core.consent import Decision
+from imprint_desktop.core.consent import Decision, RedirectConsent
 from imprint_desktop.core.tools.base import EvidenceItem, ToolKind, ToolResult
 
 #: The toolbox's tools (``ask_user`` and ``research_sections`` are the engine's own).
@@ -73,6 +73,7 @@ class FakeTools:
         first_citation: int = 1,
         max_chars: int | None = None,
         consent: Decision | None = None,
+        redirect_consent: RedirectConsent | None = None,
     ) -> ToolResult:
         values = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
         self.calls.append((name, values))

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Coroutine, Mapping
 from typing import Any, Protocol
 
-from imprint_desktop.core.consent import Decision
+from imprint_desktop.core.consent import Decision, RedirectConsent
 from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.ledger import Judged
@@ -64,6 +64,7 @@ class ResearchTools(Protocol):
         first_citation: int = 1,
         max_chars: int | None = None,
         consent: Decision | None = None,
+        redirect_consent: RedirectConsent | None = None,
     ) -> ToolResult: ...
 
 
@@ -210,6 +211,10 @@ class ToolCalls:
         """A workspace or web tool, once the person allowed what it needs them to allow."""
         url = self.tools.needs_consent(call.name, call.arguments, timeout=timeout)
         decision = await self.person.consent(call.id, url) if url is not None else None
+
+        async def redirect(from_url: str, to_url: str) -> Decision:
+            return await self.person.consent(call.id, to_url, from_url)
+
         return await self.tools.execute(
             call.name,
             call.arguments,
@@ -217,6 +222,7 @@ class ToolCalls:
             first_citation=first_citation,
             max_chars=max_chars,
             consent=decision,
+            redirect_consent=redirect,
         )
 
 

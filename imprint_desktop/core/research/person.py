@@ -51,9 +51,10 @@ class Person:
             reply.emit_budget()
         return answer
 
-    async def consent(self, call_id: str, url: str) -> Decision:
-        """May call ``call_id`` fetch ``url``? Research time pauses while the person decides,
-        and the decision is traced; it is not progress (DESIGN §2)."""
+    async def consent(self, call_id: str, url: str, redirected_from: str = "") -> Decision:
+        """May call ``call_id`` fetch ``url`` (``redirected_from``: the allowed address that
+        redirects there, on another site)? Research time pauses while the person decides, and the
+        decision is traced; it is not progress (DESIGN §2)."""
         reply = self.reply
         if self._consent is None:
             decision, seconds = Decision.DENY_UNATTENDED, 0.0
@@ -61,8 +62,11 @@ class Person:
             reply.clock.pause()
             reply.emit_budget()
             waited_from = reply.clock_now()
+            ask = self._consent
             try:
-                decision = await self._consent(call_id, url)
+                decision = await (
+                    ask(call_id, url, redirected_from) if redirected_from else ask(call_id, url)
+                )
             finally:
                 reply.clock.resume()
             seconds = reply.clock_now() - waited_from

@@ -6,7 +6,11 @@ people run wikis and documentation servers on their own machine). Redirects are 
 hop at a time, and every hop is checked like the first URL — its scheme, its host, every address the
 host resolves to, and the address actually connected to. A redirect from a public page to a local
 address is refused unless ``local_redirects`` (confirmation off): the person allowed the page they
-saw, not the machines behind it.
+saw, not the machines behind it. For the same reason a redirect to another site (another scheme,
+host or port, http to https on the same host aside) is followed only when ``confirm_redirect``
+allows it — the person is asked again, shown both addresses — and before its host is even looked
+up (a DNS query carries the name out). Without ``confirm_redirect`` (confirmation off) redirects
+are followed as any browser would.
 
 The caller passes the time left; the whole exchange — connect, redirects, body — must fit in it.
 At most :data:`MAX_BYTES` of the body are read, so a huge or endless response costs bounded memory.
@@ -23,8 +27,9 @@ from dataclasses import dataclass
 
 import httpx
 
+from imprint_desktop.core.consent import RedirectConsent, redirect_leaves_site
 from imprint_desktop.core.errors import FetchError
-from imprint_desktop.core.tools.addresses import HopGuard, never_fetched
+from imprint_desktop.core.tools.addresses import HopGuard, literal_address, never_fetched
 from imprint_desktop.core.urls import NotHttpUrl, http_url
 from imprint_desktop.core.workspace.extract import decode
 from imprint_desktop.core.workspace.html import html_page
@@ -86,17 +91,20 @@ async def fetch_page(
     timeout: float | None,
     max_bytes: int = MAX_BYTES,
     local_redirects: bool = True,
+    confirm_redirect: RedirectConsent | None = None,
 ) -> Page:
     """GET ``url`` within ``timeout`` seconds (the research time left) and extract its text.
 
-    ``local_redirects``: whether a redirect from a public page may lead to a local address
-    (see the module docstring).
+    ``local_redirects``: whether a redirect from a public page may lead to a local address;
+    ``confirm_redirect``: who allows a redirect to another site (see the module docstring). The
+    time the person takes to decide is not counted against ``timeout``.
     """
     target = check_target(url)
     seconds = DEFAULT_TIMEOUT if timeout is None else max(timeout, 0.0)
     try:
-        async with asyncio.timeout(seconds):
-            return await _get(client, target, seconds, max_bytes, local_redirects)
+        async with asyncio.timeout(seconds) as deadline:
+            hops = _Hops(target, local_redirects, confirm_redirect, deadline)
+            return await _get(client, hops, seconds, max_bytes)
     except (TimeoutError, httpx.TimeoutException):
         raise FetchError(f"{target} did not answer within {seconds:.0f} seconds.") from None
     except httpx.UnsupportedProtocol:
@@ -107,16 +115,47 @@ async def fetch_page(
         ) from None
 
 
-async def _get(
-    client: httpx.AsyncClient, url: str, seconds: float, max_bytes: int, local_redirects: bool
-) -> Page:
-    hop_url, local_ok = url, True  # the first URL is the one the person allowed
+@dataclass(slots=True)
+class _Hops:
+    """What one fetch's redirects are checked against: the URL the person allowed, the sites
+    allowed so far, and the deadline that pauses while the person decides on a redirect."""
+
+    url: str
+    local_redirects: bool
+    confirm: RedirectConsent | None
+    deadline: asyncio.Timeout
+
+    async def allow(self, from_url: str, to_url: str) -> None:
+        """Raise :class:`FetchError` unless the redirect from ``from_url`` to ``to_url`` may be
+        followed (the person is asked when it leaves the site)."""
+        if self.confirm is None or not redirect_leaves_site(from_url, to_url):
+            return
+        loop = asyncio.get_running_loop()
+        asked = loop.time()
+        decision = await self.confirm(from_url, to_url)
+        when = self.deadline.when()
+        if when is not None:
+            self.deadline.reschedule(when + loop.time() - asked)
+        if not decision.allowed:
+            raise FetchError(
+                f"it is on another site, and the person did not allow it ({decision.value})"
+            )
+
+
+async def _get(client: httpx.AsyncClient, hops: _Hops, seconds: float, max_bytes: int) -> Page:
+    url = hops.url
+    hop_url, local_ok, previous = url, True, url  # the first URL is the one the person allowed
     for hop in range(MAX_REDIRECTS + 1):
         try:
             if hop:
                 hop_url = check_target(hop_url)
             guard = HopGuard(hop_url, local_ok)
+            named = literal_address(guard.host) is None
+            if hop and named:  # asked before the name is looked up: a lookup carries it out
+                await hops.allow(previous, hop_url)
             await guard.resolve()
+            if hop and not named:  # an address: refused by the checks above without asking
+                await hops.allow(previous, hop_url)
             request = client.build_request(
                 "GET",
                 hop_url,
@@ -131,11 +170,11 @@ async def _get(
             refused = f"{url} redirected to {hop_url!r}, which is refused: {error}"
             raise FetchError(refused) from None
         if not hop:
-            local_ok = local_redirects or guard.local
+            local_ok = hops.local_redirects or guard.local
         try:
             if response.next_request is None:
                 return await _page(response, max_bytes)
-            hop_url = str(response.next_request.url)
+            previous, hop_url = hop_url, str(response.next_request.url)
         finally:
             await response.aclose()
     raise FetchError(f"{url} redirects too many times.")

@@ -232,7 +232,9 @@ def describe_call(name: str, arguments: object) -> CallWords:
     a mapping; anything else counts as none)."""
     spec = SPECS.get(name)
     if spec is None:
-        return CallWords(f"{_UNKNOWN_VERBS[0]}{name}", f"{_UNKNOWN_VERBS[1]}{plain(name, 40)}")
+        # The name is the model's: as bounded and as plain as any argument.
+        shown = plain(name if isinstance(name, str) else repr(name), 40)
+        return CallWords(f"{_UNKNOWN_VERBS[0]}{shown}", f"{_UNKNOWN_VERBS[1]}{shown}")
     return spec.words(loose_arguments(arguments))
 
 

@@ -17,7 +17,9 @@ refused without asking; otherwise, with ``tools.fetch_url_confirm`` on, the pers
 toolbox says which address needs a decision (:meth:`Toolbox.needs_consent`); the caller asks the
 person — outside the time limit of the call, research time paused — and passes the decision to
 :meth:`Toolbox.execute`. A denial is a tool error the model can read; without a decision nobody
-could be asked, and the fetch is denied.
+could be asked, and the fetch is denied. A page that redirects to another site is asked about again
+through the caller's ``redirect_consent`` (:mod:`.fetch`); the fetch's own deadline, not the
+call's, then bounds it, so the person's time to decide is not taken from it.
 
 Passages from notes the model wrote (:mod:`.notes`) come back labelled as such, so neither the model
 nor the person takes them for the person's own documents.
@@ -33,7 +35,7 @@ from typing import Any
 import httpx
 
 from imprint_desktop.core.config import ToolsConfig
-from imprint_desktop.core.consent import Decision, denied_message
+from imprint_desktop.core.consent import Decision, RedirectConsent, denied_message
 from imprint_desktop.core.errors import ToolError, UnknownToolError
 from imprint_desktop.core.tools import notes, workspace_tools
 from imprint_desktop.core.tools.arguments import parse_arguments
@@ -59,6 +61,8 @@ log = logging.getLogger(__name__)
 
 #: A tool's implementation: its validated arguments, the research time left, the result's size cap.
 _Runner = Callable[[dict[str, Any], float | None, int], Awaitable[Output]]
+#: Where ``fetch_url``'s runner finds who allows a redirect to another site (beside its arguments).
+_REDIRECTS = "\x00redirect_consent"
 
 
 class Toolbox:
@@ -132,6 +136,7 @@ class Toolbox:
         first_citation: int = 1,
         max_chars: int | None = None,
         consent: Decision | None = None,
+        redirect_consent: RedirectConsent | None = None,
     ) -> ToolResult:
         """Run one tool call; never raises except :class:`asyncio.CancelledError`.
 
@@ -140,12 +145,19 @@ class Toolbox:
         ``[n+1]``… so numbers stay unique across a reply. ``max_chars`` caps this result below
         ``tools.max_result_chars`` (the engine's own first search fits what the window has left).
         ``consent`` is the person's decision on the address :meth:`needs_consent` named (None:
-        nobody was asked).
+        nobody was asked); ``redirect_consent`` asks them about a redirect to another site (None:
+        such a redirect is refused while ``tools.fetch_url_confirm`` is on).
         """
         cap = self.settings.max_result_chars
         cap = cap if max_chars is None else max(1, min(cap, max_chars))
         work = self._run(
-            name, arguments, timeout, cap, first_citation=first_citation, consent=consent
+            name,
+            arguments,
+            timeout,
+            cap,
+            first_citation=first_citation,
+            consent=consent,
+            redirect_consent=redirect_consent,
         )
         return await carried_out(name, work, timeout=timeout)
 
@@ -158,15 +170,21 @@ class Toolbox:
         *,
         first_citation: int,
         consent: Decision | None,
+        redirect_consent: RedirectConsent | None,
     ) -> ToolResult:
         spec = self._spec(name)
         values = parse_arguments(spec, arguments)
         if timeout is not None and timeout <= 0:
             return ToolResult.not_executed(name, OUT_OF_TIME)
         runner = self._runners[name]
-        if name == "fetch_url":
-            values = {**values, "url": self._allowed_target(values["url"], consent)}
-        if spec.kind is ToolKind.READ and timeout is not None:
+        fetching = name == "fetch_url"
+        if fetching:
+            values = {
+                **values,
+                "url": self._allowed_target(values["url"], consent),
+                _REDIRECTS: self._redirects(redirect_consent),
+            }
+        if spec.kind is ToolKind.READ and timeout is not None and not fetching:
             output = await asyncio.wait_for(runner(values, timeout, cap), timeout)
         else:
             output = await runner(values, timeout, cap)
@@ -232,16 +250,33 @@ class Toolbox:
             raise ToolError(denied_message(target, decision))
         return target
 
+    def _redirects(self, ask: RedirectConsent | None) -> RedirectConsent | None:
+        """Who allows a redirect to another site: nobody needs to with confirmation off; with it
+        on, the person through ``ask``, and without ``ask`` the redirect is refused."""
+        if not self.settings.fetch_url_confirm:
+            return None
+        if ask is not None:
+            return ask
+
+        async def refuse(from_url: str, to_url: str) -> Decision:
+            del from_url, to_url
+            return Decision.DENY_UNATTENDED
+
+        return refuse
+
     async def _fetch_url(
         self, values: dict[str, Any], timeout: float | None, max_chars: int
     ) -> Output:
         assert self._http is not None  # _available() hides the tool otherwise
+        # fetch_page's own deadline bounds the whole exchange (and pauses while the person
+        # decides on a redirect), so this call is not put under another.
         page = await fetch_page(
             self._http,
             values["url"],
             timeout=timeout,
             max_bytes=MAX_BYTES,
             local_redirects=not self.settings.fetch_url_confirm,
+            confirm_redirect=values[_REDIRECTS],
         )
         passages = split_passages(split_lines(page.text))
         items = [
