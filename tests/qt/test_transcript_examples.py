@@ -54,7 +54,7 @@ def check(view: RecordingView, where: str) -> None:
         assert tip.startswith("<p>") and "<img" not in tip and "<a " not in tip, (where, tip)
 
 
-@pytest.mark.parametrize("name", ["commonmark-0.31.2.json", "gfm-extensions.json"])
+@pytest.mark.parametrize("name", ["gfm-extensions.json"])
 def test_every_example_renders_inert_in_every_way_the_window_writes(
     qtbot: QtBot, name: str
 ) -> None:
