@@ -539,7 +539,7 @@ def test_threads_are_fitted_before_every_request(
     monkeypatch.setattr(loader, "physical_cores", lambda: 2)
     monkeypatch.setattr(loader, "busy_elsewhere", lambda: 1)  # another program holds a core
     run(provider.complete(ask("One.", max_tokens=1), CancelToken()))
-    assert provider._session.threads == 1  # noqa: SLF001 - what llama.cpp was told
+    assert provider._session.threads == 1
     monkeypatch.setattr(loader, "busy_elsewhere", lambda: 0)  # the machine is free again
     run(provider.complete(ask("Two.", max_tokens=1), CancelToken()))
-    assert provider._session.threads == 2  # noqa: SLF001
+    assert provider._session.threads == 2
