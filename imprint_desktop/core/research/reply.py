@@ -110,10 +110,24 @@ class Reply:
         self.rounds = 0  # reply-wide: the coordinator's and every section worker's
         self.patience = Patience(settings.no_progress_rounds)  # the coordinator's
         self.looked = sources.LookedAt()  # what research searched and read, for "not found"
+        self.stopped_as: ev.StopReason | None = None  # the reason of the stop line, once sent
+        self._final_sent = False
 
     # --- events ---------------------------------------------------------------------------------
 
     def emit(self, event: ev.Event) -> None:
+        """Send ``event`` to the sink. A reply has exactly one ``stop`` and one ``final`` line
+        (DESIGN §5): a second of either (an ending that failed after writing one) is dropped."""
+        if isinstance(event, ev.ResearchStopped):
+            if self.stopped_as is not None:
+                log.warning("a second stop line (%s) dropped", event.reason)
+                return
+            self.stopped_as = event.reason
+        elif isinstance(event, ev.FinalFinished):
+            if self._final_sent:
+                log.warning("a second final line (%s) dropped", event.mode)
+                return
+            self._final_sent = True
         if self._sink is None:
             return
         try:

@@ -136,6 +136,7 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
     stop_reason = final_mode = ""
     stop_round: int | None = None
     research_at_stop: float | None = None
+    final_began: float | None = None  # research time when the final stage began
     taken = 0
     points: dict[int, BudgetPoint] = {0: BudgetPoint(0, 0.0, 0, 0, 0)}
     rows: list[ActivityRow] = []
@@ -189,8 +190,10 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
             call_id = str(line.get("call_id", ""))
             name = str(line.get("name", ""))
             new = _integer(line.get("new_evidence"))
-            mine = tuple(item.id for item in ordered[taken : taken + new])
-            taken += new
+            # research_sections counts what its workers found, already listed on their lines.
+            own = 0 if name == "research_sections" else new
+            mine = tuple(item.id for item in ordered[taken : taken + own])
+            taken += own
             status = str(line.get("status", ""))
             if call_id in denied and status == "error":
                 status = "denied"
@@ -216,7 +219,7 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
             )
             latest = max(latest, number)
             mark(number, research)
-        elif kind in ("user_wait", "consent"):
+        elif kind == "user_wait":  # every wait, a consent decision's too
             seconds = _number(line.get("seconds"))
             waits += seconds
             waiting += seconds
@@ -229,11 +232,14 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
         elif kind == "stop" and not stop_reason:
             stop_reason = str(line.get("reason", ""))
             stop_round = latest
-            research_at_stop = research
-            mark(latest, research)
+            # A stop line after the final line (see ending.py): research ended when it began.
+            research_at_stop = research if final_began is None else final_began
+            mark(latest, research_at_stop)
         elif kind == "final":
             final_mode = str(line.get("mode", ""))
             final_seconds += _number(line.get("seconds"))
+            if final_began is None:
+                final_began = max(0.0, research - _number(line.get("seconds")))
     if research_at_stop is None:
         research_at_stop = max((point.research_seconds for point in points.values()), default=0.0)
     summary = Summary(

@@ -66,7 +66,9 @@ def test_a_worker_stopped_by_time_hands_its_passages_to_the_final_request() -> N
 def test_a_person_s_answer_in_a_batch_with_a_write_is_progress() -> None:
     note = ("write_note", {"title": "Plan", "content": "Ask about the light."})
     ask = ("ask_user", {"question": "Which light?"})
-    script = research_then_final(lambda n: Step(calls=[note, ask]), "Done.")
+    # Five rounds, then an answer: no budget cuts a round short (a round stopped before its
+    # calls ran is no progress, whatever they were).
+    script = [Step(calls=[note, ask]) for _ in range(5)] + [Step("Done.")]
 
     async def person(call_id: str, question: str) -> str:
         return "Greyness Point"
@@ -75,12 +77,11 @@ def test_a_person_s_answer_in_a_batch_with_a_write_is_progress() -> None:
         script,
         lambda n, v: passage("unused"),
         ask=person,
-        timeout_sec=0.5,
         settings={"chat.research_no_progress_rounds": 2},
     )
     run(engine.run("?", tools))
     ends = recorder.of(ev.RoundEnded)
-    assert ends and all(e.progress and not e.excluded for e in ends)
+    assert len(ends) == 5 and all(e.progress and not e.excluded for e in ends)
     assert all(e.no_progress_rounds == 0 for e in ends)
 
 
