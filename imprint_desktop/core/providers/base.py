@@ -35,7 +35,7 @@ from imprint_desktop.core.vocabulary import StopKind as StopKind  # noqa: PLC041
 
 Role = Literal["system", "user", "assistant", "tool"]
 
-MAX_CALLS_PER_REPLY = 16
+MAX_CALLS_PER_REPLY = 32
 """Most tool calls one model reply may have carried out. A provider keeps no more than these
 (counting the rest in :attr:`Completion.dropped_calls`), and the research engine runs no more: the
 model is told of the ones dropped."""

@@ -93,6 +93,7 @@ class ChunkAssembler:
     def reset(self) -> None:
         """Forget a failed attempt (only ever called before any content arrived)."""
         self._text: list[str] = []
+        self._text_chars = 0  # characters of answer text so far
         self._reasoning: list[str] = []
         self._calls: dict[int, _PartialCall] = {}
         self._dropped: set[int] = set()  # indices of calls beyond the most one reply may hold
@@ -152,9 +153,11 @@ class ChunkAssembler:
         order), and finish as ``length``: what a server honouring ``max_tokens`` would have
         sent. Calls left with no room at all are dropped."""
         tokens = self.allowance if self.allowance is not None else self.output_estimate()
-        room = _Room(tokens, self.output_limit if self.output_limit is not None else self._generated)
+        most_bytes = self.output_limit if self.output_limit is not None else self._generated
+        room = _Room(tokens, most_bytes)
         self._reasoning = [room.take(self.reasoning)]
         self._text = [room.take(self.text)]
+        self._text_chars = len(self._text[0])
         for index in sorted(self._calls):
             partial = self._calls[index]
             if not room.fits(partial.name):
@@ -293,8 +296,9 @@ class ChunkAssembler:
         content = delta.get("content")
         if isinstance(content, str) and content:
             content = valid_text(content)
-            before = sum(map(len, self._text))
+            before = self._text_chars
             self._text.append(content)
+            self._text_chars += len(content)
             self._generated += len(content.encode())
             self.received_content = True
             if self._cut_if_over():

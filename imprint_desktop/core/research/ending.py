@@ -6,8 +6,9 @@ it (the final answer, the labelled evidence fallback, or — with nothing found 
 "not found" reply); or the engine itself failed (the fallback). Each way ends in exactly one
 ``stop`` line, one ``final`` line and one ``reply_finished`` event, and the answer gets its Sources.
 
-The reply has one stop reason, the same in the ``stop`` line and the result. When a final request
-follows, the ``stop`` line is written once it is over: Stop pressed during it makes the reply
+The reply has one stop reason, the same in the ``stop`` line and the result. When a final stage
+follows, the ``stop`` line is written with its ``final`` line, just before it
+(:meth:`~.reply.Reply.stop_with_final`): Stop pressed during the final stage makes the reply
 ``cancelled`` (cancellation wins at any point), and the line says so.
 """
 
@@ -57,13 +58,13 @@ class Ending:
             # Nothing to answer from: say so, rather than let the model invent an answer.
             reply.emit(ev.ResearchStopped(reply.now_t(), stop.reason, stop.detail))
             return self._finish(self._not_found(stop), stop.reason)
+        reply.stop_with_final(stop.reason, stop.detail)
         answer = await self.final.run(coordinator.messages, stop.reason, coordinator.tool_schemas)
         self._final_charged = answer.charged
-        if reply.cancel.cancelled:  # Cancellation wins, also during the final stage.
-            reply.emit(ev.ResearchStopped(reply.now_t(), "cancelled", stop.detail))
+        reason = reply.stopped_as or stop.reason
+        if reason == "cancelled":  # Cancellation wins, also during the final stage.
             return self._finish(replace(answer, conversation=()), "cancelled")
-        reply.emit(ev.ResearchStopped(reply.now_t(), stop.reason, stop.detail))
-        return self._finish(answer, stop.reason)
+        return self._finish(answer, reason)
 
     async def complete_cut(self, cut_text: str, coordinator: Conversation) -> ev.ReplyResult:
         """The model answered but ran out of its research allowance mid-answer: the final
@@ -71,6 +72,7 @@ class Ending:
         reply = self.reply
         reply.clock.stop()
         self.final.cut_answer = cut_text  # a fallback shows it, labelled, with the evidence
+        reply.stop_with_final("answered")
         rest = await self.final.run(
             coordinator.messages,
             "answered",
@@ -78,8 +80,7 @@ class Ending:
             instruction=prompts.CONTINUE_ANSWER,
         )
         self._final_charged = rest.charged
-        reason: ev.StopReason = "cancelled" if reply.cancel.cancelled else "answered"
-        reply.emit(ev.ResearchStopped(reply.now_t(), reason))
+        reason = reply.stopped_as or "answered"
         if rest.mode == "model" and rest.condensed:
             # Written from condensed notes, it is a whole answer of its own, not the rest.
             return self._finish(rest, reason)

@@ -127,6 +127,7 @@ class FinalStage:
             instruction = prompts.FINAL if reply.ledger.items else prompts.FINAL_WITHOUT_EVIDENCE
         final_messages = [*messages, Message("user", instruction)]
         request = self._request(final_messages, allowance)
+        condensed = False
         try:
             prompt_tokens = await reply.provider.count_prompt(request)
         except Exception as error:
@@ -159,9 +160,9 @@ class FinalStage:
                 return self._fallback(
                     reason, "even the condensed evidence does not fit the model's context window"
                 )
-            answer = await self._final_request(request, prompt_tokens, reason)
-            return replace(answer, condensed=True)
-        return await self._final_request(request, prompt_tokens, reason)
+            condensed = True
+        answer = await self._final_request(request, prompt_tokens, reason)
+        return replace(answer, condensed=condensed)
 
     async def _final_request(
         self, request: CompletionRequest, prompt_tokens: int, reason: ev.StopReason
@@ -190,7 +191,8 @@ class FinalStage:
                 log.exception("the final request failed")
             # What arrived before the failure is charged, as for any request.
             partial = failed_partial(error)
-            prompt, output = (partial.prompt_evaluated, partial.output_tokens) if partial else (0, 0)
+            prompt = partial.prompt_evaluated if partial else 0
+            output = partial.output_tokens if partial else 0
             self.requests.finished(  # the failed request still has its trace line
                 "final",
                 reply.rounds,

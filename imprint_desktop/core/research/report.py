@@ -136,7 +136,9 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
     stop_reason = final_mode = ""
     stop_round: int | None = None
     research_at_stop: float | None = None
-    final_began: float | None = None  # research time when the final stage began
+    # A stop line written after the final request (its reason settled with the final line, see
+    # ending.py): research ended when the final stage began, which the final line tells.
+    stop_after_final_request = final_requested = False
     taken = 0
     points: dict[int, BudgetPoint] = {0: BudgetPoint(0, 0.0, 0, 0, 0)}
     rows: list[ActivityRow] = []
@@ -151,6 +153,14 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
             max(committed, before.tokens_committed if before else 0, charged),
             no_progress,
         )
+
+    def settle_stop(final_began: float) -> None:
+        """Research time at a stop line written after the final request: when the final began."""
+        nonlocal research_at_stop, stop_after_final_request
+        if stop_after_final_request and stop_round is not None:
+            research_at_stop = max(0.0, final_began)
+            mark(stop_round, research_at_stop)
+            stop_after_final_request = False
 
     for line in lines:
         kind = line.get("type")
@@ -179,6 +189,7 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
             rows.append(row)
             if phase == "final":
                 final_tokens += cost
+                final_requested = True
                 continue
             committed = charged + reserved
             charged += cost
@@ -232,14 +243,14 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
         elif kind == "stop" and not stop_reason:
             stop_reason = str(line.get("reason", ""))
             stop_round = latest
-            # A stop line after the final line (see ending.py): research ended when it began.
-            research_at_stop = research if final_began is None else final_began
-            mark(latest, research_at_stop)
+            research_at_stop = research
+            stop_after_final_request = final_requested
+            mark(latest, research)
         elif kind == "final":
             final_mode = str(line.get("mode", ""))
-            final_seconds += _number(line.get("seconds"))
-            if final_began is None:
-                final_began = max(0.0, research - _number(line.get("seconds")))
+            seconds = _number(line.get("seconds"))
+            final_seconds += seconds
+            settle_stop(research - seconds)
     if research_at_stop is None:
         research_at_stop = max((point.research_seconds for point in points.values()), default=0.0)
     summary = Summary(

@@ -82,10 +82,14 @@ class Requests:
         try:
             completion = await _provider_call(provider.complete(request, reply.cancel, streamed))
         except ResearchStop as stop:
-            self._failed(phase, round_number, prompt_tokens, reservation, streamed, stop)
+            self._failed(
+                phase, round_number, prompt_tokens, reservation, streamed=streamed, stop=stop
+            )
             raise
         except BaseException:  # the reply itself is torn down: the request still has its line
-            self._failed(phase, round_number, prompt_tokens, reservation, streamed, None)
+            self._failed(
+                phase, round_number, prompt_tokens, reservation, streamed=streamed, stop=None
+            )
             raise
         settlement = reply.tokens.settle(
             reservation, completion.prompt_evaluated, completion.output_tokens
@@ -114,6 +118,7 @@ class Requests:
         round_number: int,
         prompt_tokens: int,
         reservation: Reservation,
+        *,
         streamed: _Streamed,
         stop: ResearchStop | None,
     ) -> None:

@@ -101,8 +101,12 @@ class Rounds:
             calls = conversation.new_calls(made[:MAX_BATCH_CALLS], conversation.round)
             dropped = len(made) - len(calls) + completion.dropped_calls
             if dropped:
-                log.warning("round %d: %d tool calls beyond %d dropped", conversation.round,
-                            dropped, MAX_BATCH_CALLS)
+                log.warning(
+                    "round %d: %d tool calls beyond %d dropped",
+                    conversation.round,
+                    dropped,
+                    MAX_BATCH_CALLS,
+                )
             conversation.messages.append(Message("assistant", completion.text, calls))
             batch = Batch()
             try:

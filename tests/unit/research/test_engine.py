@@ -747,12 +747,7 @@ def test_the_fallback_lists_every_item_and_never_claims_there_was_none() -> None
     def respond(name: str, values: dict[str, Any]) -> ToolResult:
         return passage(f"{values['query']} " + "x" * next(sizes))
 
-    # Two batches of 15 (one reply carries out at most 16 calls).
-    script = [
-        Step(calls=[search(f"doc{n}") for n in range(15)]),
-        Step(calls=[search(f"doc{n}") for n in range(15, 30)]),
-        Step(fail=True),
-    ]
+    script = [Step(calls=[search(f"doc{n}") for n in range(30)]), Step(fail=True)]
     engine, tools, _, _ = make(script, respond)
     result = run(engine.run("?", tools))
     assert result.final_mode == "fallback" and len(result.evidence) == 30
@@ -846,7 +841,7 @@ def test_no_request_forces_a_tool_call(research_first: bool) -> None:
 def test_an_ending_that_fails_after_its_stop_line_writes_no_second_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from imprint_desktop.core.research import ending  # noqa: PLC0415
+    from imprint_desktop.core.research import ending
 
     engine, tools, _, recorder = make([Step("Ada Quill.")], lambda name, values: passage("x"))
     failures = iter([RuntimeError("broken after the stop line")])

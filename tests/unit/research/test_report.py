@@ -93,10 +93,10 @@ def a_time_stop() -> list[Line]:
         tool(51.0, 2, "c3", "fetch_url", "error", 0),
         tool(52.0, 2, "c4", "search_workspace", "not_executed", 0),
         round_end(52.0, 2, False, 1),
-        # Research stopped at 120 s; the stop line is written once the final stage is over.
+        # Research stopped at 120 s; the stop line is written with the final line, just before.
         request(130.0, 2, 700, phase="final", refunded=100),
-        {"t": 131.0, "type": "final", "mode": "model", "seconds": 11.0},
         {"t": 131.0, "type": "stop", "reason": "time_budget"},
+        {"t": 131.0, "type": "final", "mode": "model", "seconds": 11.0},
     ]  # fmt: skip
 
 
