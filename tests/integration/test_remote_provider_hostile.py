@@ -597,8 +597,21 @@ def test_a_whole_json_text_completion_works(openai_server: OpenAIServer) -> None
             ("Content-Type", "application/json; charset=utf-8"),
         )
     )
-    completion, texts = run(openai_server.base_url)
+    # An allowance the whole answer fits in (a non-streamed answer is cut at it too, below).
+    completion, texts = run(openai_server.base_url, replace(ask(), max_tokens=100_000))
     assert (completion.text, texts, completion.stop) == (text, [text], "length")
+
+
+def test_a_whole_json_completion_is_cut_at_the_allowance(openai_server: OpenAIServer) -> None:
+    text = "A long answer. " * 10_000
+    message = {"role": "assistant", "content": text, "reasoning_content": "Hmm. " * 50}
+    openai_server.script(Reply.json(whole(message, "stop")))
+    completion, texts = run(openai_server.base_url, replace(ask(), max_tokens=256))
+    assert completion.stop == "length" and text.startswith(completion.text)
+    assert texts == [completion.text], "only what is kept reaches the reader of the text"
+    reasoning = estimate_tokens("Hmm. " * 50)
+    assert 240 <= completion.output_tokens <= 256
+    assert completion.output_tokens == reasoning + estimate_tokens(completion.text)
 
 
 def test_a_json_answer_larger_than_the_limit_is_a_response_error(
