@@ -301,7 +301,8 @@ class ChunkAssembler:
             self._text_chars += len(content)
             self._generated += len(content.encode())
             self.received_content = True
-            if self._cut_if_over():
+            cut = self._cut_if_over()
+            if cut:
                 content = self.text[before:]  # only what is kept is shown
             if content and self._on_text is not None:
                 try:
@@ -309,7 +310,7 @@ class ChunkAssembler:
                 except Exception:
                     self.sink_failed = True
                     raise
-            if self.cut:
+            if cut:
                 return
         calls = delta.get("tool_calls") or []
         if not isinstance(calls, list):

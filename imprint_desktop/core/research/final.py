@@ -127,7 +127,7 @@ class FinalStage:
             instruction = prompts.FINAL if reply.ledger.items else prompts.FINAL_WITHOUT_EVIDENCE
         final_messages = [*messages, Message("user", instruction)]
         request = self._request(final_messages, allowance)
-        condensed = False
+        from_notes = False
         try:
             prompt_tokens = await reply.provider.count_prompt(request)
         except Exception as error:
@@ -160,9 +160,9 @@ class FinalStage:
                 return self._fallback(
                     reason, "even the condensed evidence does not fit the model's context window"
                 )
-            condensed = True
+            from_notes = True
         answer = await self._final_request(request, prompt_tokens, reason)
-        return replace(answer, condensed=condensed)
+        return replace(answer, condensed=from_notes)
 
     async def _final_request(
         self, request: CompletionRequest, prompt_tokens: int, reason: ev.StopReason
