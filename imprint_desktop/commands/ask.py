@@ -194,6 +194,9 @@ def _config(args: argparse.Namespace, err: TextIO) -> Config:
         if not args.provider:
             overrides.append(("model.provider", "remote"))
     for key, value in overrides:
+        if key in schema.RETIRED_KEYS:  # ignored everywhere (DESIGN §3): said, not refused
+            print(f"warning: {key} is retired and ignored", file=err)
+            continue
         setting = schema.get(key)
         if setting.secret:
             raise SettingsError(f"{key} is a secret; use --api-key-env or the keyring")

@@ -130,7 +130,14 @@ class FetchError(ToolError):
 
 
 class ProviderError(ImprintError):
-    """The model or the server that runs it failed; the message says what a person can do."""
+    """The model or the server that runs it failed; the message says what a person can do.
+
+    ``partial`` is what a request that failed part-way had received (a
+    :class:`~imprint_desktop.core.providers.base.Completion`, its prompt past the reused prefix
+    and the output so far), so the work done is still charged; None when nothing arrived.
+    """
+
+    partial: object | None = None
 
 
 class ProviderAuthError(ProviderError):

@@ -273,6 +273,11 @@ class ResearchPanel(QWidget, EventHandler):
 
     def on_research_stopped(self, event: ev.ResearchStopped) -> None:
         self.stop_label.setText(stop_sentence(event.reason))
+        self._freeze_research_clock()
+
+    def _freeze_research_clock(self) -> None:
+        if self._research_over:
+            return
         self._research_over = True
         self._clock = ClockReading(
             self._clock.now(time.monotonic()), self._clock.limit, False, 0.0, False
@@ -280,6 +285,8 @@ class ResearchPanel(QWidget, EventHandler):
         self._show_time()
 
     def on_final_started(self, event: ev.FinalStarted) -> None:
+        # Research is over (its stop line comes once the final is: Stop may still change it).
+        self._freeze_research_clock()
         self.set_now(phase_words("final").now)
         self._final_started = time.monotonic()
         self._final_deadline = event.deadline_seconds

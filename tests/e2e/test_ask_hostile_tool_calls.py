@@ -104,8 +104,10 @@ def test_huge_arguments_are_refused_and_nothing_is_written(
     imprint: Imprint, openai_server: OpenAIServer, workspace: Path
 ) -> None:
     before = files_in(workspace)
-    huge_query = "fog " * 50_000  # 200 000 characters
-    huge_note = "x" * 150_000
+    # Past every argument's limit (a query of 500 characters, a note of 100 000), yet within the
+    # output allowance as estimated (a run of dots is cheap in tokens), so all arrive whole.
+    huge_query = "fog " * 2_000  # 8 000 characters
+    huge_note = "." * 150_000
     openai_server.script(
         Reply.tool_calls(
             ToolCall("q", "search_workspace", json.dumps({"query": huge_query})),
@@ -123,7 +125,7 @@ def test_huge_arguments_are_refused_and_nothing_is_written(
         "remote.context_window=2000000",
         "--set",
         "chat.research_token_budget=2000000",
-        "--set",  # an allowance the 350 KB of arguments fit in, so the toolbox sees them whole
+        "--set",  # an allowance the 160 KB of arguments fit in, so the toolbox sees them whole
         "chat.research_max_output_tokens=32768",
     )
     answered(result, payload)
@@ -153,7 +155,7 @@ def test_arguments_past_the_output_allowance_are_cut_and_answered(
 def test_arguments_too_big_for_the_context_end_in_a_question_only_final(
     imprint: Imprint, openai_server: OpenAIServer, workspace: Path
 ) -> None:
-    huge = "fog " * 250_000  # a megabyte: no 8192-token context can hold it
+    huge = "fog " * 250_000  # a megabyte, cut at the 16k allowance: still more than fits after
     openai_server.script(
         Reply.tool_calls(ToolCall("q", "search_workspace", json.dumps({"query": huge}))),
         Reply.text("I could not find that in your documents."),
@@ -164,10 +166,12 @@ def test_arguments_too_big_for_the_context_end_in_a_question_only_final(
         workspace,
         "--set",  # nothing is found: the model is still asked to answer (the final path)
         "chat.answer_without_evidence=true",
-        "--set",  # room for the 32k allowance, none for the ~130k tokens of arguments
-        "remote.context_window=65536",
+        "--set",  # room for the first request and its 16k allowance, none for the 16k of
+        "remote.context_window=20000",  # arguments it made and another allowance after them
         "--set",
-        "chat.research_max_output_tokens=32768",
+        "chat.research_max_output_tokens=16384",
+        "--set",
+        "chat.max_tokens=4096",
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert payload["stop_reason"] == "context_full" and payload["final_mode"] == "model"

@@ -123,6 +123,7 @@ def test_stop_during_the_final_stage(openai_server: OpenAIServer, workspace: Wor
     assert not result.answer.startswith("The harbour light")
     by_phase = check_requests(openai_server, research_max_tokens=300, final_max_tokens=600)
     assert len(by_phase["research"]) == 3 and len(by_phase["final"]) == 1
-    assert run.lines("stop")[0]["reason"] == "no_progress", "research itself ended on patience"
+    # One stop reason everywhere: Stop during the final made the reply cancelled.
+    assert [line["reason"] for line in run.lines("stop")] == ["cancelled"]
     assert [line["mode"] for line in run.lines("final")] == ["fallback"]
     assert stops(run, "final") == ["cancelled"]

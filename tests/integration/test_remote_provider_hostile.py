@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -596,8 +597,21 @@ def test_a_whole_json_text_completion_works(openai_server: OpenAIServer) -> None
             ("Content-Type", "application/json; charset=utf-8"),
         )
     )
-    completion, texts = run(openai_server.base_url)
+    # An allowance the whole answer fits in (a non-streamed answer is cut at it too, below).
+    completion, texts = run(openai_server.base_url, replace(ask(), max_tokens=100_000))
     assert (completion.text, texts, completion.stop) == (text, [text], "length")
+
+
+def test_a_whole_json_completion_is_cut_at_the_allowance(openai_server: OpenAIServer) -> None:
+    text = "A long answer. " * 10_000
+    message = {"role": "assistant", "content": text, "reasoning_content": "Hmm. " * 50}
+    openai_server.script(Reply.json(whole(message, "stop")))
+    completion, texts = run(openai_server.base_url, replace(ask(), max_tokens=256))
+    assert completion.stop == "length" and text.startswith(completion.text)
+    assert texts == [completion.text], "only what is kept reaches the reader of the text"
+    reasoning = estimate_tokens("Hmm. " * 50)
+    assert 240 <= completion.output_tokens <= 256
+    assert completion.output_tokens == reasoning + estimate_tokens(completion.text)
 
 
 def test_a_json_answer_larger_than_the_limit_is_a_response_error(
@@ -808,12 +822,12 @@ def test_output_far_past_max_tokens_is_cut_as_length(
     openai_server.script(Reply.events(*chunks, chunk(finish_reason="stop")))
     request = replace(ask(), max_tokens=16)
     completion, _ = run(openai_server.base_url, request)
-    limit = output_limit(16)
     assert completion.stop == "length"
-    produced = len(completion.text) + sum(len(call.arguments) for call in completion.tool_calls)
-    assert limit - len("write_note") <= produced <= limit, "cut at the limit, not at the end"
-    generated = completion.text + "".join(c.name + c.arguments for c in completion.tool_calls)
-    assert completion.output_tokens == estimate_tokens(generated) <= limit
+    produced = completion.text + "".join(c.name + c.arguments for c in completion.tool_calls)
+    assert len(produced.encode()) <= output_limit(16)
+    # Cut at the allowance as estimated (the budget's own units), not at the end, nor far before.
+    assert 12 <= completion.output_tokens <= 16
+    assert completion.output_tokens == estimate_tokens(produced)
 
 
 # --- a server that refuses stream_options ---------------------------------------------------
@@ -867,3 +881,41 @@ def test_a_required_tool_call_is_asked_for_and_dropped_if_the_server_refuses_it(
     assert (first.text, second.text) == ("First.", "Second.")
     sent = [request.json["tool_choice"] for request in openai_server.chat_requests()]
     assert sent == ["required", "required", "auto"]
+
+
+# --- a request stopped while waiting to retry ------------------------------------------------
+
+
+def test_a_request_stopped_while_waiting_to_retry_charges_no_prompt(
+    openai_server: OpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Between attempts nothing is in flight: a stop in the backoff charges nothing."""
+    openai_server.script(Reply.error(503, "busy", retry_after=60), Reply.text("never asked for"))
+
+    async def main() -> Completion:
+        cancel = CancelToken()
+        waiting = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        class Backoff(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                if record.getMessage().startswith("retrying"):
+                    loop.call_soon_threadsafe(waiting.set)
+
+        handler = Backoff(logging.INFO)
+        logging.getLogger("imprint_desktop.core.providers.remote").addHandler(handler)
+        try:
+            async with make_async_client(make_config().network) as client:
+                provider = RemoteProvider(client, openai_server.base_url, "", None, 8192)
+                task = asyncio.ensure_future(provider.complete(ask(seconds=120), cancel))
+                await asyncio.wait_for(waiting.wait(), 30)
+                cancel.cancel()
+                return await asyncio.wait_for(task, 30)
+        finally:
+            logging.getLogger("imprint_desktop.core.providers.remote").removeHandler(handler)
+
+    with caplog.at_level(logging.INFO, logger="imprint_desktop.core.providers.remote"):
+        completion = asyncio.run(main())
+    assert completion.stop == "cancelled"
+    assert completion.prompt_evaluated == 0 and completion.output_tokens == 0
+    assert len(openai_server.chat_requests()) == 1

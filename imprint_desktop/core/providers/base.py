@@ -35,6 +35,11 @@ from imprint_desktop.core.vocabulary import StopKind as StopKind  # noqa: PLC041
 
 Role = Literal["system", "user", "assistant", "tool"]
 
+MAX_CALLS_PER_REPLY = 32
+"""Most tool calls one model reply may have carried out. A provider keeps no more than these
+(counting the rest in :attr:`Completion.dropped_calls`), and the research engine runs no more: the
+model is told of the ones dropped."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -106,6 +111,7 @@ class Completion:
     estimated: bool = False  # True when the counts are estimates, not the model's own
     provider_usage: Mapping[str, Any] | None = field(default=None)  # as the server reported it
     prefix_source: PrefixSource = "kv_cache"  # the remote provider always says which it used
+    dropped_calls: int = 0  # calls the reply made beyond the most one reply may hold (not kept)
 
     @property
     def interrupted(self) -> bool:

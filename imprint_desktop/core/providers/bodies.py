@@ -4,8 +4,9 @@ A server may answer with a body that never ends, or one far larger than any answ
 body is read only as far as its first :data:`BODY_LIMIT` bytes (enough for the message); a JSON
 answer or a model list whole, but refused past :data:`ANSWER_LIMIT`, never cut short. The answer
 to a chat completion (:func:`read_answer`) is an event stream fed through the framing
-(:mod:`.sse`) into the chunk assembly (:mod:`.chunks`), stopped once it runs far past its
-allowance — or a whole JSON completion, from servers that ignore ``stream``.
+(:mod:`.sse`) into the chunk assembly (:mod:`.chunks`), stopped once it runs past its allowance
+— or a whole JSON completion, from servers that ignore ``stream``, cut to the allowance the same
+way.
 
 Time is not bounded here: the caller races these reads against its deadline.
 """
@@ -82,8 +83,7 @@ async def read_answer(response: httpx.Response, assembler: ChunkAssembler) -> bo
         for event in decoder.feed(chunk):
             if assembler.event(event.data):
                 return True
-            if assembler.over_limit:  # far past max_tokens: stop, as the server should have
-                assembler.cut_at_limit()
+            if assembler.cut:  # past max_tokens: stop reading, as the server should have stopped
                 return True
     if any(assembler.event(event.data) for event in decoder.close()):
         return True

@@ -1,8 +1,10 @@
 """OpenAI chat-completion chunks assembled into one answer: text, tool calls, finish, usage.
 
 A streamed answer arrives as JSON chunks, one per event (:mod:`.sse` does the framing): deltas of
-answer text, fragments of tool calls (an id, a name, pieces of the arguments, keyed by index), a
-finish reason and at the end, when asked for, the server's ``usage``. :class:`ChunkAssembler`
+answer text, of hidden reasoning (``reasoning_content``, or ``reasoning``: a reasoning model's
+thinking, which is output the model made but never the answer), fragments of tool calls (an id, a
+name, pieces of the arguments, keyed by index), a finish reason and at the end, when asked for,
+the server's ``usage``. :class:`ChunkAssembler`
 puts them together as they come, passing the text on to whoever shows it, and gives the
 :class:`~.base.Completion` with the server's counts reconciled with the provider's estimates.
 How the chunks are read from a response is :mod:`.bodies`' business.
@@ -10,6 +12,13 @@ How the chunks are read from a response is :mod:`.bodies`' business.
 Anything that breaks the protocol raises :class:`~.wire.StreamProtocolError`; the provider words
 it for people. The server is not trusted: values of the wrong type anywhere, lone surrogates and
 counts no request could have are read leniently or refused, never another exception.
+
+Output is bounded as it arrives, whether streamed or sent whole: once the output made so far —
+reasoning, text and calls, estimated per script (:mod:`.estimate`) — runs past the request's
+allowance, it is cut there as if the server had honoured ``max_tokens`` (``finish_reason:
+length``), and nothing past the cut reaches the reader of the text. A byte bound backs the
+estimate up (white space costs no tokens by it). At most
+:data:`~.base.MAX_CALLS_PER_REPLY` calls are kept; the others are counted as dropped.
 """
 
 from __future__ import annotations
@@ -20,7 +29,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from imprint_desktop.core.providers.base import Completion, PrefixSource, StopKind, ToolCall
+from imprint_desktop.core.providers.base import (
+    MAX_CALLS_PER_REPLY,
+    Completion,
+    PrefixSource,
+    StopKind,
+    ToolCall,
+)
+from imprint_desktop.core.providers.estimate import estimate_tokens
 from imprint_desktop.core.providers.wire import (
     StreamProtocolError,
     StreamServerError,
@@ -60,22 +76,33 @@ class ChunkAssembler:
     """
 
     def __init__(
-        self, on_text: Callable[[str], None] | None = None, *, output_limit: int | None = None
+        self,
+        on_text: Callable[[str], None] | None = None,
+        *,
+        allowance: int | None = None,
+        output_limit: int | None = None,
     ) -> None:
         self._on_text = on_text
-        # Bytes of output past which the answer is cut as if at ``max_tokens`` (finish "length"):
-        # a server that ignores the allowance must not run up the budget or the clock.
+        # Tokens (estimated) and bytes of output past which the answer is cut as if at
+        # ``max_tokens`` (finish "length"): a server that ignores the allowance must not run up
+        # the budget or the clock.
+        self.allowance = allowance
         self.output_limit = output_limit
         self.reset()
 
     def reset(self) -> None:
         """Forget a failed attempt (only ever called before any content arrived)."""
         self._text: list[str] = []
+        self._text_chars = 0  # characters of answer text so far
+        self._reasoning: list[str] = []
         self._calls: dict[int, _PartialCall] = {}
+        self._dropped: set[int] = set()  # indices of calls beyond the most one reply may hold
+        self.cut = False  # output ran past the allowance and was cut there
         self.finish_reason: str | None = None
         self.usage: Mapping[str, Any] | None = None
         self.received_content = False  # text or tool-call fragments: a retry would repeat them
         self._generated = 0  # UTF-8 bytes of output so far
+        self._estimated_at = 0  # bytes of output when it was last estimated
         self.sink_failed = False  # ``on_text`` raised: that exception is the caller's, not ours
 
     @property
@@ -94,29 +121,54 @@ class ChunkAssembler:
             calls.append(ToolCall(call_id, partial.name, "".join(partial.arguments)))
         return tuple(calls)
 
+    @property
+    def reasoning(self) -> str:
+        """Hidden reasoning the model streamed (never part of the answer)."""
+        return "".join(self._reasoning)
+
     def output_bytes(self) -> int:
-        """UTF-8 bytes the model generated: answer text, tool names and arguments."""
+        """UTF-8 bytes the model generated: reasoning, answer text, tool names and arguments."""
         return self._generated
+
+    def output_estimate(self) -> int:
+        """Estimated tokens of everything the model generated, reasoning included."""
+        calls = "".join(c.name + "".join(c.arguments) for c in self._calls.values())
+        return estimate_tokens(self.reasoning) + estimate_tokens(self.text) + estimate_tokens(calls)
 
     @property
     def over_limit(self) -> bool:
-        return self.output_limit is not None and self._generated > self.output_limit
+        """Whether the output ran past the allowance (estimated) or the byte bound."""
+        if self.output_limit is not None and self._generated > self.output_limit:
+            return True
+        if self.allowance is None or self._generated <= self.allowance:
+            return False  # no text makes more tokens than it has bytes
+        # Estimated again once the output grew by an eighth: a few passes over it in all.
+        if self._generated - self._estimated_at < max(256, self._estimated_at // 8):
+            return False
+        self._estimated_at = self._generated
+        return self.output_estimate() > self.allowance
 
     def cut_at_limit(self) -> None:
-        """Keep only :attr:`output_limit` bytes of output (text first, then the calls in order),
-        and finish as ``length``: what a server honouring ``max_tokens`` would have sent."""
-        budget = self.output_limit if self.output_limit is not None else self._generated
-        kept = self.text.encode()[:budget].decode(errors="ignore")
-        self._text = [kept]
-        self._generated = len(kept.encode())
+        """Keep only the allowance's worth of output (reasoning, then text, then the calls in
+        order), and finish as ``length``: what a server honouring ``max_tokens`` would have
+        sent. Calls left with no room at all are dropped."""
+        tokens = self.allowance if self.allowance is not None else self.output_estimate()
+        most_bytes = self.output_limit if self.output_limit is not None else self._generated
+        room = _Room(tokens, most_bytes)
+        self._reasoning = [room.take(self.reasoning)]
+        self._text = [room.take(self.text)]
+        self._text_chars = len(self._text[0])
         for index in sorted(self._calls):
             partial = self._calls[index]
-            name = len(partial.name.encode())
-            room = max(0, budget - self._generated - name)
-            arguments = "".join(partial.arguments).encode()[:room].decode(errors="ignore")
-            partial.arguments = [arguments]
-            self._generated += name + len(arguments.encode())
+            if not room.fits(partial.name):
+                del self._calls[index]
+                self._dropped.add(index)
+                continue
+            room.take(partial.name)
+            partial.arguments = [room.take("".join(partial.arguments))]
+        self._generated = room.used_bytes
         self.finish_reason = "length"
+        self.cut = True
 
     def finish(self) -> StopKind:
         """The finish reason as a :data:`StopKind`; calls without a reason still mean calls."""
@@ -174,6 +226,7 @@ class ChunkAssembler:
             estimated=prompt is None or output is None,
             provider_usage=_usage_record(self.usage) if self.usage is not None else None,
             prefix_source=source,
+            dropped_calls=len(self._dropped),
         )
 
     def event(self, data: str) -> bool:
@@ -219,6 +272,7 @@ class ChunkAssembler:
             raise StreamProtocolError(f"the tool calls are not a list: {data_excerpt(completion)}")
         delta = {
             "content": message.get("content"),
+            "reasoning_content": message.get("reasoning_content") or message.get("reasoning"),
             "tool_calls": [
                 {**call, "index": index} if isinstance(call, dict) else call
                 for index, call in enumerate(calls)
@@ -228,27 +282,59 @@ class ChunkAssembler:
         self.chunk({"choices": [choice], "usage": completion.get("usage")})
 
     def _choice(self, choice: dict[str, Any]) -> None:
+        if self.cut:  # past the allowance: the rest is not read
+            return
         delta = choice.get("delta") or {}
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            reasoning = valid_text(reasoning)
+            self._reasoning.append(reasoning)
+            self._generated += len(reasoning.encode())
+            self.received_content = True
+            if self._cut_if_over():
+                return
         content = delta.get("content")
         if isinstance(content, str) and content:
             content = valid_text(content)
+            before = self._text_chars
             self._text.append(content)
+            self._text_chars += len(content)
             self._generated += len(content.encode())
             self.received_content = True
-            if self._on_text is not None:
+            cut = self._cut_if_over()
+            if cut:
+                content = self.text[before:]  # only what is kept is shown
+            if content and self._on_text is not None:
                 try:
                     self._on_text(content)
                 except Exception:
                     self.sink_failed = True
                     raise
+            if cut:
+                return
         calls = delta.get("tool_calls") or []
         if not isinstance(calls, list):
             raise StreamProtocolError(f"tool calls are not a list: {data_excerpt(delta)}")
-        for call in calls:
+        for position, call in enumerate(calls):
             self._tool_delta(call)
+            if self._cut_if_over():
+                self._drop_rest(calls[position + 1 :])
+                return
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
             self.finish_reason = reason
+
+    def _drop_rest(self, calls: list[Any]) -> None:
+        """Count the calls of a delta past the cut (a whole answer sends them all at once)."""
+        for call in calls:
+            index = call.get("index") if isinstance(call, dict) else None
+            if isinstance(index, int) and index not in self._calls:
+                self._dropped.add(index)
+
+    def _cut_if_over(self) -> bool:
+        if self.over_limit:
+            self.cut_at_limit()
+        return self.cut
 
     def _tool_delta(self, call: Any) -> None:
         function = call.get("function") if isinstance(call, dict) else None
@@ -265,6 +351,14 @@ class ChunkAssembler:
             last = max(self._calls, default=-1)
             known = self._calls[last].id if last >= 0 else ""
             index = last + 1 if last < 0 or (call_id and known and call_id != known) else last
+        if index not in self._calls and (
+            index in self._dropped or len(self._calls) >= MAX_CALLS_PER_REPLY
+        ):
+            self._dropped.add(index)  # beyond what one reply may hold: counted, not kept
+            # At least what a fragment takes on the wire, so a stream of empty ones is cut too.
+            self._generated += max(16, _fragment_bytes(function))
+            self.received_content = True
+            return
         partial = self._calls.setdefault(index, _PartialCall())
         if call_id and not partial.id:
             partial.id = call_id
@@ -281,6 +375,50 @@ class ChunkAssembler:
             partial.arguments.append(arguments)
             self._generated += len(arguments.encode())
         self.received_content = True
+
+
+def _fragment_bytes(function: Mapping[str, Any]) -> int:
+    """Bytes of output a dropped call's fragment carries (its name and arguments, as text)."""
+    size = 0
+    for key in ("name", "arguments"):
+        value = function.get(key)
+        if isinstance(value, str):
+            size += len(value.encode(errors="replace"))
+        elif value is not None:
+            size += len(dumps(value, "a tool call's arguments").encode(errors="replace"))
+    return size
+
+
+class _Room:
+    """The output an allowance leaves, taken piece by piece in order."""
+
+    def __init__(self, tokens: int, max_bytes: int) -> None:
+        self.tokens = tokens
+        self.bytes = max_bytes
+        self.used_bytes = 0
+
+    def fits(self, text: str) -> bool:
+        return estimate_tokens(text) <= self.tokens and len(text.encode()) <= self.bytes
+
+    def take(self, text: str) -> str:
+        """The longest start of ``text`` that fits what is left, which it then uses."""
+        data = text.encode(errors="replace")
+        if len(data) > self.bytes:
+            text = data[: self.bytes].decode(errors="ignore")
+        if estimate_tokens(text) > self.tokens:
+            low, high = 0, len(text)
+            while low < high:  # the estimate grows with the text: search for where it fits
+                middle = (low + high + 1) // 2
+                if estimate_tokens(text[:middle]) <= self.tokens:
+                    low = middle
+                else:
+                    high = middle - 1
+            text = text[:low]
+        used = len(text.encode())
+        self.tokens -= estimate_tokens(text)
+        self.bytes -= used
+        self.used_bytes += used
+        return text
 
 
 _MAX_COUNT = 2**31 - 1  # no request has more tokens: a larger "count" is nonsense, not usage

@@ -22,6 +22,10 @@ One :meth:`RemoteProvider.complete` is one streamed ``POST {base_url}/chat/compl
   server says a prompt is too long. The window itself is the person's number, else what the
   server says (:meth:`RemoteProvider.discover_context_window`), else an assumed one
   (:class:`~.remote_config.ContextWindow`); :attr:`RemoteProvider.context_window_note` says which.
+* **Output.** The answer is cut at the request's allowance, estimated as it arrives, streamed or
+  not, with at most :data:`~.base.MAX_CALLS_PER_REPLY` calls kept (:mod:`.chunks`). Hidden
+  reasoning is output too: counted, bounded, never the answer. Call markup a server passed on
+  as text (it does not parse tools) is read as the calls it is.
 * **Counting.** Prompts are estimated before they are sent (:mod:`.remote_request`) and
   reconciled with the server's ``usage`` when it reports it (``stream_options.include_usage``).
   The reused prefix is the server's ``cached_tokens`` when it reports them, else the estimate of
@@ -46,7 +50,7 @@ import json
 import logging
 import time
 from asyncio import FIRST_COMPLETED
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -98,6 +102,9 @@ class _Exchange:
 
     request: CompletionRequest
     stream: bool = True
+    # An attempt is on its way to the server (not a failed one, nor a wait before the next): a
+    # request stopped now may have had its prompt read, so its prompt is charged.
+    in_flight: bool = False
 
 
 class RemoteProvider:
@@ -197,7 +204,9 @@ class RemoteProvider:
     ) -> Completion:
         prompt = self._shape.prompt_pieces(request)
         counts = PromptCounts.of(prompt, self._previous_prompt)
-        assembler = ChunkAssembler(on_text, output_limit=output_limit(request.max_tokens))
+        assembler = ChunkAssembler(
+            on_text, allowance=request.max_tokens, output_limit=output_limit(request.max_tokens)
+        )
         remaining = request.deadline - time.monotonic()
         if remaining <= 0 or _stopped_by(cancel) == "cancelled":
             return self._result(assembler, _stopped_by(cancel), counts, sent=False)
@@ -210,7 +219,8 @@ class RemoteProvider:
                 loop.call_soon_threadsafe(stopped.set)
 
         remove = cancel.on_cancel(wake)
-        work = asyncio.create_task(self._attempts(_Exchange(request), assembler))
+        exchange = _Exchange(request)
+        work = asyncio.create_task(self._attempts(exchange, assembler))
         waiter = asyncio.create_task(stopped.wait())
         try:
             await asyncio.wait({work, waiter}, timeout=remaining, return_when=FIRST_COMPLETED)
@@ -224,21 +234,30 @@ class RemoteProvider:
         if work.cancelled() or (_stopped_by(cancel) == "cancelled" and work.exception()):
             if assembler.received_content:  # the server read this prompt: its cache holds it
                 self._previous_prompt = prompt
-            return self._result(assembler, _stopped_by(cancel), counts, sent=True)
+            # Stopped while waiting to retry, nothing was sent that could have been read.
+            sent = exchange.in_flight or assembler.received_content
+            return self._result(assembler, _stopped_by(cancel), counts, sent=sent)
         if (failure := work.exception()) is not None:
+            if isinstance(failure, ProviderError) and assembler.received_content:
+                # Broken part-way: what arrived is charged (the prompt past the reused prefix,
+                # the output so far), and the server's cache holds the prompt.
+                self._previous_prompt = prompt
+                failure.partial = self._result(assembler, assembler.finish(), counts, sent=True)
             raise failure
         self._previous_prompt = prompt
-        return self._result(assembler, assembler.finish(), counts, sent=True)
+        completion = self._result(assembler, assembler.finish(), counts, sent=True)
+        if request.offers_tools and not completion.tool_calls:
+            completion = _calls_written_as_text(completion, request)
+        return completion
 
     @staticmethod
     def _result(
         assembler: ChunkAssembler, stop: StopKind, counts: PromptCounts, *, sent: bool
     ) -> Completion:
-        generated = assembler.text + "".join(c.name + c.arguments for c in assembler.tool_calls())
         return assembler.completion(
             stop,
             counts.prompt,
-            estimate_tokens(generated),
+            assembler.output_estimate(),
             sent=sent,
             prompt_ceiling=counts.ceiling,
             prefix_estimate=counts.prefix,
@@ -251,6 +270,7 @@ class RemoteProvider:
             try:
                 await self._stream(exchange, assembler)
             except OptionRefused as refused:  # not a failed attempt: asked again, as it likes
+                exchange.in_flight = False
                 log.info("%s refuses %s: asking without it", self._where, refused.option)
                 if refused.option == "stream_options":
                     self._shape.ask_for_usage = False
@@ -260,6 +280,7 @@ class RemoteProvider:
                     self._shape.may_require = False
                 assembler.reset()
             except Retry as failure:
+                exchange.in_flight = False  # this attempt is over: the server read nothing
                 left = request.deadline - time.monotonic()
                 wait = failure.retry_after
                 wait = self._retry.delay(attempt) if wait is None else wait
@@ -295,6 +316,7 @@ class RemoteProvider:
         accept = "text/event-stream" if exchange.stream else "application/json"
         sent = {**headers(accept, self._api_key), "Content-Type": "application/json"}
         url = f"{self._base_url}/chat/completions"
+        exchange.in_flight = True
         try:
             async with self._client.stream(
                 "POST", url, content=body.encode(), headers=sent, timeout=timeout
@@ -380,6 +402,32 @@ class RemoteProvider:
             failure = await self._failures.status_error(response, "models")
             raise failure.error if isinstance(failure, Retry) else failure
         return parse_json(await read_bounded(response, ANSWER_LIMIT))
+
+
+#: Tool-call markers a server that does not parse tools passes on as text (a reply that is one
+#: bare JSON object may be a call too, in the Llama 3 shape).
+_CALL_MARKERS = ("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
+
+
+def _calls_written_as_text(completion: Completion, request: CompletionRequest) -> Completion:
+    """``completion`` with the calls its text holds, when a server that does not parse tools
+    passed the model's own call markup (``<tool_call>{…}</tool_call>`` and the other native
+    shapes) on as text: they are the calls it is, parsed as the local provider parses them,
+    never an answer."""
+    text = completion.text
+    if not any(mark in text for mark in _CALL_MARKERS) and not text.lstrip().startswith("{"):
+        return completion
+    # Only here: the parser lives with the local provider's (and loads llama.cpp's bindings).
+    from imprint_desktop.core.providers.local.toolcalls import (  # noqa: PLC0415
+        parse_tool_calls,
+        tool_names,
+    )
+
+    parsed = parse_tool_calls(text, tool_names(request.tools))
+    if not parsed.calls:
+        return completion
+    stop: StopKind = "tool_calls" if completion.stop == "stop" else completion.stop
+    return replace(completion, text=parsed.content, tool_calls=parsed.calls, stop=stop)
 
 
 def _stopped_by(cancel: CancelToken) -> StopKind:

@@ -7,7 +7,8 @@
   request is sent; after it, charge the prompt tokens actually processed (the reused prefix is
   free) plus the tokens generated, and refund the rest of the reservation. A request whose
   reservation does not fit is not sent. When a server reports more than the estimate reserved,
-  the whole reported amount is charged (the overrun is kept), so the next reservation sees it.
+  the reported amount is charged (the overrun is kept), so the next reservation sees it — but
+  never past the budget itself.
 * :class:`Patience` — consecutive read rounds that added no new evidence. Rounds with a write are
   excluded: they neither count nor reset.
 
@@ -156,9 +157,13 @@ class TokenBudget:
 
         A remote reservation rests on an estimate; when the server reports more, the reported
         amount is charged all the same (and shows as ``overrun``): the budget counts real tokens.
+        Nothing is charged past the budget (the output first, then the prompt, are cut to what
+        it has left): a request is never sent without its reservation fitting, and a server's
+        word cannot spend more than the person allowed.
         """
-        charged_prompt = max(0, prompt_evaluated)
-        output = max(0, output_tokens)
+        room = max(0, self.total - self.charged)
+        charged_prompt = min(max(0, prompt_evaluated), room)
+        output = min(max(0, output_tokens), room - charged_prompt)
         charged = charged_prompt + output
         refunded = max(0, reservation.tokens - charged)
         self.reserved = 0

@@ -129,8 +129,11 @@ class ToolCalls:
         judged: Judged,
         seconds: float,
         origin: ev.ToolOrigin = "model",
+        found: int | None = None,
     ) -> None:
-        """The call's ``tool`` line: how it ended and what it found."""
+        """The call's ``tool`` line: how it ended and what it found (``found``: the new evidence
+        counted for it, when its own result is not where it was found — ``research_sections``,
+        whose workers found it)."""
         self.reply.emit(
             ev.ToolFinished(
                 self.reply.now_t(),
@@ -139,7 +142,7 @@ class ToolCalls:
                 call.name,
                 kind.value if kind is not None else "unknown",
                 result.status,
-                len(judged.new),
+                len(judged.new) if found is None else found,
                 judged.repeated,
                 seconds,
                 judged.new,

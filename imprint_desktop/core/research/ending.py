@@ -5,6 +5,11 @@ research allowance (the final request completes the answer); a budget, Stop or a
 it (the final answer, the labelled evidence fallback, or — with nothing found — the engine's own
 "not found" reply); or the engine itself failed (the fallback). Each way ends in exactly one
 ``stop`` line, one ``final`` line and one ``reply_finished`` event, and the answer gets its Sources.
+
+The reply has one stop reason, the same in the ``stop`` line and the result. When a final stage
+follows, the ``stop`` line is written with its ``final`` line, just before it
+(:meth:`~.reply.Reply.stop_with_final`): Stop pressed during the final stage makes the reply
+``cancelled`` (cancellation wins at any point), and the line says so.
 """
 
 from __future__ import annotations
@@ -44,43 +49,50 @@ class Ending:
         """Research stopped before an answer: the final answer, a fallback, or "not found"."""
         reply = self.reply
         reply.clock.stop()
-        reply.emit(ev.ResearchStopped(reply.now_t(), stop.reason, stop.detail))
         if stop.reason in ("cancelled", "error"):
+            reply.emit(ev.ResearchStopped(reply.now_t(), stop.reason, stop.detail))
             return self._finish(self.final.fallback_for(stop.reason, stop.detail), stop.reason)
         if not reply.ledger.items and not reply.settings.answer_without_evidence:
             # Nothing to answer from: say so, rather than let the model invent an answer.
+            reply.emit(ev.ResearchStopped(reply.now_t(), stop.reason, stop.detail))
             return self._finish(self._not_found(stop), stop.reason)
+        reply.stop_with_final(stop.reason, stop.detail)
         answer = await self.final.run(stop.reason)
         self._final_charged = answer.charged
-        if reply.cancel.cancelled:  # Cancellation wins, also during the final stage; the
-            # trace's one stop line keeps why research itself ended.
+        reason = reply.stopped_as or stop.reason
+        if reason == "cancelled":  # Cancellation wins, also during the final stage.
             return self._finish(answer, "cancelled")
-        return self._finish(answer, stop.reason)
+        return self._finish(answer, reason)
 
     async def complete_cut(self, cut_text: str, coordinator: Conversation) -> ev.ReplyResult:
         """The model answered but ran out of its research allowance mid-answer: the final
         request, with the final allowance and deadline, writes the rest."""
         reply = self.reply
         reply.clock.stop()
-        reply.emit(ev.ResearchStopped(reply.now_t(), "answered"))
+        self.final.cut_answer = cut_text  # a fallback shows it, labelled, with the evidence
+        reply.stop_with_final("answered")
         rest = await self.final.complete(coordinator.messages, coordinator.tool_schemas)
         self._final_charged = rest.charged
+        reason = reply.stopped_as or "answered"
+        if rest.mode == "model" and rest.condensed:
+            # Written from condensed notes, it is a whole answer of its own, not the rest.
+            return self._finish(rest, reason)
         if rest.mode == "model":
-            return self._finish(replace(rest, text=_joined(cut_text, rest.text)), "answered")
-        # Completing it failed (the final stage said so in its one final line): the person gets
-        # the answer as far as it went, labelled.
-        why = rest.error or "the final request did not complete it"
-        labelled = f"{cut_text}\n\n(This answer was cut off at its length limit: {why}.)"
-        reason: ev.StopReason = "cancelled" if reply.cancel.cancelled else "answered"
-        return self._finish(FinalAnswer(labelled, "fallback", rest.error), reason)
+            return self._finish(replace(rest, text=_joined(cut_text, rest.text)), reason)
+        # Completing it failed: the labelled fallback, with the answer as far as it went and
+        # the evidence (the final stage said so in its one final line).
+        return self._finish(rest, reason)
 
     def failed(self, error: Exception) -> ev.ReplyResult:
         """The engine itself failed (a defect): the reply still ends, with what it has."""
         reply = self.reply
         reply.clock.stop()
         detail = f"internal error ({type(error).__name__}: {error})"
+        # The stop line and the final line may have been written before the failure: the reply
+        # keeps the first of each (see Reply.emit), and its reason is the one already written.
+        reason = reply.stopped_as or "error"
         reply.emit(ev.ResearchStopped(reply.now_t(), "error", detail))
-        return self._finish(self.final.fallback_for("error", detail), "error")
+        return self._finish(self.final.fallback_for("error", detail), reason)
 
     def _not_found(self, stop: ResearchStop) -> FinalAnswer:
         """The engine's own reply when research ended on a budget with no evidence at all."""

@@ -121,7 +121,7 @@ class ResearchEngine:
                 return await ending.after_stop(stop, coordinator)
             except AnswerCut as cut:
                 return await ending.complete_cut(cut.text, coordinator)
+            return ending.answered(answer, coordinator)
         except Exception as error:  # a defect must still end the reply with what it has
             log.exception("the research engine failed")
             return ending.failed(error)
-        return ending.answered(answer, coordinator)

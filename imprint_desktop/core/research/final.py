@@ -35,7 +35,7 @@ from imprint_desktop.core.research import prompts, seed
 from imprint_desktop.core.research.budgets import ResearchClock, Settlement, TokenBudget
 from imprint_desktop.core.research.ledger import EvidenceLedger
 from imprint_desktop.core.research.reply import ResearchSettings
-from imprint_desktop.core.research.requests import Requests
+from imprint_desktop.core.research.requests import Requests, failed_partial
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.research.wording import stop_words
 from imprint_desktop.core.workspace.passages import focus, query_terms
@@ -125,6 +125,8 @@ class FinalAnswer:
     mode: ev.FinalMode
     error: str | None = None  # why there is no model answer, when it failed
     charged: int = 0  # tokens of the final request, outside the research budget
+    # Written from condensed notes: a whole answer of its own, never the rest of a cut one.
+    condensed: bool = False
 
 
 class FinalReply(Protocol):
@@ -159,6 +161,9 @@ class FinalStage:
         self.reply = reply
         self.requests = requests
         self._tools: tuple[Mapping[str, Any], ...] = ()
+        #: A research answer cut at its length, which the final request completes: a fallback
+        #: shows it, labelled, before the evidence.
+        self.cut_answer = ""
 
     async def run(self, reason: ev.StopReason) -> FinalAnswer:
         """The final answer, written from the evidence in a request of its own: the numbered
@@ -213,6 +218,7 @@ class FinalStage:
         reply = self.reply
         allowance = reply.settings.max_tokens
         request = self._request(messages, allowance)
+        from_notes = False
         try:
             prompt_tokens = await reply.provider.count_prompt(request)
         except Exception as error:
@@ -245,7 +251,9 @@ class FinalStage:
                 return self._fallback(
                     reason, "even the condensed evidence does not fit the model's context window"
                 )
-        return await self._final_request(request, prompt_tokens, reason)
+            from_notes = True
+        answer = await self._final_request(request, prompt_tokens, reason)
+        return replace(answer, condensed=from_notes)
 
     async def _final_request(
         self, request: CompletionRequest, prompt_tokens: int, reason: ev.StopReason
@@ -272,18 +280,31 @@ class FinalStage:
         except Exception as error:  # a provider defect must not lose the evidence either
             if not isinstance(error, ProviderError):
                 log.exception("the final request failed")
+            # What arrived before the failure is charged, as for any request.
+            partial = failed_partial(error)
+            prompt = partial.prompt_evaluated if partial else 0
+            output = partial.output_tokens if partial else 0
             self.requests.finished(  # the failed request still has its trace line
                 "final",
                 reply.rounds,
                 prompt_tokens,
-                Settlement(allowed, 0, 0, 0, allowed, reply.tokens.left),
-                reused_prefix=0,
-                estimated=not reply.provider.exact_counts,
-                usage=None,
+                Settlement(
+                    reserved=allowed,
+                    charged_prompt=prompt,
+                    output_tokens=output,
+                    charged=prompt + output,
+                    refunded=max(0, allowed - prompt - output),
+                    budget_left=reply.tokens.left,
+                ),
+                reused_prefix=partial.reused_prefix if partial else 0,
+                estimated=partial.estimated if partial else not reply.provider.exact_counts,
+                usage=partial.provider_usage if partial else None,
                 stop="error",
+                prefix_source=partial.prefix_source if partial else None,
             )
             shown = str(error) if isinstance(error, ProviderError) else repr(error)
-            return self._fallback(reason, f"the final request failed: {shown}", started)
+            fallback = self._fallback(reason, f"the final request failed: {shown}", started)
+            return replace(fallback, charged=prompt + output)
         charged = completion.prompt_evaluated + completion.output_tokens
         self.requests.finished(
             "final",
@@ -404,7 +425,13 @@ class FinalStage:
             why = f"{stop_words('error').why}: {detail}"
         evidence = reply.ledger.as_text(limit_chars=FALLBACK_EVIDENCE_CHARS)
         body = evidence if reply.ledger.items else "No evidence was gathered."
-        text = f"{FALLBACK_LABEL}: {why.rstrip('.')}.\n\nEvidence gathered:\n\n{body}"
+        cut = (
+            f"The answer as far as it was written, cut off at its length limit:\n\n"
+            f"{self.cut_answer.strip()}\n\n"
+            if self.cut_answer.strip()
+            else ""
+        )
+        text = f"{FALLBACK_LABEL}: {why.rstrip('.')}.\n\n{cut}Evidence gathered:\n\n{body}"
         seconds = reply.clock_now() - started if started is not None else 0.0
         reply.emit(ev.FinalFinished(reply.now_t(), "fallback", seconds))
         return FinalAnswer(text, "fallback", detail or None)

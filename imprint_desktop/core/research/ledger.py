@@ -35,9 +35,10 @@ class EvidenceLedger:
         self._texts: dict[int, str] = {}
         # Every numbered item, repeats included: an answer may cite a repeat's number.
         self._citable: dict[int, EvidenceItemView] = {}
-        # (source, location, text with its numbers masked) of every item seen in earlier results:
-        # the same place read again whose only change is a number (a visit counter, a clock)
-        # repeats itself, while other places that differ only in their numbers stay apart.
+        # (source, location, text with its numbers and ids masked) of every item seen in earlier
+        # results: the same place read again whose only change is a number (a visit counter, a
+        # clock) or an id (a request id, a nonce, a UUID) repeats itself, while other places that
+        # differ only in their numbers stay apart.
         self._masked: set[tuple[str, str, int]] = set()
 
     @property
@@ -55,24 +56,24 @@ class EvidenceLedger:
     def record(self, items: Sequence[EvidenceItem], *, judge: bool = True) -> Judged:
         """Number ``items`` (as the toolbox did) and judge their novelty in one pass.
 
-        With ``judge=False`` (writes: never deduplicated) every item is kept as new without
-        consulting or feeding the store.
+        With ``judge=False`` (writes: never deduplicated) every item is kept as new, and the
+        store learns it all the same: what the model wrote is known evidence from then on, so
+        reading its note back is no progress (ADR 0102).
         """
         first = self._next_id
         self._next_id += len(items)
         if not items:
             return Judged((), 0)
-        if judge:
-            verdicts = [novelty.is_new for novelty in self.store.add_many([i.text for i in items])]
-            masked = [
-                (item.source, item.location, hash(_mask_numbers(item.text))) for item in items
-            ]
-            verdicts = [
-                is_new and key not in self._masked
-                for is_new, key in zip(verdicts, masked, strict=True)
-            ]
-            self._masked.update(masked)
-        else:
+        verdicts = [novelty.is_new for novelty in self.store.add_many([i.text for i in items])]
+        masked = [
+            (_mask_numbers(item.source), item.location, hash(_mask_numbers(item.text)))
+            for item in items
+        ]
+        verdicts = [
+            is_new and key not in self._masked for is_new, key in zip(verdicts, masked, strict=True)
+        ]
+        self._masked.update(masked)
+        if not judge:
             verdicts = [True] * len(items)
         new: list[EvidenceItemView] = []
         for offset, (item, is_new) in enumerate(zip(items, verdicts, strict=True)):
@@ -86,6 +87,13 @@ class EvidenceLedger:
             new.append(view)
         self._new += new
         return Judged(tuple(new), len(items) - len(new))
+
+    def learn(self, texts: Sequence[str]) -> None:
+        """Know ``texts`` as seen evidence without numbering or keeping them (what the model
+        wrote in a note: reading it back is no progress, ADR 0102)."""
+        kept = [text for text in texts if text.strip()]
+        if kept:
+            self.store.add_many(kept)
 
     @property
     def citable(self) -> dict[int, EvidenceItemView]:
@@ -130,11 +138,21 @@ def _fair_cut(texts: list[str], limit: int) -> list[str]:
 
 
 _NUMBER = re.compile(r"\b\d+(?:[.,:]\d+)*\b")
+# A run of letters, digits, "_" and "-" long enough to be an id (UUIDs, request ids, nonces,
+# hashes); it is one only with both letters and digits in it, which a plain word never has.
+_ID_LIKE = re.compile(r"[\w-]{8,}")
+
+
+def _id_masked(match: re.Match[str]) -> str:
+    run = match.group()
+    is_id = any(c.isdigit() for c in run) and any(c.isalpha() for c in run)
+    return "#" if is_id else run
 
 
 def _mask_numbers(text: str) -> str:
-    """``text`` with every number the same, and its white space and case folded."""
-    return " ".join(_NUMBER.sub("#", text.lower()).split())
+    """``text`` with every number and every id the same, and its white space and case folded."""
+    masked = _ID_LIKE.sub(_id_masked, text.lower())
+    return " ".join(_NUMBER.sub("#", masked).split())
 
 
 def _excerpt(text: str) -> str:

@@ -1,7 +1,9 @@
 """Asking the person during research: an ``ask_user`` question, or consent to fetch a page.
 
-Research time pauses while the person thinks (DESIGN §1, §2), and every wait is traced: a question
-as ``question`` and ``user_wait`` lines, a fetch decision as a ``consent`` line. Who is asked — the
+Research time pauses while the person thinks (DESIGN §1, §2), and every wait is traced as a
+``user_wait`` line — an answer to a question and a decision to fetch alike, so the trace's waits
+add up to the result's ``user_wait_seconds`` (the time research did not count) — and a fetch
+decision also as a ``consent`` line. Who is asked — the
 window's card, the terminal, nobody — is the caller's: :data:`AskPerson` and
 :data:`~imprint_desktop.core.consent.Consent`.
 """
@@ -69,7 +71,8 @@ class Person:
                 )
             finally:
                 reply.clock.resume()
-            seconds = reply.clock_now() - waited_from
+                seconds = reply.clock_now() - waited_from
+                reply.emit(ev.UserWait(reply.now_t(), seconds, ""))
         reply.emit(ev.ConsentDecided(reply.now_t(), call_id, url, decision, seconds))
         reply.emit_budget()
         return decision

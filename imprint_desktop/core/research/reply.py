@@ -112,10 +112,37 @@ class Reply:
         self.rounds = 0  # reply-wide: the coordinator's and every section worker's
         self.patience = Patience(settings.no_progress_rounds)  # the coordinator's
         self.looked = sources.LookedAt()  # what research searched and read, for "not found"
+        self.stopped_as: ev.StopReason | None = None  # the reason of the stop line, once sent
+        self._final_sent = False
+        self._stop_with_final: tuple[ev.StopReason, str] | None = None
 
     # --- events ---------------------------------------------------------------------------------
 
+    def stop_with_final(self, reason: ev.StopReason, detail: str = "") -> None:
+        """Research stopped for ``reason`` and a final stage follows: the stop line is sent with
+        the final line, just before it, once Stop can no longer change the reply's reason (Stop
+        pressed during the final stage makes it ``cancelled``: cancellation wins)."""
+        self._stop_with_final = (reason, detail)
+
     def emit(self, event: ev.Event) -> None:
+        """Send ``event`` to the sink. A reply has exactly one ``stop`` and one ``final`` line
+        (DESIGN §5): a second of either (an ending that failed after writing one) is dropped."""
+        if isinstance(event, ev.FinalFinished) and self._stop_with_final is not None:
+            reason, detail = self._stop_with_final
+            self._stop_with_final = None
+            if self.stopped_as is None:
+                reason = "cancelled" if self.cancel.cancelled else reason
+                self.emit(ev.ResearchStopped(event.t, reason, detail))
+        if isinstance(event, ev.ResearchStopped):
+            if self.stopped_as is not None:
+                log.warning("a second stop line (%s) dropped", event.reason)
+                return
+            self.stopped_as = event.reason
+        elif isinstance(event, ev.FinalFinished):
+            if self._final_sent:
+                log.warning("a second final line (%s) dropped", event.mode)
+                return
+            self._final_sent = True
         if self._sink is None:
             return
         try:

@@ -136,6 +136,9 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
     stop_reason = final_mode = ""
     stop_round: int | None = None
     research_at_stop: float | None = None
+    # A stop line written after the final request (its reason settled with the final line, see
+    # ending.py): research ended when the final stage began, which the final line tells.
+    stop_after_final_request = final_requested = False
     taken = 0
     points: dict[int, BudgetPoint] = {0: BudgetPoint(0, 0.0, 0, 0, 0)}
     rows: list[ActivityRow] = []
@@ -150,6 +153,14 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
             max(committed, before.tokens_committed if before else 0, charged),
             no_progress,
         )
+
+    def settle_stop(final_began: float) -> None:
+        """Research time at a stop line written after the final request: when the final began."""
+        nonlocal research_at_stop, stop_after_final_request
+        if stop_after_final_request and stop_round is not None:
+            research_at_stop = max(0.0, final_began)
+            mark(stop_round, research_at_stop)
+            stop_after_final_request = False
 
     for line in lines:
         kind = line.get("type")
@@ -178,6 +189,7 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
             rows.append(row)
             if phase == "final":
                 final_tokens += cost
+                final_requested = True
                 continue
             committed = charged + reserved
             charged += cost
@@ -189,8 +201,10 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
             call_id = str(line.get("call_id", ""))
             name = str(line.get("name", ""))
             new = _integer(line.get("new_evidence"))
-            mine = tuple(item.id for item in ordered[taken : taken + new])
-            taken += new
+            # research_sections counts what its workers found, already listed on their lines.
+            own = 0 if name == "research_sections" else new
+            mine = tuple(item.id for item in ordered[taken : taken + own])
+            taken += own
             status = str(line.get("status", ""))
             if call_id in denied and status == "error":
                 status = "denied"
@@ -216,7 +230,7 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
             )
             latest = max(latest, number)
             mark(number, research)
-        elif kind in ("user_wait", "consent"):
+        elif kind == "user_wait":  # every wait, a consent decision's too
             seconds = _number(line.get("seconds"))
             waits += seconds
             waiting += seconds
@@ -230,10 +244,13 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
             stop_reason = str(line.get("reason", ""))
             stop_round = latest
             research_at_stop = research
+            stop_after_final_request = final_requested
             mark(latest, research)
         elif kind == "final":
             final_mode = str(line.get("mode", ""))
-            final_seconds += _number(line.get("seconds"))
+            seconds = _number(line.get("seconds"))
+            final_seconds += seconds
+            settle_stop(research - seconds)
     if research_at_stop is None:
         research_at_stop = max((point.research_seconds for point in points.values()), default=0.0)
     summary = Summary(

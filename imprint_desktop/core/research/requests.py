@@ -20,7 +20,7 @@ from imprint_desktop.core.errors import (
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, Message, Phase
 from imprint_desktop.core.providers.estimate import estimate_tokens
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research.budgets import Settlement
+from imprint_desktop.core.research.budgets import Reservation, Settlement
 from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.vocabulary import PrefixSource, RequestEnd
@@ -82,24 +82,14 @@ class Requests:
         try:
             completion = await _provider_call(provider.complete(request, reply.cancel, streamed))
         except ResearchStop as stop:
-            # The request failed. Without output nothing is known to have been processed, so
-            # nothing is charged; once output streamed, the prompt was processed and the output
-            # was made: both are charged. The trace gets its line either way.
-            output = streamed.tokens
-            settlement = reply.tokens.settle(reservation, prompt_tokens if output else 0, output)
-            self.finished(
-                phase,
-                round_number,
-                prompt_tokens,
-                settlement,
-                reused_prefix=0,
-                estimated=not provider.exact_counts,
-                usage=None,
-                stop=stop.reason,
+            self._failed(
+                phase, round_number, prompt_tokens, reservation, streamed=streamed, stop=stop
             )
             raise
-        except BaseException:
-            reply.tokens.settle(reservation, 0, 0)
+        except BaseException:  # the reply itself is torn down: the request still has its line
+            self._failed(
+                phase, round_number, prompt_tokens, reservation, streamed=streamed, stop=None
+            )
             raise
         settlement = reply.tokens.settle(
             reservation, completion.prompt_evaluated, completion.output_tokens
@@ -121,6 +111,49 @@ class Requests:
         if completion.stop == "deadline":
             raise ResearchStop("time_budget", "the research time ran out during a model request")
         return completion
+
+    def _failed(
+        self,
+        phase: Phase,
+        round_number: int,
+        prompt_tokens: int,
+        reservation: Reservation,
+        *,
+        streamed: _Streamed,
+        stop: ResearchStop | None,
+    ) -> None:
+        """Charge a request that failed or was abandoned, and give it its trace line.
+
+        What the provider received before the failure is charged like any request: the prompt
+        past the reused prefix and the output so far (tool calls and reasoning too). Without a
+        word from the provider, streamed text means the prompt was processed; without output
+        nothing is known to have been processed, so nothing is charged.
+        """
+        reply = self.reply
+        partial = failed_partial(stop)
+        if partial is not None:
+            settlement = reply.tokens.settle(
+                reservation, partial.prompt_evaluated, partial.output_tokens
+            )
+            reused, estimated = partial.reused_prefix, partial.estimated
+            usage, source = partial.provider_usage, partial.prefix_source
+        else:
+            output = streamed.tokens
+            settlement = reply.tokens.settle(reservation, prompt_tokens if output else 0, output)
+            reused, estimated = 0, not reply.provider.exact_counts
+            usage, source = None, None
+        self.finished(
+            phase,
+            round_number,
+            prompt_tokens,
+            settlement,
+            reused_prefix=reused,
+            estimated=estimated,
+            usage=usage,
+            stop=stop.reason if stop is not None else "cancelled",
+            prefix_source=source,
+        )
+        reply.emit_budget()
 
     def finished(
         self,
@@ -155,6 +188,18 @@ class Requests:
                 prefix_source,
             )
         )
+
+
+def failed_partial(failure: BaseException | None) -> Completion | None:
+    """What a failed request had received before it failed, when its provider said
+    (:attr:`~imprint_desktop.core.errors.ProviderError.partial`), from the failure or the stop
+    it became."""
+    while failure is not None:
+        partial = getattr(failure, "partial", None)
+        if isinstance(partial, Completion):
+            return partial
+        failure = failure.__cause__
+    return None
 
 
 async def _provider_call(call: Awaitable[_T]) -> _T:

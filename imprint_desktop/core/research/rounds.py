@@ -3,9 +3,13 @@
 A round is one model request that called tools and the calls it made, each answered with exactly
 one result before the next request — also the calls never started (``not executed: …``). A round
 is progress when a read found new evidence, the person answered, or a section worker found
-something; a write that was carried out, with nothing new beside it, leaves the round out of the
-count. A conversation's patience runs out after too many rounds without progress; the reply's
-time, tokens, Stop and the context window stop it at any round. There is no round limit.
+something; a write, whatever it returned, with nothing new beside it, leaves the round out of the
+count. A reply with neither calls nor text is a round of its own that found nothing. A
+conversation's patience runs out after too many rounds without progress; the reply's time,
+tokens, Stop and the context window stop it at any round. There is no round limit.
+
+One reply carries out at most :data:`MAX_BATCH_CALLS` calls; the model is told of any it made
+beyond them, which were not carried out (they are left out of the conversation it reads back).
 
 The coordinator's conversation may call ``research_sections``: its section workers
 (:mod:`.sections`) are conversations of their own, run here by the same loop, read-only.
@@ -13,9 +17,15 @@ The coordinator's conversation may call ``research_sections``: its section worke
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
-from imprint_desktop.core.providers.base import CompletionRequest, Message, ToolCall
+from imprint_desktop.core.providers.base import (
+    MAX_CALLS_PER_REPLY,
+    CompletionRequest,
+    Message,
+    ToolCall,
+)
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts, sections, seed
 from imprint_desktop.core.research.calls import ToolCalls
@@ -25,9 +35,13 @@ from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.research.requests import Requests
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.research.wording import stop_words
-from imprint_desktop.core.tools.arguments import parse_arguments
+from imprint_desktop.core.tools.arguments import loose_arguments, parse_arguments
 from imprint_desktop.core.tools.base import ToolKind, ToolResult, carried_out
 from imprint_desktop.core.tools.specs import SPECS
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH_CALLS = MAX_CALLS_PER_REPLY
 
 
 class AnswerCut(Exception):  # noqa: N818 - control flow inside the engine, never escapes it
@@ -74,6 +88,8 @@ class Rounds:
                     raise AnswerCut(text)
                 if text:
                     return text
+                # An empty reply is a round of its own, and a stagnant one: it found nothing.
+                self._next_round(conversation)
                 conversation.messages += [
                     Message("assistant", ""),
                     Message("user", prompts.EMPTY_REPLY_NUDGE),
@@ -81,11 +97,20 @@ class Rounds:
                 self._end_round(conversation, progress=False, excluded=False)
                 continue
             self._next_round(conversation)
-            calls = conversation.new_calls(completion.tool_calls, conversation.round)
+            made = completion.tool_calls
+            calls = conversation.new_calls(made[:MAX_BATCH_CALLS], conversation.round)
+            dropped = len(made) - len(calls) + completion.dropped_calls
+            if dropped:
+                log.warning(
+                    "round %d: %d tool calls beyond %d dropped",
+                    conversation.round,
+                    dropped,
+                    MAX_BATCH_CALLS,
+                )
             conversation.messages.append(Message("assistant", completion.text, calls))
             batch = Batch()
             try:
-                await self._run_batch(conversation, calls, batch)
+                await self._run_batch(conversation, calls, batch, dropped=dropped)
             except ResearchStop:
                 # The round was cut short: it still ends, with what its finished calls found.
                 self._emit_round_end(conversation, batch.progress, batch.counts_out)
@@ -158,9 +183,15 @@ class Rounds:
         self.reply.emit_budget()
 
     async def _run_batch(
-        self, conversation: Conversation, calls: Sequence[ToolCall], batch: Batch
+        self,
+        conversation: Conversation,
+        calls: Sequence[ToolCall],
+        batch: Batch,
+        *,
+        dropped: int = 0,
     ) -> None:
-        """Run the calls in order, each getting exactly one result, noting progress in ``batch``.
+        """Run the calls in order, each getting exactly one result, noting progress in ``batch``;
+        ``dropped`` calls of the reply beyond these are named in the last result.
 
         Raises the stop that ended the batch early, after every call has its result.
         """
@@ -178,11 +209,15 @@ class Rounds:
             else:
                 result, is_progress = await self._run_call(conversation, call, kind)
                 batch.progress |= is_progress
-                # Only a write that was carried out takes the round out of the count (DESIGN §1).
-                if kind is ToolKind.WRITE and result.status == "ok":
+                # A batch with a write is left out of the count, whatever the write returned
+                # (DESIGN §1, ADR 0159).
+                if kind is ToolKind.WRITE:
                     batch.excluded = True
+            content = result.content
+            if dropped and call is calls[-1]:
+                content += _dropped_note(dropped)
             conversation.messages.append(
-                Message("tool", result.content, tool_call_id=call.id, name=call.name)
+                Message("tool", content, tool_call_id=call.id, name=call.name)
             )
         if stop is None:
             stop = self._take_worker_stop()
@@ -212,23 +247,37 @@ class Rounds:
         started = reply.clock_now()
         evidence_before = len(reply.ledger.items)
         if kind is ToolKind.COORDINATOR:
+            # Not abandoned on Stop: each worker's request and call hears Stop itself, so every
+            # request of a worker still ends with its own line and charge.
             timeout = reply.clock.remaining
-            work = carried_out(call.name, self._research_sections(call), timeout=timeout)
-            result = await self.calls.unless_stopped(call.name, work)
+            result = await carried_out(call.name, self._research_sections(call), timeout=timeout)
         else:
             result = await self.calls.execute(call, kind, max_chars=max_chars)
         judged = reply.ledger.record(result.evidence, judge=kind is not ToolKind.WRITE)
+        found = len(judged.new)
+        if kind is ToolKind.WRITE and result.status == "ok":
+            # What the model wrote is known from now on: reading it back is no progress.
+            values = loose_arguments(call.arguments)
+            reply.ledger.learn([str(values.get("title", "")), str(values.get("content", ""))])
         if kind is ToolKind.ASK:
             progress = result.status == "ok"  # the person's answer is progress (DESIGN §1)
         elif kind is ToolKind.COORDINATOR:
             # The workers' rounds judged their evidence against the reply-wide store: the
             # coordinator's round is progress when any of them kept something new.
-            progress = len(reply.ledger.items) > evidence_before
+            found = len(reply.ledger.items) - evidence_before
+            progress = found > 0
         else:
             progress = kind is ToolKind.READ and bool(judged.new)
         seconds = reply.clock_now() - started
         self.calls.finished(
-            conversation.round, call, kind, result, judged=judged, seconds=seconds, origin=origin
+            conversation.round,
+            call,
+            kind,
+            result,
+            judged=judged,
+            seconds=seconds,
+            origin=origin,
+            found=found,
         )
         return result, progress
 
@@ -262,3 +311,12 @@ class Rounds:
     def _take_worker_stop(self) -> ResearchStop | None:
         stop, self._worker_stop = self._worker_stop, None
         return stop
+
+
+def _dropped_note(dropped: int) -> str:
+    """What the model reads of the calls its reply made beyond :data:`MAX_BATCH_CALLS`."""
+    calls = "call in your reply was" if dropped == 1 else "calls in your reply were"
+    return (
+        f"\n\n({dropped:,} more tool {calls} not carried out: at most {MAX_BATCH_CALLS} calls "
+        "are carried out per reply. Make again the ones you still need.)"
+    )

@@ -69,8 +69,11 @@ def test_usage_beyond_the_estimate_is_charged_in_full_and_shows_as_overrun() -> 
     assert budget.reserve(50, 60) is None, "the overrun is spent: the next reservation must fit"
     second = budget.reserve(50, 50)
     assert second is not None
-    assert budget.settle(second, 300, 0).budget_left == 0, "left never goes below zero"
-    assert budget.charged == 1200
+    last = budget.settle(second, 300, 40)
+    assert last.budget_left == 0, "left never goes below zero"
+    # Never charged past the budget, whatever the server says: the prompt it processed first.
+    assert (last.charged_prompt, last.output_tokens, last.charged) == (100, 0, 100)
+    assert budget.charged == 1000
 
 
 def test_the_clock_counts_again_when_reopened_for_condensing() -> None:

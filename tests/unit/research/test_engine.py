@@ -663,22 +663,22 @@ def test_a_worker_whose_model_fails_stops_the_reply_with_an_error() -> None:
     assert statuses == [("research_sections", "ok"), ("search_workspace", "not_executed")]
 
 
-def test_a_write_that_was_not_carried_out_does_not_exclude_the_round() -> None:
+def test_a_write_that_failed_still_excludes_the_round() -> None:
+    """ADR 0159: any batch containing a write is left out of the count, whatever it returned."""
+
     def respond(name: str, values: dict[str, Any]) -> ToolResult:
         if name == "write_note":
             return ToolResult.error(name, "the notes folder is not writable.")
         return passage("Nothing new under the lamp.")
 
-    script = research_then_final(
-        lambda n: Step(calls=[search("same"), ("write_note", {"title": "t", "content": "c"})]),
-        "Final.",
-    )
+    write = ("write_note", {"title": "t", "content": "c"})
+    script = [Step(calls=[search("same"), write]) for _ in range(5)] + [Step("Answer [1].")]
     engine, tools, _, recorder = make(
         script, respond, settings={"chat.research_no_progress_rounds": 3}
     )
     result = run(engine.run("?", tools))
-    assert result.stop_reason == "no_progress"
-    assert [e.excluded for e in recorder.of(ev.RoundEnded)] == [False] * 4
+    assert result.stop_reason == "answered"
+    assert [e.excluded for e in recorder.of(ev.RoundEnded)] == [False] + [True] * 4
 
 
 def test_condensing_is_charged_to_research_time() -> None:
@@ -750,8 +750,8 @@ def test_stop_during_condensing_is_a_cancelled_reply() -> None:
     result = run(scenario())
     assert result.stop_reason == "cancelled" and result.final_mode == "fallback"
     assert result.answer.startswith(f"{FALLBACK_LABEL}: you stopped the reply")
-    # One stop line per reply (DESIGN §5): why research ended; the result says Stop won.
-    assert [e.reason for e in recorder.of(ev.ResearchStopped)] == ["context_full"]
+    # One stop reason per reply (DESIGN §5), the same in the stop line: Stop won.
+    assert [e.reason for e in recorder.of(ev.ResearchStopped)] == ["cancelled"]
 
 
 def test_the_fallback_lists_every_item_and_never_claims_there_was_none() -> None:
@@ -849,3 +849,25 @@ def test_no_request_forces_a_tool_call(research_first: bool) -> None:
     assert result.stop_reason == "answered"
     assert {r.tool_choice for r in provider.requests} == {"auto"}
     assert [r.phase for r in provider.requests][:2] == ["research", "worker"]
+
+
+def test_an_ending_that_fails_after_its_stop_line_writes_no_second_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from imprint_desktop.core.research import ending
+
+    engine, tools, _, recorder = make([Step("Ada Quill.")], lambda name, values: passage("x"))
+    failures = iter([RuntimeError("broken after the stop line")])
+
+    def without_repeats(answer: str) -> str:
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return answer
+
+    monkeypatch.setattr(ending.sources, "without_repeats", without_repeats)
+    result = run(engine.run("?", tools))
+    assert [e.reason for e in recorder.of(ev.ResearchStopped)] == ["answered"]
+    assert len(recorder.of(ev.FinalFinished)) == 1
+    assert result.stop_reason == "answered" and result.final_mode == "fallback"
+    assert result.error is not None and "broken after the stop line" in result.error

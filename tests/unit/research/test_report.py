@@ -87,13 +87,15 @@ def a_time_stop() -> list[Line]:
         round_end(12.0, 1, True, 0),
         {"t": 42.0, "type": "user_wait", "seconds": 25.0},
         request(50.0, 2, 2000, reused=900, refunded=300),
-        tool(51.0, 2, "c3", "fetch_url", "error", 0),
+        {"t": 51.0, "type": "user_wait", "seconds": 5.0},  # the consent decision's wait
         {"t": 51.0, "type": "consent", "call_id": "c3", "url": "http://x/", "decision": "deny",
          "seconds": 5.0},
+        tool(51.0, 2, "c3", "fetch_url", "error", 0),
         tool(52.0, 2, "c4", "search_workspace", "not_executed", 0),
         round_end(52.0, 2, False, 1),
-        {"t": 120.0, "type": "stop", "reason": "time_budget"},
+        # Research stopped at 120 s; the stop line is written with the final line, just before.
         request(130.0, 2, 700, phase="final", refunded=100),
+        {"t": 131.0, "type": "stop", "reason": "time_budget"},
         {"t": 131.0, "type": "final", "mode": "model", "seconds": 11.0},
     ]  # fmt: skip
 

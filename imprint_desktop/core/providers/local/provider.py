@@ -74,6 +74,16 @@ class LocalProvider:
         #: (a "reading the prompt" indicator; tests and the benchmark use it to time a Stop).
         self.on_prefill: PrefillObserver | None = None
 
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The clock a request's deadline is read on (``time.monotonic``). A research engine
+        that keeps its own clock hands it here too, so both read the same time."""
+        return self._session.abort.clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], float]) -> None:
+        self._session.abort.clock = clock
+
     # --- Provider ----------------------------------------------------------------------------
 
     @property

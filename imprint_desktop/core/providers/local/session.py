@@ -59,6 +59,9 @@ class AbortSwitch:
     """
 
     def __init__(self) -> None:
+        #: The clock deadlines are read on: ``time.monotonic``, or the research engine's own
+        #: when it keeps another (a test that moves time on, see LocalProvider.clock).
+        self.clock: Callable[[], float] = time.monotonic
         self._deadline = math.inf
         self._token: CancelToken | None = None
         self._abandoned: threading.Event | None = None
@@ -87,7 +90,7 @@ class AbortSwitch:
             return "cancelled"
         if abandoned is not None and abandoned.is_set():
             return "cancelled"
-        if time.monotonic() >= self._deadline:
+        if self.clock() >= self._deadline:
             return "deadline"
         return None
 
