@@ -2,13 +2,14 @@
 
 People script the command line — editor plugins, shell loops, cron jobs — so a call must not pay
 for what other commands need: the research engine, the HTTP stack, the model hub, llama.cpp, Qt.
-Each command runs here as a real process under ``python -X importtime``, which lists every module
-the process imported; what a command must never import is pinned, so a later change cannot slide
-back. (``bench/bench_cli.py`` measures the time.)
+Each command runs here as a real process (``python -m imprint_desktop``) that lists, as it exits,
+every module it imported (``sys.modules``); what a command must never import is pinned, so a later
+change cannot slide back. (``bench/bench_cli.py`` measures the time.)
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -33,10 +34,22 @@ ENGINE = {
 }
 
 
-def imported(env: dict[str, str], *args: str) -> set[str]:
-    """Every module `imprint ARGS` imported (as ``-X importtime`` reports them)."""
+#: Runs `python -m imprint_desktop ARGS` and writes the modules it imported when it exits.
+_LISTING = """
+import atexit, json, runpy, sys
+listing, sys.argv = sys.argv[1], ["imprint", *sys.argv[2:]]
+def listed():
+    with open(listing, "w", encoding="utf-8") as out:
+        json.dump(sorted(sys.modules), out)
+atexit.register(listed)
+runpy.run_module("imprint_desktop", run_name="__main__", alter_sys=True)
+"""
+
+
+def imported(env: dict[str, str], listing: Path, *args: str) -> set[str]:
+    """Every module `imprint ARGS` imported."""
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "imprint_desktop", *args],
+        [sys.executable, "-c", _LISTING, str(listing), *args],
         env=env,
         capture_output=True,
         text=True,
@@ -44,11 +57,7 @@ def imported(env: dict[str, str], *args: str) -> set[str]:
         timeout=60,
     )
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
-    names = {
-        line.rpartition("|")[2].strip()
-        for line in done.stderr.splitlines()
-        if line.startswith("import time:") and "|" in line
-    }
+    names = set(json.loads(listing.read_text(encoding="utf-8")))
     assert "imprint_desktop.cli" in names, done.stderr[-2000:]
     return names
 
@@ -63,8 +72,13 @@ def env(imprint_env: dict[str, str]) -> dict[str, str]:
     return imprint_env
 
 
-def test_help_imports_no_command(env: dict[str, str]) -> None:
-    names = imported(env, "--help")
+@pytest.fixture
+def listing(tmp_path: Path) -> Path:
+    return tmp_path / "modules.json"
+
+
+def test_help_imports_no_command(env: dict[str, str], listing: Path) -> None:
+    names = imported(env, listing, "--help")
     assert among(names, HEAVY | ENGINE) == set()
     assert among(names, {"imprint_desktop.commands", "imprint_desktop.settings"}) == set()
     assert among(names, {"tomlkit", "keyring", "platformdirs", "sqlite3"}) == set()
@@ -72,9 +86,9 @@ def test_help_imports_no_command(env: dict[str, str]) -> None:
 
 @pytest.mark.parametrize("key", ["chat.max_tokens", "workspace.path"])
 def test_settings_get_imports_neither_the_engine_nor_the_keyring(
-    env: dict[str, str], key: str
+    env: dict[str, str], listing: Path, key: str
 ) -> None:
-    names = imported(env, "settings", "get", key)
+    names = imported(env, listing, "settings", "get", key)
     assert among(names, HEAVY | ENGINE) == set()
     assert among(names, {"keyring", "secretstorage", "jeepney"}) == set(), "the key is no secret"
     assert "imprint_desktop.commands.settings" in names
@@ -84,19 +98,21 @@ def test_settings_get_imports_neither_the_engine_nor_the_keyring(
     }
 
 
-def test_settings_list_needs_the_keyring_but_not_the_engine(env: dict[str, str]) -> None:
-    names = imported(env, "settings", "list")
+def test_settings_list_needs_the_keyring_but_not_the_engine(
+    env: dict[str, str], listing: Path
+) -> None:
+    names = imported(env, listing, "settings", "list")
     assert among(names, HEAVY | ENGINE) == set()
 
 
 def test_workspace_search_imports_no_model_no_window_no_network(
-    env: dict[str, str], tmp_path: Path
+    env: dict[str, str], listing: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
     (folder / "keepers.md").write_text("# Keepers\n\nAda Quill kept the light.\n", "utf-8")
     (folder / "page.html").write_text("<html><title>Fog</title><p>Two blasts.</p></html>", "utf-8")
-    names = imported(env, "workspace", "search", str(folder), "Quill", "--json")
+    names = imported(env, listing, "workspace", "search", str(folder), "Quill", "--json")
     assert "imprint_desktop.core.workspace" in names
     never = {"llama_cpp", "huggingface_hub", "PySide6", "qasync", "httpx", "keyring"}
     research = {"imprint_desktop.core.research", "imprint_desktop.core.providers"}
@@ -105,12 +121,14 @@ def test_workspace_search_imports_no_model_no_window_no_network(
 
 
 def test_ask_with_a_server_loads_neither_llama_cpp_nor_the_hub_nor_qt(
-    env: dict[str, str], tmp_path: Path
+    env: dict[str, str], listing: Path, tmp_path: Path
 ) -> None:
     folder = tmp_path / "docs"
     folder.mkdir()
     base_url = f"http://127.0.0.1:{closed_port()}/v1"
-    names = imported(env, "ask", "Who?", "--workspace", str(folder), "--base-url", base_url)
+    names = imported(
+        env, listing, "ask", "Who?", "--workspace", str(folder), "--base-url", base_url
+    )
     assert "imprint_desktop.core.research.engine" in names  # it did get as far as research
     assert among(names, {"llama_cpp", "huggingface_hub", "PySide6", "qasync"}) == set()
     assert among(names, {"imprint_desktop.engine", "imprint_desktop.ui"}) == set()
