@@ -310,7 +310,11 @@ async def _unless_stopped(work: Awaitable[T], cancel: CancelToken, *, stop_the_w
         return await work
     task = asyncio.ensure_future(work)
     loop = asyncio.get_running_loop()
-    remove = cancel.on_cancel(lambda: loop.call_soon_threadsafe(task.cancel))
+
+    def stop() -> None:
+        loop.call_soon_threadsafe(task.cancel)
+
+    remove = cancel.on_cancel(stop)
     try:
         return await task
     except asyncio.CancelledError:
