@@ -2,7 +2,9 @@
 
 Exit codes (DESIGN §4): 0 an answer or the labelled fallback was produced; 130 stopped with Ctrl+C
 (after printing what it has); 1 an error (the model failed, the model file cannot be loaded);
-2 bad usage or a bad setting.
+2 bad usage or a bad setting. With ``--json`` exactly one object is printed at the end whichever
+way the run ends — also for bad usage, a model that cannot be loaded or Ctrl+C before research
+began — with the exit code and the error in it (:func:`ending_json`).
 """
 
 from __future__ import annotations
@@ -108,17 +110,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(handler=run)
 
 
-def ended_early(argv: Sequence[str], code: int, message: str) -> None:
-    """The command ended before it ran (see :mod:`imprint_desktop.cli`): with ``--json`` that
-    is one object too."""
-    words = list(argv)
-    if "--json" in words[words.index("ask") + 1 :]:
-        _print_ending(_Ending(code, error=message), _JSON_ONLY, sys.stdout, sys.stderr)
-
-
-_JSON_ONLY = argparse.Namespace(json=True)
-
-
 @dataclass(frozen=True)
 class _Run:
     """Everything one ``imprint ask`` needs, checked before anything is loaded or sent."""
@@ -127,6 +118,16 @@ class _Run:
     config: Config
     root: Path
     trace: TraceWriter | None
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """How a run ended: its exit code, and the reply, or why there is none."""
+
+    code: int
+    result: ev.ReplyResult | None = None
+    error: str = ""
+    trace: str | None = None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -145,14 +146,15 @@ def run(args: argparse.Namespace) -> int:
     return ending.code
 
 
-@dataclass(frozen=True)
-class _Ending:
-    """How a run ended: its exit code, and the reply, or why there is none."""
+def ended_early(argv: Sequence[str], code: int, message: str) -> None:
+    """The command ended before it ran (see :mod:`imprint_desktop.cli`): with ``--json`` that
+    is one object too."""
+    words = list(argv)
+    if "--json" in words[words.index("ask") + 1 :]:
+        _print_ending(_Ending(code, error=message), _JSON_ONLY, sys.stdout, sys.stderr)
 
-    code: int
-    result: ev.ReplyResult | None = None
-    error: str = ""
-    trace: str | None = None
+
+_JSON_ONLY = argparse.Namespace(json=True)
 
 
 def _run(args: argparse.Namespace, err: TextIO) -> _Ending:
