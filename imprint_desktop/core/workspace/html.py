@@ -8,14 +8,19 @@ lines.
 
 The *main text* drops what surrounds an article on most sites — navigation, headers, footers,
 sidebars, forms, scripts — and prefers ``<main>`` or the largest ``<article>`` when there is one.
+
+Beautiful Soup is imported with the first page parsed, not with this module: it takes a noticeable
+moment, and a search of an unchanged workspace (``imprint workspace search``) parses no page.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from bs4 import BeautifulSoup
-from bs4.element import Comment, Doctype, NavigableString, Tag
+if TYPE_CHECKING:
+    from bs4 import BeautifulSoup
+    from bs4.element import Tag
 
 _INVISIBLE = (
     "script",
@@ -40,11 +45,15 @@ _MAIN_TEXT_MINIMUM = 200
 
 
 def _parse(markup: str | bytes) -> BeautifulSoup:
+    from bs4 import BeautifulSoup  # noqa: PLC0415 - see the module docstring
+
     return BeautifulSoup(markup, "html.parser")
 
 
 def html_title(markup: str | bytes) -> str | None:
     """The page's ``<title>``, else its first ``<h1>``."""
+    from bs4.element import Tag  # noqa: PLC0415 - see the module docstring
+
     soup = _parse(markup)
     for tag in (soup.title, soup.find("h1")):
         if isinstance(tag, Tag):
@@ -56,6 +65,8 @@ def html_title(markup: str | bytes) -> str | None:
 
 def html_to_text(markup: str | bytes, *, main_only: bool = False) -> str:
     """The visible text of a page as paragraphs separated by blank lines."""
+    from bs4.element import Tag  # noqa: PLC0415 - see the module docstring
+
     soup = _parse(markup)
     for tag in soup.find_all(_INVISIBLE):
         tag.decompose()
@@ -77,6 +88,8 @@ def _has_chrome_role(tag: Tag) -> bool:
 
 
 def _main_element(root: Tag) -> Tag:
+    from bs4.element import Tag  # noqa: PLC0415 - see the module docstring
+
     main = root.find("main") or root.find(lambda tag: tag.get("role") == "main")
     if isinstance(main, Tag):
         return main
@@ -87,6 +100,8 @@ def _main_element(root: Tag) -> Tag:
 
 
 def _render(root: Tag) -> str:
+    from bs4.element import Comment, Doctype, NavigableString, Tag  # noqa: PLC0415 - see above
+
     blocks: list[str] = []
     current: list[str] = []
 
