@@ -81,9 +81,12 @@ def generate(folder: Path, count: int) -> str:
     return "quillwort"
 
 
-def timed(command: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall-clock seconds of one run, and the CPU seconds it used (shown beside: on a busy
-    computer the wall clock also counts the wait for a core)."""
+def timed(arguments: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall-clock seconds of one run of this Python with ``arguments`` (``grep`` for the one
+    command that is not Python), and the CPU seconds it used (shown beside: on a busy computer
+    the wall clock also counts the wait for a core)."""
+    grep = arguments[0] == "grep"
+    command = ["grep", *arguments[1:]] if grep else [sys.executable, *arguments]
     cpu_before = _children_cpu()
     started = time.perf_counter()
     done = subprocess.run(command, env=env, capture_output=True, check=False)
@@ -117,21 +120,20 @@ def main() -> int:
         }
         corpus = scratch / "corpus"
         word = generate(corpus, args.docs)
-        imprint = [sys.executable, "-m", "imprint_desktop"]
+        imprint = ["-m", "imprint_desktop"]
         search = [*imprint, "workspace", "search", str(corpus), word, "--json"]
         started = time.perf_counter()
         timed([*imprint, "workspace", "index", str(corpus)], env)
         print(f"indexed {args.docs} documents in {time.perf_counter() - started:.1f} s")
 
         commands: dict[str, list[str]] = {
-            "python -c pass": [sys.executable, "-c", "pass"],
+            "python -c pass": ["-c", "pass"],
             "imprint --help": [*imprint, "--help"],
             "imprint settings get": [*imprint, "settings", "get", "chat.max_tokens"],
             "imprint workspace search": search,
         }
-        grep = shutil.which("grep")
-        if grep is not None:
-            commands["grep -rl"] = [grep, "-rl", word, str(corpus)]
+        if shutil.which("grep") is not None:
+            commands["grep -rl"] = ["grep", "-rl", word, str(corpus)]
         times: dict[str, list[float]] = {name: [] for name in commands}
         cpu: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.runs):  # in turn, so that a busy moment costs every command alike
