@@ -132,3 +132,14 @@ def test_ask_with_a_server_loads_neither_llama_cpp_nor_the_hub_nor_qt(
     assert "imprint_desktop.core.research.engine" in names  # it did get as far as research
     assert among(names, {"llama_cpp", "huggingface_hub", "PySide6", "qasync"}) == set()
     assert among(names, {"imprint_desktop.engine", "imprint_desktop.ui"}) == set()
+
+
+def test_searching_an_unchanged_workspace_parses_nothing_and_loads_no_parser(
+    env: dict[str, str], listing: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "page.html").write_text("<html><title>Fog</title><p>Two blasts.</p></html>", "utf-8")
+    assert "bs4" in imported(env, listing, "workspace", "index", str(folder))
+    names = imported(env, listing, "workspace", "search", str(folder), "blasts", "--json")
+    assert among(names, {"bs4", "pypdf"}) == set()
