@@ -1,8 +1,11 @@
 """The ``imprint`` command line.
 
 Run bare, it opens the window. Subcommands (DESIGN §4) drive the same engine without one; each lives
-in :mod:`imprint_desktop.commands` and registers its own parser. Qt is imported only when the window
-is asked for, so the subcommands start fast and run where there is no display.
+in :mod:`imprint_desktop.commands`, one module per command, and is imported only when it runs (or
+its own ``--help`` is asked for): people script ``imprint settings get`` and ``imprint workspace
+search`` in loops, so a call must not pay for the research engine, the model hub or Qt that other
+commands need. :data:`COMMANDS` lists them with their one-line summaries, which is all ``imprint
+--help`` shows. ``tests/e2e/test_cli_imports.py`` pins what each command may import.
 
 Exit codes: 0 success, 1 error, 2 bad usage or bad settings, 130 interrupted.
 """
@@ -10,24 +13,65 @@ Exit codes: 0 success, 1 error, 2 bad usage or bad settings, 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import logging
+import importlib
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+from typing import NamedTuple, NoReturn
 
 from imprint_desktop import __version__
-from imprint_desktop.commands import ask as ask_command
-from imprint_desktop.commands import desktop as desktop_command
-from imprint_desktop.commands import models as models_command
-from imprint_desktop.commands import settings as settings_command
-from imprint_desktop.commands import workspace as workspace_command
 
+EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class Command(NamedTuple):
+    """A subcommand: its name, the line ``imprint --help`` shows, and the module that owns it.
+
+    The module has ``configure(parser)``, which adds its arguments and a ``handler``, and may have
+    ``ended_early(argv, code, message)``, told when the command ends before its handler runs
+    (its arguments do not parse: code 2; Ctrl+C while it loads: 130).
+    """
+
+    name: str
+    summary: str
+    module: str
+
+
+COMMANDS = (
+    Command(
+        "ask",
+        "research a question in a folder of documents and answer it",
+        "imprint_desktop.commands.ask",
+    ),
+    Command("settings", "list, get, set or reset settings", "imprint_desktop.commands.settings"),
+    Command(
+        "workspace",
+        "index a folder of documents and search it",
+        "imprint_desktop.commands.workspace",
+    ),
+    Command("models", "find, download and manage GGUF models", "imprint_desktop.commands.models"),
+    Command(
+        "desktop-integration",
+        "add Imprint to (or remove it from) the desktop's application menu",
+        "imprint_desktop.commands.desktop",
+    ),
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, remembering the message of a usage error for the command that failed to parse."""
+
+    last_error = ""
+
+    def error(self, message: str) -> NoReturn:
+        _Parser.last_error = message
+        super().error(message)
+
+
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser of ``imprint``; only the command named in ``argv`` gets its full arguments."""
+    parser = _Parser(
         prog="imprint",
         description="Imprint Desktop: a research assistant for your own documents. "
         "Run without a command to open the window.",
@@ -39,36 +83,60 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     gui = subparsers.add_parser("gui", help="open the window (the default)")
-    gui.add_argument("--config", type=Path, help="settings file to use instead of the default")
+    # Paths stay text until the window opens: pathlib is not loaded for ``imprint --help``.
+    gui.add_argument("--config", help="settings file to use instead of the default")
     gui.add_argument(
         "--quit-after", type=float, metavar="SECONDS", help="close the window after SECONDS"
     )
     gui.add_argument(
-        "--screenshot", type=Path, metavar="PNG", help="save a picture of the window when it closes"
+        "--screenshot", metavar="PNG", help="save a picture of the window when it closes"
     )
     gui.set_defaults(handler=_run_gui)
 
-    ask_command.add_parser(subparsers)
-    settings_command.add_parser(subparsers)
-    workspace_command.add_parser(subparsers)
-    models_command.add_parser(subparsers)
-    desktop_command.add_parser(subparsers)
+    named = command_named(argv)
+    for command in COMMANDS:
+        sub = subparsers.add_parser(command.name, help=command.summary)
+        if command is named:
+            importlib.import_module(command.module).configure(sub)
     return parser
 
 
+def command_named(argv: Sequence[str]) -> Command | None:
+    """The command ``argv`` runs: its first word that is not an option (``imprint`` itself takes
+    no option with a value)."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return next((command for command in COMMANDS if command.name == first), None)
+
+
 def _run_gui(args: argparse.Namespace) -> int:
+    from pathlib import Path  # noqa: PLC0415 - see build_parser
+
     from imprint_desktop import app  # noqa: PLC0415 - Qt only when a window is wanted
 
+    config, screenshot = getattr(args, "config", None), getattr(args, "screenshot", None)
     return app.run(
-        config=getattr(args, "config", None),
+        config=Path(config) if config else None,
         quit_after=getattr(args, "quit_after", None),
-        screenshot=getattr(args, "screenshot", None),
+        screenshot=Path(screenshot) if screenshot else None,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    try:
+        parser = build_parser(words)
+        try:
+            args = parser.parse_args(words)
+        except SystemExit as stop:
+            if stop.code == EXIT_USAGE:
+                _ended_early(words, EXIT_USAGE, _Parser.last_error)
+            raise
+    except KeyboardInterrupt:  # while the command was being loaded
+        print("imprint: interrupted", file=sys.stderr)
+        _ended_early(words, EXIT_INTERRUPTED, "interrupted before the command began")
+        return EXIT_INTERRUPTED
+    import logging  # noqa: PLC0415 - not for ``imprint --help``
+
     logging.basicConfig(
         level=(logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)],
         format="%(levelname)s %(name)s: %(message)s",
@@ -86,3 +154,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader went away (`imprint settings list | head`): stop quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+
+
+def _ended_early(words: Sequence[str], code: int, message: str) -> None:
+    """Tell the command's module, if it is loaded and wants to know, that it ended before it
+    ran (``imprint ask --json`` prints its one object even then)."""
+    named = command_named(words)
+    module = sys.modules.get(named.module) if named is not None else None
+    told = getattr(module, "ended_early", None)
+    if told is not None:
+        told(words, code, message)

@@ -1,1 +1,2 @@
-"""The subcommands of ``imprint``: one module each, registered by :mod:`imprint_desktop.cli`."""
+"""The subcommands of ``imprint``: one module each, imported by :mod:`imprint_desktop.cli` only
+when its command runs."""

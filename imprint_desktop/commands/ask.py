@@ -2,7 +2,9 @@
 
 Exit codes (DESIGN §4): 0 an answer or the labelled fallback was produced; 130 stopped with Ctrl+C
 (after printing what it has); 1 an error (the model failed, the model file cannot be loaded);
-2 bad usage or a bad setting.
+2 bad usage or a bad setting. With ``--json`` exactly one object is printed at the end whichever
+way the run ends — also for bad usage, a model that cannot be loaded or Ctrl+C before research
+began — with the exit code and the error in it (:func:`ending_json`).
 
 Whatever the model, a document, a page or a server wrote reaches the terminal through
 :func:`~imprint_desktop.core.shown_text.terminal_safe` (the answer, the model's question, the status
@@ -22,10 +24,11 @@ import signal
 import sqlite3
 import sys
 import threading
-from collections.abc import Iterator
+import traceback
+from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from imprint_desktop.commands.fetch_consent import is_terminal, terminal_consent
 from imprint_desktop.core import assistant
@@ -59,14 +62,15 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
+T = TypeVar("T")
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "ask",
-        help="research a question in a folder of documents and answer it",
-        description="Research QUESTION in the workspace with the configured model and print the "
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The arguments of this command (its one-line summary is in :mod:`imprint_desktop.cli`)."""
+    parser.description = (
+        "Research QUESTION in the workspace with the configured model and print the "
         "answer. Research stops on its time, token and patience budgets, then a final answer is "
-        "written.",
+        "written."
     )
     parser.add_argument("question")
     parser.add_argument("--workspace", type=Path, help="the folder of documents to research")
@@ -132,29 +136,65 @@ class _Run:
     trace: TraceWriter | None
 
 
+@dataclass(frozen=True)
+class _Ending:
+    """How a run ended: its exit code, and the reply, or why there is none."""
+
+    code: int
+    result: ev.ReplyResult | None = None
+    error: str = ""
+    trace: str | None = None
+
+
 def run(args: argparse.Namespace) -> int:
+    """Research the question; whatever happens, ``--json`` prints one object at the end."""
     out, err = sys.stdout, sys.stderr
+    try:
+        ending = _run(args, err)
+    except KeyboardInterrupt:  # Ctrl+C before the reply's own handler was installed
+        ending = _Ending(EXIT_INTERRUPTED, error="interrupted before research began")
+    except Exception as error:  # a fault of ours: said, with the detail, and still one object
+        traceback.print_exc(file=err)
+        ending = _Ending(EXIT_ERROR, error=f"unexpected error: {type(error).__name__}: {error}")
+    if ending.result is None:
+        print(f"imprint: {terminal_safe(ending.error)}", file=err)
+    _print_ending(ending, args, out, err)
+    return ending.code
+
+
+def ended_early(argv: Sequence[str], code: int, message: str) -> None:
+    """The command ended before it ran (see :mod:`imprint_desktop.cli`): with ``--json`` that
+    is one object too."""
+    words = list(argv)
+    if "--json" in words[words.index("ask") + 1 :]:
+        _print_ending(_Ending(code, error=message), _JSON_ONLY, sys.stdout, sys.stderr)
+
+
+_JSON_ONLY = argparse.Namespace(json=True)
+
+
+def _run(args: argparse.Namespace, err: TextIO) -> _Ending:
     try:
         prepared = _prepare(args, err)
     except (SettingsError, WorkspaceMissingError) as error:
-        print(f"imprint: {error}", file=err)
-        return EXIT_USAGE
+        return _Ending(EXIT_USAGE, error=str(error))
+    trace = None if prepared.trace is None else str(args.trace)
     cancel = CancelToken()
     try:
-        result = asyncio.run(_ask(prepared, _api_key(args, prepared.config), cancel, err))
+        api_key = _api_key(args, prepared.config)
+        result = asyncio.run(_ask(prepared, api_key, cancel, err))
     except Cancelled:
-        print("imprint: stopped before research began", file=err)
-        return EXIT_INTERRUPTED
+        return _Ending(EXIT_INTERRUPTED, error="stopped before research began", trace=trace)
     except ImprintError as error:  # the model cannot be loaded, the keyring refused, ...
-        print(f"imprint: {terminal_safe(str(error))}", file=err)
-        return EXIT_ERROR
+        return _Ending(EXIT_ERROR, error=str(error), trace=trace)
     finally:
         if prepared.trace is not None:
             prepared.trace.close()
-    _print_result(result, args, out, err)
     if result.stop_reason == "cancelled":
-        return EXIT_INTERRUPTED
-    return EXIT_ERROR if result.stop_reason == "error" else EXIT_OK
+        code = EXIT_INTERRUPTED
+    else:
+        code = EXIT_ERROR if result.stop_reason == "error" else EXIT_OK
+    return _Ending(code, result)
 
 
 def _prepare(args: argparse.Namespace, err: TextIO) -> _Run:
@@ -234,10 +274,15 @@ async def _ask(
 ) -> ev.ReplyResult:
     args, config, root, trace = prepared.args, prepared.config, prepared.root, prepared.trace
     loop = asyncio.get_running_loop()
-    _install_interrupt(loop, cancel, err)
+    _install_interrupt(loop, cancel, args, err)
     http = make_async_client(config.network)
     try:
-        provider = await assistant.open_provider(config, http, api_key=api_key, cancel=cancel)
+        provider = await _unless_stopped(
+            assistant.open_provider(config, http, api_key=api_key, cancel=cancel),
+            cancel,
+            # A local model's loading thread watches the token itself and ends soon after it.
+            stop_the_wait=chosen_model(config).remote,
+        )
         if note := assistant.provider_note(provider):
             print(f"imprint: {terminal_safe(note)}", file=err, flush=True)
         try:
@@ -278,6 +323,28 @@ async def _ask(
     if args.trace:
         result = _with_trace(result, str(args.trace))
     return result
+
+
+async def _unless_stopped(work: Awaitable[T], cancel: CancelToken, *, stop_the_wait: bool) -> T:
+    """``work``, but with ``stop_the_wait`` given up on as soon as Ctrl+C sets ``cancel`` (a
+    server asked for its context window may take long to answer, or never answer)."""
+    if not stop_the_wait:
+        return await work
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        loop.call_soon_threadsafe(task.cancel)
+
+    remove = cancel.on_cancel(stop)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if cancel.cancelled:
+            raise Cancelled("stopped before research began") from None
+        raise
+    finally:
+        remove()
 
 
 @contextlib.contextmanager
@@ -332,11 +399,15 @@ def _read_line() -> asyncio.Future[str]:
     return line
 
 
-def _install_interrupt(loop: asyncio.AbstractEventLoop, cancel: CancelToken, err: TextIO) -> None:
+def _install_interrupt(
+    loop: asyncio.AbstractEventLoop, cancel: CancelToken, args: argparse.Namespace, err: TextIO
+) -> None:
     """First Ctrl+C stops the reply (what was found is still printed); a second one quits."""
 
     def interrupted() -> None:
         if cancel.cancelled:
+            quitting = _Ending(EXIT_INTERRUPTED, error="interrupted twice: quit at once")
+            _print_ending(quitting, args, sys.stdout, err)
             os._exit(EXIT_INTERRUPTED)
         print("\nimprint: stopping…", file=err, flush=True)
         cancel.cancel()
@@ -352,14 +423,15 @@ def _with_trace(result: ev.ReplyResult, path: str) -> ev.ReplyResult:
     return replace(result, trace=path)
 
 
-def _print_result(
-    result: ev.ReplyResult, args: argparse.Namespace, out: TextIO, err: TextIO
-) -> None:
+def _print_ending(ending: _Ending, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     if args.json:
-        json.dump(result.to_json(), out, ensure_ascii=False)
+        json.dump(ending_json(ending), out, ensure_ascii=False)
         out.write("\n")
         out.flush()
         return
+    result = ending.result
+    if result is None:
+        return  # the reason is on stderr already
     print(terminal_safe(result.answer), file=out, flush=True)
     tokens = result.tokens
     if result.error:
@@ -371,6 +443,31 @@ def _print_result(
         f"{result.research_seconds:.1f} s]",
         file=err,
     )
+
+
+def ending_json(ending: _Ending) -> dict[str, object]:
+    """The one ``--json`` object: the reply's fields (DESIGN §4) and the exit code. A run that
+    wrote no reply (bad usage, a model that cannot be loaded, Ctrl+C before research began) has
+    the same fields: no answer, ``final_mode`` null, ``stop_reason`` error or cancelled, and
+    ``error`` saying why."""
+    if ending.result is not None:
+        payload = ending.result.to_json()
+    else:
+        nothing = ev.ReplyResult(
+            answer="",
+            final_mode="fallback",
+            stop_reason="cancelled" if ending.code == EXIT_INTERRUPTED else "error",
+            rounds=0,
+            evidence=(),
+            tokens=ev.TokenTotals(0, 0, 0, 0),
+            research_seconds=0.0,
+            user_wait_seconds=0.0,
+            error=ending.error,
+            trace=ending.trace,
+        )
+        payload = {**nothing.to_json(), "final_mode": None}
+    payload["exit_code"] = ending.code
+    return payload
 
 
 def _count(number: int, noun: str) -> str:

@@ -29,12 +29,11 @@ _TEMPLATE_EXEC = "Exec=imprint-gui"
 _TEMPLATE_TRY_EXEC = "TryExec=imprint-gui"
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "desktop-integration",
-        help="add Imprint to (or remove it from) the desktop's application menu",
-        description="Install or remove the desktop entry and icons of Imprint for this user "
-        "(Linux; follows $XDG_DATA_HOME).",
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The arguments of this command (its one-line summary is in :mod:`imprint_desktop.cli`)."""
+    parser.description = (
+        "Install or remove the desktop entry and icons of Imprint for this user "
+        "(Linux; follows $XDG_DATA_HOME)."
     )
     parser.add_argument("action", choices=("install", "uninstall"))
     parser.set_defaults(handler=run)

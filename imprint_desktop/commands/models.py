@@ -49,13 +49,12 @@ EXIT_INTERRUPTED = 130
 BEST_FIT = "best"
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "models",
-        help="find, download and manage GGUF models",
-        description="Search the model hub (HF_ENDPOINT, or huggingface.co) for GGUF models, "
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The arguments of this command (its one-line summary is in :mod:`imprint_desktop.cli`)."""
+    parser.description = (
+        "Search the model hub (HF_ENDPOINT, or huggingface.co) for GGUF models, "
         "download them verified into the Hugging Face cache or downloads.models_dir, and manage "
-        "the models installed on this computer.",
+        "the models installed on this computer."
     )
     parser.add_argument("--config", type=Path, help="settings file to use instead of the default")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
@@ -212,6 +211,8 @@ def _recommended(found: Recommendations, *, as_json: bool, out: TextIO) -> int:
         out.write("\n")
         return EXIT_OK
     print(f"Recommended for this computer ({_computer(found)}):\n", file=out)
+    if found.machine.unseen_gpu:
+        print(f"{found.machine.unseen_gpu}\n", file=out)
     for entry in found.entries:
         model, fit = entry.model, entry.fit
         mark = "*" if entry.role is Role.BEST else " "
@@ -243,11 +244,10 @@ def _computer(found: Recommendations) -> str:
         if machine.available_memory is not None
         else "free memory unknown"
     )
-    gpu = (
-        f"{machine.gpu.name} with {human_size(machine.gpu.free_bytes)} free"
-        if machine.gpu is not None
-        else "no GPU that llama.cpp can use"
-    )
+    if machine.gpu is not None:
+        gpu = f"{machine.gpu.name} with {human_size(machine.gpu.free_bytes)} free"
+    else:
+        gpu = "a GPU that is not counted" if machine.unseen_gpu else "no GPU that llama.cpp can use"
     disk = f"{human_size(machine.disk_free)} free disk" if machine.disk_free is not None else ""
     return ", ".join(part for part in (cores, memory, gpu, disk) if part)
 

@@ -27,12 +27,11 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "settings",
-        help="list, get, set or reset settings",
-        description="Read and change Imprint's settings. Values are validated against their "
-        "declared type and bounds; API keys go to the system keyring.",
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The arguments of this command (its one-line summary is in :mod:`imprint_desktop.cli`)."""
+    parser.description = (
+        "Read and change Imprint's settings. Values are validated against their "
+        "declared type and bounds; API keys go to the system keyring."
     )
     parser.add_argument("--config", type=Path, help="settings file to use instead of the default")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")

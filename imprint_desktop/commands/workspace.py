@@ -29,12 +29,11 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 
 
-def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "workspace",
-        help="index a folder of documents and search it",
-        description="Build the full-text index of a folder of documents and search it, as the "
-        "model's search_workspace tool does.",
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The arguments of this command (its one-line summary is in :mod:`imprint_desktop.cli`)."""
+    parser.description = (
+        "Build the full-text index of a folder of documents and search it, as the "
+        "model's search_workspace tool does."
     )
     parser.add_argument("--config", type=Path, help="settings file to use instead of the default")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")

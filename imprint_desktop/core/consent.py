@@ -18,7 +18,8 @@ asked about like a new fetch — the same :data:`Consent`, told the address that
 (``redirected_from``), so the card and the terminal show both — and a site allowed for the
 conversation is not asked about again.
 
-Every decision is worded here once (:data:`DECISION_WORDS`); a denial's value starts with ``deny``.
+Every decision is worded here once (:data:`DECISION_WORDS`); an allowing decision's value starts
+with ``allow``, a denial's with ``deny``; ``cancelled`` is neither: the reply was stopped first.
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ class Decision(enum.StrEnum):
     ALLOW_REMEMBERED = "allow_remembered"  # the site was allowed earlier in the conversation
     ALLOW_FLAG = "allow_flag"  # ``imprint ask --allow-fetch``: allowed without asking
     DENY_UNATTENDED = "deny_unattended"  # no one could be asked (no terminal, no window)
+    CANCELLED = "cancelled"  # Stop was pressed while the person was being asked
 
     @property
     def allowed(self) -> bool:
-        return not self.value.startswith("deny")
+        return self.value.startswith("allow")
 
     @property
     def asked(self) -> bool:
@@ -56,6 +58,7 @@ DECISION_WORDS: dict[Decision, str] = {
     Decision.ALLOW_REMEMBERED: "the site was allowed earlier in this conversation",
     Decision.ALLOW_FLAG: "allowed by --allow-fetch",
     Decision.DENY_UNATTENDED: "not allowed: no one could be asked",
+    Decision.CANCELLED: "not fetched: the reply was stopped before you decided",
 }
 
 

@@ -7,6 +7,9 @@ install or unlock: there is no silent fallback to a plaintext file.
 
 Each secret is stored under the service name :data:`SERVICE` with the setting key (for example
 ``remote.api_key``) as the account name, so people can find and remove it with their keyring tool.
+
+``keyring`` is imported when a secret is first read or written, not with this module: choosing a
+backend is slow, and ``imprint settings get`` of an ordinary setting needs none.
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import keyring
-import keyring.backend
-import keyring.errors
+if TYPE_CHECKING:
+    import keyring.backend
 
 from imprint_desktop.core.errors import KeyringUnavailableError, SecretStoreError
 from imprint_desktop.settings import schema
@@ -61,7 +64,12 @@ class SecretStore:
     @property
     def backend(self) -> keyring.backend.KeyringBackend:
         """The backend in use; raises :class:`KeyringUnavailableError` when none is secure."""
-        backend = self._backend if self._backend is not None else keyring.get_keyring()
+        if self._backend is not None:
+            backend = self._backend
+        else:
+            import keyring  # noqa: PLC0415 - see the module docstring
+
+            backend = keyring.get_keyring()
         if not _is_secure(backend):
             raise KeyringUnavailableError(_unavailable_message(backend))
         return backend
@@ -110,11 +118,13 @@ class SecretStore:
         """Remove the secret; removing one that is not there is not an error."""
         _secret_setting(key)
         backend = self.backend
+        from keyring.errors import PasswordDeleteError  # noqa: PLC0415 - loaded with the backend
+
         try:
             if backend.get_password(self.service, key) is None:
                 return
             backend.delete_password(self.service, key)
-        except keyring.errors.PasswordDeleteError:
+        except PasswordDeleteError:
             return
         except Exception as error:
             raise _translate(error, "remove", key) from error
@@ -156,12 +166,14 @@ def _unavailable_message(backend: keyring.backend.KeyringBackend) -> str:
 def _translate(error: Exception, action: str, key: str) -> SecretStoreError:
     """A keyring failure as an error a person can act on; never includes the secret."""
     log.warning("keyring failed to %s %s: %s: %s", action, key, type(error).__name__, error)
-    if isinstance(error, keyring.errors.KeyringLocked):
+    from keyring import errors  # noqa: PLC0415 - loaded with the backend
+
+    if isinstance(error, errors.KeyringLocked):
         return SecretStoreError(
             f"The system keyring is locked, so Imprint could not {action} {key}. "
             "Unlock it and try again."
         )
-    if isinstance(error, keyring.errors.InitError | keyring.errors.NoKeyringError):
+    if isinstance(error, errors.InitError | errors.NoKeyringError):
         return KeyringUnavailableError(
             f"The system keyring could not be reached to {action} {key} ({type(error).__name__}). "
             "Check that your keyring service is running and unlocked."

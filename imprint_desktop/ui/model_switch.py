@@ -183,10 +183,14 @@ class ModelSwitchOffer(QObject):
         self._finish()
 
     def _finish(self) -> None:
-        """Stop listening. The offer itself stays, a small child of the download manager: deleting
-        it from inside its own slots proved fragile under PySide, and it holds nothing else."""
+        """Stop listening, and let go of the offer and its question: each offer is a child of the
+        download manager, which lives as long as the app, so one kept after its end would stay
+        for good. The deletion is deferred to the event loop, after the slot that ends the offer
+        (and those told by ``sig_finished``) have returned."""
         self._downloads.sig_job_ended.disconnect(self._job_ended)
         self._downloads.sig_download_changed.disconnect(self._download_changed)
         if self.box is not None:
             self.box.deleteLater()
+            self.box = None
         self.sig_finished.emit()
+        self.deleteLater()

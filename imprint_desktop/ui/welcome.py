@@ -324,6 +324,7 @@ class WelcomeDialog(QDialog):
             from imprint_desktop.ui.model_switch import ModelSwitchOffer  # noqa: PLC0415
 
             self.switch_offer = ModelSwitchOffer(self._downloads, self._store, pick)
+            self.switch_offer.sig_finished.connect(self._offer_finished)
             self.switch_offer.start()
         self.result_value = WelcomeResult(
             self.choice(), self.sample_option.isChecked(), pick.model if pick else None
@@ -339,6 +340,12 @@ class WelcomeDialog(QDialog):
             self.problem.show()
         self.result_value = WelcomeResult(WelcomeChoice.LATER, sample_workspace=False)
         super().reject()
+
+    @Slot()
+    def _offer_finished(self) -> None:
+        """The offer is over and lets go of itself (:meth:`ModelSwitchOffer._finish`): so does
+        the welcome."""
+        self.switch_offer = None
 
     @Slot()
     def _update_remote_fields(self) -> None:

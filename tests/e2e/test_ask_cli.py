@@ -17,6 +17,7 @@ from imprint_desktop.core.research.final import FALLBACK_LABEL
 from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.research.trace import read_trace
 from tests.e2e.conftest import Imprint
+from tests.support.ask_command import the_json_ending
 from tests.support.openai_server import OpenAIServer, Reply, Usage
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("scripted_first_step")]
@@ -176,6 +177,8 @@ def test_garbage_from_the_server_is_an_error_not_a_crash(
     result, payload = ask(imprint, openai_server, workspace)
     assert result.returncode == 1 and payload is not None
     assert payload["stop_reason"] == "error" and "Traceback" not in result.stderr
+    assert payload == the_json_ending(result) and payload["exit_code"] == 1
+    assert isinstance(payload["error"], str) and payload["error"].strip(), payload
 
 
 def test_repeated_evidence_stops_with_a_final_answer(
@@ -243,6 +246,7 @@ def test_sigint_stops_at_once_and_prints_what_it_has(
     assert process.returncode == 130, stderr
     payload = json.loads(stdout)
     assert payload["stop_reason"] == "cancelled" and payload["final_mode"] == "fallback"
+    assert payload["exit_code"] == 130
     assert payload["answer"].startswith(FALLBACK_LABEL) and "Ada Quill" in payload["answer"]
     openai_server.release()
 

@@ -3,19 +3,24 @@
 Bad usage or settings (an unknown option, a value out of bounds, an API key on the command line, a
 workspace that is missing or a file, an empty question) exit 2 with a message naming what is wrong,
 before anything is sent; an error (an unreachable server, a model that cannot be loaded) exits 1
-and says why. The endings that exit 0, 1 and 130 after research are in ``test_ask_endings.py``.
+and says why; Ctrl+C before research began exits 130. Whichever it is, ``--json`` prints one object
+with the exit code and the error (issue 28). The endings that exit 0, 1 and 130 after research are
+in ``test_ask_endings.py``.
 """
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import Imprint
-from tests.support.ask_command import QUESTION, ask, search, the_json_result
-from tests.support.openai_server import OpenAIServer, Reply, closed_port
+from tests.support.ask_command import ANSWER, QUESTION, ask, search, spawn, the_json_ending
+from tests.support.openai_server import MODELS_PATH, OpenAIServer, Reply, closed_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("scripted_first_step")]
 
@@ -54,10 +59,19 @@ def test_bad_usage_exits_2_with_a_message_and_sends_nothing(
     result = ask(imprint, openai_server, workspace, *extra)
     assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
     message = result.stderr.replace(",", "")  # 32,768 and 32768 both name the bound
+    error = the_json_ending(result)["error"].replace(",", "")
     for word in must_mention:
         assert word in message, (word, result.stderr)
-    assert result.stdout == ""
+        assert word in error, (word, error)
     assert openai_server.requests == []
+
+
+def test_bad_usage_without_json_prints_nothing_on_stdout(
+    imprint: Imprint, openai_server: OpenAIServer, workspace: Path
+) -> None:
+    result = ask(imprint, openai_server, workspace, "--set", "chat.max_tokens=1", json_mode=False)
+    assert result.returncode == 2 and "chat.max_tokens" in result.stderr, result.stderr
+    assert result.stdout == ""
 
 
 def test_an_api_key_given_with_set_is_refused_without_echoing_it(
@@ -78,6 +92,20 @@ def test_a_workspace_that_does_not_exist_is_bad_usage(
     assert str(missing) in result.stderr, result.stderr
     assert openai_server.requests == []
     assert result.returncode == 2, (result.returncode, result.stderr)
+    assert str(missing) in the_json_ending(result)["error"]
+
+
+def test_a_settings_file_value_out_of_bounds_is_a_warning_not_an_ending(
+    imprint: Imprint, openai_server: OpenAIServer, workspace: Path, isolated_dirs: Path
+) -> None:
+    config = isolated_dirs / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[chat]\nmax_tokens = 1\n", encoding="utf-8")
+    openai_server.script(Reply.text(ANSWER))
+    result = ask(imprint, openai_server, workspace)
+    assert "chat.max_tokens" in result.stderr, result.stderr  # told, and the default is used
+    payload = the_json_ending(result)
+    assert result.returncode == 0 and payload["error"] is None, payload
 
 
 def test_a_workspace_that_is_a_file_is_bad_usage_and_said_so(
@@ -112,7 +140,7 @@ def test_an_unreachable_server_is_an_error_with_exit_1_and_the_json_result(
     )
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
-    payload = the_json_result(result.stdout)
+    payload = the_json_ending(result)
     assert (payload["stop_reason"], payload["final_mode"]) == ("error", "fallback")
     assert base_url in payload["error"] and base_url in payload["answer"], payload
 
@@ -140,10 +168,69 @@ def test_a_local_model_that_cannot_be_loaded_is_an_error_with_exit_1(
     make: Any, words: list[str], imprint: Imprint, workspace: Path, tmp_path: Path
 ) -> None:
     model = make(tmp_path)
-    result = ask(imprint, None, workspace, "--provider", "local", "--model", str(model))
+    trace = tmp_path / "trace.jsonl"
+    result = ask(
+        imprint,
+        None,
+        workspace,
+        "--provider",
+        "local",
+        "--model",
+        str(model),
+        "--trace",
+        str(trace),
+    )
     assert result.returncode == 1, (result.returncode, result.stderr[-2000:])
     message = result.stderr.strip()
     assert message and len(message.splitlines()) <= 3, message
+    payload = the_json_ending(result)
+    assert (payload["stop_reason"], payload["final_mode"]) == ("error", None), payload
+    assert payload["trace"] == str(trace)
     for word in words:
         assert word in message, (word, message)
-    assert result.stdout == "" or the_json_result(result.stdout)["stop_reason"] == "error"
+        assert word in payload["error"], (word, payload)
+
+
+def test_an_argument_argparse_refuses_is_one_json_object_too(imprint: Imprint) -> None:
+    result = imprint("ask", QUESTION, "--json", "--provider", "cloud")
+    assert result.returncode == 2, result.stderr
+    assert "usage:" in result.stderr and "cloud" in result.stderr
+    assert "cloud" in the_json_ending(result)["error"]
+
+
+# --- exit 130: Ctrl+C before research began ------------------------------------------------------
+
+
+def test_sigint_while_the_server_is_asked_for_its_context_window_exits_130_with_the_object(
+    imprint_env: dict[str, str], openai_server: OpenAIServer, workspace: Path
+) -> None:
+    openai_server.script(Reply.stall(), path=MODELS_PATH)
+    args = ["ask", QUESTION, "--workspace", str(workspace), "--base-url", openai_server.base_url]
+    with spawn(imprint_env, *args, "--json") as (process, out, err):
+        assert openai_server.wait_for_stall(timeout=60), err.text()[-2000:]
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        returncode = process.wait(timeout=30)
+        took = time.monotonic() - sent
+        ended = subprocess.CompletedProcess(process.args, returncode, out.text(), err.text())
+    openai_server.release()
+    assert took < 1.0, f"Ctrl+C took {took:.2f} s"
+    payload = the_json_ending(ended)
+    assert returncode == 130 and payload["stop_reason"] == "cancelled", payload
+    assert openai_server.chat_requests() == []
+
+
+def test_two_quick_sigints_still_leave_one_object_and_exit_130(
+    imprint_env: dict[str, str], openai_server: OpenAIServer, workspace: Path
+) -> None:
+    openai_server.script(Reply.tool_calls(search("s1", "keeper")), Reply.stall())
+    args = ["ask", QUESTION, "--workspace", str(workspace), "--base-url", openai_server.base_url]
+    with spawn(imprint_env, *args, "--json") as (process, out, err):
+        assert openai_server.wait_for_stall(timeout=60), err.text()[-2000:]
+        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGINT)  # the second quits at once, if the first is not done
+        returncode = process.wait(timeout=30)
+        ended = subprocess.CompletedProcess(process.args, returncode, out.text(), err.text())
+    openai_server.release()
+    payload = the_json_ending(ended)
+    assert returncode == 130 and payload["stop_reason"] == "cancelled", payload

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.consent import Decision
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.research import events as ev
@@ -422,3 +423,41 @@ def test_the_wait_for_consent_is_not_research_time_and_a_denial_is_not_progress(
     assert True in paused and paused[-1] is False
     denied = [m.content for m in provider.requests[1].messages if m.role == "tool"]
     assert denied and denied[0].startswith(f"Error: the person did not allow fetching {web.url}/p0")
+
+
+def test_stop_while_the_person_decides_traces_the_fetch_as_cancelled(
+    web: OpenAIServer, workspace: Workspace
+) -> None:
+    events: list[ev.Event] = []
+    fetches = [Step(calls=[("fetch_url", {"url": f"{web.url}/p0"})]), Step("never asked for")]
+    provider = ScriptedProvider(fetches)
+    settings = research_settings({"chat.research_first": False})
+    cancel = CancelToken()
+
+    async def person(call_id: str, url: str) -> Decision:
+        cancel.cancel()  # Stop, pressed while the card waits for the person
+        await asyncio.Event().wait()  # the person never decides
+        raise AssertionError("the wait outlived Stop")
+
+    async def reply() -> ev.ReplyResult:
+        async with make_async_client(make_config().network) as client:
+            engine = ResearchEngine(
+                provider, settings, cancel=cancel, consent=person, sink=events.append
+            )
+            toolbox = Toolbox(workspace, make_config().tools, client)
+            return await engine.run("What does the page say?", toolbox)
+
+    result = asyncio.run(reply())
+    assert result.stop_reason == "cancelled" and web.requests == []
+    consents = [trace_line(event) for event in events if isinstance(event, ev.ConsentDecided)]
+    assert len(consents) == 1 and consents[0] is not None, consents
+    line = consents[0]
+    assert set(line) == {"t", "type", "call_id", "url", "decision", "seconds"}
+    assert (line["type"], line["url"], line["decision"]) == (
+        "consent",
+        f"{web.url}/p0",
+        "cancelled",
+    )
+    assert line["seconds"] >= 0
+    paused = [event.time_paused for event in events if isinstance(event, ev.BudgetUpdate)]
+    assert paused[-1] is False, "the research clock was left paused"

@@ -294,3 +294,26 @@ def test_a_host_mixing_scripts_is_shown_in_the_ascii_form_it_is_looked_up_by(
     assert card.address_text() == "https://xn--pypal-4ve.com/login"
     card.ask("call_2", "https://例え.jp/x", "https://xn--r8jz45g.jp:443")  # one script: readable
     assert card.highlighted() == "例え.jp"
+
+
+def test_stop_while_the_card_waits_traces_the_fetch_as_cancelled(
+    qtbot: QtBot, research_store: SettingsStore, web: OpenAIServer
+) -> None:
+    serve_pages(web, "/late")
+    window = open_window(qtbot, research_store, [fetch(f"{web.url}/late")]).window
+    decided: list[ev.ConsentDecided] = []
+
+    def keep(payload: p.ReplyEvent) -> None:
+        if isinstance(payload.event, ev.ConsentDecided):
+            decided.append(payload.event)
+
+    window.bridge.sig_reply_event.connect(keep)
+    type_question(qtbot, window, "A page I will not wait for")
+    qtbot.waitUntil(window.consent_card.isVisible, timeout=WAIT_MS)
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS) as ended:
+        qtbot.mouseClick(window.composer.button, Qt.MouseButton.LeftButton)  # Stop
+    assert ended.args[0].outcome is p.Outcome.CANCELLED
+    assert [(event.url, event.decision.value) for event in decided] == [
+        (f"{web.url}/late", "cancelled")
+    ]
+    assert web.requests == []

@@ -23,6 +23,7 @@ from imprint_desktop.core.resources import starter_model_path
 from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui.model_switch import ModelSwitchOffer
 from imprint_desktop.ui.welcome import (
     WelcomeChoice,
     WelcomeDialog,
@@ -416,3 +417,42 @@ def test_the_app_downloads_what_the_welcome_chose_and_its_window_switches(
     qtbot.mouseClick(switch, Qt.MouseButton.LeftButton)
     assert str(store.get("model.path")).endswith("/Qwen3-4B-Q4_K_M.gguf")
     window.close()  # joins the engine and the download workers
+
+
+def test_the_switch_offer_is_released_once_the_person_answers(
+    qtbot: QtBot, welcome: WelcomeDialog, downloads: DownloadManager
+) -> None:
+    dialog = welcome
+    qtbot.mouseClick(dialog.manager_option, Qt.MouseButton.LeftButton)
+    lighter, _entry = dialog.pick_buttons[2]
+    click_radio(qtbot, lighter)
+    with qtbot.waitSignal(dialog.accepted, timeout=2000):
+        qtbot.keyClick(lighter, Qt.Key.Key_Return)
+    offer = dialog.switch_offer
+    assert offer is not None and downloads.findChildren(ModelSwitchOffer) == [offer]
+    qtbot.waitUntil(lambda: offer.box is not None and offer.box.isVisible(), timeout=60_000)
+    box = offer.box
+    assert box is not None
+    with qtbot.waitSignals([offer.destroyed, box.destroyed], timeout=5000):
+        qtbot.keyClick(box, Qt.Key.Key_Escape)
+    assert downloads.findChildren(ModelSwitchOffer) == []
+    assert dialog.switch_offer is None
+
+
+def test_the_switch_offer_is_released_when_the_download_fails(
+    qtbot: QtBot, welcome: WelcomeDialog, hub: HubServer, downloads: DownloadManager
+) -> None:
+    dialog = welcome
+    qtbot.mouseClick(dialog.manager_option, Qt.MouseButton.LeftButton)
+    del hub.repos["Qwen/Qwen3-4B-GGUF"]
+    with qtbot.waitSignal(dialog.accepted, timeout=2000):
+        qtbot.mouseClick(dialog.start_button, Qt.MouseButton.LeftButton)
+    offer = dialog.switch_offer
+    assert offer is not None
+    with qtbot.waitSignal(offer.destroyed, timeout=10_000):
+        pass
+    assert downloads.findChildren(ModelSwitchOffer) == []
+    assert dialog.switch_offer is None
+    for box in QApplication.topLevelWidgets():
+        if box.objectName() == "modelDownloadFailed":
+            box.close()  # the failure is still said, in a box of its own

@@ -181,8 +181,32 @@ def the_json_result(stdout: str) -> dict[str, Any]:
     return payload
 
 
+def the_json_ending(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    """With `--json`, whatever happened, stdout is one JSON object at the end, carrying the exit
+    code and why the run failed (issue 28). A run that wrote no reply (bad usage, a model that
+    cannot be loaded, Ctrl+C before research began) has the same fields: no answer, no
+    ``final_mode``, and an ``error``."""
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stdout.endswith("\n") and result.stdout.count("\n") == 1, (
+        f"stdout: {result.stdout[:800]!r}; stderr: {result.stderr[-2000:]}"
+    )
+    payload = strict_json(result.stdout)
+    assert isinstance(payload, dict), result.stdout[:800]
+    assert payload.get("exit_code") == result.returncode, (payload, result.returncode)
+    if payload["final_mode"] is not None:
+        assert_result_fields(payload)
+        return payload
+    assert result.returncode in (1, 2, 130), payload
+    assert payload["answer"] == "" and payload["rounds"] == 0, payload
+    assert payload["evidence"] == [] and payload["sources"] == [], payload
+    assert payload["stop_reason"] == ("cancelled" if result.returncode == 130 else "error"), payload
+    assert isinstance(payload["error"], str) and payload["error"].strip(), payload
+    assert payload["trace"] is None or isinstance(payload["trace"], str), payload
+    return payload
+
+
 def assert_result_fields(payload: Mapping[str, Any]) -> None:
-    """Every field DESIGN §4 names, with its type, in every ending."""
+    """Every field DESIGN §4 names, with its type, in every ending, and the exit code."""
     missing = {
         "answer",
         "final_mode",
@@ -198,6 +222,9 @@ def assert_result_fields(payload: Mapping[str, Any]) -> None:
     assert isinstance(payload["answer"], str) and payload["answer"].strip(), payload
     assert payload["final_mode"] in ("model", "fallback", "no_evidence"), payload
     assert payload["stop_reason"] in STOP_REASONS, payload
+    assert payload.get("exit_code") == EXIT_FOR_STOP[payload["stop_reason"]], payload
+    if payload["stop_reason"] == "error":
+        assert isinstance(payload["error"], str) and payload["error"].strip(), payload
     assert is_int(payload["rounds"]) and payload["rounds"] >= 0, payload
     assert isinstance(payload["evidence"], list)
     ids = []

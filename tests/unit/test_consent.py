@@ -38,7 +38,9 @@ def test_one_site_has_one_spelling() -> None:
 def test_decisions_are_worded_once_and_denials_say_so() -> None:
     assert set(DECISION_WORDS) == set(Decision)
     for decision in Decision:
-        assert decision.allowed is not decision.value.startswith("deny")
+        assert decision.allowed is decision.value.startswith("allow")
+        assert decision.allowed is not decision.value.startswith(("deny", "cancelled"))
+    assert not Decision.CANCELLED.allowed and not Decision.CANCELLED.asked
     assert {d for d in Decision if d.asked} == {
         Decision.ALLOW_ONCE,
         Decision.ALLOW_SITE,

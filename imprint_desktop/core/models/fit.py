@@ -17,7 +17,7 @@ Two judgements are made from it:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from imprint_desktop.core.models.machine import Machine, available_memory
 
@@ -155,6 +155,23 @@ def assess_fit(
             on_gpu=True,
             reply_seconds=seconds,
         )
+    return _on_the_cpu(size, parameters, needed, machine, time_budget)
+
+
+def _on_the_cpu(
+    size: int, parameters: float, needed: int, machine: Machine, time_budget: float
+) -> ModelFit:
+    """The fit in main memory, on the CPU cores; a GPU that is there but could not be counted
+    is named in the reason."""
+    fit = _cpu_fit(size, parameters, needed, machine, time_budget)
+    if not machine.unseen_gpu:
+        return fit
+    return replace(fit, reason=f"{fit.reason} {machine.unseen_gpu}")
+
+
+def _cpu_fit(
+    size: int, parameters: float, needed: int, machine: Machine, time_budget: float
+) -> ModelFit:
     available = machine.available_memory
     if available is not None and needed > available:
         return ModelFit(

@@ -12,12 +12,16 @@ import os
 import platform
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 NVIDIA_SMI_TIMEOUT = 5.0
+#: Where Linux lists graphics cards, each with its PCI vendor and, for some drivers, its memory.
+DRM_CLASS = Path("/sys/class/drm")
+_VENDORS = {"0x1002": "AMD", "0x8086": "Intel", "0x10de": "NVIDIA"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,8 @@ class Machine:
     gpu: Gpu | None  # a GPU llama.cpp can offload to, when this build of it can
     disk_free: int | None  # bytes free where models are downloaded
     models_folder: str = ""
+    #: A GPU that is there but not counted, and why, in a sentence ("" when there is none).
+    unseen_gpu: str = ""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -54,18 +60,21 @@ class Machine:
             ),
             "disk_free": self.disk_free,
             "models_folder": self.models_folder,
+            "unseen_gpu": self.unseen_gpu or None,
         }
 
 
 def probe_machine(models_folder: Path, *, threads: int = 0) -> Machine:
     """This computer now; ``threads`` is ``model.n_threads`` (0: the physical cores)."""
+    gpu, unseen = find_gpu()
     return Machine(
         available_memory=available_memory(),
         cpu_cores=threads if threads > 0 else physical_cores(),
         fast_cpu=_fast_cpu(),
-        gpu=_offload_gpu(),
+        gpu=gpu,
         disk_free=disk_free(models_folder),
         models_folder=str(models_folder),
+        unseen_gpu=unseen,
     )
 
 
@@ -133,16 +142,75 @@ def _fast_cpu() -> bool:
     return " avx2" in flags or not flags
 
 
-def _offload_gpu() -> Gpu | None:
-    """A GPU with its free memory, when llama.cpp (as built here) can put layers on it."""
+def find_gpu(
+    *, drm: Path = DRM_CLASS, can_offload: Callable[[], bool] | None = None
+) -> tuple[Gpu | None, str]:
+    """The GPU llama.cpp (as built here) can put layers on, with its free memory; or None and, when
+    a GPU is there all the same, a sentence saying why it is not counted.
+
+    ``drm`` is the kernel's list of cards and ``can_offload`` asks llama.cpp (tests give both).
+    """
     if platform.system() == "Darwin" and platform.machine() == "arm64":
         memory = available_memory()
-        gpu = Gpu("Apple GPU (Metal)", memory, unified=True) if memory else None
+        found = [Gpu("Apple GPU (Metal)", memory, unified=True)] if memory else []
+        unreadable: list[str] = []
     else:
-        gpu = _nvidia_gpu()
-    if gpu is None or not _llama_can_offload():
-        return None
-    return gpu
+        found, unreadable = _drm_gpus(drm)
+        nvidia = _nvidia_gpu()
+        if nvidia is not None:
+            found = [gpu for gpu in found if not gpu.name.startswith("NVIDIA")] + [nvidia]
+            unreadable = [name for name in unreadable if not name.startswith("NVIDIA")]
+    if not found:
+        if not unreadable:
+            return None, ""
+        names = " and ".join(dict.fromkeys(unreadable))
+        return None, f"The free memory of the {names} cannot be read, so only the CPU is counted."
+    best = max(found, key=lambda gpu: gpu.free_bytes)
+    if not (can_offload or _llama_can_offload)():
+        return None, (
+            f"This build of llama.cpp cannot use the {best.name} (it was built for the CPU only), "
+            "so only the CPU is counted."
+        )
+    return best, ""
+
+
+def _drm_gpus(drm: Path) -> tuple[list[Gpu], list[str]]:
+    """The cards the kernel lists under ``drm``: those whose memory it reports, with their free
+    memory, and the names of those whose memory it does not."""
+    counted: dict[Path, Gpu] = {}
+    unreadable: dict[Path, str] = {}
+    try:
+        cards = sorted(drm.glob("card[0-9]*"))
+    except OSError:
+        return [], []
+    for card in cards:
+        device = card / "device"
+        try:
+            vendor = (device / "vendor").read_text(encoding="ascii").strip().lower()
+            key = device.resolve()
+        except (OSError, UnicodeDecodeError):
+            continue  # a connector (card0-HDMI-A-1) or no PCI device
+        if vendor not in _VENDORS or key in counted or key in unreadable:
+            continue
+        name = _card_name(device, _VENDORS[vendor])
+        try:
+            total = int((device / "mem_info_vram_total").read_text(encoding="ascii"))
+            used = int((device / "mem_info_vram_used").read_text(encoding="ascii"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            unreadable[key] = name
+            continue
+        counted[key] = Gpu(name, max(total - used, 0))
+    return list(counted.values()), list(unreadable.values())
+
+
+def _card_name(device: Path, vendor: str) -> str:
+    try:
+        product = (device / "product_name").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        product = ""
+    if not product:
+        return f"{vendor} GPU"
+    return product if product.startswith(vendor) else f"{vendor} {product}"
 
 
 def _nvidia_gpu() -> Gpu | None:

@@ -10,9 +10,11 @@ window's card, the terminal, nobody — is the caller's: :data:`AskPerson` and
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from imprint_desktop.core.consent import Consent, Decision
+from imprint_desktop.core.errors import Cancelled
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.reply import Reply
 
@@ -65,14 +67,24 @@ class Person:
             reply.emit_budget()
             waited_from = reply.clock_now()
             ask = self._consent
+            stopped = False
             try:
                 decision = await (
                     ask(call_id, url, redirected_from) if redirected_from else ask(call_id, url)
                 )
+            except (asyncio.CancelledError, Cancelled):
+                stopped = True
+                raise
             finally:
                 reply.clock.resume()
                 seconds = reply.clock_now() - waited_from
                 reply.emit(ev.UserWait(reply.now_t(), seconds, ""))
+                if stopped:  # Stop ended the wait: the trace still says what became of the fetch
+                    self._decided(call_id, url, Decision.CANCELLED, seconds)
+        self._decided(call_id, url, decision, seconds)
+        return decision
+
+    def _decided(self, call_id: str, url: str, decision: Decision, seconds: float) -> None:
+        reply = self.reply
         reply.emit(ev.ConsentDecided(reply.now_t(), call_id, url, decision, seconds))
         reply.emit_budget()
-        return decision

@@ -5,7 +5,8 @@ Reading a document for a tool follows the index's rules: no link is followed
 and the workspace both leave that choice to :class:`~.reader.DocumentReader`; the workspace keeps
 one, whose worker starts at the first PDF read and stops with :meth:`Workspace.close`), and a file
 the index skipped (and that has not changed since) is refused with the recorded reason rather than
-parsed again.
+parsed again. A document read before and unchanged since is not parsed again either: the reader
+keeps its text under the file's stamp.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES, Extracted
 from imprint_desktop.core.workspace.files import read_inside, relative_posix, resolve_inside
 from imprint_desktop.core.workspace.index import DEFAULT_MAX_FILE_BYTES, WorkspaceIndex
 from imprint_desktop.core.workspace.isolation import DEFAULT_LIMITS, ExtractionLimits, Stop
-from imprint_desktop.core.workspace.reader import DocumentReader
+from imprint_desktop.core.workspace.reader import DocumentReader, FileStamp
 
 #: The settings' default (``workspace.notes_folder``), also where notes go when it is empty. The
 #: app opens a workspace with :meth:`Workspace.from_config`; the constructor's defaults serve the
@@ -105,7 +106,7 @@ class Workspace:
                 f"{relative} was skipped when the workspace was indexed: {skipped}."
             )
         try:
-            return relative, self._reader.read(path.name, data, cancel)
+            return relative, self._reader.read(path.name, data, cancel, stamp=FileStamp.of(info))
         except DocumentError as error:
             if not self._reader.isolated(path.name):
                 raise  # a sentence already

@@ -1,0 +1,66 @@
+"""The command line loads only the command it runs (issue 28), in-process: the parser it builds,
+the help it shows, and the one ``--json`` object of ``imprint ask`` on the paths no server or
+model file can reach (a fault of Imprint's own)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from imprint_desktop import cli
+from imprint_desktop.commands import ask
+
+
+def test_the_command_is_the_first_word_that_is_not_an_option() -> None:
+    assert cli.command_named(["-vv", "settings", "get", "ask"]) is cli.COMMANDS[1]
+    assert cli.command_named(["--verbose", "ask", "settings"]) is cli.COMMANDS[0]
+    assert cli.command_named(["--help"]) is None
+    assert cli.command_named(["gui"]) is None
+    assert cli.command_named([]) is None
+
+
+def test_help_lists_every_command_with_its_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["--help"])
+    assert stopped.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    for command in cli.COMMANDS:
+        assert f"{command.name} {command.summary}" in shown, command
+
+
+def test_a_commands_own_help_shows_its_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["workspace", "--help"])
+    shown = capsys.readouterr().out
+    assert "index" in shown and "search" in shown and "full-text index" in shown
+
+
+def test_an_unexpected_fault_still_ends_in_one_json_object(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def broken(*_args: object) -> None:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(ask, "_prepare", broken)
+    code = cli.main(["ask", "Who?", "--workspace", str(tmp_path), "--json"])
+    captured = capsys.readouterr()
+    payload = json.loads(captured.out)
+    assert code == payload["exit_code"] == 1
+    assert payload["stop_reason"] == "error" and payload["final_mode"] is None
+    assert "RuntimeError: a bug of ours" in payload["error"]
+    assert "Traceback" in captured.err, "the detail is kept for a bug report"
+
+
+def test_ctrl_c_before_the_reply_handles_it_is_one_json_object_too(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def interrupted(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ask, "_prepare", interrupted)
+    code = cli.main(["ask", "Who?", "--workspace", str(tmp_path), "--json"])
+    payload = json.loads(capsys.readouterr().out)
+    assert code == payload["exit_code"] == 130
+    assert payload["stop_reason"] == "cancelled" and payload["error"]
