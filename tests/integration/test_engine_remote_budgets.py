@@ -202,9 +202,10 @@ def test_calls_not_started_when_time_runs_out_mid_batch_are_answered_not_execute
     by_phase = check_requests(
         openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
+    # No research request follows the cut batch, so each call's one result is the trace's line
+    # above (the words a model reads for a call not executed: tests/unit/workspace/test_tools.py).
     # The final is a request of its own (no tool messages): the search never ran, so it has no
-    # passage to show and says so; the calls' results were answered in the research conversation
-    # (the words the model reads for a call not executed: tests/unit/workspace/test_tools.py).
+    # passage to show and says nothing was found.
     assert [len(by_phase[phase]) for phase in ("research", "final")] == [1, 1]
     final = by_phase["final"][0]
     assert not tool_messages(final) and not final.tools
