@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from imprint_desktop.core.providers.base import ToolCall
-from imprint_desktop.core.research import seed, sources
+from imprint_desktop.core.research import sources
 from imprint_desktop.core.research.trace import read_trace
 from tests.e2e.conftest import Imprint
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
@@ -42,17 +42,14 @@ def ask(
     return payload, read_trace(trace), result.stdout
 
 
-def seeded(request: RecordedRequest) -> tuple[dict[str, Any], str]:
-    """The engine's search call and its result in ``request``'s conversation."""
-    call = next(
-        c
-        for m in request.messages
-        if m["role"] == "assistant"
-        for c in m.get("tool_calls") or ()
-        if c["id"] == seed.SEED_CALL_ID
-    )
-    result = next(m["content"] for m in request.messages if m.get("tool_call_id") == call["id"])
-    return call, result
+def seeded(request: RecordedRequest, question: str = QUESTION) -> str:
+    """What the engine's own search put before the question in ``request``'s user turn: the
+    numbered passages it found, or the words it searched for when nothing matched."""
+    [user] = [m for m in request.messages if m["role"] == "user"]
+    content = user["content"]
+    ask = f"Question: {question}"
+    assert content.endswith(ask), content
+    return content.removesuffix(ask).strip()
 
 
 def test_the_first_request_holds_the_seeded_passages_and_forces_no_tool_call(
@@ -64,13 +61,16 @@ def test_the_first_request_holds_the_seeded_passages_and_forces_no_tool_call(
     [first] = openai_server.chat_requests()  # a model that answers at once: one request
     assert first.json.get("tool_choice", "auto") == "auto"
     assert first.tools, "the tools are offered; the model may still use them"
-    call, result = seeded(first)
-    assert call["function"]["name"] == "search_workspace"
-    assert json.loads(call["function"]["arguments"])["query"] == "last keeper greyness point"
-    assert "Ada Quill" in result
-    # The seed comes after the question and before anything the model wrote.
+    # The engine's passages come in the question's own turn, before the question; nothing
+    # else is in the request (no tool call the model did not make).
     roles = [m["role"] for m in first.messages]
-    assert roles == ["system", "user", "assistant", "tool"]
+    assert roles == ["system", "user"]
+    passages = seeded(first)
+    assert passages.startswith(
+        "Passages from the documents:\n\n[1] keepers.md, lines 1-5 — Keepers"
+    )
+    assert "Ada Quill" in passages
+    # The words it searched for are named only when nothing matched: the last test here.
 
     assert (payload["stop_reason"], payload["final_mode"], payload["rounds"]) == (
         "answered",
@@ -132,8 +132,10 @@ def test_no_evidence_names_the_seed_query_when_the_workspace_has_nothing(
     assert (payload["stop_reason"], payload["final_mode"]) == ("no_progress", "no_evidence")
     assert "in the workspace “recipes”" in payload["answer"]
     assert "“last keeper greyness point”, “keeper”" in payload["answer"]
-    _call, result = seeded(openai_server.chat_requests()[0])
-    assert result.startswith("No passages in the workspace match")
+    searched = seeded(openai_server.chat_requests()[0])
+    assert (
+        searched == "The documents were searched for “last keeper greyness point”: nothing matched."
+    )
     engine_tools = [line for line in trace if line["type"] == "tool" and "origin" in line]
     assert [(line["status"], line["round"]) for line in engine_tools] == [("empty", 0)]
 

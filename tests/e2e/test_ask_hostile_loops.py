@@ -79,8 +79,18 @@ def test_the_same_tool_call_forever_stops_on_no_progress_with_a_final_answer(
     assert payload["rounds"] == 3  # one round of news, then two of repeats
     requests = openai_server.chat_requests()
     assert len(requests) == 4 and not tools_offered(requests[-1])
-    assert len(tool_results(requests[-1])) == 3
-    rounds = of_type(read_trace_strictly(trace), "round_end")
+    # The last research request holds the first two rounds' results, the trace all three; the
+    # final (a request of its own) shows the one passage they found.
+    assert list(tool_results(requests[-2])) == ["loop_0", "loop_1"]
+    assert not tool_results(requests[-1])
+    assert "[1] keepers.md" in requests[-1].messages[-1]["content"]
+    assert "[2]" not in requests[-1].messages[-1]["content"]
+    records = read_trace_strictly(trace)
+    tools = [
+        (r["call_id"], r["new_evidence"], r["repeated_evidence"]) for r in of_type(records, "tool")
+    ]
+    assert tools == [("loop_0", 1, 0), ("loop_1", 0, 1), ("loop_2", 0, 1)]
+    rounds = of_type(records, "round_end")
     assert [r["progress"] for r in rounds] == [True, False, False]
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 import pytest
 
 from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.workspace import Workspace
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, Usage
@@ -48,13 +49,18 @@ def test_token_stop_charges_net_of_the_reused_prefix_and_the_refund_is_in_the_tr
     openai_server: OpenAIServer, library: Workspace
 ) -> None:
     sent: list[Usage] = []
+    previous: list[list[dict[str, object]]] = []
 
     def usage_for(request: RecordedRequest) -> Usage:
-        """What a server with a prompt cache reports: the previous prompt is the reused prefix."""
+        """What a server with a prompt cache reports: the previous prompt is the reused prefix
+        when this request continues it. The final is a new conversation (its own system prompt,
+        the passages and the question), so it reuses nothing."""
         prompt = len(json.dumps(request.messages)) // 5
-        cached = sent[-1].prompt_tokens if sent else None
+        continues = bool(previous) and request.messages[: len(previous[-1])] == previous[-1]
+        cached = sent[-1].prompt_tokens if continues else (0 if sent else None)
         usage = Usage(prompt, 40, cached=cached)
         sent.append(usage)
+        previous.append(list(request.messages))
         return usage
 
     def model(request: RecordedRequest) -> Reply:
@@ -152,7 +158,11 @@ def test_time_stop_cuts_an_in_flight_request_at_the_deadline_then_a_final(
     )
     assert len(by_phase["research"]) == 2 and len(by_phase["final"]) == 1
     assert openai_server.chat_requests()[-1] is by_phase["final"][0]
-    assert "3 March 1862" in tool_messages(by_phase["final"][0])[0]["content"]
+    # What the first round found reached the cut request, and the final request's passages.
+    assert "3 March 1862" in tool_messages(by_phase["research"][1])[0]["content"]
+    final = by_phase["final"][0]
+    assert final.messages[0]["content"] == prompts.FINAL_SYSTEM
+    assert "3 March 1862" in final.messages[-1]["content"]
     assert run.lines("stop")[0]["reason"] == "time_budget"
 
 
@@ -192,13 +202,16 @@ def test_calls_not_started_when_time_runs_out_mid_batch_are_answered_not_execute
     by_phase = check_requests(
         openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
+    # No research request follows the cut batch, so each call's one result is the trace's line
+    # above (the words a model reads for a call not executed: tests/unit/workspace/test_tools.py).
+    # The final is a request of its own (no tool messages): the search never ran, so it has no
+    # passage to show and says nothing was found.
+    assert [len(by_phase[phase]) for phase in ("research", "final")] == [1, 1]
     final = by_phase["final"][0]
-    results = tool_messages(final)
-    assert [m["tool_call_id"] for m in results] == ["r0_0", "r0_1", "r0_2"]
-    assert "not executed" not in results[0]["content"]
-    assert [m["content"] for m in results[1:]] == [
-        "not executed: research time budget exhausted"
-    ] * 2
+    assert not tool_messages(final) and not final.tools
+    assert final.messages[0]["content"] == prompts.FINAL_WITHOUT_EVIDENCE
+    assert "3 March 1862" not in json.dumps(final.messages)
+    assert result.evidence == ()
     assert not (workspace.root / workspace.notes_folder).exists(), "the write never started"
     assert result.answer.endswith("\n\nWhat I have [1].")  # labelled: not from the documents
 

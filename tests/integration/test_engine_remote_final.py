@@ -63,7 +63,16 @@ def test_context_full_stops_research_and_the_final_fits(
     assert requests[-1]["prompt_tokens"] + 256 <= window
     by_phase = check_requests(openai_server, research_max_tokens=512, final_max_tokens=256)
     assert len(by_phase["final"]) == 1 and "condense" not in by_phase
-    assert len(tool_messages(by_phase["final"][0])) == result.rounds
+    # Every round's results reached the research conversation (the last request holds the
+    # earlier rounds'; the last round's would not fit another) and the final's passages.
+    research = by_phase["research"]
+    assert len(research) == result.rounds
+    assert len(tool_messages(research[-1])) == result.rounds - 1
+    final = by_phase["final"][0]
+    assert not tool_messages(final)
+    assert len(result.evidence) == result.rounds
+    for item in result.evidence:
+        assert f"[{item.id}] {item.source}, {item.location}" in final.messages[-1]["content"]
     assert run.lines("stop")[0]["reason"] == "context_full"
 
 
@@ -81,6 +90,9 @@ def test_evidence_condensing_is_charged_to_the_research_budget_when_the_final_ca
         return Reply.tool_calls(search(request, LIGHTS[turn(request)]))
 
     serve(openai_server, model)
+    # Research fills the window (its requests carry the tools and every tool result) after three
+    # rounds; the final's passages (~1,100 tokens) with a 1,800-token answer allowance do not fit
+    # 2,600, while condensed notes with that allowance do.
     window = 2600
     run = run_reply(
         openai_server,
@@ -88,14 +100,14 @@ def test_evidence_condensing_is_charged_to_the_research_budget_when_the_final_ca
         context_window=window,
         config={
             "chat.research_max_output_tokens": 200,
-            "chat.max_tokens": 1200,
+            "chat.max_tokens": 1800,
             "chat.research_token_budget": 50_000,
         },
     )
     result = run.result
     assert result.stop_reason == "context_full"
     assert result.final_mode == "model" and written(result.answer) == "Answer from the notes [1]."
-    by_phase = check_requests(openai_server, research_max_tokens=200, final_max_tokens=1200)
+    by_phase = check_requests(openai_server, research_max_tokens=200, final_max_tokens=1800)
     condense = by_phase.get("condense", [])
     assert condense, "the evidence was condensed"
     condensed_text = "".join(request.messages[-1]["content"] for request in condense)
@@ -132,11 +144,12 @@ def test_the_labelled_fallback_when_the_final_cannot_fit_and_condensing_fails(
         return Reply.tool_calls(search(request, LIGHTS[turn(request)]))
 
     serve(openai_server, model)
+    # As above: the final's passages with a 1,800-token allowance do not fit the 2,600 window.
     run = run_reply(
         openai_server,
         library,
         context_window=2600,
-        config={"chat.research_max_output_tokens": 200, "chat.max_tokens": 1200},
+        config={"chat.research_max_output_tokens": 200, "chat.max_tokens": 1800},
     )
     result = run.result
     assert result.stop_reason == "context_full" and result.final_mode == "fallback"
@@ -146,7 +159,7 @@ def test_the_labelled_fallback_when_the_final_cannot_fit_and_condensing_fails(
     for item in result.evidence:
         assert f"[{item.id}] {item.source}, {item.location}" in result.answer
     assert len(result.evidence) == result.rounds >= 2
-    by_phase = check_requests(openai_server, research_max_tokens=200, final_max_tokens=1200)
+    by_phase = check_requests(openai_server, research_max_tokens=200, final_max_tokens=1800)
     assert "final" not in by_phase and by_phase["condense"], "condensing was tried, no final sent"
     assert [line["mode"] for line in run.lines("final")] == ["fallback"]
 

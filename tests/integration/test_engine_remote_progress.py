@@ -108,8 +108,19 @@ def test_unchanged_evidence_stops_after_patience_then_a_tools_free_final(
     assert len(by_phase["research"]) == 4 and len(by_phase["final"]) == 1
     final = by_phase["final"][0]
     assert openai_server.chat_requests()[-1] is final
-    assert len(tool_messages(final)) == 4
-    assert all("3 March 1862" in message["content"] for message in tool_messages(final))
+    # Each round found the same passage: the last research request holds the first three
+    # rounds' results, the trace the fourth's; the final (no tools) shows the one passage.
+    earlier = tool_messages(by_phase["research"][-1])
+    assert len(earlier) == 3
+    assert all("3 March 1862" in message["content"] for message in earlier)
+    assert [(line["new_evidence"], line["repeated_evidence"]) for line in run.lines("tool")] == [
+        (1, 0),
+    ] + [(0, 1)] * 3
+    assert not tool_messages(final) and not final.tools
+    assert final.messages[0]["content"] == prompts.FINAL_SYSTEM
+    assert "[1] harbour.md" in final.messages[-1]["content"]
+    assert "[2]" not in final.messages[-1]["content"]
+    assert "3 March 1862" in final.messages[-1]["content"]
     assert [line["no_progress_rounds"] for line in run.lines("round_end")] == [0, 1, 2, 3]
     assert run.lines("stop")[0]["reason"] == "no_progress"
     assert [line["mode"] for line in run.lines("final")] == ["model"]
@@ -135,10 +146,12 @@ def test_alternating_queries_with_alternating_results_are_caught(
     by_phase = check_requests(
         openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
-    final = by_phase["final"][0]
-    contents = [message["content"] for message in tool_messages(final)]
-    assert ["1862" in text for text in contents] == [True, False] * 3, "A, B, A, B, A, B"
-    assert ["1971" in text for text in contents] == [False, True] * 3
+    # The last research request holds the first five rounds' results (A, B, A, B, A); the sixth
+    # (B again) is in the trace below.
+    contents = [message["content"] for message in tool_messages(by_phase["research"][-1])]
+    assert ["1862" in text for text in contents] == [True, False] * 2 + [True], "A, B, A, B, A"
+    assert ["1971" in text for text in contents] == [False, True] * 2 + [False]
+    assert [json.loads(e.arguments)["query"] for e in run.of(ev.ToolStarted)] == queries * 3
     assert [(line["new_evidence"], line["repeated_evidence"]) for line in run.lines("tool")] == [
         (1, 0),
         (1, 0),
@@ -168,18 +181,23 @@ def test_different_queries_returning_the_same_passages_are_not_progress(
     by_phase = check_requests(
         openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
-    final = by_phase["final"][0]
+    # The last research request holds the first four rounds (calls and results); the fifth
+    # round's call is in the events and its two repeated passages in the trace.
+    last = by_phase["research"][-1]
     sent = [
         json.loads(tool_call["function"]["arguments"])["query"]
-        for message in final.messages
+        for message in last.messages
         if message["role"] == "assistant"
         for tool_call in message["tool_calls"]
     ]
-    assert sent == queries, "five different queries"
-    contents = [message["content"] for message in tool_messages(final)]
-    assert ["Four keepers served" in text for text in contents] == [True, False, True, True, True]
-    assert ["3 March 1862" in text for text in contents] == [False, True, False, True, True]
+    assert sent == queries[:4]
+    executed = [json.loads(event.arguments)["query"] for event in run.of(ev.ToolStarted)]
+    assert executed == queries, "five different queries"
+    contents = [message["content"] for message in tool_messages(last)]
+    assert ["Four keepers served" in text for text in contents] == [True, False, True, True]
+    assert ["3 March 1862" in text for text in contents] == [False, True, False, True]
     assert [line["repeated_evidence"] for line in run.lines("tool")] == [0, 0, 1, 2, 2]
+    assert [line["new_evidence"] for line in run.lines("tool")] == [1, 1, 0, 0, 0]
 
 
 def test_changing_errors_and_empty_results_are_not_progress(
@@ -263,7 +281,9 @@ def test_write_rounds_are_excluded_and_writes_never_deduplicated(
     by_phase = check_requests(
         openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
-    saved = [m["content"] for m in tool_messages(by_phase["final"][0]) if m["name"] == "write_note"]
+    # The last research request holds rounds 1-6, so every write's result.
+    last = by_phase["research"][-1]
+    saved = [m["content"] for m in tool_messages(last) if m["name"] == "write_note"]
     assert len(saved) == 4 and len(set(saved)) == 4, saved
     assert [line["excluded"] for line in run.lines("round_end")] == [
         False, True, True, True, False, True, False,

@@ -17,6 +17,7 @@ The coordinator's conversation may call ``research_sections``: its section worke
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 
@@ -162,7 +163,10 @@ class Rounds:
             prompts.Passage(first + offset, item.source, item.location, item.text, item.title)
             for offset, item in enumerate(result.evidence)
         ]
-        searched = str(parse_arguments(SPECS[call.name], call.arguments)["query"])
+        # Named only when the search ran: a query the tool refused (a question longer than a
+        # search allows) or a search not run was not searched for, and must not stop the reply.
+        ran = result.status in ("ok", "empty")
+        searched = str(json.loads(call.arguments)["query"]) if ran else ""
         ask = conversation.messages[-1]
         conversation.messages[-1] = Message(
             "user", prompts.with_passages(ask.content, passages, searched)

@@ -250,6 +250,23 @@ def test_with_research_first_off_the_engine_does_not_search() -> None:
     assert [m.role for m in provider.requests[0].messages] == ["system", "user"]
 
 
+def test_a_question_too_long_to_search_for_is_still_answered() -> None:
+    """The search tool refuses a query past its length limit (a pasted log as the question):
+    the reply goes on, and the question's turn claims no search it did not make."""
+    question = "Summarise this log. " + " ".join(
+        f"Entry {n}: the lamp was trimmed and the log signed." for n in range(250)
+    )
+    assert len(seed.seed_query(question)) > 500  # past search_workspace's query limit
+    engine, tools, provider, _recorder = make(
+        [Step("The lamp was trimmed every night.")],
+        lambda n, v: ToolResult.error("search_workspace", "query is too long"),
+    )
+    result = asyncio.run(engine.run(question, tools))
+    assert result.stop_reason == "answered" and result.final_mode == "model", result.error
+    [_system, user] = provider.requests[0].messages
+    assert user.content == f"Question: {question}"
+
+
 def test_the_seed_fits_a_small_context_window() -> None:
     sizes: list[int | None] = []
 
