@@ -13,6 +13,21 @@ measures, against targets:
 - PDFs per second: copies of the sample workspace's PDF report, each a little different, read in
   the index's PDF worker process (issue 14; printed for comparison, no target).
 
+Retrieval (issue 26), on a real corpus shipped in ``bench/retrieval/`` (Flask 3.1.0's documentation,
+BSD-3-Clause, see ``SOURCE.md`` there) with questions written for it in two wordings (the
+documents' own words; paraphrases without the key term) and translated into German, French,
+Spanish and Dutch:
+
+- recall@5: the share of questions whose answering document is among the first five documents
+  the search returns for the engine's query (the question's content words, as the search before
+  the model sends it), by keyword, meaning and hybrid search; and the share whose answer is in the
+  passages that search puts before the model. Paraphrase recall@5, hybrid, at least 30 points
+  above keyword; own-words recall not lower than keyword; a translated question not worse than
+  keyword alone;
+- indexing with the default embedder, documents per second, as a share of indexing by words only
+  (>= 0.5) in the same run; index size per 1,000 passages, with and without vectors;
+- a hybrid query's 95th percentile at ``--large-docs`` documents (<= 50 ms).
+
 Run ``python bench/bench_workspace.py`` (``--docs``, ``--large-docs`` to change the corpus sizes,
 ``--large-docs 0`` to skip the memory run, ``--pdfs 0`` to skip the PDFs). Exits 1 when a target is
 missed.
@@ -38,6 +53,11 @@ TARGET_REINDEX_SHARE = 0.10
 TARGET_QUERY_P95_SECONDS = 0.020
 TARGET_GREP_RATIO = 20.0
 TARGET_RSS_GROWTH = 1.5
+TARGET_PARAPHRASE_GAIN = 0.30
+TARGET_EMBEDDED_SPEED_SHARE = 0.5
+TARGET_HYBRID_P95_SECONDS = 0.050
+
+RETRIEVAL = Path(__file__).resolve().parent / "retrieval"
 
 _SYLLABLES = "ka lo mi ne ru ta so vi pe da fu gi ho ja ze qu bri stra mon tel var dun esk ol"
 
@@ -190,12 +210,69 @@ def measure_memory(corpus: Path, small: int, large: int, scratch: Path) -> list[
     return [] if growth <= TARGET_RSS_GROWTH else ["flat memory"]
 
 
+def recall_at(paths: list[str], answers: list[str], documents: int) -> bool:
+    """Whether one of ``answers`` is among the first ``documents`` distinct paths."""
+    return bool(set(list(dict.fromkeys(paths))[:documents]) & set(answers))
+
+
+def measure_recall(scratch: Path) -> list[str]:
+    """Recall@5 of each search mode on the shipped corpus and questions; the missed targets."""
+    import tomllib  # noqa: PLC0415
+
+    from imprint_desktop.core.research.seed import SEED_LIMIT, seed_query  # noqa: PLC0415
+    from imprint_desktop.core.workspace import WorkspaceIndex  # noqa: PLC0415
+    from imprint_desktop.core.workspace.search import SearchMode  # noqa: PLC0415
+
+    data = tomllib.loads((RETRIEVAL / "questions.toml").read_text(encoding="utf-8"))
+    sets: dict[str, list[tuple[str, list[str]]]] = {"words": [], "paraphrase": []}
+    for question in data["question"]:
+        for wording in sets:
+            sets[wording].append((question[wording], question["answers"]))
+    for question in data.get("translated", []):
+        sets.setdefault(f"translated ({question['language']})", []).append(
+            (question["text"], question["answers"])
+        )
+    results: dict[tuple[str, SearchMode], float] = {}
+    with WorkspaceIndex(RETRIEVAL / "flask-docs", db_path=scratch / "recall.sqlite3") as index:
+        index.update()
+        print(f"retrieval corpus:   {len(index.documents())} documents of Flask's documentation")
+        for wording, questions in sets.items():
+            cells = []
+            for mode in SearchMode:
+                found = seeded = 0
+                for text, answers in questions:
+                    query = seed_query(text)
+                    paths = [hit.path for hit in index.search(query, 20, mode)]
+                    found += recall_at(paths, answers, 5)
+                    seeded += bool(set(paths[:SEED_LIMIT]) & set(answers))
+                results[wording, mode] = found / len(questions)
+                cells.append(f"{mode.value} {found:2d}/{len(questions)} ({seeded:2d} seeded)")
+            print(f"recall@5 {wording + ':':<17} " + ", ".join(cells))
+    keyword, hybrid = SearchMode.KEYWORD, SearchMode.HYBRID
+    gain = results["paraphrase", hybrid] - results["paraphrase", keyword]
+    print(
+        f"paraphrase gain:    {gain * 100:+.0f} points hybrid over keyword "
+        f"(target >= +{TARGET_PARAPHRASE_GAIN * 100:.0f})"
+    )
+    checks = {
+        "paraphrase recall": gain >= TARGET_PARAPHRASE_GAIN - 1e-9,
+        "own-words recall": results["words", hybrid] >= results["words", keyword],
+        "translated recall": all(
+            results[wording, hybrid] >= results[wording, keyword]
+            for wording in sets
+            if wording.startswith("translated")
+        ),
+    }
+    return [name for name, met in checks.items() if not met]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=3000)
     parser.add_argument("--large-docs", type=int, default=30000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--pdfs", type=int, default=40)
+    parser.add_argument("--recall-only", action="store_true", help="only the retrieval figures")
     parser.add_argument("--index-only", nargs=2, metavar=("FOLDER", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.index_only:
@@ -203,6 +280,13 @@ def main() -> int:
         return 0
 
     scratch = Path(tempfile.mkdtemp(prefix="imprint-bench-"))
+    if args.recall_only:
+        try:
+            failures = measure_recall(scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        print(f"MISSED: {', '.join(failures)}" if failures else "all targets met")
+        return 1 if failures else 0
     try:
         corpus = scratch / "corpus"
         started = time.perf_counter()
