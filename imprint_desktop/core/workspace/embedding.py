@@ -36,8 +36,6 @@ log = logging.getLogger(__name__)
 
 Vectors = npt.NDArray[np.float32]
 
-#: What ``workspace.embedder`` holds for the built-in embedder (empty means the same).
-BUILTIN = "builtin"
 #: The longest text a GGUF embedder is given, in characters (passages are shorter; this bounds a
 #: model with a small context).
 _GGUF_MAX_CHARS = 2000
@@ -49,6 +47,12 @@ class Embedder(Protocol):
     @property
     def name(self) -> str:
         """Which vectors this embedder makes: equal names, comparable vectors."""
+        ...
+
+    @property
+    def min_similarity(self) -> float:
+        """The cosine similarity below which a passage is not near a query at all: a search by
+        meaning finds nothing rather than the least unrelated passages."""
         ...
 
     def embed(self, texts: Sequence[str]) -> Vectors: ...
@@ -68,6 +72,9 @@ class StaticEmbedder:
     """
 
     name = "wordllama-l2-supercat-256"
+    #: Unrelated texts score below 0.15, a paraphrase of a passage 0.2 and more (measured on
+    #: the tests' and the bench's documents).
+    min_similarity = 0.2
     _POOL_TEXTS = 16
 
     def __init__(self) -> None:
@@ -155,6 +162,8 @@ class GgufEmbedder:
         except (ValueError, RuntimeError, OSError) as error:
             raise EmbedderError(f"The embedding model {path} cannot be loaded: {error}") from error
         self._max_chars = min(_GGUF_MAX_CHARS, n_ctx * 3)
+        #: Models differ in how near unrelated texts score; none is assumed.
+        self.min_similarity = 0.0
         self.name = f"gguf:{path.name}:{stat.st_size}"
         self._lock = threading.Lock()
 
@@ -170,13 +179,11 @@ class GgufEmbedder:
         self._model.close()
 
 
-def embedder_for(setting: str) -> Embedder:
-    """The embedder ``workspace.embedder`` names: empty or :data:`BUILTIN` for the built-in one,
-    else the path of a GGUF embedding model. Raises :class:`EmbedderError` saying why not."""
-    choice = setting.strip()
-    if not choice or choice == BUILTIN:
+def embedder_for(model: Path | None) -> Embedder:
+    """The embedder ``workspace.embedder`` names: the built-in one for None, else the GGUF
+    embedding model at ``model``. Raises :class:`EmbedderError` saying why not."""
+    if model is None:
         return builtin_embedder()
-    path = Path(choice).expanduser()
-    if not path.is_file():
-        raise EmbedderError(f"The embedding model {path} does not exist.")
-    return GgufEmbedder(path)
+    if not model.is_file():
+        raise EmbedderError(f"The embedding model {model} does not exist.")
+    return GgufEmbedder(model)

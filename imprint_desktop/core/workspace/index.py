@@ -58,7 +58,7 @@ class WorkspaceIndex:
         db_path: Path | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         extraction: ExtractionLimits = DEFAULT_LIMITS,
-        embedder: str = "",
+        embedder: Path | None = None,
     ) -> None:
         self.root = root.expanduser().resolve()
         if not self.root.is_dir():
@@ -69,7 +69,7 @@ class WorkspaceIndex:
         self._connections = Connections(self.db_path, self.root)
         self._update_lock = threading.Lock()
         self._embed_lock = threading.Lock()
-        self._embedder_setting = embedder
+        self._embedder_model = embedder
         self._embedder: Embedder | EmbedderError | None = None
         self._embedder_made = threading.Lock()
         self._vectors = VectorSearch()
@@ -149,7 +149,7 @@ class WorkspaceIndex:
         with self._embedder_made:
             if self._embedder is None:
                 try:
-                    self._embedder = embedder_for(self._embedder_setting)
+                    self._embedder = embedder_for(self._embedder_model)
                 except EmbedderError as error:
                     log.warning("%s Search uses words only.", error)
                     self._embedder = error
@@ -213,7 +213,8 @@ class WorkspaceIndex:
         vector = embedder.embed([query])[0]
         if not vector.any():
             return []
-        return [passage for passage, _ in self._vectors.nearest(db, embedder.name, vector, count)]
+        nearest = self._vectors.nearest(db, embedder.name, vector, count)
+        return [passage for passage, score in nearest if score >= embedder.min_similarity]
 
     def problems(self) -> list[IndexProblem]:
         """The files the last updates skipped and why (until they change), by path."""
