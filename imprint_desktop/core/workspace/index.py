@@ -37,6 +37,7 @@ from imprint_desktop.core.workspace.search import (
     fuse,
     keyword_ranking,
     passages_by_score,
+    quotes_words,
 )
 from imprint_desktop.core.workspace.update import IndexProgress, IndexReport, IndexUpdate
 from imprint_desktop.core.workspace.vectors import EmbedProgress, VectorSearch
@@ -195,6 +196,9 @@ class WorkspaceIndex:
             count = candidates(limit)
             by_words = [] if match is None else keyword_ranking(db, match, count)
             by_meaning = self._by_meaning(db, query, count, required=mode is SearchMode.MEANING)
+            if mode is SearchMode.HYBRID and quotes_words(query):
+                having = set(by_words)
+                by_meaning = [passage for passage in by_meaning if passage in having]
             return passages_by_score(db, fuse([by_words, by_meaning]), limit)
         except sqlite3.Error as error:
             raise WorkspaceIndexError(f"The workspace index cannot be searched: {error}") from error

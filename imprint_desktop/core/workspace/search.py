@@ -115,6 +115,12 @@ def candidates(limit: int) -> int:
     return max(limit * _PER_FILE * 2, 30)
 
 
+def quotes_words(query: str) -> bool:
+    """Whether ``query`` holds a "quoted phrase": the person wants those words, so meaning may
+    reorder the passages that have them but adds none."""
+    return any(re.search(r"\w", phrase) for phrase in re.findall(r'"([^"]+)"', query))
+
+
 def keyword_ranking(db: sqlite3.Connection, match: str, count: int) -> list[int]:
     """The ids of the ``count`` best passages for the FTS expression ``match``, best first."""
     return [row[0] for row in db.execute(_KEYWORD_IDS, (match, count))]
