@@ -16,9 +16,10 @@ its vectors and embeds again when the name changes.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
@@ -39,6 +40,8 @@ Vectors = npt.NDArray[np.float32]
 #: The longest text a GGUF embedder is given, in characters (passages are shorter; this bounds a
 #: model with a small context).
 _GGUF_MAX_CHARS = 2000
+#: Words whose vectors the built-in embedder keeps (1 KB each); the cache starts again when full.
+_WORD_CACHE = 32_000
 
 
 class Embedder(Protocol):
@@ -67,15 +70,13 @@ def normalized(rows: Vectors) -> Vectors:
 class StaticEmbedder:
     """WordLlama's ``l2_supercat`` token vectors (256 dimensions), averaged over a text's tokens.
 
-    The files come from the installed ``wordllama`` package; its tokenizer is Llama 2's. Tokens are
-    pooled a few texts at a time, so memory stays small whatever the batch.
+    The files come from the installed ``wordllama`` package; its tokenizer is Llama 2's.
     """
 
     name = "wordllama-l2-supercat-256"
     #: Unrelated texts score below 0.15, a paraphrase of a passage 0.2 and more (measured on
     #: the tests' and the bench's documents).
     min_similarity = 0.2
-    _POOL_TEXTS = 16
 
     def __init__(self) -> None:
         from safetensors.numpy import load_file  # noqa: PLC0415 - loaded with the model
@@ -93,6 +94,9 @@ class StaticEmbedder:
         tokenizer.no_padding()
         tokenizer.no_truncation()
         self._tokenizer: Tokenizer = tokenizer
+        self._word_rows: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._word_vectors: Vectors = np.zeros((0, self.dimensions), dtype=np.float32)
 
     @property
     def dimensions(self) -> int:
@@ -100,22 +104,39 @@ class StaticEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        if not texts:
-            return out
-        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        last = self._table.shape[0] - 1
-        for start in range(0, len(encodings), self._POOL_TEXTS):
-            chunk = encodings[start : start + self._POOL_TEXTS]
-            lengths = np.array([len(encoding.ids) for encoding in chunk], dtype=np.intp)
-            if not lengths.any():
-                continue
-            ids = np.concatenate([np.asarray(e.ids, dtype=np.intp) for e in chunk])
-            np.clip(ids, 0, last, out=ids)
-            offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-            filled = lengths > 0  # reduceat needs every offset inside the array
-            sums = np.add.reduceat(self._table[ids], offsets[filled], axis=0)
-            out[start : start + len(chunk)][filled] = sums / lengths[filled, None]
+        split = [text.split() for text in texts]
+        with self._lock:  # one embedder serves the update's thread and every search's
+            self._learn(dict.fromkeys(itertools.chain.from_iterable(split)))
+            rows, vectors = self._word_rows, self._word_vectors
+            for row, words in enumerate(split):
+                if words:  # the mean's direction: the sum's
+                    at = np.fromiter(map(rows.__getitem__, words), np.intp, len(words))
+                    out[row] = vectors[at].sum(axis=0)
         return normalized(out)
+
+    def _learn(self, words: Iterable[str]) -> None:
+        """Give the ``words`` not known yet their vector: the sum of their tokens' vectors.
+
+        Llama's tokenizer never joins two words in one token, so a word's tokens are the same
+        wherever it stands: each word is tokenized and summed once while it is remembered (a
+        workspace repeats its words, and tokenizing and summing tokens dominated embedding).
+        At most :data:`_WORD_CACHE` words are remembered; then the cache starts again."""
+        rows = self._word_rows
+        new = [word for word in words if word not in rows]
+        if not new:
+            return
+        if len(rows) + len(new) > len(self._word_vectors):
+            rows.clear()
+            size = max(_WORD_CACHE, len(new))
+            if len(self._word_vectors) < size:
+                self._word_vectors = np.zeros((size, self.dimensions), dtype=np.float32)
+        last = self._table.shape[0] - 1
+        encoded = self._tokenizer.encode_batch(new, add_special_tokens=False)
+        start = len(rows)
+        for offset, (word, encoding) in enumerate(zip(new, encoded, strict=True)):
+            ids = np.minimum(np.asarray(encoding.ids, dtype=np.intp), last)
+            self._word_vectors[start + offset] = self._table[ids].sum(axis=0)
+            rows[word] = start + offset
 
 
 @lru_cache(maxsize=1)

@@ -155,9 +155,11 @@ class VectorSearch:
         ids, matrix = self._current(db, embedder_name)
         if not len(ids) or matrix.shape[1] != query.shape[0]:
             return []
-        scores = matrix @ query
+        # einsum, not the BLAS product: multi-threaded BLAS slows a hundredfold when llama.cpp
+        # or other work holds the cores, and one thread is fast enough here.
+        scores = np.einsum("ij,j->i", matrix, query)
         if self._documents is not None:
-            document_scores = (self._documents @ query)[self._document_of]
+            document_scores = np.einsum("ij,j->i", self._documents, query)[self._document_of]
             scores = (1 - DOCUMENT_SHARE) * scores + DOCUMENT_SHARE * document_scores
         count = min(count, len(ids))
         best = np.argpartition(-scores, count - 1)[:count]
