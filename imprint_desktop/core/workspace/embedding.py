@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from imprint_desktop.core.errors import EmbedderError
+from imprint_desktop.core.errors import EmbedderError, ModelStoreError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -58,7 +58,13 @@ class Embedder(Protocol):
         meaning finds nothing rather than the least unrelated passages."""
         ...
 
-    def embed(self, texts: Sequence[str]) -> Vectors: ...
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Passages' vectors, one row each."""
+        ...
+
+    def embed_query(self, text: str) -> Vectors:
+        """A question's vector (some models are trained to see a question marked as one)."""
+        ...
 
 
 def normalized(rows: Vectors) -> Vectors:
@@ -113,6 +119,9 @@ class StaticEmbedder:
                     at = np.fromiter(map(rows.__getitem__, words), np.intp, len(words))
                     out[row] = vectors[at].sum(axis=0)
         return normalized(out)
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed([text])[0]
 
     def _learn(self, words: Iterable[str]) -> None:
         """Give the ``words`` not known yet their vector: the sum of their tokens' vectors.
@@ -186,9 +195,16 @@ class GgufEmbedder:
         #: Models differ in how near unrelated texts score; none is assumed.
         self.min_similarity = 0.0
         self.name = f"gguf:{path.name}:{stat.st_size}"
+        self._query_prefix, self._document_prefix = _prefixes(path.name)
         self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        return self._embed([self._document_prefix + text for text in texts])
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._embed([self._query_prefix + text])[0]
+
+    def _embed(self, texts: Sequence[str]) -> Vectors:
         rows: list[list[float]] = []
         with self._lock:
             for text in texts:
@@ -198,6 +214,18 @@ class GgufEmbedder:
 
     def close(self) -> None:
         self._model.close()
+
+
+def _prefixes(file_name: str) -> tuple[str, str]:
+    """What the recommended embedder stored as ``file_name`` expects before a question and a
+    passage (nothing for another file)."""
+    from imprint_desktop.core.models.embedders import load_embedders, prefixes_for  # noqa: PLC0415
+
+    try:
+        return prefixes_for(file_name, load_embedders())
+    except ModelStoreError:
+        log.warning("the list of recommended embedders cannot be read", exc_info=True)
+        return "", ""
 
 
 def embedder_for(model: Path | None) -> Embedder:

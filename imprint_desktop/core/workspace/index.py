@@ -214,7 +214,7 @@ class WorkspaceIndex:
             if required:
                 raise
             return []
-        vector = embedder.embed([query])[0]
+        vector = embedder.embed_query(query)
         if not vector.any():
             return []
         nearest = self._vectors.nearest(db, embedder.name, vector, count)

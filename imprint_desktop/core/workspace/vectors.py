@@ -57,7 +57,7 @@ END;
 _PENDING = """
 SELECT p.id, p.heading, p.text FROM passages p
 LEFT JOIN passage_vectors v ON v.passage_id = p.id
-WHERE v.passage_id IS NULL ORDER BY p.id LIMIT ?
+WHERE v.passage_id IS NULL AND p.id > ? ORDER BY p.id LIMIT ?
 """
 
 
@@ -106,14 +106,20 @@ def fill(
             raise
         db.execute("COMMIT")
     done, total = counts(db)
+    after = 0  # the passages are walked in id order, once, and then once more for any added
+    rewound = False  # behind the walk meanwhile (an id freed at the end is given again)
     while True:
         if progress is not None:
             progress(EmbedProgress(done, total))
         if is_cancelled(cancel):
             return False
-        rows = db.execute(_PENDING, (BATCH,)).fetchall()
+        rows = db.execute(_PENDING, (after, BATCH)).fetchall()
         if not rows:
-            return True
+            if rewound or after == 0:
+                return True
+            after, rewound = 0, True
+            continue
+        after = rows[-1][0]
         vectors = embedder.embed([passage_text(heading, text) for _, heading, text in rows])
         stored = vectors.astype(np.float16)
         db.execute("BEGIN IMMEDIATE")

@@ -59,6 +59,9 @@ class Counting:
         self.texts.extend(texts)
         return builtin_embedder().embed(texts)
 
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed([text])[0]
+
 
 def test_the_built_in_embedder_gives_unit_vectors_that_place_paraphrases_near() -> None:
     embedder = embedder_for(None)
