@@ -16,12 +16,13 @@ its vectors and embeds again when the name changes.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import logging
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -88,7 +89,7 @@ class StaticEmbedder:
         from safetensors.numpy import load_file  # noqa: PLC0415 - loaded with the model
         from tokenizers import Tokenizer  # noqa: PLC0415
 
-        package = files("wordllama")
+        package = _wordllama_folder()
         try:
             weights = load_file(str(package / "weights" / "l2_supercat_256.safetensors"))
             tokenizer = Tokenizer.from_file(
@@ -146,6 +147,18 @@ class StaticEmbedder:
             ids = np.minimum(np.asarray(encoding.ids, dtype=np.intp), last)
             self._word_vectors[start + offset] = self._table[ids].sum(axis=0)
             rows[word] = start + offset
+
+
+def _wordllama_folder() -> Path:
+    """Where the ``wordllama`` package's files are, found without importing it (importing it
+    configures the process's logging); in a frozen build, beside the app's own files."""
+    bundle = getattr(sys, "_MEIPASS", None)
+    if bundle is not None and (Path(bundle) / "wordllama").is_dir():
+        return Path(bundle) / "wordllama"
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderError("The built-in embedding model is not installed (package wordllama).")
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 @lru_cache(maxsize=1)
