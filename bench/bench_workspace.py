@@ -286,8 +286,8 @@ def measure_recall(scratch: Path) -> list[str]:
     data = tomllib.loads((RETRIEVAL / "questions.toml").read_text(encoding="utf-8"))
     sets: dict[str, list[tuple[str, list[str]]]] = {"words": [], "paraphrase": []}
     for question in data["question"]:
-        for wording in sets:
-            sets[wording].append((question[wording], question["answers"]))
+        for wording, questions in sets.items():
+            questions.append((question[wording], question["answers"]))
     for question in data.get("translated", []):
         sets.setdefault(f"translated ({question['language']})", []).append(
             (question["text"], question["answers"])

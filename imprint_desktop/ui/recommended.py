@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.core.chosen import chosen_model, embedder_file
-from imprint_desktop.core.models.embedders import EmbedderRecommendation
 from imprint_desktop.core.models import Recommendation, Recommendations, Verdict, human_size
+from imprint_desktop.core.models.embedders import EmbedderRecommendation
 from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, JobEnded
 from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.engine.payloads import Outcome
@@ -161,7 +161,9 @@ class RecommendedPage(QWidget):
         if event.job_id in self._embedder_jobs:
             self._embedder_jobs.discard(event.job_id)
             if event.outcome is Outcome.FAILED:
-                self.sig_message.emit(f"The embedding model could not be downloaded: {event.message}")
+                self.sig_message.emit(
+                    f"The embedding model could not be downloaded: {event.message}"
+                )
             self._update_buttons()
             return
         if event.job_id != self._job:

@@ -126,7 +126,7 @@ def test_search_modes_find_a_paraphrase_by_meaning_only(imprint: Imprint, tmp_pa
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "pets.md").write_text(
-        "# Pets\n\nDogs and cats share our houses; a puppy needs walks, a kitten a scratching post.\n"
+        "# Pets\n\nDogs and cats share our houses; a puppy needs walks, a kitten a post.\n"
     )
     (corpus / "bank.md").write_text(
         "# Rates\n\nThe central bank raised interest rates again to slow inflation.\n"

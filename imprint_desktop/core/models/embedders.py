@@ -70,25 +70,35 @@ def load_embedders(path: Path | None = None) -> tuple[RecommendedEmbedder, ...]:
 def _entry(entry: object, label: str) -> RecommendedEmbedder:
     if not isinstance(entry, dict):
         raise ModelStoreError(f"{label} is not a table")
-    values: dict[str, Any] = dict(entry)
+    values: dict[str, Any] = {"query_prefix": "", "document_prefix": "", **entry}
+    problem = _problem(values)
+    if problem:
+        raise ModelStoreError(f"{label}: {problem}")
+    values["parameters"] = float(values["parameters"])
     try:
-        for key in _TEXT:
-            if not isinstance(values.get(key), str) or not values[key].strip():
-                raise ValueError(f"{key} must be a non-empty string")
-        for key in ("query_prefix", "document_prefix"):
-            if not isinstance(values.setdefault(key, ""), str):
-                raise ValueError(f"{key} must be a string")
-        for key in ("size", "dimensions"):
-            if not isinstance(values.get(key), int) or values[key] <= 0:
-                raise ValueError(f"{key} must be a positive whole number")
-        if not isinstance(values.get("parameters"), int | float) or values["parameters"] <= 0:
-            raise ValueError("parameters must be a positive number")
-        if not values["file"].lower().endswith(".gguf"):
-            raise ValueError(f"file {values['file']!r} is not a GGUF file")
-        values["parameters"] = float(values["parameters"])
         return RecommendedEmbedder(**values)
-    except (ValueError, TypeError) as error:  # TypeError: a field too many
+    except TypeError as error:  # a field too many
         raise ModelStoreError(f"{label}: {error}") from None
+
+
+def _problem(values: Mapping[str, Any]) -> str:
+    """What is wrong with an entry's values, or nothing."""
+    for key in _TEXT:
+        if not isinstance(values.get(key), str) or not values[key].strip():
+            return f"{key} must be a non-empty string"
+    for key in ("query_prefix", "document_prefix"):
+        if not isinstance(values[key], str):
+            return f"{key} must be a string"
+    for key in ("size", "dimensions"):
+        value = values.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            return f"{key} must be a positive whole number"
+    parameters = values.get("parameters")
+    if isinstance(parameters, bool) or not isinstance(parameters, int | float) or parameters <= 0:
+        return "parameters must be a positive number"
+    if not values["file"].lower().endswith(".gguf"):
+        return f"file {values['file']!r} is not a GGUF file"
+    return ""
 
 
 @dataclass(frozen=True)

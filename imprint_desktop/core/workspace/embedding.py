@@ -1,4 +1,4 @@
-"""Embedders: text as vectors, so a search finds passages by what they mean as well as by their words.
+"""Embedders: text as vectors, so a search finds passages by what they mean, not only by words.
 
 Two kinds, chosen by ``workspace.embedder`` (:func:`embedder_for`):
 
@@ -96,7 +96,9 @@ class StaticEmbedder:
                 str(package / "tokenizers" / "l2_supercat_tokenizer_config.json")
             )
         except (OSError, ValueError, RuntimeError) as error:  # a broken install
-            raise EmbedderError(f"The built-in embedding model cannot be loaded: {error}") from error
+            raise EmbedderError(
+                f"The built-in embedding model cannot be loaded: {error}"
+            ) from error
         self._table: Vectors = np.ascontiguousarray(weights["embedding.weight"], dtype=np.float32)
         tokenizer.no_padding()
         tokenizer.no_truncation()

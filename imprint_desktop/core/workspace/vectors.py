@@ -214,9 +214,9 @@ class VectorSearch:
             file_ids = np.asarray(files, dtype=np.int64)
             starts = np.flatnonzero(np.concatenate(([True], file_ids[1:] != file_ids[:-1])))
             self._documents = normalized(np.add.reduceat(self._matrix, starts, axis=0))
-            self._document_of = np.cumsum(
-                np.isin(np.arange(len(file_ids)), starts), dtype=np.int64
-            ) - 1
+            self._document_of = (
+                np.cumsum(np.isin(np.arange(len(file_ids)), starts), dtype=np.int64) - 1
+            )
         else:
             self._matrix = np.zeros((0, 0), dtype=np.float32)
             self._documents = None
