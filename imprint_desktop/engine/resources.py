@@ -60,6 +60,7 @@ class EngineResources:
         self._workspace_key: tuple[object, ...] = ()
         self._stop_indexing = threading.Event()
         self._embedding: asyncio.Task[None] | None = None
+        self._embedding_for: Workspace | None = None
         self._stop_embedding = threading.Event()
 
     def stop_indexing(self) -> None:
@@ -164,11 +165,11 @@ class EngineResources:
         """Give the passages of ``workspace`` their vectors, reporting progress, while replies
         go on (they search by words what has no vector yet). One job at a time: a running one
         also takes the passages a later update adds."""
-        if self._embedding is not None and not self._embedding.done():
-            return
-        if self._stop_indexing.is_set():
-            return
+        running = self._embedding is not None and not self._embedding.done()
+        if (running and self._embedding_for is workspace) or self._stop_indexing.is_set():
+            return  # (one running for a workspace closed since has been told to stop)
         self._stop_embedding = stop = threading.Event()
+        self._embedding_for = workspace
         root, emit = str(workspace.root), self._emit
         loop = asyncio.get_running_loop()
         last = [0.0]
