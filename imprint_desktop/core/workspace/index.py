@@ -134,7 +134,17 @@ class WorkspaceIndex:
         seconds = time.perf_counter() - started
         if report is None:
             return IndexReport(
-                documents, 0, 0, 0, 0, 0, (), seconds, not finished, embedded, problem
+                documents=documents,
+                added=0,
+                updated=0,
+                renamed=0,
+                removed=0,
+                unchanged=0,
+                problems=(),
+                seconds=seconds,
+                cancelled=not finished,
+                embedded=embedded,
+                embedder_problem=problem,
             )
         return dataclasses.replace(
             report,
