@@ -71,7 +71,9 @@ class Embedder(Protocol):
 def normalized(rows: Vectors) -> Vectors:
     """``rows`` scaled to unit length; an all-zero row (a text with no known token) stays zero."""
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
-    return np.divide(rows, norms, out=np.zeros_like(rows), where=norms > 0)
+    out: Vectors = np.zeros_like(rows)
+    np.divide(rows, norms, out=out, where=norms > 0)
+    return out
 
 
 class StaticEmbedder:
@@ -124,7 +126,8 @@ class StaticEmbedder:
         return normalized(out)
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed([text])[0]
+        row: Vectors = self.embed([text])[0]
+        return row
 
     def _learn(self, words: Iterable[str]) -> None:
         """Give the ``words`` not known yet their vector: the sum of their tokens' vectors.
@@ -217,14 +220,15 @@ class GgufEmbedder:
         return self._embed([self._document_prefix + text for text in texts])
 
     def embed_query(self, text: str) -> Vectors:
-        return self._embed([self._query_prefix + text])[0]
+        row: Vectors = self._embed([self._query_prefix + text])[0]
+        return row
 
     def _embed(self, texts: Sequence[str]) -> Vectors:
         rows: list[list[float]] = []
         with self._lock:
             for text in texts:
                 vector = self._model.embed(text[: self._max_chars] or " ", truncate=True)
-                rows.append(vector)  # type: ignore[arg-type] # one text, one pooled vector
+                rows.append(vector)  # one text: one pooled vector
         return normalized(np.asarray(rows, dtype=np.float32).reshape(len(texts), -1))
 
     def close(self) -> None:
