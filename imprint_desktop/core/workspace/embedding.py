@@ -54,6 +54,11 @@ class Embedder(Protocol):
         ...
 
     @property
+    def fusion_weight(self) -> float:
+        """How much its ranking counts beside the keyword ranking (1.0) in a hybrid search."""
+        ...
+
+    @property
     def min_similarity(self) -> float:
         """The cosine similarity below which a passage is not near a query at all: a search by
         meaning finds nothing rather than the least unrelated passages."""
@@ -86,6 +91,11 @@ class StaticEmbedder:
     #: Unrelated texts score below 0.15, a paraphrase of a passage 0.2 and more (measured on
     #: the tests' and the bench's documents).
     min_similarity = 0.2
+    #: Half the keyword ranking's: averaged token vectors miss what a phrase says, so a passage
+    #: that BM25 ranks first stays first when meaning ranks another document above it (the
+    #: sample workspace's "last station automated"); paraphrase recall in
+    #: ``bench/bench_workspace.py`` is the same at 0.5 and 1.0.
+    fusion_weight = 0.5
 
     def __init__(self) -> None:
         from safetensors.numpy import load_file  # noqa: PLC0415 - loaded with the model
@@ -212,6 +222,8 @@ class GgufEmbedder:
         self._max_chars = min(_GGUF_MAX_CHARS, n_ctx * 3)
         #: Models differ in how near unrelated texts score; none is assumed.
         self.min_similarity = 0.0
+        #: A model that reads whole sentences: its ranking counts as much as the keyword one.
+        self.fusion_weight = 1.0
         self.name = f"gguf:{path.name}:{stat.st_size}"
         self._query_prefix, self._document_prefix = _prefixes(path.name)
         self._lock = threading.Lock()

@@ -211,33 +211,35 @@ class WorkspaceIndex:
                 return [] if match is None else best_passages(db, match, limit)
             count = candidates(limit)
             by_words = [] if match is None else keyword_ranking(db, match, count)
-            by_meaning = self._by_meaning(db, query, count, required=mode is SearchMode.MEANING)
+            by_meaning, weight = self._by_meaning(
+                db, query, count, required=mode is SearchMode.MEANING
+            )
             if mode is SearchMode.HYBRID and quotes_words(query):
                 having = set(by_words)
                 by_meaning = [passage for passage in by_meaning if passage in having]
-            return passages_by_score(db, fuse([by_words, by_meaning]), limit)
+            return passages_by_score(db, fuse([by_words, by_meaning], [1.0, weight]), limit)
         except sqlite3.Error as error:
             raise WorkspaceIndexError(f"The workspace index cannot be searched: {error}") from error
 
     def _by_meaning(
         self, db: sqlite3.Connection, query: str, count: int, *, required: bool
-    ) -> list[int]:
+    ) -> tuple[list[int], float]:
+        """The passages nearest ``query``, nearest first, and the weight of that ranking in the
+        fusion (the embedder's)."""
         if not query.strip():
-            return []
+            return [], 0.0
         try:
             embedder = self.embedder()
         except EmbedderError:
             if required:
                 raise
-            return []
+            return [], 0.0
         vector = embedder.embed_query(query)
-        if not vector.any():
-            return []
-        nearest = self._vectors.nearest(db, embedder.name, vector, count)
+        nearest = self._vectors.nearest(db, embedder.name, vector, count) if vector.any() else []
         if not nearest:
-            return []
+            return [], embedder.fusion_weight
         floor = max(embedder.min_similarity, NEAREST_SHARE * nearest[0][1])
-        return [passage for passage, score in nearest if score >= floor]
+        return [passage for passage, score in nearest if score >= floor], embedder.fusion_weight
 
     def problems(self) -> list[IndexProblem]:
         """The files the last updates skipped and why (until they change), by path."""

@@ -54,6 +54,7 @@ class Counting:
         self.texts: list[str] = []
         self.name = builtin_embedder().name
         self.min_similarity = builtin_embedder().min_similarity
+        self.fusion_weight = builtin_embedder().fusion_weight
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         self.texts.extend(texts)
