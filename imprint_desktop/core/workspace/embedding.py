@@ -147,11 +147,13 @@ class StaticEmbedder:
         workspace repeats its words, and tokenizing and summing tokens dominated embedding).
         At most :data:`_WORD_CACHE` words are remembered; then the cache starts again."""
         rows = self._word_rows
+        words = list(words)
         new = [word for word in words if word not in rows]
         if not new:
             return
         if len(rows) + len(new) > len(self._word_vectors):
             rows.clear()
+            new = words  # the batch's known words went with the rest
             size = max(_WORD_CACHE, len(new))
             if len(self._word_vectors) < size:
                 self._word_vectors = np.zeros((size, self.dimensions), dtype=np.float32)

@@ -11,8 +11,13 @@ import numpy as np
 import pytest
 
 from imprint_desktop.core.errors import EmbedderError
-from imprint_desktop.core.workspace import WorkspaceIndex, vectors
-from imprint_desktop.core.workspace.embedding import Vectors, builtin_embedder, embedder_for
+from imprint_desktop.core.workspace import WorkspaceIndex, embedding, vectors
+from imprint_desktop.core.workspace.embedding import (
+    StaticEmbedder,
+    Vectors,
+    builtin_embedder,
+    embedder_for,
+)
 from imprint_desktop.core.workspace.search import SearchMode, fuse
 from imprint_desktop.core.workspace.vectors import EmbedProgress
 from tests.unit.workspace.conftest import write
@@ -224,3 +229,14 @@ def test_an_index_made_before_vectors_keeps_its_passages_and_gets_vectors(
         report = index.update()
         assert (report.added, report.unchanged, report.embedded) == (0, 5, 5)
         assert paths(index, "storm coming tonight")[:1] == ["weather.md"]
+
+
+def test_the_built_in_embedder_forgets_words_when_its_cache_is_full(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    embedder = StaticEmbedder()
+    monkeypatch.setattr(embedding, "_WORD_CACHE", 8)
+    first = embedder.embed(["word0 harbour lamp keeper"])
+    embedder.embed([f"word{number}" for number in range(6)])  # six of eight words known
+    again = embedder.embed(["word0 harbour lamp keeper"])  # one known, three new: too many
+    assert np.allclose(first, again, atol=1e-6)
