@@ -13,6 +13,21 @@ measures, against targets:
 - PDFs per second: copies of the sample workspace's PDF report, each a little different, read in
   the index's PDF worker process (issue 14; printed for comparison, no target).
 
+Retrieval (issue 26), on a real corpus shipped in ``bench/retrieval/`` (Flask 3.1.0's documentation,
+BSD-3-Clause, see ``SOURCE.md`` there) with questions written for it in two wordings (the
+documents' own words; paraphrases without the key term) and translated into German, French,
+Spanish and Dutch:
+
+- recall@5: the share of questions whose answering document is among the first five documents
+  the search returns for the engine's query (the question's content words, as the search before
+  the model sends it), by keyword, meaning and hybrid search; and the share whose answer is in the
+  passages that search puts before the model. Paraphrase recall@5, hybrid, at least 30 points
+  above keyword; own-words recall not lower than keyword; a translated question not worse than
+  keyword alone;
+- indexing with the default embedder, documents per second, as a share of indexing by words only
+  (>= 0.5) in the same run; index size per 1,000 passages, with and without vectors;
+- a hybrid query's 95th percentile at ``--large-docs`` documents (<= 50 ms).
+
 Run ``python bench/bench_workspace.py`` (``--docs``, ``--large-docs`` to change the corpus sizes,
 ``--large-docs 0`` to skip the memory run, ``--pdfs 0`` to skip the PDFs). Exits 1 when a target is
 missed.
@@ -21,6 +36,7 @@ missed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -32,12 +48,18 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 TARGET_DOCS_PER_SECOND = 300.0
 TARGET_REINDEX_SHARE = 0.10
 TARGET_QUERY_P95_SECONDS = 0.020
 TARGET_GREP_RATIO = 20.0
 TARGET_RSS_GROWTH = 1.5
+TARGET_PARAPHRASE_GAIN = 0.30
+TARGET_EMBEDDED_SPEED_SHARE = 0.5
+TARGET_HYBRID_P95_SECONDS = 0.050
+
+RETRIEVAL = Path(__file__).resolve().parent / "retrieval"
 
 _SYLLABLES = "ka lo mi ne ru ta so vi pe da fu gi ho ja ze qu bri stra mon tel var dun esk ol"
 
@@ -93,9 +115,32 @@ def measure_rss(folder: Path, scratch: Path) -> float:
     return float(json.loads(output)["peak_rss_mb"])
 
 
+def database_bytes(path: Path) -> int:
+    """The index database's size on disk, with its write-ahead log written back first."""
+    import sqlite3  # noqa: PLC0415
+
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return path.stat().st_size
+
+
+def hybrid_p95(index: Any, asked: list[str]) -> float:
+    """The 95th percentile of hybrid searches for ``asked`` (after a warm-up)."""
+    for query in asked[:20]:
+        index.search(query, 8)
+    latencies = []
+    for query in asked:
+        began = time.perf_counter()
+        index.search(query, 8)
+        latencies.append(time.perf_counter() - began)
+    return statistics.quantiles(latencies, n=20)[-1]
+
+
 def measure_speed(corpus: Path, words: list[str], scratch: Path, queries: int) -> list[str]:
     """Index, re-index and query in this process; print the figures, return the missed targets."""
     from imprint_desktop.core.workspace import WorkspaceIndex  # noqa: PLC0415
+    from imprint_desktop.core.workspace.embedding import builtin_embedder  # noqa: PLC0415
+    from imprint_desktop.core.workspace.search import SearchMode  # noqa: PLC0415
 
     rng = random.Random(11)
     # Words from the whole frequency range: the common ones make the slow queries.
@@ -104,22 +149,24 @@ def measure_speed(corpus: Path, words: list[str], scratch: Path, queries: int) -
     compared = rng.sample(words[:3000], 15)  # the same single words through the index and grep
     latencies: list[float] = []
     index_times: list[float] = []
+    keyword = SearchMode.KEYWORD
     with WorkspaceIndex(corpus, db_path=scratch / "index.sqlite3") as index:
-        first = index.update()
-        second = index.update()
+        first = index.update(embed=False)  # as before passages had vectors: by words alone
+        second = index.update(embed=False)
         for query in asked[:20]:
-            index.search(query)
+            index.search(query, 8, keyword)
         for query in asked:
             began = time.perf_counter()
-            index.search(query, 8)
+            index.search(query, 8, keyword)
             latencies.append(time.perf_counter() - began)
         for word in compared:
             runs = []
             for _ in range(5):
                 began = time.perf_counter()
-                index.search(word, 8)
+                index.search(word, 8, keyword)
                 runs.append(time.perf_counter() - began)
             index_times.append(statistics.median(runs))
+        words_only_bytes = database_bytes(index.db_path)
     grep_times = []
     for word in compared:
         began = time.perf_counter()
@@ -149,7 +196,26 @@ def measure_speed(corpus: Path, words: list[str], scratch: Path, queries: int) -
         f"for the same {len(compared)} words: {ratio:.0f}x faster (target >= "
         f"{TARGET_GREP_RATIO:.0f}x; {grep_median / p95:.0f}x against the query p95)"
     )
+    builtin_embedder()  # loaded once per process, like the window's first update
+    with WorkspaceIndex(corpus, db_path=scratch / "embedded.sqlite3") as index:
+        embedded = index.update()
+        hybrid = hybrid_p95(index, asked)
+        with_vectors_bytes = database_bytes(index.db_path)
+    embedded_rate = embedded.documents / embedded.seconds
+    speed_share = embedded_rate / rate
+    per_thousand = 1000 / embedded.embedded
+    print(
+        f"index with meaning: {embedded.documents} documents ({embedded.embedded} passages) in "
+        f"{embedded.seconds:.2f} s = {embedded_rate:.0f} docs/s, {speed_share:.2f}x of by words "
+        f"alone (target >= {TARGET_EMBEDDED_SPEED_SHARE}x)"
+    )
+    print(
+        f"index size:         {words_only_bytes * per_thousand / 2**20:.2f} MB per 1,000 passages "
+        f"by words alone, {with_vectors_bytes * per_thousand / 2**20:.2f} MB with vectors"
+    )
+    print(f"hybrid query p95:   {hybrid * 1000:.2f} ms at {embedded.documents} documents")
     checks = {
+        "indexing speed with meaning": speed_share >= TARGET_EMBEDDED_SPEED_SHARE,
         "indexing speed": rate >= TARGET_DOCS_PER_SECOND,
         "unchanged re-index": share < TARGET_REINDEX_SHARE,
         "query p95": p95 < TARGET_QUERY_P95_SECONDS,
@@ -176,7 +242,9 @@ def measure_pdfs(count: int, scratch: Path) -> None:
     )
 
 
-def measure_memory(corpus: Path, small: int, large: int, scratch: Path) -> list[str]:
+def measure_memory(
+    corpus: Path, words: list[str], small: int, large: int, scratch: Path
+) -> list[str]:
     """Peak RSS of a process indexing ``small`` and then ``large`` documents."""
     small_rss = measure_rss(corpus, scratch)
     bigger = scratch / "large"
@@ -187,7 +255,75 @@ def measure_memory(corpus: Path, small: int, large: int, scratch: Path) -> list[
         f"peak RSS indexing:  {small_rss:.0f} MB for {small} documents, {large_rss:.0f} MB for "
         f"{large} ({growth:.2f}x; target <= {TARGET_RSS_GROWTH}x)"
     )
-    return [] if growth <= TARGET_RSS_GROWTH else ["flat memory"]
+    failures = [] if growth <= TARGET_RSS_GROWTH else ["flat memory"]
+    from imprint_desktop.core.workspace import WorkspaceIndex  # noqa: PLC0415
+
+    rng = random.Random(12)
+    asked = [" ".join(rng.sample(words[:3000], rng.randint(1, 3))) for _ in range(200)]
+    with WorkspaceIndex(bigger, db_path=scratch / f"rss-{bigger.name}.sqlite3") as index:
+        passages = index.embed().embedded
+        p95 = hybrid_p95(index, asked)
+    print(
+        f"hybrid query p95:   {p95 * 1000:.2f} ms at {large} documents ({passages} passages; "
+        f"target <= {TARGET_HYBRID_P95_SECONDS * 1000:.0f} ms)"
+    )
+    return failures + ([] if p95 <= TARGET_HYBRID_P95_SECONDS else ["hybrid query p95"])
+
+
+def recall_at(paths: list[str], answers: list[str], documents: int) -> bool:
+    """Whether one of ``answers`` is among the first ``documents`` distinct paths."""
+    return bool(set(list(dict.fromkeys(paths))[:documents]) & set(answers))
+
+
+def measure_recall(scratch: Path) -> list[str]:
+    """Recall@5 of each search mode on the shipped corpus and questions; the missed targets."""
+    import tomllib  # noqa: PLC0415
+
+    from imprint_desktop.core.research.seed import SEED_LIMIT, seed_query  # noqa: PLC0415
+    from imprint_desktop.core.workspace import WorkspaceIndex  # noqa: PLC0415
+    from imprint_desktop.core.workspace.search import SearchMode  # noqa: PLC0415
+
+    data = tomllib.loads((RETRIEVAL / "questions.toml").read_text(encoding="utf-8"))
+    sets: dict[str, list[tuple[str, list[str]]]] = {"words": [], "paraphrase": []}
+    for question in data["question"]:
+        for wording, questions in sets.items():
+            questions.append((question[wording], question["answers"]))
+    for question in data.get("translated", []):
+        sets.setdefault(f"translated ({question['language']})", []).append(
+            (question["text"], question["answers"])
+        )
+    results: dict[tuple[str, SearchMode], float] = {}
+    with WorkspaceIndex(RETRIEVAL / "flask-docs", db_path=scratch / "recall.sqlite3") as index:
+        index.update()
+        print(f"retrieval corpus:   {len(index.documents())} documents of Flask's documentation")
+        for wording, questions in sets.items():
+            cells = []
+            for mode in SearchMode:
+                found = seeded = 0
+                for text, answers in questions:
+                    query = seed_query(text)
+                    paths = [hit.path for hit in index.search(query, 20, mode)]
+                    found += recall_at(paths, answers, 5)
+                    seeded += bool(set(paths[:SEED_LIMIT]) & set(answers))
+                results[wording, mode] = found / len(questions)
+                cells.append(f"{mode.value} {found:2d}/{len(questions)} ({seeded:2d} seeded)")
+            print(f"recall@5 {wording + ':':<17} " + ", ".join(cells))
+    keyword, hybrid = SearchMode.KEYWORD, SearchMode.HYBRID
+    gain = results["paraphrase", hybrid] - results["paraphrase", keyword]
+    print(
+        f"paraphrase gain:    {gain * 100:+.0f} points hybrid over keyword "
+        f"(target >= +{TARGET_PARAPHRASE_GAIN * 100:.0f})"
+    )
+    checks = {
+        "paraphrase recall": gain >= TARGET_PARAPHRASE_GAIN - 1e-9,
+        "own-words recall": results["words", hybrid] >= results["words", keyword],
+        "translated recall": all(
+            results[wording, hybrid] >= results[wording, keyword]
+            for wording in sets
+            if wording.startswith("translated")
+        ),
+    }
+    return [name for name, met in checks.items() if not met]
 
 
 def main() -> int:
@@ -196,6 +332,7 @@ def main() -> int:
     parser.add_argument("--large-docs", type=int, default=30000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--pdfs", type=int, default=40)
+    parser.add_argument("--recall-only", action="store_true", help="only the retrieval figures")
     parser.add_argument("--index-only", nargs=2, metavar=("FOLDER", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.index_only:
@@ -203,16 +340,24 @@ def main() -> int:
         return 0
 
     scratch = Path(tempfile.mkdtemp(prefix="imprint-bench-"))
+    if args.recall_only:
+        try:
+            failures = measure_recall(scratch)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        print(f"MISSED: {', '.join(failures)}" if failures else "all targets met")
+        return 1 if failures else 0
     try:
         corpus = scratch / "corpus"
         started = time.perf_counter()
         words = generate(corpus, args.docs)
         print(f"generated {args.docs} documents in {time.perf_counter() - started:.1f} s")
         failures = measure_speed(corpus, words, scratch, args.queries)
+        failures += measure_recall(scratch)
         if args.pdfs:
             measure_pdfs(args.pdfs, scratch)
         if args.large_docs:
-            failures += measure_memory(corpus, args.docs, args.large_docs, scratch)
+            failures += measure_memory(corpus, words, args.docs, args.large_docs, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if failures:

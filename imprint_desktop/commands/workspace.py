@@ -5,7 +5,9 @@ takes a moment) and reports what it did and which files it skipped, each with th
 that takes too long or too much memory to read is skipped until it changes). ``search DIR QUERY``
 updates the index quietly first, so it always answers from the folder as it is, then prints the
 best passages — as JSON with ``--json``, a list of hits best first, each with ``path``,
-``start_line``, ``end_line``, ``score``, ``title`` and ``text``.
+``start_line``, ``end_line``, ``score``, ``title`` and ``text``. Both give every passage its
+vector from the ``workspace.embedder`` first. ``--mode`` chooses the ranking: ``hybrid`` (the
+default, as everywhere in Imprint) fuses ``keyword`` (BM25) and ``meaning`` (the vectors).
 
 Exit codes: 0 done (also when nothing matched), 1 the index could not be built or read, 2 bad usage
 (DIR is not a folder).
@@ -22,6 +24,8 @@ from typing import TextIO
 
 from imprint_desktop.core.errors import WorkspaceError
 from imprint_desktop.core.workspace import IndexProgress, IndexReport, Workspace
+from imprint_desktop.core.workspace.search import SearchMode
+from imprint_desktop.core.workspace.vectors import EmbedProgress
 from imprint_desktop.settings.store import SettingsStore
 
 EXIT_OK = 0
@@ -49,6 +53,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     searching.add_argument(
         "--limit", type=_positive, default=8, metavar="N", help="how many hits (default 8)"
     )
+    searching.add_argument(
+        "--mode",
+        type=SearchMode,
+        choices=list(SearchMode),
+        default=SearchMode.HYBRID,
+        help="rank by words (keyword), by meaning, or both fused (hybrid, the default)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -75,13 +86,16 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
     try:
         with Workspace.from_config(folder, store.config().workspace) as workspace:
             progress = _ProgressLine(err) if err.isatty() else None
-            report = workspace.index.update(progress=progress)
+            report = workspace.index.update(
+                progress=progress,
+                embed_progress=None if progress is None else progress.embedding,
+            )
             if progress is not None:
                 progress.finish()
             if args.action == "index":
                 _print_report(workspace, report, as_json=args.json, out=out, err=err)
                 return EXIT_OK
-            hits = workspace.index.search(args.query, args.limit)
+            hits = workspace.index.search(args.query, args.limit, args.mode)
     except WorkspaceError as error:
         print(f"imprint: {error}", file=err)
         return EXIT_ERROR
@@ -106,7 +120,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
         print(f"No passages match {args.query!r}.", file=out)
     for number, hit in enumerate(hits, start=1):
         print(f"[{number}] {hit.path}:{hit.start_line}-{hit.end_line}  {hit.title}", file=out)
-        print(f"    score {hit.score:.3f}" + (f", page {hit.page}" if hit.page else ""), file=out)
+        print(f"    score {hit.score:.4g}" + (f", page {hit.page}" if hit.page else ""), file=out)
         for line in hit.text.splitlines()[:6]:
             print(f"    {line[:116]}", file=out)
         print(file=out)
@@ -128,6 +142,8 @@ def _print_report(
             "unchanged": report.unchanged,
             "seconds": round(report.seconds, 3),
             "problems": [{"path": p.path, "reason": p.reason} for p in report.problems],
+            "embedded_passages": report.embedded,
+            "embedder_problem": report.embedder_problem or None,
         }
         json.dump(data, out, indent=2, ensure_ascii=False)
         out.write("\n")
@@ -142,6 +158,8 @@ def _print_report(
     )
     for problem in report.problems:
         print(f"skipped {problem.path}: {problem.reason}", file=err)
+    if report.embedder_problem:
+        print(f"search by meaning is off: {report.embedder_problem}", file=err)
 
 
 class _ProgressLine:
@@ -159,6 +177,17 @@ class _ProgressLine:
         bar = "#" * filled + "-" * (width - filled)
         name = progress.path[-40:]
         self._stream.write(f"\r[{bar}] {progress.done}/{progress.total} {name:<40}")
+        self._stream.flush()
+        self._drawn = True
+
+    def embedding(self, progress: EmbedProgress) -> None:
+        if progress.total == 0:
+            return
+        width = 30
+        filled = width * progress.done // progress.total
+        bar = "#" * filled + "-" * (width - filled)
+        label = "embedding passages"
+        self._stream.write(f"\r[{bar}] {progress.done}/{progress.total} {label:<40}")
         self._stream.flush()
         self._drawn = True
 

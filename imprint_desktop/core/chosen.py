@@ -70,6 +70,12 @@ def model_file(path: str) -> Path | None:
     return _named_path(path)
 
 
+def embedder_file(path: str) -> Path | None:
+    """The GGUF embedding model a ``workspace.embedder`` value names, or None when it is empty
+    (the built-in embedder)."""
+    return _named_path(path)
+
+
 def chosen_workspace(path: str) -> Path | None:
     """The folder a ``workspace.path`` value names, or None when it is empty (the sample
     workspace)."""

@@ -115,6 +115,9 @@ class WorkspaceConfig:
     max_file_mb: int
     """Largest file to index (MB)."""
 
+    embedder: str
+    """Embedding model (file path; empty: not set)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolsConfig:
@@ -207,6 +210,7 @@ class Config:
                 path=read_str(values, "workspace.path"),
                 notes_folder=read_str(values, "workspace.notes_folder"),
                 max_file_mb=read_int(values, "workspace.max_file_mb"),
+                embedder=read_str(values, "workspace.embedder"),
             ),
             tools=ToolsConfig(
                 max_result_chars=read_int(values, "tools.max_result_chars"),
@@ -250,6 +254,7 @@ class Config:
             "workspace.path": self.workspace.path,
             "workspace.notes_folder": self.workspace.notes_folder,
             "workspace.max_file_mb": self.workspace.max_file_mb,
+            "workspace.embedder": self.workspace.embedder,
             "tools.max_result_chars": self.tools.max_result_chars,
             "tools.fetch_url_enabled": self.tools.fetch_url_enabled,
             "tools.fetch_url_confirm": self.tools.fetch_url_confirm,

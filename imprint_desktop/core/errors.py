@@ -13,7 +13,8 @@
     │   ├── PathOutsideWorkspaceError  a path that resolves outside the workspace (or is hidden)
     │   ├── DocumentError          a file that cannot be read or turned into text
     │   ├── WorkspaceIndexError    the index database cannot be opened, read or written
-    │   └── WorkspaceMissingError  the workspace folder does not exist
+    │   ├── WorkspaceMissingError  the workspace folder does not exist
+    │   └── EmbedderError          the embedding model cannot be found or loaded
     ├── ToolError                  a tool call the model made cannot be carried out
     │   ├── ToolArgumentError      missing, unknown or wrongly typed arguments, malformed JSON
     │   ├── UnknownToolError       a tool name no tool has
@@ -107,6 +108,10 @@ class DocumentError(WorkspaceError):
 
 class WorkspaceIndexError(WorkspaceError):
     """The index database cannot be opened, read or written (disk full, corrupt file)."""
+
+
+class EmbedderError(WorkspaceError):
+    """The embedding model ``workspace.embedder`` names cannot be found or loaded."""
 
 
 class WorkspaceMissingError(WorkspaceError):

@@ -46,6 +46,7 @@ from imprint_desktop.core.models import (
     Sort,
     recommend_here,
 )
+from imprint_desktop.core.models.embedders import RecommendedEmbedder
 from imprint_desktop.core.models.journal import Journal
 from imprint_desktop.core.models.recommended import MachineProbe
 from imprint_desktop.engine.download_book import DownloadBook
@@ -167,7 +168,7 @@ class DownloadManager(QObject):
             return self._submit("recommended", lambda: recommend_here(settings, environ))
         return self._submit("recommended", lambda: recommend_here(settings, environ, probe=probe))
 
-    def start_recommended(self, model: RecommendedModel) -> str:
+    def start_recommended(self, model: RecommendedModel | RecommendedEmbedder) -> str:
         """Find ``model``'s file on the hub (on a worker), then queue its download.
 
         The job (kind ``resolve``) ends finished with the download id as its value, or failed

@@ -99,6 +99,14 @@ class ModelStatus:
     message: str = ""
 
 
+class IndexStage(enum.Enum):
+    """What an index job does: read the changed files (``done``/``total`` count files), or give
+    the passages their vectors in the background (they count passages)."""
+
+    FILES = "files"
+    MEANING = "meaning"
+
+
 @dataclass(frozen=True, slots=True)
 class IndexStatus:
     """Progress of a workspace index update; ``outcome`` is set once, when it ends."""
@@ -109,6 +117,7 @@ class IndexStatus:
     path: str = ""
     outcome: Outcome | None = None
     message: str = ""
+    stage: IndexStage = IndexStage.FILES
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,11 +59,15 @@ class EngineResources:
         self._workspace: Workspace | None = None
         self._workspace_key: tuple[object, ...] = ()
         self._stop_indexing = threading.Event()
+        self._embedding: asyncio.Task[None] | None = None
+        self._embedding_for: Workspace | None = None
+        self._stop_embedding = threading.Event()
 
     def stop_indexing(self) -> None:
-        """End an index update that no reply's Stop can end, because the app closes (any
-        thread)."""
+        """End an index update that no reply's Stop can end, and the background embedding,
+        because the app closes (any thread)."""
         self._stop_indexing.set()
+        self._stop_embedding.set()
 
     def http(self, config: Config) -> httpx.AsyncClient:
         """The client for the network settings (made again when they change)."""
@@ -132,6 +136,7 @@ class EngineResources:
         key = workspace_key(root, config)
         if self._workspace is None or key != self._workspace_key:
             if self._workspace is not None:
+                self._stop_embedding.set()  # ends at its next batch; close waits for that
                 self._workspace.close()
                 self._workspace = None
             self._workspace = Workspace.from_config(root, config.workspace)
@@ -163,9 +168,57 @@ class EngineResources:
             workspace.index.update,
             progress=report,
             cancel=cancel if cancel is not None else self._stop_indexing,
+            embed=False,
         )
         outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
         progress(p.IndexStatus(root, result.documents, result.documents, outcome=outcome))
+        self._embed_in_background(workspace)
+
+    def _embed_in_background(self, workspace: Workspace) -> None:
+        """Give the passages of ``workspace`` their vectors, reporting progress, while replies
+        go on (they search by words what has no vector yet). One job at a time: a running one
+        also takes the passages a later update adds."""
+        running = self._embedding is not None and not self._embedding.done()
+        if (running and self._embedding_for is workspace) or self._stop_indexing.is_set():
+            return  # (one running for a workspace closed since has been told to stop)
+        self._stop_embedding = stop = threading.Event()
+        self._embedding_for = workspace
+        root, emit = str(workspace.root), self._emit
+        loop = asyncio.get_running_loop()
+        last = [0.0]
+        meaning = p.IndexStage.MEANING
+
+        def report(event: Any) -> None:  # on the worker thread; emit is thread-safe
+            now = loop.time()
+            if event.done < event.total and now - last[0] >= 0.05:
+                last[0] = now
+                emit(p.IndexStatus(root, event.done, event.total, stage=meaning))
+
+        async def embed() -> None:
+            try:
+                result = await asyncio.to_thread(
+                    workspace.index.embed, progress=report, cancel=stop
+                )
+            except Exception as error:  # the index is still searched by words
+                log.exception("embedding the workspace's passages failed")
+                failed = p.Outcome.FAILED
+                emit(p.IndexStatus(root, 0, 0, outcome=failed, message=str(error), stage=meaning))
+                return
+            outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
+            if result.embedder_problem:  # search goes on by words; the person is told why
+                outcome = p.Outcome.FAILED
+            emit(
+                p.IndexStatus(
+                    root,
+                    result.embedded,
+                    result.embedded,
+                    outcome=outcome,
+                    message=result.embedder_problem,
+                    stage=meaning,
+                )
+            )
+
+        self._embedding = asyncio.create_task(embed())
 
     async def test_connection(self, config: Config) -> p.ConnectionTest:
         """Try the remote server the settings name (chosen or not), with the key the keyring
@@ -176,6 +229,9 @@ class EngineResources:
     async def aclose(self) -> None:
         """Close the provider, the client and the workspace (on the loop, when it stops)."""
         await self._close_provider()
+        self._stop_embedding.set()
+        if self._embedding is not None:
+            await asyncio.gather(self._embedding, return_exceptions=True)
         await asyncio.gather(*self._closing, return_exceptions=True)
         if self._http is not None:
             await self._http.aclose()

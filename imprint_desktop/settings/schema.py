@@ -165,6 +165,13 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1, maximum=2048, unit="MB",
     ),
     Setting(
+        "workspace.embedder", Kind.FILE, "", "Embedding model",
+        "A GGUF embedding model that lets search find passages by what they mean, not only by "
+        "their words (the model manager's Recommended tab offers one). Empty uses the built-in "
+        "embedder, which works offline with nothing to download. A change embeds the workspace "
+        "again in the background; search keeps working meanwhile.",
+    ),
+    Setting(
         "tools.max_result_chars", Kind.INT, 6000, "Tool result size limit",
         "Longest tool result handed to the model; longer results are cut and say so.",
         minimum=500, maximum=200_000, unit="characters",

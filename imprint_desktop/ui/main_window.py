@@ -321,7 +321,7 @@ class MainWindow(QMainWindow):
         self.toolbar_row.show_index(status)
         if status.outcome is p.Outcome.FAILED:
             self.show_problem(status.message)
-        elif status.outcome is p.Outcome.FINISHED:
+        elif status.outcome is p.Outcome.FINISHED and status.stage is p.IndexStage.FILES:
             self.statusBar().showMessage(f"Workspace indexed: {status.root}", 5000)
 
     @Slot(object)

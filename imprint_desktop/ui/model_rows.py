@@ -22,6 +22,7 @@ from imprint_desktop.core.models import (
     Verdict,
     human_size,
 )
+from imprint_desktop.core.models.embedders import EmbedderRecommendation
 from imprint_desktop.ui.inert import tooltip
 from imprint_desktop.ui.tables import cell
 
@@ -91,3 +92,14 @@ def recommendation_row(entry: Recommendation, on_dark: bool) -> Row:
     why = cell(entry.fit.reason)
     why.setToolTip(tooltip(entry.fit.reason))
     return [first, cell(human_size(entry.model.size), align_right=True), fit, why, cell("")]
+
+
+def embedder_row(entry: EmbedderRecommendation, on_dark: bool) -> Row:
+    """Model, size, fit, why, and an empty state: one recommended embedding model."""
+    fit = cell(entry.fit.verdict.words)
+    light, dark = VERDICT_COLOURS[entry.fit.verdict]
+    fit.setForeground(QColor(dark if on_dark else light))
+    why = cell(f"{entry.model.good_at} {entry.fit.reason}")
+    why.setToolTip(tooltip(why.text()))
+    name = cell(entry.model.name, entry.model.id)
+    return [name, cell(human_size(entry.model.size), align_right=True), fit, why, cell("")]

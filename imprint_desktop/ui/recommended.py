@@ -23,14 +23,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from imprint_desktop.core.chosen import chosen_model
+from imprint_desktop.core.chosen import chosen_model, embedder_file
 from imprint_desktop.core.models import Recommendation, Recommendations, Verdict, human_size
+from imprint_desktop.core.models.embedders import EmbedderRecommendation
 from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, JobEnded
 from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.download_status import describe
-from imprint_desktop.ui.model_rows import recommendation_row
+from imprint_desktop.ui.model_rows import embedder_row, recommendation_row
 from imprint_desktop.ui.model_switch import (
     ModelSwitchOffer,
     current_model_name,
@@ -107,9 +108,47 @@ class RecommendedPage(QWidget):
         layout.addWidget(self.table, 1)
         layout.addWidget(self.details)
         layout.addLayout(buttons)
+        layout.addWidget(self._embedder_section())
         manager.sig_job_ended.connect(self._job_ended)
         manager.sig_download_changed.connect(self._download_changed)
         self._update_buttons()
+
+    def _embedder_section(self) -> QWidget:
+        """The embedding models for search by meaning, under the chat models: download one, and
+        use it for search (``workspace.embedder``)."""
+        section = QWidget()
+        intro = QLabel(
+            "For search by meaning: Imprint's built-in embedder works with nothing to download. "
+            "An embedding model finds more passages that say in other words what you ask."
+        )
+        intro.setWordWrap(True)
+        self.embedder_table = list_table(
+            ("Embedding model", "Size", "On this computer", "Why", "State"), "recommendedEmbedders"
+        )
+        self.embedder_table.setWordWrap(True)
+        header = self.embedder_table.horizontalHeader()
+        for column in (0, 1, 2, 4):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.embedder_table.itemSelectionChanged.connect(self._update_buttons)
+        self.embedder_download_button = QPushButton("Download")
+        self.embedder_download_button.clicked.connect(self.download_embedder)
+        self.embedder_use_button = QPushButton("Use for search")
+        self.embedder_use_button.clicked.connect(self.use_embedder)
+        self.builtin_button = QPushButton("Use the built-in embedder")
+        self.builtin_button.clicked.connect(self.use_builtin_embedder)
+        self._embedder_jobs: set[str] = set()
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.builtin_button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.embedder_use_button)
+        buttons.addWidget(self.embedder_download_button)
+        layout = QVBoxLayout(section)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(intro)
+        layout.addWidget(self.embedder_table)
+        layout.addLayout(buttons)
+        return section
 
     # --- loading ------------------------------------------------------------------------------
 
@@ -120,6 +159,14 @@ class RecommendedPage(QWidget):
 
     @Slot(object)
     def _job_ended(self, event: JobEnded) -> None:
+        if event.job_id in self._embedder_jobs:
+            self._embedder_jobs.discard(event.job_id)
+            if event.outcome is Outcome.FAILED:
+                self.sig_message.emit(
+                    f"The embedding model could not be downloaded: {event.message}"
+                )
+            self._update_buttons()
+            return
         if event.job_id != self._job:
             return
         self.refresh_button.setEnabled(True)
@@ -146,7 +193,74 @@ class RecommendedPage(QWidget):
         self.table.resizeRowsToContents()
         keep = chosen.model.id if chosen is not None else (best.model.id if best else None)
         choose_row(self.table, keep)
+        chosen_embedder = chosen_data(self.embedder_table)
+        self.embedder_table.setRowCount(0)
+        for row, embedder in enumerate(found.embedders):
+            append_row(self.embedder_table, embedder_row(embedder, on_dark))
+            self._show_embedder_state(row, embedder)
+        self.embedder_table.resizeRowsToContents()
+        choose_row(self.embedder_table, chosen_embedder)
         self._update_buttons()
+
+    def _show_embedder_state(
+        self, row: int, entry: EmbedderRecommendation, item: DownloadItem | None = None
+    ) -> None:
+        if item is not None and item.state is not DownloadState.DONE:
+            text = describe(item)
+        elif entry.installed is not None or (item is not None and item.path):
+            path = str(entry.installed or (item.path if item else ""))
+            in_use = embedder_file(self._store.config().workspace.embedder) == Path(path)
+            text = "Used for search" if in_use else "Installed"
+        else:
+            text = ""
+        cell = self.embedder_table.item(row, 4)
+        if cell is not None:
+            cell.setText(text)
+
+    def selected_embedder(self) -> EmbedderRecommendation | None:
+        if self.found is None:
+            return None
+        model_id = chosen_data(self.embedder_table)
+        return next((e for e in self.found.embedders if e.model.id == model_id), None)
+
+    def _embedder_path(self, entry: EmbedderRecommendation) -> str | None:
+        if entry.installed is not None:
+            return str(entry.installed)
+        for item in self._manager.items():
+            if item.repo_id == entry.model.repo and item.name == entry.model.file and item.path:
+                return item.path
+        return None
+
+    @Slot()
+    def download_embedder(self) -> None:
+        entry = self.selected_embedder()
+        if entry is None or not self.embedder_download_button.isEnabled():
+            return
+        self._embedder_jobs.add(self._manager.start_recommended(entry.model))
+        self.sig_message.emit(
+            f"Downloading {entry.model.name} ({human_size(entry.model.size)}); then choose "
+            "Use for search."
+        )
+        self._update_buttons()
+
+    @Slot()
+    def use_embedder(self) -> None:
+        entry = self.selected_embedder()
+        path = self._embedder_path(entry) if entry is not None else None
+        if entry is None or path is None:
+            return
+        self._store.update({"workspace.embedder": path})
+        self.sig_message.emit(
+            f"{entry.model.name} now finds passages by meaning; the workspace is embedded again "
+            "in the background, and search keeps working meanwhile."
+        )
+        self.refresh()
+
+    @Slot()
+    def use_builtin_embedder(self) -> None:
+        self._store.update({"workspace.embedder": ""})
+        self.sig_message.emit("The built-in embedder now finds passages by meaning.")
+        self.refresh()
 
     def _show_state(
         self, row: int, entry: Recommendation, item: DownloadItem | None = None
@@ -195,6 +309,23 @@ class RecommendedPage(QWidget):
 
     @Slot()
     def _update_buttons(self) -> None:
+        embedder = self.selected_embedder()
+        here = embedder is not None and self._embedder_path(embedder) is not None
+        self.embedder_use_button.setEnabled(here)
+        downloading = embedder is not None and any(
+            item.repo_id == embedder.model.repo
+            and item.name == embedder.model.file
+            and item.state is not DownloadState.DONE
+            for item in self._manager.items()
+        )
+        self.embedder_download_button.setEnabled(
+            embedder is not None
+            and not here
+            and not downloading
+            and not self._embedder_jobs
+            and embedder.fit.verdict is not Verdict.DOES_NOT_FIT
+        )
+        self.builtin_button.setEnabled(bool(self._store.config().workspace.embedder.strip()))
         entry = self.selected()
         here = entry is not None and self._installed_path(entry) is not None
         self.use_button.setEnabled(here)
@@ -265,4 +396,7 @@ class RecommendedPage(QWidget):
         for row, entry in enumerate(self.found.entries):
             if is_download_of(item, entry.model):
                 self._show_state(row, entry, item)
+        for row, embedder in enumerate(self.found.embedders):
+            if item.repo_id == embedder.model.repo and item.name == embedder.model.file:
+                self._show_embedder_state(row, embedder, item)
         self._update_buttons()

@@ -31,7 +31,7 @@ from imprint_desktop.core.chosen import (
     model_file,
     sample_workspace,
 )
-from imprint_desktop.engine.payloads import IndexStatus, ModelState, ModelStatus
+from imprint_desktop.engine.payloads import IndexStage, IndexStatus, ModelState, ModelStatus
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.inert import tooltip
 
@@ -214,7 +214,10 @@ class ResearchToolbar(QWidget):
         self.index_bar.show()
         self.index_bar.setRange(0, max(1, status.total))
         self.index_bar.setValue(status.done)
-        self.index_bar.setFormat(f"Indexing {status.done} of {status.total}")
+        if status.stage is IndexStage.MEANING:
+            self.index_bar.setFormat(f"Embedding passages {status.done} of {status.total}")
+        else:
+            self.index_bar.setFormat(f"Indexing {status.done} of {status.total}")
         self.index_bar.setToolTip(tooltip(status.path))  # a file name may hold anything
 
     @property

@@ -120,3 +120,30 @@ def test_a_pdf_that_reads_for_minutes_is_skipped_with_its_reason_and_not_retried
     found = imprint("workspace", "search", str(corpus), "tide", "--json")
     assert found.returncode == 0, found.stderr
     assert [hit["path"] for hit in json.loads(found.stdout)] == ["note.md"]
+
+
+def test_search_modes_find_a_paraphrase_by_meaning_only(imprint: Imprint, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "pets.md").write_text(
+        "# Pets\n\nDogs and cats share our houses; a puppy needs walks, a kitten a post.\n"
+    )
+    (corpus / "bank.md").write_text(
+        "# Rates\n\nThe central bank raised interest rates again to slow inflation.\n"
+    )
+    query = "animals people keep at home"
+    found = {}
+    for mode in ("keyword", "meaning", "hybrid"):
+        result = imprint("workspace", "search", str(corpus), query, "--json", "--mode", mode)
+        assert result.returncode == 0, result.stderr
+        found[mode] = [hit["path"] for hit in json.loads(result.stdout)]
+    assert found["keyword"] == []
+    assert found["meaning"][:1] == found["hybrid"][:1] == ["pets.md"]
+    default = imprint("workspace", "search", str(corpus), query, "--json")
+    assert [hit["path"] for hit in json.loads(default.stdout)] == found["hybrid"]
+
+    indexed = imprint("workspace", "index", str(corpus), "--json")
+    report = json.loads(indexed.stdout)
+    assert (report["embedded_passages"], report["embedder_problem"]) == (2, None)
+    wrong = imprint("workspace", "search", str(corpus), query, "--mode", "sideways")
+    assert wrong.returncode == 2

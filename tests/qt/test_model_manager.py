@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from imprint_desktop.core.models import DownloadOptions, Machine, Verdict, load_catalogue
+from imprint_desktop.core.models.embedders import load_embedders
 from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState
 from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.settings.secrets import SecretStore
@@ -317,3 +318,32 @@ def test_what_the_hub_says_is_shown_as_text(qtbot: QtBot, window: ModelManagerWi
     window.queue.show_item(item)
     tip = window.queue.table.item(0, 2).toolTip()
     assert tip.startswith("<p>") and "<img" not in tip and "&lt;img" in tip
+
+
+def test_an_embedding_model_is_downloaded_and_used_for_search(
+    qtbot: QtBot, window: ModelManagerWindow, store: SettingsStore
+) -> None:
+    page = window.recommended
+    recommended_listed(qtbot, window)
+    table = page.embedder_table
+    qtbot.waitUntil(lambda: table.rowCount() == len(load_embedders()), timeout=10_000)
+    assert table.item(0, 0).text() == "Nomic Embed Text v1.5"
+    assert [table.item(0, column).text() for column in (1, 2)] == ["139.4 MiB", "Runs well"]
+    assert not page.builtin_button.isEnabled(), "the built-in embedder is the one in use"
+    table.selectRow(0)
+    assert page.embedder_download_button.isEnabled() and not page.embedder_use_button.isEnabled()
+
+    qtbot.mouseClick(page.embedder_download_button, Qt.MouseButton.LeftButton)
+    assert "Downloading Nomic Embed Text v1.5" in window.message.text()
+    qtbot.waitUntil(page.embedder_use_button.isEnabled, timeout=60_000)
+    assert store.get("workspace.embedder") == "", "nothing changes before it is chosen"
+    qtbot.mouseClick(page.embedder_use_button, Qt.MouseButton.LeftButton)
+    path = Path(str(store.get("workspace.embedder")))
+    assert path.name == "nomic-embed-text-v1.5.Q8_0.gguf" and path.is_file()
+    assert "now finds passages by meaning" in window.message.text()
+    qtbot.waitUntil(lambda: table.item(0, 4).text() == "Used for search", timeout=10_000)
+
+    assert page.builtin_button.isEnabled()
+    qtbot.mouseClick(page.builtin_button, Qt.MouseButton.LeftButton)
+    assert store.get("workspace.embedder") == ""
+    qtbot.waitUntil(lambda: table.item(0, 4).text() == "Installed", timeout=10_000)

@@ -179,3 +179,36 @@ def test_the_remote_server_test_reports_in_words(
         with qtbot.waitSignal(window.bridge.sig_connection_tested, timeout=WAIT_MS) as right:
             window.bridge.test_connection()
         assert right.args[0].ok and server.base_url in right.args[0].message
+
+
+def test_a_chosen_workspace_is_embedded_in_the_background_with_progress(
+    qtbot: QtBot, research_store: SettingsStore, tmp_path: Path
+) -> None:
+    window = open_window(qtbot, research_store).window
+    folder = tmp_path / "other"
+    for number in range(5):
+        write = folder / f"n{number}.md"
+        write.parent.mkdir(parents=True, exist_ok=True)
+        write.write_text(f"# Note {number}\n\nThe harbour lamp number {number}.\n")
+    root = str(folder.resolve())
+    shown: list[str] = []
+
+    def progress(status: p.IndexStatus) -> None:
+        if status.root == root and status.stage is p.IndexStage.MEANING and not status.outcome:
+            shown.append(window.toolbar_row.index_bar.format())
+
+    window.bridge.sig_index_progress.connect(progress)
+    with qtbot.waitSignal(
+        window.bridge.sig_index_progress,
+        timeout=WAIT_MS,
+        check_params_cb=lambda status: (
+            status.root == root
+            and status.stage is p.IndexStage.MEANING
+            and status.outcome is not None
+        ),
+    ) as ended:
+        research_store.set("workspace.path", str(folder))
+    status = ended.args[0]
+    assert (status.outcome, status.done, status.message) == (p.Outcome.FINISHED, 5, "")
+    assert shown and shown[0] == "Embedding passages 0 of 5"
+    qtbot.waitUntil(lambda: not window.toolbar_row.index_bar.isVisible(), timeout=WAIT_MS)

@@ -463,6 +463,7 @@ def serve_recommended(hub: HubServer) -> None:
     The downloads then run the real path (listing, ranged bytes, SHA-256, header check) for any
     entry in seconds; only the size differs from the hub's real file.
     """
+    from imprint_desktop.core.models.embedders import load_embedders
     from imprint_desktop.core.models.recommended import load_catalogue
 
     starter = hub.repos[STARTER_REPO].files[STARTER_FILE]
@@ -470,3 +471,9 @@ def serve_recommended(hub: HubServer) -> None:
         hub.repos[model.repo] = HubRepo(
             model.repo, {model.file: starter, "README.md": HubBlob(b"# GGUF\n")}, downloads=100
         )
+    for embedder in load_embedders():  # the starter model, run in embedding mode
+        repo = hub.repos.setdefault(
+            embedder.repo,
+            HubRepo(embedder.repo, {"README.md": HubBlob(b"# GGUF\n")}, downloads=100),
+        )
+        repo.files[embedder.file] = starter

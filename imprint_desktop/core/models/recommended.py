@@ -13,6 +13,7 @@ thread or from the CLI.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import re
 import tomllib
@@ -24,6 +25,11 @@ from typing import Any
 from imprint_desktop.core import resources
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import ModelStoreError
+from imprint_desktop.core.models.embedders import (
+    EmbedderRecommendation,
+    judge_embedders,
+    load_embedders,
+)
 from imprint_desktop.core.models.fit import ModelFit, Verdict, assess_fit, human_size
 from imprint_desktop.core.models.layout import ModelLayout
 from imprint_desktop.core.models.library import ModelLibrary
@@ -237,6 +243,8 @@ class Recommendations:
     machine: Machine
     n_ctx: int
     entries: tuple[Recommendation, ...] = field(default=())
+    #: The embedding models for search by meaning (``workspace.embedder``), judged too.
+    embedders: tuple[EmbedderRecommendation, ...] = field(default=())
 
     @property
     def best(self) -> Recommendation | None:
@@ -270,6 +278,7 @@ class Recommendations:
             "n_ctx": self.n_ctx,
             "computer": self.machine.to_json(),
             "models": [entry.to_json() for entry in self.entries],
+            "embedders": [entry.to_json() for entry in self.embedders],
         }
 
 
@@ -362,10 +371,12 @@ def recommend_here(
         for model in ModelLibrary(layout).installed()
         if model.usable and model.repo_id
     }
-    return recommend(
+    found = recommend(
         catalogue if catalogue is not None else load_catalogue(),
         machine,
         n_ctx=config.model.n_ctx,
         time_budget=float(config.chat.research_timeout_sec),
         installed=installed,
     )
+    embedders = judge_embedders(load_embedders(), machine, installed)
+    return dataclasses.replace(found, embedders=embedders)

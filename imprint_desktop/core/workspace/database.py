@@ -20,6 +20,7 @@ from pathlib import Path
 
 from imprint_desktop.core import paths
 from imprint_desktop.core.errors import WorkspaceIndexError
+from imprint_desktop.core.workspace import vectors
 from imprint_desktop.core.workspace.extract import EXTRACTOR_VERSION
 
 SCHEMA_VERSION = 1
@@ -142,6 +143,7 @@ class Connections:
                 row = connection.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
                 version = row[0] if row else None
             if version == _VERSION:
+                _migrate(connection, rebuilt=False)
                 return
             for table in ("passages_fts", "passages", "files", "meta"):
                 connection.execute(f"DROP TABLE IF EXISTS {table}")
@@ -150,5 +152,15 @@ class Connections:
                 "INSERT INTO meta (key, value) VALUES ('version', ?), ('root', ?)",
                 (_VERSION, str(self._root)),
             )
+            _migrate(connection, rebuilt=True)
         finally:
             connection.close()
+
+
+def _migrate(connection: sqlite3.Connection, *, rebuilt: bool) -> None:
+    """Add the tables kept beside the passages to an index of this version, new (``rebuilt``,
+    when what it held before is thrown away too) or not (when it keeps its passages): the
+    passages' vectors (:mod:`.vectors`)."""
+    if rebuilt:
+        connection.execute("DROP TABLE IF EXISTS passage_vectors")
+    connection.executescript(f"BEGIN IMMEDIATE; {vectors.SCHEMA} COMMIT;")

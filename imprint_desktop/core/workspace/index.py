@@ -1,29 +1,54 @@
-"""The full-text index of a workspace: incremental updates and BM25-ranked passage search.
+"""The index of a workspace: incremental updates, and passage search by words and by meaning.
 
 :class:`WorkspaceIndex` is what the rest of the app holds: it opens the index database of a folder
 (:mod:`.database`), brings it up to date (:mod:`.update`, which reads through :mod:`.reader` and
-writes through :mod:`.records`) and answers questions about it: the best passages for a query
-(:mod:`.search`), the indexed documents, the files skipped and why (:mod:`.records`).
+writes through :mod:`.records`), gives the passages vectors (:mod:`.vectors`, with the embedder
+``workspace.embedder`` names: :mod:`.embedding`) and answers questions about it: the best passages
+for a query (:mod:`.search`), the indexed documents, the files skipped and why (:mod:`.records`).
 
-Any thread may search; updates are serialised by a lock, and each thread has its own connection.
+Any thread may search; updates are serialised by a lock, and so is embedding, by another: the
+window embeds in the background after an update (:meth:`WorkspaceIndex.embed`) while the next
+update and every search go on. Each thread has its own connection.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from imprint_desktop.core.errors import WorkspaceError, WorkspaceIndexError
-from imprint_desktop.core.workspace import records
+from imprint_desktop.core.errors import EmbedderError, WorkspaceError, WorkspaceIndexError
+from imprint_desktop.core.workspace import records, vectors
 from imprint_desktop.core.workspace.database import Connections, index_path_for
+from imprint_desktop.core.workspace.embedding import Embedder, embedder_for
 from imprint_desktop.core.workspace.isolation import DEFAULT_LIMITS, ExtractionLimits, Stop
 from imprint_desktop.core.workspace.reader import DocumentReader
 from imprint_desktop.core.workspace.records import DocumentInfo, IndexProblem
-from imprint_desktop.core.workspace.search import SearchHit, best_passages, fts_query
+from imprint_desktop.core.workspace.search import (
+    SearchHit,
+    SearchMode,
+    best_passages,
+    candidates,
+    fts_query,
+    fuse,
+    keyword_ranking,
+    passages_by_score,
+    quotes_words,
+)
 from imprint_desktop.core.workspace.update import IndexProgress, IndexReport, IndexUpdate
+from imprint_desktop.core.workspace.vectors import EmbedProgress, VectorSearch
+
+log = logging.getLogger(__name__)
+
+#: A search by meaning keeps the passages at least this share as near to the query as the
+#: nearest one (and above the embedder's own floor): a short query that one passage matches well
+#: does not bring along the passages that share a stray token with it. Measured by
+#: ``bench/bench_workspace.py``: recall unchanged.
+NEAREST_SHARE = 0.5
 
 #: The settings' default (``workspace.max_file_mb``), for an index opened without settings (see
 #: :data:`~.workspace.DEFAULT_NOTES_FOLDER`).
@@ -40,6 +65,7 @@ class WorkspaceIndex:
         db_path: Path | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         extraction: ExtractionLimits = DEFAULT_LIMITS,
+        embedder: Path | None = None,
     ) -> None:
         self.root = root.expanduser().resolve()
         if not self.root.is_dir():
@@ -49,6 +75,11 @@ class WorkspaceIndex:
         self.db_path = db_path or index_path_for(self.root)
         self._connections = Connections(self.db_path, self.root)
         self._update_lock = threading.Lock()
+        self._embed_lock = threading.Lock()
+        self._embedder_model = embedder
+        self._embedder: Embedder | EmbedderError | None = None
+        self._embedder_made = threading.Lock()
+        self._vectors = VectorSearch()
 
     def __enter__(self) -> WorkspaceIndex:
         return self
@@ -59,16 +90,93 @@ class WorkspaceIndex:
     def close(self) -> None:
         """Close the database. An update still running in another thread (one whose awaiting task
         was cancelled, told to stop) ends first: its connection is never closed under it."""
-        with self._update_lock:
+        with self._update_lock, self._embed_lock:
             self._connections.close_all()
+        embedder, self._embedder = self._embedder, None
+        close = getattr(embedder, "close", None)
+        if close is not None:
+            close()
 
     def update(
         self,
         *,
         progress: Callable[[IndexProgress], None] | None = None,
         cancel: Stop | None = None,
+        embed: bool = True,
+        embed_progress: Callable[[EmbedProgress], None] | None = None,
     ) -> IndexReport:
-        """Bring the index up to date with the folder; see :mod:`.update`."""
+        """Bring the index up to date with the folder (see :mod:`.update`), and then, with
+        ``embed``, give every passage its vector (:meth:`embed`)."""
+        report = self._update_files(progress, cancel)
+        if not embed or report.cancelled:
+            return report
+        return self.embed(report, progress=embed_progress, cancel=cancel)
+
+    def embed(
+        self,
+        report: IndexReport | None = None,
+        *,
+        progress: Callable[[EmbedProgress], None] | None = None,
+        cancel: Stop | None = None,
+    ) -> IndexReport:
+        """Give every passage without one a vector from the chosen embedder, a batch at a time
+        (see :func:`.vectors.fill`); ``report`` (an update's) is returned with what embedding did.
+        An embedder that cannot be loaded leaves search to words, and says why in the report."""
+        started = time.perf_counter()
+        with self._embed_lock:
+            try:
+                db = self._connections.get()
+                try:
+                    finished = vectors.fill(db, self.embedder(), progress=progress, cancel=cancel)
+                    problem = ""
+                except EmbedderError as error:
+                    finished, problem = True, str(error)
+                embedded, _ = vectors.counts(db)
+                documents = records.document_count(db)
+            except sqlite3.Error as error:
+                raise WorkspaceIndexError(
+                    f"The workspace index cannot be updated: {error}"
+                ) from error
+        seconds = time.perf_counter() - started
+        if report is None:
+            return IndexReport(
+                documents=documents,
+                added=0,
+                updated=0,
+                renamed=0,
+                removed=0,
+                unchanged=0,
+                problems=(),
+                seconds=seconds,
+                cancelled=not finished,
+                embedded=embedded,
+                embedder_problem=problem,
+            )
+        return dataclasses.replace(
+            report,
+            seconds=report.seconds + seconds,
+            cancelled=not finished,
+            embedded=embedded,
+            embedder_problem=problem,
+        )
+
+    def embedder(self) -> Embedder:
+        """The embedder ``workspace.embedder`` names, loaded on first use; raises
+        :class:`EmbedderError` (every time, without trying again) when it cannot be loaded."""
+        with self._embedder_made:
+            if self._embedder is None:
+                try:
+                    self._embedder = embedder_for(self._embedder_model)
+                except EmbedderError as error:
+                    log.warning("%s Search uses words only.", error)
+                    self._embedder = error
+            if isinstance(self._embedder, EmbedderError):
+                raise self._embedder
+            return self._embedder
+
+    def _update_files(
+        self, progress: Callable[[IndexProgress], None] | None, cancel: Stop | None
+    ) -> IndexReport:
         started = time.perf_counter()
         with self._update_lock, DocumentReader(self.extraction) as reader:
             try:
@@ -86,15 +194,52 @@ class WorkspaceIndex:
                     f"The workspace index cannot be updated: {error}"
                 ) from error
 
-    def search(self, query: str, limit: int = 8) -> list[SearchHit]:
-        """The best passages for ``query``, best first; empty when nothing matches."""
-        match = fts_query(query)
-        if match is None or limit < 1:
+    def search(
+        self, query: str, limit: int = 8, mode: SearchMode = SearchMode.HYBRID
+    ) -> list[SearchHit]:
+        """The best passages for ``query``, best first; empty when nothing matches.
+
+        A hybrid search whose embedder cannot be loaded ranks by words alone; a search by meaning
+        alone raises :class:`EmbedderError` then. Passages not embedded yet (an update or a new
+        embedder still at work) are found by their words meanwhile."""
+        if limit < 1:
             return []
         try:
-            return best_passages(self._connections.get(), match, limit)
+            db = self._connections.get()
+            match = fts_query(query) if mode is not SearchMode.MEANING else None
+            if mode is SearchMode.KEYWORD:
+                return [] if match is None else best_passages(db, match, limit)
+            count = candidates(limit)
+            by_words = [] if match is None else keyword_ranking(db, match, count)
+            by_meaning, weight = self._by_meaning(
+                db, query, count, required=mode is SearchMode.MEANING
+            )
+            if mode is SearchMode.HYBRID and quotes_words(query):
+                having = set(by_words)
+                by_meaning = [passage for passage in by_meaning if passage in having]
+            return passages_by_score(db, fuse([by_words, by_meaning], [1.0, weight]), limit)
         except sqlite3.Error as error:
             raise WorkspaceIndexError(f"The workspace index cannot be searched: {error}") from error
+
+    def _by_meaning(
+        self, db: sqlite3.Connection, query: str, count: int, *, required: bool
+    ) -> tuple[list[int], float]:
+        """The passages nearest ``query``, nearest first, and the weight of that ranking in the
+        fusion (the embedder's)."""
+        if not query.strip():
+            return [], 0.0
+        try:
+            embedder = self.embedder()
+        except EmbedderError:
+            if required:
+                raise
+            return [], 0.0
+        vector = embedder.embed_query(query)
+        nearest = self._vectors.nearest(db, embedder.name, vector, count) if vector.any() else []
+        if not nearest:
+            return [], embedder.fusion_weight
+        floor = max(embedder.min_similarity, NEAREST_SHARE * nearest[0][1])
+        return [passage for passage, score in nearest if score >= floor], embedder.fusion_weight
 
     def problems(self) -> list[IndexProblem]:
         """The files the last updates skipped and why (until they change), by path."""

@@ -1,15 +1,23 @@
-"""Ranked passage search: whatever the model types, as words, ranked by BM25.
+"""Ranked passage search: whatever the model types, as words ranked by BM25, fused with meaning.
 
 Search runs on SQLite FTS5 with BM25 ranking (title and section words weigh double: the ``rank``
 set in :mod:`.database`'s schema). The query is treated as words, never as FTS syntax, so whatever
 the model types is safe; "quoted phrases" are kept. One file gives at most a few passages of a
 result list, so one long document cannot crowd out the rest.
+
+A hybrid search (the default everywhere) ranks the passages twice — by their words (BM25) and by
+what they mean (the vectors of :mod:`.vectors`) — and fuses the two lists by reciprocal rank
+(:func:`fuse`): a passage's score is the sum of ``weight / (K + rank)`` over the lists it is in.
+Only ranks count, so BM25 scores and cosine similarities need no common scale, and a passage near
+the top of either list comes near the top of the fused one.
 """
 
 from __future__ import annotations
 
+import enum
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 #: Search diversity: at most this many passages of one file in one result list.
@@ -31,7 +39,8 @@ ORDER BY hit.rank
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One ranked passage; ``score`` is BM25 (higher is better), comparable within one search."""
+    """One ranked passage; ``score`` (higher is better) is comparable within one search only: BM25
+    in a keyword search, the fused score (:func:`fuse`) in the others."""
 
     path: str
     start_line: int
@@ -75,6 +84,84 @@ def best_passages(db: sqlite3.Connection, match: str, limit: int) -> list[Search
             continue
         per_file[path] = per_file.get(path, 0) + 1
         hits.append(SearchHit(path, start, end, title, section, page, round(-rank, 4), text))
+        if len(hits) == limit:
+            break
+    return hits
+
+
+class SearchMode(enum.StrEnum):
+    """What a search ranks by: words, meaning, or both fused (the default)."""
+
+    KEYWORD = "keyword"
+    MEANING = "meaning"
+    HYBRID = "hybrid"
+
+
+#: Reciprocal rank fusion's constant: how much the first few ranks count more than the rest.
+RRF_K = 60
+
+_KEYWORD_IDS = """
+SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? ORDER BY rank LIMIT ?
+"""
+
+_PASSAGES = """
+SELECT p.id, f.path, p.start_line, p.end_line, f.title, p.section, p.page, p.text
+FROM passages p JOIN files f ON f.id = p.file_id WHERE p.id IN ({marks})
+"""
+
+
+def candidates(limit: int) -> int:
+    """How many passages each ranking offers the fusion for a result of ``limit``."""
+    return max(limit * _PER_FILE * 2, 30)
+
+
+def quotes_words(query: str) -> bool:
+    """Whether ``query`` holds a "quoted phrase": the person wants those words, so meaning may
+    reorder the passages that have them but adds none."""
+    return any(re.search(r"\w", phrase) for phrase in re.findall(r'"([^"]+)"', query))
+
+
+def keyword_ranking(db: sqlite3.Connection, match: str, count: int) -> list[int]:
+    """The ids of the ``count`` best passages for the FTS expression ``match``, best first."""
+    return [row[0] for row in db.execute(_KEYWORD_IDS, (match, count))]
+
+
+def fuse(
+    rankings: Sequence[Sequence[int]], weights: Sequence[float] | None = None, k: int = RRF_K
+) -> list[tuple[int, float]]:
+    """Passage ids with their reciprocal-rank-fused scores, best first (ties: first seen first)."""
+    scores: dict[int, float] = {}
+    for number, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[number]
+        for rank, passage in enumerate(ranking, start=1):
+            scores[passage] = scores.get(passage, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda item: -item[1])
+
+
+def passages_by_score(
+    db: sqlite3.Connection, scored: Sequence[tuple[int, float]], limit: int
+) -> list[SearchHit]:
+    """The passages of ``scored`` (id, score; best first) as hits: at most ``limit``, at most
+    :data:`_PER_FILE` of one file."""
+    scored = scored[: limit * _PER_FILE * 4]
+    if not scored or limit < 1:
+        return []
+    marks = ",".join("?" * len(scored))
+    rows = {
+        row[0]: row[1:]
+        for row in db.execute(_PASSAGES.format(marks=marks), [passage for passage, _ in scored])
+    }
+    hits: list[SearchHit] = []
+    per_file: dict[str, int] = {}
+    for passage, score in scored:
+        row = rows.get(passage)
+        if row is None:  # deleted since it was ranked
+            continue
+        path, start, end, title, section, page, text = row
+        if per_file.get(path, 0) >= _PER_FILE:
+            continue
+        per_file[path] = per_file.get(path, 0) + 1
+        hits.append(SearchHit(path, start, end, title, section, page, round(score, 6), text))
         if len(hits) == limit:
             break
     return hits

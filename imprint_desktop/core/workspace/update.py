@@ -59,6 +59,10 @@ class IndexReport:
     problems: tuple[IndexProblem, ...]
     seconds: float
     cancelled: bool
+    #: Passages with a vector, and why there are none when the embedder cannot be loaded
+    #: (filled in by :meth:`~.index.WorkspaceIndex.embed`).
+    embedded: int = 0
+    embedder_problem: str = ""
 
 
 class IndexUpdate:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
+from imprint_desktop.core.chosen import embedder_file
 from imprint_desktop.core.config import WorkspaceConfig
 from imprint_desktop.core.errors import DocumentError
 from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES, Extracted
@@ -42,9 +43,14 @@ class Workspace:
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         db_path: Path | None = None,
         extraction: ExtractionLimits = DEFAULT_LIMITS,
+        embedder: Path | None = None,
     ) -> None:
         self.index = WorkspaceIndex(
-            root, db_path=db_path, max_file_bytes=max_file_bytes, extraction=extraction
+            root,
+            db_path=db_path,
+            max_file_bytes=max_file_bytes,
+            extraction=extraction,
+            embedder=embedder,
         )
         self.root = self.index.root
         self.notes_folder = notes_folder or DEFAULT_NOTES_FOLDER
@@ -61,6 +67,7 @@ class Workspace:
             notes_folder=settings.notes_folder,
             max_file_bytes=settings.max_file_mb * 2**20,
             db_path=db_path,
+            embedder=embedder_file(settings.embedder),
         )
 
     def __enter__(self) -> Workspace:

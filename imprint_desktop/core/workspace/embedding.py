@@ -1,0 +1,271 @@
+"""Embedders: text as vectors, so a search finds passages by what they mean, not only by words.
+
+Two kinds, chosen by ``workspace.embedder`` (:func:`embedder_for`):
+
+* the built-in :class:`StaticEmbedder` — WordLlama's static token vectors (MIT), which ship inside
+  the ``wordllama`` wheel, so it works offline with nothing to download. A passage's vector is the
+  mean of its tokens' vectors: no neural network runs, so embedding keeps pace with indexing and
+  costs 32 MB of memory;
+* a :class:`GgufEmbedder` — a GGUF embedding model (nomic-embed, bge, e5, Qwen3-Embedding) run by
+  llama.cpp in embedding mode: slower, and better at paraphrases.
+
+Every embedder returns unit-length ``float32`` rows, so a dot product is the cosine similarity,
+and has a :attr:`~Embedder.name` that says which vectors it makes: the index keeps the name beside
+its vectors and embeds again when the name changes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import logging
+import sys
+import threading
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from imprint_desktop.core.errors import EmbedderError, ModelStoreError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+log = logging.getLogger(__name__)
+
+Vectors = npt.NDArray[np.float32]
+
+#: The longest text a GGUF embedder is given, in characters (passages are shorter; this bounds a
+#: model with a small context).
+_GGUF_MAX_CHARS = 2000
+#: Words whose vectors the built-in embedder keeps (1 KB each); the cache starts again when full.
+_WORD_CACHE = 32_000
+
+
+class Embedder(Protocol):
+    """Texts in, one unit-length row per text out."""
+
+    @property
+    def name(self) -> str:
+        """Which vectors this embedder makes: equal names, comparable vectors."""
+        ...
+
+    @property
+    def fusion_weight(self) -> float:
+        """How much its ranking counts beside the keyword ranking (1.0) in a hybrid search."""
+        ...
+
+    @property
+    def min_similarity(self) -> float:
+        """The cosine similarity below which a passage is not near a query at all: a search by
+        meaning finds nothing rather than the least unrelated passages."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Passages' vectors, one row each."""
+        ...
+
+    def embed_query(self, text: str) -> Vectors:
+        """A question's vector (some models are trained to see a question marked as one)."""
+        ...
+
+
+def normalized(rows: Vectors) -> Vectors:
+    """``rows`` scaled to unit length; an all-zero row (a text with no known token) stays zero."""
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    out: Vectors = np.zeros_like(rows)
+    np.divide(rows, norms, out=out, where=norms > 0)
+    return out
+
+
+class StaticEmbedder:
+    """WordLlama's ``l2_supercat`` token vectors (256 dimensions), averaged over a text's tokens.
+
+    The files come from the installed ``wordllama`` package; its tokenizer is Llama 2's.
+    """
+
+    name = "wordllama-l2-supercat-256"
+    #: Unrelated texts score below 0.15, a paraphrase of a passage 0.2 and more (measured on
+    #: the tests' and the bench's documents).
+    min_similarity = 0.2
+    #: Half the keyword ranking's: averaged token vectors miss what a phrase says, so a passage
+    #: that BM25 ranks first stays first when meaning ranks another document above it (the
+    #: sample workspace's "last station automated"); paraphrase recall in
+    #: ``bench/bench_workspace.py`` is the same at 0.5 and 1.0.
+    fusion_weight = 0.5
+
+    def __init__(self) -> None:
+        from safetensors.numpy import load_file  # noqa: PLC0415 - loaded with the model
+        from tokenizers import Tokenizer  # noqa: PLC0415
+
+        package = _wordllama_folder()
+        try:
+            weights = load_file(str(package / "weights" / "l2_supercat_256.safetensors"))
+            tokenizer = Tokenizer.from_file(
+                str(package / "tokenizers" / "l2_supercat_tokenizer_config.json")
+            )
+        except (OSError, ValueError, RuntimeError) as error:  # a broken install
+            raise EmbedderError(
+                f"The built-in embedding model cannot be loaded: {error}"
+            ) from error
+        self._table: Vectors = np.ascontiguousarray(weights["embedding.weight"], dtype=np.float32)
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        self._tokenizer: Tokenizer = tokenizer
+        self._word_rows: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._word_vectors: Vectors = np.zeros((0, self.dimensions), dtype=np.float32)
+
+    @property
+    def dimensions(self) -> int:
+        return int(self._table.shape[1])
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        split = [text.split() for text in texts]
+        with self._lock:  # one embedder serves the update's thread and every search's
+            self._learn(dict.fromkeys(itertools.chain.from_iterable(split)))
+            rows, vectors = self._word_rows, self._word_vectors
+            for row, words in enumerate(split):
+                if words:  # the mean's direction: the sum's
+                    at = np.fromiter(map(rows.__getitem__, words), np.intp, len(words))
+                    out[row] = vectors[at].sum(axis=0)
+        return normalized(out)
+
+    def embed_query(self, text: str) -> Vectors:
+        row: Vectors = self.embed([text])[0]
+        return row
+
+    def _learn(self, words: Iterable[str]) -> None:
+        """Give the ``words`` not known yet their vector: the sum of their tokens' vectors.
+
+        Llama's tokenizer never joins two words in one token, so a word's tokens are the same
+        wherever it stands: each word is tokenized and summed once while it is remembered (a
+        workspace repeats its words, and tokenizing and summing tokens dominated embedding).
+        At most :data:`_WORD_CACHE` words are remembered; then the cache starts again."""
+        rows = self._word_rows
+        words = list(words)
+        new = [word for word in words if word not in rows]
+        if not new:
+            return
+        if len(rows) + len(new) > len(self._word_vectors):
+            rows.clear()
+            new = words  # the batch's known words went with the rest
+            size = max(_WORD_CACHE, len(new))
+            if len(self._word_vectors) < size:
+                self._word_vectors = np.zeros((size, self.dimensions), dtype=np.float32)
+        last = self._table.shape[0] - 1
+        encoded = self._tokenizer.encode_batch(new, add_special_tokens=False)
+        start = len(rows)
+        for offset, (word, encoding) in enumerate(zip(new, encoded, strict=True)):
+            ids = np.minimum(np.asarray(encoding.ids, dtype=np.intp), last)
+            self._word_vectors[start + offset] = self._table[ids].sum(axis=0)
+            rows[word] = start + offset
+
+
+def _wordllama_folder() -> Path:
+    """Where the ``wordllama`` package's files are, found without importing it (importing it
+    configures the process's logging); in a frozen build, beside the app's own files."""
+    bundle = getattr(sys, "_MEIPASS", None)
+    if bundle is not None and (Path(bundle) / "wordllama").is_dir():
+        return Path(bundle) / "wordllama"
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbedderError("The built-in embedding model is not installed (package wordllama).")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+@lru_cache(maxsize=1)
+def builtin_embedder() -> StaticEmbedder:
+    """The built-in embedder, loaded once per process (its tables are read-only)."""
+    return StaticEmbedder()
+
+
+class GgufEmbedder:
+    """A GGUF model in llama.cpp's embedding mode, mean-pooled when the model names no pooling.
+
+    One llama.cpp context serves every thread, one text at a time (a context is not thread-safe):
+    the index's update embeds passages while a search embeds its query.
+    """
+
+    def __init__(self, path: Path, *, n_ctx: int = 512, n_threads: int | None = None) -> None:
+        from llama_cpp import LLAMA_POOLING_TYPE_MEAN, LLAMA_POOLING_TYPE_UNSPECIFIED, Llama  # noqa: PLC0415
+
+        from imprint_desktop.core.models.gguf import inspect_gguf  # noqa: PLC0415
+
+        try:
+            info = inspect_gguf(path)
+            stat = path.stat()
+        except (OSError, ValueError) as error:
+            raise EmbedderError(f"The embedding model {path} cannot be read: {error}") from error
+        except Exception as error:
+            raise EmbedderError(f"{path} is not a GGUF model file: {error}") from error
+        pooling = (
+            LLAMA_POOLING_TYPE_UNSPECIFIED
+            if info.arch_int("pooling_type")
+            else LLAMA_POOLING_TYPE_MEAN
+        )
+        try:
+            self._model = Llama(
+                model_path=str(path),
+                embedding=True,
+                pooling_type=pooling,
+                n_ctx=n_ctx,
+                n_batch=n_ctx,
+                n_ubatch=n_ctx,
+                n_threads=n_threads,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as error:
+            raise EmbedderError(f"The embedding model {path} cannot be loaded: {error}") from error
+        self._max_chars = min(_GGUF_MAX_CHARS, n_ctx * 3)
+        #: Models differ in how near unrelated texts score; none is assumed.
+        self.min_similarity = 0.0
+        #: A model that reads whole sentences: its ranking counts as much as the keyword one.
+        self.fusion_weight = 1.0
+        self.name = f"gguf:{path.name}:{stat.st_size}"
+        self._query_prefix, self._document_prefix = _prefixes(path.name)
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        return self._embed([self._document_prefix + text for text in texts])
+
+    def embed_query(self, text: str) -> Vectors:
+        row: Vectors = self._embed([self._query_prefix + text])[0]
+        return row
+
+    def _embed(self, texts: Sequence[str]) -> Vectors:
+        rows: list[list[float]] = []
+        with self._lock:
+            for text in texts:
+                vector = self._model.embed(text[: self._max_chars] or " ", truncate=True)
+                rows.append(vector)  # one text: one pooled vector
+        return normalized(np.asarray(rows, dtype=np.float32).reshape(len(texts), -1))
+
+    def close(self) -> None:
+        self._model.close()
+
+
+def _prefixes(file_name: str) -> tuple[str, str]:
+    """What the recommended embedder stored as ``file_name`` expects before a question and a
+    passage (nothing for another file)."""
+    from imprint_desktop.core.models.embedders import load_embedders, prefixes_for  # noqa: PLC0415
+
+    try:
+        return prefixes_for(file_name, load_embedders())
+    except ModelStoreError:
+        log.warning("the list of recommended embedders cannot be read", exc_info=True)
+        return "", ""
+
+
+def embedder_for(model: Path | None) -> Embedder:
+    """The embedder ``workspace.embedder`` names: the built-in one for None, else the GGUF
+    embedding model at ``model``. Raises :class:`EmbedderError` saying why not."""
+    if model is None:
+        return builtin_embedder()
+    if not model.is_file():
+        raise EmbedderError(f"The embedding model {model} does not exist.")
+    return GgufEmbedder(model)
