@@ -72,9 +72,9 @@ def test_chatml_like_template_renders_the_conversation() -> None:
 def test_prompted_tools_describe_the_tools_and_write_history_as_text() -> None:
     text = ChatTemplate(SMOL).render(CONVERSATION, (TOOL,))
     system = text.split("<|im_end|>")[0]
-    assert system.startswith("<|im_start|>system\nResearch.\n\nYou can use tools.")
-    assert '"name": "search_workspace"' in system
-    assert "<the> workspace & more" in system  # JSON without HTML escaping
+    assert system.startswith("<|im_start|>system\nResearch.\n\nYou can use tools:")
+    # One short line a tool (a small model reads it before every question), text unescaped.
+    assert "\n- search_workspace(query?: string) — Search <the> workspace & more\n" in system
     assert (
         '<|im_start|>assistant\nLooking.\n<tool_call>[{"name": "search_workspace", '
         '"arguments": {"query": "keeper"}}]</tool_call><|im_end|>' in text
@@ -89,7 +89,7 @@ def test_prompted_tools_describe_the_tools_and_write_history_as_text() -> None:
 
 def test_tools_without_a_system_message_get_one() -> None:
     text = ChatTemplate(SMOL).render((Message("user", "Hi"),), (TOOL,))
-    assert text.startswith("<|im_start|>system\nYou can use tools.")
+    assert text.startswith("<|im_start|>system\nYou can use tools:")
     assert "Default system." not in text
 
 

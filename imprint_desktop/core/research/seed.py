@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 #: The call id of the engine's own search; a conversation's later calls never reuse an id.
 SEED_CALL_ID = "imprint_seed_search"
 #: At most this many passages seed the conversation.
-SEED_LIMIT = 6
+SEED_LIMIT = 3
 #: Of the room left in the window after the prompt and the research output allowance, the seed
 #: takes at most this share, so the model still has room to research after it.
 SEED_SHARE_OF_ROOM = 0.5

@@ -92,7 +92,7 @@ MAX_RENDER_CHARS = MAX_OUTPUT
 MAX_RENDER_SECONDS = 2.0
 
 TOOLS_PREAMBLE = (
-    "You can use tools. Each one is described by a JSON schema:\n<tools>\n{tools}\n</tools>\n"
+    "You can use tools:\n<tools>\n{tools}\n</tools>\n"
     "To use tools, reply with nothing but one <tool_call> block holding a JSON list of calls:\n"
     '<tool_call>[{{"name": "<tool name>", "arguments": {{<arguments>}}}}]</tool_call>\n'
     "Their results come back inside <tool_response> tags. When you know enough, reply with the "
@@ -346,15 +346,35 @@ def _arguments_value(arguments: str) -> Any:
         return arguments
 
 
+def tool_line(tool: Mapping[str, Any]) -> str:
+    """A tool as one line of the prompted preamble: ``name(argument: type, …) — description``.
+
+    A JSON schema a tool takes hundreds of tokens to write, which a small model reads before every
+    question (prefill is most of its time to answer); the call's form is checked by the grammar
+    built from the whole schema, so the prompt needs only the names, types and what it is for.
+    """
+    function = tool_function(tool)
+    parameters = function.get("parameters")
+    properties = parameters.get("properties", {}) if isinstance(parameters, Mapping) else {}
+    required = parameters.get("required", ()) if isinstance(parameters, Mapping) else ()
+    arguments = []
+    for name, schema in properties.items() if isinstance(properties, Mapping) else ():
+        kind = schema.get("type", "any") if isinstance(schema, Mapping) else "any"
+        if isinstance(kind, list):
+            kind = "|".join(str(part) for part in kind)
+        optional = "" if name in required else "?"
+        arguments.append(f"{name}{optional}: {kind}")
+    description = " ".join(str(function.get("description", "")).split())
+    return f"- {function.get('name', '')}({', '.join(arguments)}) — {description}"
+
+
 def _prompted_messages(
     messages: Sequence[Message], tools: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """The history in plain roles: calls as ``<tool_call>`` text, results as user turns."""
     chat: list[dict[str, Any]] = []
     if tools:
-        described = "\n".join(
-            json.dumps(dict(tool_function(tool)), ensure_ascii=False) for tool in tools
-        )
+        described = "\n".join(tool_line(tool) for tool in tools)
         preamble = TOOLS_PREAMBLE.format(tools=described)
         if messages and messages[0].role == "system":
             system = messages[0].content.rstrip()
