@@ -115,6 +115,12 @@ class WorkspaceConfig:
     max_file_mb: int
     """Largest file to index (MB)."""
 
+    ocr: bool
+    """Read scans with OCR."""
+
+    ocr_page_seconds: int
+    """OCR time per page (seconds)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolsConfig:
@@ -207,6 +213,8 @@ class Config:
                 path=read_str(values, "workspace.path"),
                 notes_folder=read_str(values, "workspace.notes_folder"),
                 max_file_mb=read_int(values, "workspace.max_file_mb"),
+                ocr=read_bool(values, "workspace.ocr"),
+                ocr_page_seconds=read_int(values, "workspace.ocr_page_seconds"),
             ),
             tools=ToolsConfig(
                 max_result_chars=read_int(values, "tools.max_result_chars"),
@@ -250,6 +258,8 @@ class Config:
             "workspace.path": self.workspace.path,
             "workspace.notes_folder": self.workspace.notes_folder,
             "workspace.max_file_mb": self.workspace.max_file_mb,
+            "workspace.ocr": self.workspace.ocr,
+            "workspace.ocr_page_seconds": self.workspace.ocr_page_seconds,
             "tools.max_result_chars": self.tools.max_result_chars,
             "tools.fetch_url_enabled": self.tools.fetch_url_enabled,
             "tools.fetch_url_confirm": self.tools.fetch_url_confirm,

@@ -21,7 +21,8 @@ _STOPWORD_TEXT = """a an and are as at be by for from has have in is it its of o
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 _SEARCH = """
-SELECT f.path, p.start_line, p.end_line, f.title, p.section, p.page, hit.rank, p.text
+SELECT f.path, p.start_line, p.end_line, f.title, p.section, p.page, hit.rank, p.text,
+    f.date, f.dated, f.superseded, p.place
 FROM (SELECT rowid, rank FROM passages_fts WHERE passages_fts MATCH ? ORDER BY rank LIMIT ?) AS hit
 JOIN passages p ON p.id = hit.rowid
 JOIN files f ON f.id = p.file_id
@@ -31,7 +32,11 @@ ORDER BY hit.rank
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One ranked passage; ``score`` is BM25 (higher is better), comparable within one search."""
+    """One ranked passage; ``score`` is BM25 (higher is better), comparable within one search.
+
+    ``date`` is its document's date (ISO), ``dated`` how it was found (``stated`` in the document,
+    else ``modified`` time), ``superseded`` why the document looks superseded (empty when it looks
+    current), ``place`` its named place ("slide 4", "sheet Revenue, rows 2-9") if it has one."""
 
     path: str
     start_line: int
@@ -41,10 +46,16 @@ class SearchHit:
     page: int | None
     score: float
     text: str
+    date: str = ""
+    dated: str = ""
+    superseded: str = ""
+    place: str = ""
 
     @property
     def location(self) -> str:
         lines = f"lines {self.start_line}-{self.end_line}"
+        if self.place:
+            return f"{self.place}, {lines}"
         return lines if self.page is None else f"page {self.page}, {lines}"
 
 
@@ -70,11 +81,13 @@ def best_passages(db: sqlite3.Connection, match: str, limit: int) -> list[Search
     rows = db.execute(_SEARCH, (match, limit * _PER_FILE)).fetchall()
     hits: list[SearchHit] = []
     per_file: dict[str, int] = {}
-    for path, start, end, title, section, page, rank, text in rows:
+    for path, start, end, title, section, page, rank, text, *facts in rows:
         if per_file.get(path, 0) >= _PER_FILE:
             continue
         per_file[path] = per_file.get(path, 0) + 1
-        hits.append(SearchHit(path, start, end, title, section, page, round(-rank, 4), text))
+        hits.append(
+            SearchHit(path, start, end, title, section, page, round(-rank, 4), text, *facts)
+        )
         if len(hits) == limit:
             break
     return hits

@@ -112,6 +112,8 @@ class IndexUpdate:
             with self._writes.group():
                 for row in self._missing.values():
                     records.remove(db, row)
+                if todo or self._missing:
+                    records.mark_superseded(db)
         finally:
             self._writes.commit()
         if self._progress is not None:

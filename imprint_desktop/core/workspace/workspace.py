@@ -60,6 +60,9 @@ class Workspace:
             notes_folder=settings.notes_folder,
             max_file_bytes=settings.max_file_mb * 2**20,
             db_path=db_path,
+            extraction=ExtractionLimits(
+                ocr=settings.ocr, ocr_page_seconds=float(settings.ocr_page_seconds)
+            ),
         )
 
     def __enter__(self) -> Workspace:

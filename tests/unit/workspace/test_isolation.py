@@ -147,7 +147,7 @@ def test_a_pdf_that_kills_the_reader_is_skipped_and_the_next_pdf_still_read(fold
     limits = ExtractionLimits(base_seconds=60, reader=hostile_files.crashing)
     with WorkspaceIndex(folder, extraction=limits) as index:
         report = index.update()
-        assert "PDF reader stopped while reading it" in reasons(report)["a-crash.pdf"]
+        assert "document reader stopped while reading it" in reasons(report)["a-crash.pdf"]
         assert [hit.path for hit in index.search("generator fault")] == ["b-report.pdf"]
 
 
