@@ -151,8 +151,19 @@ class EngineResources:
             progress=report,
             cancel=cancel if cancel is not None else self._stop_indexing,
         )
+        from imprint_desktop.core.workspace import problem_summary  # noqa: PLC0415 - engine thread
+
         outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
-        progress(p.IndexStatus(root, result.documents, result.documents, outcome=outcome))
+        progress(
+            p.IndexStatus(
+                root,
+                result.documents,
+                result.documents,
+                outcome=outcome,
+                problems=problem_summary(result.problems),
+                details=tuple(f"{item.path}: {item.reason}" for item in result.problems),
+            )
+        )
 
     async def test_connection(self, config: Config) -> p.ConnectionTest:
         """Try the remote server the settings name (chosen or not), with the key the keyring

@@ -57,7 +57,13 @@ def model_key(config: Config) -> tuple[object, ...]:
 def workspace_key(root: Path, config: Config) -> tuple[object, ...]:
     """The settings whose change needs the workspace opened again (``root`` is where
     ``workspace.path`` leads)."""
-    return (str(root), config.workspace.notes_folder, config.workspace.max_file_mb)
+    return (
+        str(root),
+        config.workspace.notes_folder,
+        config.workspace.max_file_mb,
+        config.workspace.ocr,
+        config.workspace.ocr_page_seconds,
+    )
 
 
 async def read_api_key(lookup: Callable[[], str | None]) -> str | None:

@@ -77,7 +77,12 @@ class EvidenceLedger:
         new: list[EvidenceItemView] = []
         for offset, (item, is_new) in enumerate(zip(items, verdicts, strict=True)):
             view = EvidenceItemView(
-                first + offset, item.source, item.location, _excerpt(item.text), item.title
+                first + offset,
+                item.source,
+                item.location,
+                _excerpt(item.text),
+                item.title,
+                item.currency,
             )
             self._citable[view.id] = view
             if not is_new:

@@ -27,17 +27,24 @@ def search_workspace(workspace: Workspace, query: str, limit: int, max_chars: in
     room = max((max_chars - _OVERHEAD) // len(hits) - 60, _MIN_PASSAGE_CHARS)
     terms = query_terms(query)
     items = [
-        EvidenceItem(hit.path, hit.location, focus(hit.text, terms, room), hit.title)
+        EvidenceItem(hit.path, hit.location, focus(hit.text, terms, room), hit.title, hit.currency)
         for hit in hits
     ]
     labels = [
         f"{hit.path}, {hit.location} — {hit.title}"
         + (f" › {hit.section}" if hit.section and hit.section != hit.title else "")
+        + (f" ({hit.currency})" if hit.currency else "")
         for hit in hits
     ]
+    note = ""
+    if any(hit.superseded for hit in hits) and not all(hit.superseded for hit in hits):
+        note = (
+            " Some passages come from documents that look superseded (marked so): where they "
+            "disagree with a current document, the current one holds."
+        )
     return Output(
         f"{len(hits)} passage(s) from the workspace for {query!r}, best first. "
-        "read_document shows more of a file.",
+        f"read_document shows more of a file.{note}",
         items,
         labels=labels,
     )

@@ -177,3 +177,12 @@ def _is_draft(document: Dated) -> bool:
 
 def _is_final(document: Dated) -> bool:
     return not _is_draft(document)
+
+
+def currency(date: str, dated: str, superseded: str) -> str:
+    """How a passage's document stands, in the words every view uses: "dated 2026-02-10",
+    "modified 2025-11-03", with "; looks superseded: …" when it does."""
+    if not date:
+        return f"looks superseded: {superseded}" if superseded else ""
+    text = f"{'modified' if dated == 'modified' else 'dated'} {date}"
+    return f"{text}; looks superseded: {superseded}" if superseded else text

@@ -14,6 +14,8 @@ The functions take the update's connection and write in whatever transaction it 
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -54,6 +56,31 @@ class Known:
     mtime_ns: int
     digest: str
     title: str
+
+
+#: How each kind of problem is counted, in this order: in a list of counts, and as a sentence
+#: for one file and for several.
+_COUNTED = (
+    ("skipped", "skipped", "file could not be read", "files could not be read"),
+    ("no_text", "without text", "file has no text layer", "files have no text layer"),
+    ("partial", "partly read", "file was read only in part", "files were read only in part"),
+)
+
+
+def problem_counts(problems: Sequence[IndexProblem]) -> list[str]:
+    """The problems as short counts: "2 skipped", "3 without text", "1 partly read"."""
+    kinds = Counter(problem.kind for problem in problems)
+    return [f"{kinds[kind]} {words}" for kind, words, *_ in _COUNTED if kinds[kind]]
+
+
+def problem_summary(problems: Sequence[IndexProblem]) -> str:
+    """The problems as a status line: "3 files have no text layer · 2 files could not be read"."""
+    kinds = Counter(problem.kind for problem in problems)
+    return " · ".join(
+        f"{kinds[kind]} {one if kinds[kind] == 1 else several}"
+        for kind, _short, one, several in _COUNTED
+        if kinds[kind]
+    )
 
 
 # --- what the update writes ---------------------------------------------------------------------

@@ -12,6 +12,8 @@ import re
 import sqlite3
 from dataclasses import dataclass
 
+from imprint_desktop.core.workspace.dating import currency
+
 #: Search diversity: at most this many passages of one file in one result list.
 _PER_FILE = 3
 _MAX_QUERY_TERMS = 24
@@ -57,6 +59,11 @@ class SearchHit:
         if self.place:
             return f"{self.place}, {lines}"
         return lines if self.page is None else f"page {self.page}, {lines}"
+
+    @property
+    def currency(self) -> str:
+        """"dated 2026-02-10", "modified 2025-11-03; looks superseded: …" (see :mod:`.dating`)."""
+        return currency(self.date, self.dated, self.superseded)
 
 
 def fts_query(query: str) -> str | None:

@@ -23,8 +23,9 @@ _RATIO_FLOOR = 4 * 1024 * 1024
 MAX_MEMBERS = 20_000
 
 
-def checked_zip(data: bytes, kind: str) -> None:
-    """Raise :class:`DocumentError` unless ``data`` is a ZIP container safe to open."""
+def checked_zip(data: bytes, kind: str, *, max_bytes: int = MAX_EXPANDED_BYTES) -> None:
+    """Raise :class:`DocumentError` unless ``data`` is a ZIP container safe to open, expanding
+    to at most ``max_bytes``."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as container:
             members = container.infolist()
@@ -36,10 +37,10 @@ def checked_zip(data: bytes, kind: str) -> None:
             f"(at most {MAX_MEMBERS:,} are read)"
         )
     total = sum(member.file_size for member in members)
-    if total > MAX_EXPANDED_BYTES:
+    if total > max_bytes:
         raise DocumentError(
-            f"refused as a likely ZIP bomb: it would expand to {total / 2**20:,.0f} MB "
-            f"(at most {MAX_EXPANDED_BYTES // 2**20} MB are read)"
+            f"refused as a likely ZIP bomb: it would expand to {_size(total)} "
+            f"(at most {_size(max_bytes)} are read)"
         )
     for member in members:
         if member.file_size > _RATIO_FLOOR:
@@ -49,3 +50,7 @@ def checked_zip(data: bytes, kind: str) -> None:
                     f"refused as a likely ZIP bomb: its part {member.filename[:80]!r} would "
                     f"expand {ratio:,.0f} times (at most {MAX_RATIO} times is read)"
                 )
+
+
+def _size(count: int) -> str:
+    return f"{count / 2**20:,.0f} MB" if count >= 2**20 else f"{count:,} bytes"
