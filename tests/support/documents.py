@@ -226,3 +226,26 @@ def zip_bomb(path: Path, member_bytes: int = 64 * 1024 * 1024) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(buffer.getvalue())
     return path
+
+
+def pdf_file(path: Path, title: str, sections: Sequence[tuple[str, str]]) -> Path:
+    """A PDF with a text layer: ``title`` in its metadata and as a heading, then each (heading,
+    paragraph). Written by fpdf2."""
+    from fpdf import FPDF  # noqa: PLC0415
+
+    pdf = FPDF()
+    pdf.set_title(title)
+    pdf.add_page()
+    pdf.set_font("Helvetica", "B", 16)
+    pdf.multi_cell(0, 10, title, new_x="LMARGIN", new_y="NEXT")
+    for heading, text in sections:
+        if heading:
+            pdf.set_font("Helvetica", "B", 13)
+            pdf.multi_cell(0, 9, heading, new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("Helvetica", "", 11)
+        for paragraph in text.split("\n\n"):
+            pdf.multi_cell(0, 6, paragraph, new_x="LMARGIN", new_y="NEXT")
+            pdf.ln(2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pdf.output(str(path))
+    return path

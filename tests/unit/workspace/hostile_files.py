@@ -13,6 +13,7 @@ import threading
 import zlib
 
 from imprint_desktop.core.workspace import Extracted, extract
+from imprint_desktop.core.workspace.formats import ocr
 
 #: Files whose bytes hold this marker make the readers below misbehave; others are read normally.
 MARKER = b"%IMPRINT-HOSTILE"
@@ -82,4 +83,14 @@ def nonsense(name: str, data: bytes) -> Extracted:
     might): the index must refuse the answer, not trust it."""
     if MARKER in data:
         return Extracted("Odd", ("text",), ("not a line number",))  # type: ignore[arg-type]
+    return extract(name, data)
+
+
+def slow_pages(name: str, data: bytes) -> Extracted:
+    """Works on a marked file page by page, announcing each page as OCR does and taking a second
+    over it: longer in all than the file's own time limit, never longer than a page's."""
+    if MARKER in data:
+        for _page in range(3):
+            ocr.announce_page()
+            threading.Event().wait(1.0)  # the work of one page
     return extract(name, data)

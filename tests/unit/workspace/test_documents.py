@@ -193,24 +193,28 @@ def test_ocr_reads_scanned_pdf_pages_and_images(tmp_path: Path) -> None:
         assert best(index, "Quentin").path == "receipt.png"
 
 
-@needs_tesseract
-def test_ocr_time_grows_page_by_page_and_one_slow_page_is_reported(tmp_path: Path) -> None:
+def test_ocr_time_grows_page_by_page(tmp_path: Path) -> None:
+    """Each page announced (as OCR announces its pages) gets the page's allowance: a long scan is
+    read to the end however far past the file's own limit it runs."""
+    from tests.unit.workspace import hostile_files  # noqa: PLC0415
+
     root = tmp_path / "w"
-    documents.scanned_pdf(root / "scan.pdf", [[f"Page {n} of the ledger"] for n in range(1, 4)])
-    # Far less time than three pages of OCR take: each page's own allowance carries the file.
-    generous = ExtractionLimits(base_seconds=0.3, seconds_per_mb=0.0, ocr_page_seconds=60)
-    with WorkspaceIndex(root, extraction=generous) as index:
+    write(root, "long-scan.pdf", "placeholder").write_bytes(b"%PDF-1.4\n" + hostile_files.MARKER)
+    limits = ExtractionLimits(
+        base_seconds=0.5, seconds_per_mb=0.0, ocr_page_seconds=5, reader=hostile_files.slow_pages
+    )
+    with WorkspaceIndex(root, extraction=limits) as index:
         report = index.update()
-        assert report.problems == ()
-        assert best(index, "ledger").path == "scan.pdf"
-    (root / "scan.pdf").unlink()
-    documents.scanned_pdf(root / "other.pdf", [["A page tesseract cannot finish in time"]])
-    hasty = ExtractionLimits(ocr_page_seconds=0.01)
-    with WorkspaceIndex(root, db_path=tmp_path / "other.sqlite3", extraction=hasty) as index:
+    assert "took longer than" not in problems(report)["long-scan.pdf"][1]  # read, not stopped
+
+
+@needs_tesseract
+def test_a_page_ocr_cannot_finish_in_its_time_is_reported(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    documents.scanned_pdf(root / "scan.pdf", [["A page tesseract cannot finish in time"]])
+    with WorkspaceIndex(root, extraction=ExtractionLimits(ocr_page_seconds=0.01)) as index:
         report = index.update()
-    kind, reason = problems(report)["other.pdf"]
-    assert kind == "no_text"
-    assert reason == "OCR gave up on page 1 at its time limit"
+    assert problems(report)["scan.pdf"] == ("no_text", "OCR gave up on page 1 at its time limit")
 
 
 def test_documents_carry_their_date_and_whether_they_look_superseded(tmp_path: Path) -> None:

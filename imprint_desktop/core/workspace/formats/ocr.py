@@ -50,12 +50,17 @@ def why_not() -> str:
     return ""
 
 
+def announce_page() -> None:
+    """Tell the index a page is starting: the file gets that page's allowance from now."""
+    if _announce is not None:
+        _announce(_settings.page_seconds + 5.0)
+
+
 def recognise(image: Any) -> str | None:
     """The text of a PIL image, or None when tesseract gave up at the page's time limit."""
     import pytesseract  # noqa: PLC0415 - imported only where pages are recognised
 
-    if _announce is not None:
-        _announce(_settings.page_seconds + 5.0)
+    announce_page()
     try:
         return str(
             pytesseract.image_to_string(
