@@ -4,9 +4,9 @@ Halvard Instruments makes field spectrometers. Its share has 25 files in departm
 Markdown, PDF and Word, as such shares are — with distractors (HR policies, IT runbooks that
 answer nothing asked) and superseded versions kept beside the current ones: an archived concept
 with the old price, a draft of the quarterly results, last year's budget, an earlier test report.
-Their old figures count as wrong. :data:`QUESTIONS` (also written as ``document-share-questions.json``, for other benches) says for
-each question which document answers it, the current fact, and the stale fact an answer must not
-state as current.
+Their old figures count as wrong. :data:`QUESTIONS` (also written as
+``document-share-questions.json``, for other benches) says for each question which document
+answers it, the current fact, and the stale fact an answer must not state as current.
 
 Run ``python bench/make_document_share.py`` to write it again (the files are committed; PDFs carry
 their creation time, so bytes differ from run to run, the text does not).
@@ -30,20 +30,70 @@ QUESTIONS_FILE = ROOT / "bench" / "document-share-questions.json"
 
 #: question, answering document, current fact, stale fact ("" when no stale version exists).
 QUESTIONS = (
-    ("What is the list price of the Kestrel spectrometer?", "product/kestrel-product-brief.docx", "56,000", "52,000"),
-    ("When does the Kestrel launch?", "product/kestrel-product-brief.docx", "September 2026", "March 2026"),
+    (
+        "What is the list price of the Kestrel spectrometer?",
+        "product/kestrel-product-brief.docx",
+        "56,000",
+        "52,000",
+    ),
+    (
+        "When does the Kestrel launch?",
+        "product/kestrel-product-brief.docx",
+        "September 2026",
+        "March 2026",
+    ),
     ("How much does the Kestrel weigh?", "product/kestrel-product-brief.docx", "4.2 kg", "5.1 kg"),
-    ("What was Halvard's revenue in the second quarter of 2026?", "finance/q2-2026-results.pdf", "18.4 million", "17.9 million"),
+    (
+        "What was Halvard's revenue in the second quarter of 2026?",
+        "finance/q2-2026-results.pdf",
+        "18.4 million",
+        "17.9 million",
+    ),
     ("What was the gross margin in Q2 2026?", "finance/q2-2026-results.pdf", "41.5", "39.8"),
-    ("How many days of annual leave do employees get?", "hr/leave-policy.docx", "27 days", "24 days"),
-    ("What is the minimum password length?", "it/password-policy.docx", "14 characters", "10 characters"),
-    ("What is the research and development budget?", "finance/budget-2026.md", "2.6 million", "2.1 million"),
-    ("How long does the Kestrel battery last?", "engineering/kestrel-test-report.pdf", "11 hours", "8 hours"),
+    (
+        "How many days of annual leave do employees get?",
+        "hr/leave-policy.docx",
+        "27 days",
+        "24 days",
+    ),
+    (
+        "What is the minimum password length?",
+        "it/password-policy.docx",
+        "14 characters",
+        "10 characters",
+    ),
+    (
+        "What is the research and development budget?",
+        "finance/budget-2026.md",
+        "2.6 million",
+        "2.1 million",
+    ),
+    (
+        "How long does the Kestrel battery last?",
+        "engineering/kestrel-test-report.pdf",
+        "11 hours",
+        "8 hours",
+    ),
     ("How many weeks of parental leave are paid?", "hr/parental-leave.pdf", "16 weeks", ""),
     ("At what time do the nightly backups run?", "it/backup-runbook.pdf", "02:30", ""),
-    ("What is the daily allowance for business travel?", "finance/travel-expense-policy.docx", "65 euros", ""),
-    ("Which company supplies the Kestrel detector?", "operations/supplier-list.docx", "Brightwater", ""),
-    ("How many deals are in the second-quarter sales pipeline?", "sales/q2-pipeline.docx", "42 deals", ""),
+    (
+        "What is the daily allowance for business travel?",
+        "finance/travel-expense-policy.docx",
+        "65 euros",
+        "",
+    ),
+    (
+        "Which company supplies the Kestrel detector?",
+        "operations/supplier-list.docx",
+        "Brightwater",
+        "",
+    ),
+    (
+        "How many deals are in the second-quarter sales pipeline?",
+        "sales/q2-pipeline.docx",
+        "42 deals",
+        "",
+    ),
     ("How long is the Kestrel warranty?", "product/kestrel-faq.md", "three years", ""),
     ("Who distributes Halvard products in Japan?", "sales/distributors.md", "Kaito Optics", ""),
 )
@@ -223,7 +273,10 @@ def write_share(share: Path = SHARE) -> None:
     pdf_file(
         share / "hr/parental-leave.pdf",
         "Parental leave",
-        [("", "Effective: 2025-09-01"), ("Pay", "Parents receive 16 weeks of paid parental leave.")],
+        [
+            ("", "Effective: 2025-09-01"),
+            ("Pay", "Parents receive 16 weeks of paid parental leave."),
+        ],
     )
     docx_file(
         share / "it/password-policy.docx",
@@ -275,10 +328,7 @@ def write_share(share: Path = SHARE) -> None:
     )
     QUESTIONS_FILE.write_text(
         json.dumps(
-            [
-                {"question": q, "document": d, "fact": f, "stale": s}
-                for q, d, f, s in QUESTIONS
-            ],
+            [{"question": q, "document": d, "fact": f, "stale": s} for q, d, f, s in QUESTIONS],
             indent=2,
             ensure_ascii=False,
         )

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -73,8 +72,6 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
     store = SettingsStore(args.config) if args.config else SettingsStore()
     for problem in store.problems:
         print(f"warning: {problem.message}", file=err)
-    # pypdf reports every oddity of a damaged PDF; the index report already names the file.
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
         with Workspace.from_config(folder, store.config().workspace) as workspace:
             progress = _ProgressLine(err) if err.isatty() else None

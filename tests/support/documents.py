@@ -26,7 +26,7 @@ def docx_file(
     table: Table = (),
 ) -> Path:
     """A Word file: ``title`` as its Title, then each (heading, paragraph), then ``table``."""
-    import docx  # noqa: PLC0415
+    import docx
 
     document = docx.Document()
     document.add_heading(title, 0)
@@ -47,7 +47,7 @@ def docx_file(
 
 def xlsx_file(path: Path, sheets: Sequence[tuple[str, Table]]) -> Path:
     """A workbook with one sheet per (name, rows); ``None`` leaves a cell empty."""
-    import openpyxl  # noqa: PLC0415
+    import openpyxl
 
     workbook = openpyxl.Workbook()
     workbook.remove(workbook.active)
@@ -62,7 +62,7 @@ def xlsx_file(path: Path, sheets: Sequence[tuple[str, Table]]) -> Path:
 
 def pptx_file(path: Path, slides: Sequence[tuple[str, str, str]]) -> Path:
     """A presentation with one slide per (title, body, speaker notes)."""
-    import pptx  # noqa: PLC0415
+    import pptx
 
     presentation = pptx.Presentation()
     for title, body, notes in slides:
@@ -77,7 +77,7 @@ def pptx_file(path: Path, slides: Sequence[tuple[str, str, str]]) -> Path:
 
 
 def _odf_table(name: str, rows: Table) -> object:
-    from odf import table, text  # noqa: PLC0415
+    from odf import table, text
 
     grid = table.Table(name=name)
     for row in rows:
@@ -94,8 +94,8 @@ def _odf_table(name: str, rows: Table) -> object:
 def odt_file(
     path: Path, title: str, sections: Sequence[tuple[str, str]], table: Table = ()
 ) -> Path:
-    from odf import text  # noqa: PLC0415
-    from odf.opendocument import OpenDocumentText  # noqa: PLC0415
+    from odf import text
+    from odf.opendocument import OpenDocumentText
 
     document = OpenDocumentText()
     document.text.addElement(text.H(outlinelevel=1, text=title))
@@ -112,7 +112,7 @@ def odt_file(
 
 
 def ods_file(path: Path, sheets: Sequence[tuple[str, Table]]) -> Path:
-    from odf.opendocument import OpenDocumentSpreadsheet  # noqa: PLC0415
+    from odf.opendocument import OpenDocumentSpreadsheet
 
     document = OpenDocumentSpreadsheet()
     for name, rows in sheets:
@@ -124,9 +124,9 @@ def ods_file(path: Path, sheets: Sequence[tuple[str, Table]]) -> Path:
 
 def odp_file(path: Path, slides: Sequence[tuple[str, str]]) -> Path:
     """A presentation with one page per (title, body)."""
-    from odf import draw, style, text  # noqa: PLC0415
-    from odf.namespaces import PRESENTATIONNS  # noqa: PLC0415
-    from odf.opendocument import OpenDocumentPresentation  # noqa: PLC0415
+    from odf import draw, style, text
+    from odf.namespaces import PRESENTATIONNS
+    from odf.opendocument import OpenDocumentPresentation
 
     document = OpenDocumentPresentation()
     layout = style.PageLayout(name="Layout")
@@ -148,11 +148,9 @@ def odp_file(path: Path, slides: Sequence[tuple[str, str]]) -> Path:
     return path
 
 
-def epub_file(
-    path: Path, title: str, chapters: Sequence[tuple[str, str]], date: str = ""
-) -> Path:
+def epub_file(path: Path, title: str, chapters: Sequence[tuple[str, str]], date: str = "") -> Path:
     """An EPUB with one chapter per (heading, paragraph)."""
-    from ebooklib import epub  # noqa: PLC0415
+    from ebooklib import epub
 
     book = epub.EpubBook()
     book.set_identifier(f"imprint-{path.stem}")
@@ -188,7 +186,7 @@ def rtf_file(path: Path, paragraphs: Sequence[str]) -> Path:
 
 def text_image(lines: Sequence[str], *, size: int = 40) -> object:
     """A white page image with ``lines`` drawn in black, as a scanner would give it."""
-    from PIL import Image, ImageDraw, ImageFont  # noqa: PLC0415
+    from PIL import Image, ImageDraw, ImageFont
 
     font = ImageFont.truetype(str(FONT), size)
     image = Image.new("RGB", (1400, 120 + len(lines) * size * 2), "white")
@@ -231,7 +229,7 @@ def zip_bomb(path: Path, member_bytes: int = 64 * 1024 * 1024) -> Path:
 def pdf_file(path: Path, title: str, sections: Sequence[tuple[str, str]]) -> Path:
     """A PDF with a text layer: ``title`` in its metadata and as a heading, then each (heading,
     paragraph). Written by fpdf2."""
-    from fpdf import FPDF  # noqa: PLC0415
+    from fpdf import FPDF
 
     pdf = FPDF()
     pdf.set_title(title)

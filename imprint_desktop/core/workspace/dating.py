@@ -48,8 +48,14 @@ _YEAR = r"((?:19|20)\d\d)"
 _DATES = (
     (re.compile(rf"\b{_YEAR}-(\d\d)-(\d\d)\b"), ("y", "m", "d")),
     (re.compile(rf"\b{_YEAR}/(\d\d)/(\d\d)\b"), ("y", "m", "d")),
-    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? {_MONTH},? {_YEAR}\b", re.IGNORECASE), ("d", "M", "y")),
-    (re.compile(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?,? {_YEAR}\b", re.IGNORECASE), ("M", "d", "y")),
+    (
+        re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? {_MONTH},? {_YEAR}\b", re.IGNORECASE),
+        ("d", "M", "y"),
+    ),
+    (
+        re.compile(rf"\b{_MONTH} (\d{{1,2}})(?:st|nd|rd|th)?,? {_YEAR}\b", re.IGNORECASE),
+        ("M", "d", "y"),
+    ),
     (re.compile(rf"\b{_MONTH},? {_YEAR}\b", re.IGNORECASE), ("M", "y")),
     (re.compile(rf"\b{_YEAR}-(\d\d)\b"), ("y", "m")),
 )
@@ -58,9 +64,11 @@ _STATED = re.compile(
     r"last (?:modified|changed|reviewed)|approved|valid from)\b",
     re.IGNORECASE,
 )
-#: Lines at the top of a document where it states its own date.
+#: Lines at the top of a document where it states its own date, and how much of each is read.
 _HEADER_LINES = 40
 _FIRST_LINES = 12
+_LINE_CHARS = 240
+_A_YEAR = re.compile(r"(?:19|20)\d\d")
 
 _SUPERSEDED_WORDS = ("archive", "archived", "superseded", "obsolete", "deprecated", "outdated")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -72,16 +80,19 @@ _VERSION_TOKENS = re.compile(
 
 def stated_date(lines: Sequence[str]) -> str:
     """The date the document states near its top (ISO, ``2026-03-14`` or ``2026-03``), or ""."""
-    head = [line for line in lines[:_HEADER_LINES] if line.strip()]
-    for line in head:
+    head = [line[:_LINE_CHARS] for line in lines[:_HEADER_LINES] if line.strip()]
+    # A cheap test before the patterns: a line without a year states no date.
+    candidates = [(index, line) for index, line in enumerate(head) if _A_YEAR.search(line)]
+    for _index, line in candidates:
         if _STATED.search(line):
             found = _first_date(line)
             if found:
                 return found
-    for line in head[:_FIRST_LINES]:
-        found = _first_date(line)
-        if found:
-            return found
+    for index, line in candidates:
+        if index < _FIRST_LINES:
+            found = _first_date(line)
+            if found:
+                return found
     return ""
 
 

@@ -211,5 +211,3 @@ def _rst_title(lines: tuple[str, ...]) -> str | None:
         ):
             return line
     return None
-
-

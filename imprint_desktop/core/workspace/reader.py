@@ -26,8 +26,9 @@ from imprint_desktop.core.workspace.isolation import (
 class DocumentReader:
     """Reads documents, starting the worker at the first file that needs it and keeping it.
 
-    Any thread may read; isolated formats go through the one worker one at a time. Close it (or use ``with``)
-    to stop the worker: leaving the ``with`` block on an error kills it without waiting.
+    Any thread may read; isolated formats go through the one worker one at a time. Close it (or
+    use ``with``) to stop the worker: leaving the ``with`` block on an error kills it without
+    waiting.
     """
 
     def __init__(self, limits: ExtractionLimits = DEFAULT_LIMITS) -> None:

@@ -62,7 +62,7 @@ class SearchHit:
 
     @property
     def currency(self) -> str:
-        """"dated 2026-02-10", "modified 2025-11-03; looks superseded: …" (see :mod:`.dating`)."""
+        """ "dated 2026-02-10", "modified 2025-11-03; looks superseded: …" (see :mod:`.dating`)."""
         return currency(self.date, self.dated, self.superseded)
 
 

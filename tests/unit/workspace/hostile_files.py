@@ -1,9 +1,10 @@
-"""Files and PDF readers that misbehave, for the indexing tests.
+"""Files and document readers that misbehave, for the indexing tests.
 
-:func:`slow_pdf` writes a real, valid PDF that pypdf reads for minutes: every page shares one small
-compressed content stream that inflates to millions of text operators. The readers stand in for
-pypdf inside the worker process (``ExtractionLimits.reader``; the worker imports them by name) to
-make a file hang, exhaust memory or kill the worker, whichever the test needs.
+:func:`slow_pdf` writes a real, valid PDF that takes PDFium seconds a page (and pypdf minutes):
+every page shares one small compressed content stream that inflates to millions of text
+operators. The readers stand in for the document libraries inside the worker process
+(``ExtractionLimits.reader``; the worker imports them by name) to make a file hang, exhaust memory
+or kill the worker, whichever the test needs.
 """
 
 from __future__ import annotations

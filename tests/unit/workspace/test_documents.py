@@ -50,7 +50,10 @@ def office(tmp_path: Path) -> Path:
     documents.docx_file(
         root / "brief.docx",
         "Product brief: Falcon",
-        [("Pricing", "The Falcon sells for 56,000 dollars per unit."), ("Launch", "It ships in May.")],
+        [
+            ("Pricing", "The Falcon sells for 56,000 dollars per unit."),
+            ("Launch", "It ships in May."),
+        ],
         [("Region", "Units", "Owner"), ("North", "120", "Okafor"), ("South", "95", "Lindqvist")],
     )
     documents.xlsx_file(
@@ -71,9 +74,7 @@ def office(tmp_path: Path) -> Path:
     )
     documents.pptx_file(
         root / "deck.pptx",
-        [
-            (f"Topic {n}", f"Point {n}", "") for n in range(1, 4)
-        ]
+        [(f"Topic {n}", f"Point {n}", "") for n in range(1, 4)]
         + [("Roadmap", "The gyroscope module arrives next", "Mention the marmalade budget")],
     )
     documents.odt_file(
@@ -82,10 +83,17 @@ def office(tmp_path: Path) -> Path:
         [("Allowance", "Staff take 27 days of leave.")],
         [("Grade", "Days"), ("Junior", "25"), ("Senior", "29")],
     )
-    documents.ods_file(root / "budget.ods", [("Costs", [("Dept", "Amount"), ("Plumbing", 5000), ("Hosting", 3100)])])
-    documents.odp_file(root / "talk.odp", [("Welcome", "Hello all"), ("Harbour plan", "Dredging starts in June")])
+    documents.ods_file(
+        root / "budget.ods",
+        [("Costs", [("Dept", "Amount"), ("Plumbing", 5000), ("Hosting", 3100)])],
+    )
+    documents.odp_file(
+        root / "talk.odp", [("Welcome", "Hello all"), ("Harbour plan", "Dredging starts in June")]
+    )
     documents.epub_file(
-        root / "book.epub", "The Lighthouse Book", [("Beginnings", "Keepers trimmed wicks."), ("Storms", "The cormorant returned.")],
+        root / "book.epub",
+        "The Lighthouse Book",
+        [("Beginnings", "Keepers trimmed wicks."), ("Storms", "The cormorant returned.")],
         date="2024-05-01",
     )
     documents.rtf_file(root / "memo.rtf", ["Quarterly memo", "The ferry leaves at noon sharp."])
@@ -99,7 +107,11 @@ def test_every_office_format_is_indexed_with_its_structure(office: Path) -> None
         assert report.documents == 8
 
         price = best(index, "Falcon price dollars unit")
-        assert (price.path, price.title, price.section) == ("brief.docx", "Product brief: Falcon", "Pricing")
+        assert (price.path, price.title, price.section) == (
+            "brief.docx",
+            "Product brief: Falcon",
+            "Pricing",
+        )
         row = best(index, "Lindqvist")
         assert "Region: South; Units: 95; Owner: Lindqvist" in row.text  # a row under its header
 
@@ -120,7 +132,11 @@ def test_every_office_format_is_indexed_with_its_structure(office: Path) -> None
         dredging = best(index, "dredging")
         assert (dredging.path, dredging.place) == ("talk.odp", "slide 2")
         storm = best(index, "cormorant")
-        assert (storm.path, storm.place, storm.title) == ("book.epub", "chapter 2", "The Lighthouse Book")
+        assert (storm.path, storm.place, storm.title) == (
+            "book.epub",
+            "chapter 2",
+            "The Lighthouse Book",
+        )
         assert (storm.date, storm.dated) == ("2024-05-01", "stated")
         assert best(index, "ferry noon").path == "memo.rtf"
 
@@ -128,7 +144,7 @@ def test_every_office_format_is_indexed_with_its_structure(office: Path) -> None
 def test_office_files_are_read_in_the_isolated_reader(office: Path) -> None:
     """A reader that never returns stands for a parser stuck on a hostile file: the index gives up
     on each at the time limit instead of hanging, as it does for PDFs."""
-    from tests.unit.workspace import hostile_files  # noqa: PLC0415
+    from tests.unit.workspace import hostile_files
 
     for path in office.iterdir():
         path.write_bytes(path.read_bytes() + hostile_files.MARKER)
@@ -173,8 +189,14 @@ def test_a_scan_without_ocr_is_reported_not_silently_indexed_as_empty(tmp_path: 
         report = index.update()
         assert report.documents == 1  # a scan is not counted as indexed
         assert problems(report) == {
-            "scan.pdf": ("no_text", "it has no text layer (a scan?); OCR is turned off (workspace.ocr)"),
-            "receipt.png": ("no_text", "an image has no text layer; OCR is turned off (workspace.ocr)"),
+            "scan.pdf": (
+                "no_text",
+                "it has no text layer (a scan?); OCR is turned off (workspace.ocr)",
+            ),
+            "receipt.png": (
+                "no_text",
+                "an image has no text layer; OCR is turned off (workspace.ocr)",
+            ),
         }
         assert index.problems() == list(report.problems)  # kept until the file changes
 
@@ -196,7 +218,7 @@ def test_ocr_reads_scanned_pdf_pages_and_images(tmp_path: Path) -> None:
 def test_ocr_time_grows_page_by_page(tmp_path: Path) -> None:
     """Each page announced (as OCR announces its pages) gets the page's allowance: a long scan is
     read to the end however far past the file's own limit it runs."""
-    from tests.unit.workspace import hostile_files  # noqa: PLC0415
+    from tests.unit.workspace import hostile_files
 
     root = tmp_path / "w"
     write(root, "long-scan.pdf", "placeholder").write_bytes(b"%PDF-1.4\n" + hostile_files.MARKER)
@@ -224,10 +246,22 @@ def test_documents_carry_their_date_and_whether_they_look_superseded(tmp_path: P
         "Falcon product brief",
         [("", "Date: 10 February 2026"), ("Pricing", "The Falcon costs 56,000 dollars.")],
     )
-    write(root, "product/brief-draft.md", "# Falcon brief (draft)\n\nUpdated 2026-01-20\n\nThe Falcon costs 54,000 dollars.\n")
-    write(root, "product/archive/concept.md", "# Falcon concept\n\nDate: March 2025\n\nThe Falcon costs 52,000 dollars.\n")
-    write(root, "finance/forecast-2025.md", "# Forecast\n\nAs of 2025-06-30 revenue is 3.1 million.\n")
-    write(root, "finance/forecast-2026.md", "# Forecast\n\nAs of 2026-06-30 revenue is 3.4 million.\n")
+    write(
+        root,
+        "product/brief-draft.md",
+        "# Falcon brief (draft)\n\nUpdated 2026-01-20\n\nThe Falcon costs 54,000 dollars.\n",
+    )
+    write(
+        root,
+        "product/archive/concept.md",
+        "# Falcon concept\n\nDate: March 2025\n\nThe Falcon costs 52,000 dollars.\n",
+    )
+    write(
+        root, "finance/forecast-2025.md", "# Forecast\n\nAs of 2025-06-30 revenue is 3.1 million.\n"
+    )
+    write(
+        root, "finance/forecast-2026.md", "# Forecast\n\nAs of 2026-06-30 revenue is 3.4 million.\n"
+    )
     write(root, "stations/old-quay.md", "# Old Quay\n\nThe quay light is automatic.\n")
     undated = write(root, "notes.md", "# Notes\n\nNothing dated here about falcons.\n")
     os.utime(undated, (1_700_000_000, 1_700_000_000))
@@ -264,14 +298,18 @@ def test_documents_carry_their_date_and_whether_they_look_superseded(tmp_path: P
 def test_search_results_show_the_model_each_passages_date_and_standing(tmp_path: Path) -> None:
     root = tmp_path / "w"
     write(root, "brief.md", "# Brief\n\nDate: 2026-02-10\n\nThe Falcon costs 56,000 dollars.\n")
-    write(root, "archive/brief.md", "# Brief\n\nDate: 2025-03-01\n\nThe Falcon costs 52,000 dollars.\n")
+    write(
+        root,
+        "archive/brief.md",
+        "# Brief\n\nDate: 2025-03-01\n\nThe Falcon costs 52,000 dollars.\n",
+    )
     with Workspace(root, extraction=NO_OCR) as workspace:
         workspace.index.update()
         toolbox = Toolbox(workspace, make_config().tools, None)
         result = run_tool(toolbox, "search_workspace", {"query": "Falcon costs"})
     assert "brief.md, lines 1-5 — Brief (dated 2026-02-10)" in result.content
     assert (
-        'archive/brief.md, lines 1-5 — Brief (dated 2025-03-01; looks superseded: its folder says '
+        "archive/brief.md, lines 1-5 — Brief (dated 2025-03-01; looks superseded: its folder says "
         '"archive")' in result.content
     )
     assert "the current one holds" in result.content

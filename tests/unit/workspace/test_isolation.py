@@ -62,7 +62,7 @@ def test_a_pdf_that_takes_too_long_is_skipped_then_tried_again_only_once_it_chan
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slow = folder / "c-slow.pdf"
-    slow.write_bytes(hostile_files.slow_pdf())  # real pypdf, minutes of work
+    slow.write_bytes(hostile_files.slow_pdf())  # real PDFium, seconds a page
     with WorkspaceIndex(folder, extraction=QUICK) as index:
         first = index.update()
         assert "took longer than 2 s" in reasons(first)["c-slow.pdf"]

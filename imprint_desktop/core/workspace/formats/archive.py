@@ -30,7 +30,9 @@ def checked_zip(data: bytes, kind: str, *, max_bytes: int = MAX_EXPANDED_BYTES) 
         with zipfile.ZipFile(io.BytesIO(data)) as container:
             members = container.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as error:
-        raise DocumentError(f"it is not a readable {kind} file (damaged ZIP container: {error})")
+        raise DocumentError(
+            f"it is not a readable {kind} file (damaged ZIP container: {error})"
+        ) from error
     if len(members) > MAX_MEMBERS:
         raise DocumentError(
             f"refused as a likely ZIP bomb: it holds {len(members):,} parts "

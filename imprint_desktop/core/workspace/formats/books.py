@@ -58,7 +58,7 @@ def read_rtf(data: bytes, stem: str) -> Extracted:
     from striprtf.striprtf import rtf_to_text  # noqa: PLC0415 - imported when RTF is met
 
     text, _encoding = decode(data)
-    plain = rtf_to_text(text, errors="replace")
+    plain = str(rtf_to_text(text, errors="replace"))  # type: ignore[no-untyped-call]
     writer = LineWriter()
     for line in split_lines(plain):
         writer.paragraph(line)

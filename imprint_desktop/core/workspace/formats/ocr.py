@@ -32,7 +32,7 @@ _announce: Callable[[float], None] | None = None
 
 def configure(settings: OcrSettings, announce: Callable[[float], None] | None = None) -> None:
     """Set, in the worker, whether and how pages are recognised, and who is told before each."""
-    global _settings, _announce  # noqa: PLW0603 - one worker, one configuration
+    global _settings, _announce
     _settings, _announce = settings, announce
 
 

@@ -29,17 +29,29 @@ def read_docx(data: bytes, stem: str) -> Extracted:
     from docx.text.paragraph import Paragraph  # noqa: PLC0415
 
     document = docx.Document(io.BytesIO(data))
+    # Paragraph.style looks the style up in the styles part on every call (most of the reading
+    # time of a long document); each style id's name is looked up once instead.
+    styles = document.styles.element
+    names: dict[str, str] = {}
+
+    def name_of(style_id: str) -> str:
+        if style_id not in names:
+            element = styles.get_by_id(style_id)
+            # The name as stored: lower case for built-in styles ("heading 1").
+            names[style_id] = (element.name_val or "").lower() if element is not None else ""
+        return names[style_id]
+
     writer = LineWriter()
     title = ""
     for block in document.iter_inner_content():
         if isinstance(block, Paragraph):
-            style = (block.style.name if block.style is not None else "") or ""
+            style = name_of(block._p.style or "")
             level = _heading_level(style)
             if level is not None:
                 title = title or (one_line(block.text) if level <= 1 else "")
                 writer.heading(block.text, level)
             else:
-                writer.paragraph(block.text, bullet="List" in style)
+                writer.paragraph(block.text, bullet="list" in style)
         elif isinstance(block, Table):
             writer.table(_docx_rows(block), merges=True)
     for section in document.sections:  # headers and footers often carry the date and status
@@ -52,10 +64,11 @@ def read_docx(data: bytes, stem: str) -> Extracted:
 
 
 def _heading_level(style: str) -> int | None:
-    if style == "Title":
+    """The heading level a (lower-case) style name gives a paragraph, or None for body text."""
+    if style == "title":
         return 1
-    if style.startswith("Heading"):
-        digits = style.removeprefix("Heading").strip()
+    if style.startswith("heading"):
+        digits = style.removeprefix("heading").strip()
         return int(digits) if digits.isdigit() else 1
     return None
 
@@ -145,6 +158,5 @@ def _cell(value: object) -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if hasattr(value, "isoformat"):
-        text = value.isoformat()
-        return text.removesuffix("T00:00:00")
+        return str(value.isoformat()).removesuffix("T00:00:00")
     return str(value)

@@ -115,7 +115,10 @@ def _table_rows(table: Any) -> tuple[list[list[str]], list[int], bool]:
         repeat = int(row.getAttrNS(_TABLE, "number-rows-repeated") or 1)
         cells: list[str] = []
         for cell in row.childNodes:
-            if getattr(cell, "qname", None) not in ((_TABLE, "table-cell"), (_TABLE, "covered-table-cell")):
+            if getattr(cell, "qname", None) not in (
+                (_TABLE, "table-cell"),
+                (_TABLE, "covered-table-cell"),
+            ):
                 continue
             copies = int(cell.getAttrNS(_TABLE, "number-columns-repeated") or 1)
             text = one_line(_text(cell))
@@ -140,7 +143,11 @@ def _rows(table: Any) -> Iterator[Any]:
         qname = getattr(child, "qname", None)
         if qname == (_TABLE, "table-row"):
             yield child
-        elif qname in ((_TABLE, "table-header-rows"), (_TABLE, "table-rows"), (_TABLE, "table-row-group")):
+        elif qname in (
+            (_TABLE, "table-header-rows"),
+            (_TABLE, "table-rows"),
+            (_TABLE, "table-row-group"),
+        ):
             yield from _rows(child)
 
 

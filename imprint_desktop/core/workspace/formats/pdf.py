@@ -98,8 +98,10 @@ def _title(document: object) -> str | None:
 def _gaps(count: int, without_text: list[int], gave_up: list[int]) -> str:
     parts = []
     if without_text:
-        what = "it has no text layer" if len(without_text) == count else (
-            f"{page_list(without_text)} of {count} have no text layer"
+        what = (
+            "it has no text layer"
+            if len(without_text) == count
+            else (f"{page_list(without_text)} of {count} have no text layer")
         )
         parts.append(f"{what} (a scan?); {ocr.why_not() or 'OCR stopped at its page limit'}")
     if gave_up:
@@ -127,7 +129,9 @@ def read_image(data: bytes, stem: str) -> Extracted:
 
     reason = ocr.why_not()
     if reason:
-        return LineWriter().result(stem, encoding="image", gaps=f"an image has no text layer; {reason}")
+        return LineWriter().result(
+            stem, encoding="image", gaps=f"an image has no text layer; {reason}"
+        )
     import io  # noqa: PLC0415
 
     writer = LineWriter()

@@ -207,9 +207,7 @@ class LineWriter:
             self.places[-1] = Place(last.start, last.name, tuple(self._rows))
         self._rows = None
 
-    def result(
-        self, title: str, *, encoding: str, date: str = "", gaps: str = ""
-    ) -> Extracted:
+    def result(self, title: str, *, encoding: str, date: str = "", gaps: str = "") -> Extracted:
         self._close_place()
         while self.lines and not self.lines[-1]:
             self.lines.pop()
