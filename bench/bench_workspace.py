@@ -19,6 +19,9 @@ measures, against targets:
   process: documents per second, and the peak memory of the indexing process and of its reader
   worker, each against the same figures for as many Markdown files measured in the same run.
 
+``--markitdown`` also times markitdown (when installed) on the same files, against the readers the
+index uses, in this process.
+
 Run ``python bench/bench_workspace.py`` (``--docs``, ``--large-docs`` to change the corpus sizes,
 ``--large-docs 0`` to skip the memory run, ``--pdfs 0`` to skip the PDFs, ``--per-format 0`` to
 skip the mixed formats). Exits 1 when a target is missed.
@@ -293,7 +296,7 @@ def generate_formats(folder: Path, count: int, words: list[str]) -> dict[str, Pa
     return folders
 
 
-def measure_formats(count: int, words: list[str], scratch: Path) -> None:
+def measure_formats(count: int, words: list[str], scratch: Path) -> dict[str, Path]:
     """Documents per second and peak memory per format, against Markdown in the same run."""
     started = time.perf_counter()
     folders = generate_formats(scratch / "formats", count, words)
@@ -315,6 +318,40 @@ def measure_formats(count: int, words: list[str], scratch: Path) -> None:
             f"reader worker {figures['worker_rss_mb']:4.0f} MB"
             + (f", {figures['problems']:.0f} not read" if figures["problems"] else "")
         )
+    return folders
+
+
+def compare_markitdown(folders: dict[str, Path]) -> None:
+    """Milliseconds per file for the index's readers and for markitdown, in this process."""
+    import warnings  # noqa: PLC0415
+
+    from markitdown import MarkItDown  # noqa: PLC0415
+
+    from imprint_desktop.core.workspace import extract  # noqa: PLC0415
+
+    converter = MarkItDown()
+    readers = {
+        "index": lambda path: "\n".join(extract(path.name, path.read_bytes()).lines),
+        "markitdown": lambda path: converter.convert(str(path)).text_content,
+    }
+    print("markitdown against the index's readers, in this process:")
+    for suffix, folder in folders.items():
+        files = sorted(folder.iterdir())
+        figures = []
+        for name, read in readers.items():
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    read(files[0])
+                    began = time.perf_counter()
+                    for path in files:
+                        read(path)
+                figures.append(
+                    f"{name} {(time.perf_counter() - began) / len(files) * 1000:6.1f} ms"
+                )
+            except Exception as error:  # a format it cannot read
+                figures.append(f"{name} cannot read it ({type(error).__name__})")
+        print(f"  {suffix:<5} " + "   ".join(figures))
 
 
 def measure_memory(corpus: Path, small: int, large: int, scratch: Path) -> list[str]:
@@ -338,6 +375,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--pdfs", type=int, default=40)
     parser.add_argument("--per-format", type=int, default=40)
+    parser.add_argument("--markitdown", action="store_true", help="time markitdown too")
     parser.add_argument("--index-only", nargs=2, metavar=("FOLDER", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.index_only:
@@ -354,7 +392,9 @@ def main() -> int:
         if args.pdfs:
             measure_pdfs(args.pdfs, scratch)
         if args.per_format:
-            measure_formats(args.per_format, words, scratch)
+            folders = measure_formats(args.per_format, words, scratch)
+            if args.markitdown:
+                compare_markitdown(folders)
         if args.large_docs:
             failures += measure_memory(corpus, args.docs, args.large_docs, scratch)
     finally:
