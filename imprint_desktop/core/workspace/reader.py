@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 
 from imprint_desktop.core.workspace.extract import ISOLATED, Extracted, extract, format_for
+from imprint_desktop.core.workspace.formats import ocr
 from imprint_desktop.core.workspace.isolation import (
     DEFAULT_LIMITS,
     ExtractionLimits,
@@ -45,6 +46,11 @@ class DocumentReader:
     def close(self) -> None:
         with self._lock:
             self._pdfs.close()
+
+    @property
+    def ocr_ready(self) -> bool:
+        """Whether pages without text are recognised: OCR is on and tesseract is installed."""
+        return self._pdfs.limits.ocr and ocr.tesseract_installed()
 
     @staticmethod
     def isolated(name: str) -> bool:

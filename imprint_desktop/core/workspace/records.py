@@ -23,6 +23,7 @@ from imprint_desktop.core.errors import DocumentError
 from imprint_desktop.core.workspace import dating
 from imprint_desktop.core.workspace.extract import Extracted, format_for
 from imprint_desktop.core.workspace.files import FileEntry
+from imprint_desktop.core.workspace.formats import ocr
 from imprint_desktop.core.workspace.passages import split_passages
 
 
@@ -56,6 +57,8 @@ class Known:
     mtime_ns: int
     digest: str
     title: str
+    #: Why it was read without text for want of OCR ("" otherwise): read again once OCR is there.
+    waits_for_ocr: bool = False
 
 
 #: How each kind of problem is counted, in this order: in a list of counts, and as a sentence
@@ -88,8 +91,11 @@ def problem_summary(problems: Sequence[IndexProblem]) -> str:
 
 def known_files(db: sqlite3.Connection) -> dict[str, Known]:
     """Every file the index has a row for, by path."""
-    rows = db.execute("SELECT path, id, size, mtime_ns, digest, title FROM files")
-    return {row[0]: Known(*row[1:]) for row in rows}
+    rows = db.execute("SELECT path, id, size, mtime_ns, digest, title, note FROM files")
+    return {
+        path: Known(file_id, size, mtime_ns, digest, title, ocr.waits_for_ocr(note))
+        for path, file_id, size, mtime_ns, digest, title, note in rows
+    }
 
 
 def store(

@@ -215,6 +215,21 @@ def test_ocr_reads_scanned_pdf_pages_and_images(tmp_path: Path) -> None:
         assert best(index, "Quentin").path == "receipt.png"
 
 
+@needs_tesseract
+def test_a_scan_read_without_ocr_is_read_again_once_ocr_is_on(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    documents.scanned_pdf(root / "scan.pdf", [["Invoice number 4471"]])
+    db_path = tmp_path / "index.sqlite3"
+    with WorkspaceIndex(root, db_path=db_path, extraction=NO_OCR) as index:
+        assert problems(index.update())["scan.pdf"][0] == "no_text"
+        assert index.update().updated == 0  # unchanged, and OCR still off: not read again
+    with WorkspaceIndex(root, db_path=db_path) as index:
+        report = index.update()
+        assert (report.updated, report.problems) == (1, ())
+        assert best(index, "invoice").path == "scan.pdf"
+        assert index.update().updated == 0  # read with OCR: not again
+
+
 def test_ocr_time_grows_page_by_page(tmp_path: Path) -> None:
     """Each page announced (as OCR announces its pages) gets the page's allowance: a long scan is
     read to the end however far past the file's own limit it runs."""

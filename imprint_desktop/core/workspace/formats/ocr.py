@@ -41,13 +41,22 @@ def tesseract_installed() -> bool:
     return shutil.which("tesseract") is not None
 
 
+_OFF = "OCR is turned off (workspace.ocr)"
+_MISSING = "OCR needs the tesseract program, which is not installed"
+
+
 def why_not() -> str:
     """Why pages without text are not recognised, or empty when they are."""
     if not _settings.enabled:
-        return "OCR is turned off (workspace.ocr)"
+        return _OFF
     if not tesseract_installed():
-        return "OCR needs the tesseract program, which is not installed"
+        return _MISSING
     return ""
+
+
+def waits_for_ocr(reason: str) -> bool:
+    """Whether a file's reason says it went unread only for want of OCR (see :func:`why_not`)."""
+    return _OFF in reason or _MISSING in reason
 
 
 def announce_page() -> None:
