@@ -20,9 +20,10 @@ from imprint_desktop.core.workspace.formats import ocr
 MARKER = b"%IMPRINT-HOSTILE"
 
 
-def slow_pdf(pages: int = 4, operators: int = 500_000) -> bytes:
+def slow_pdf(pages: int = 24, operators: int = 500_000) -> bytes:
     """A well-formed PDF of ``pages`` pages, each drawing ``operators`` text operators from the
-    same content stream: about 40 KB on disk, 16 MB of operators per page once inflated."""
+    same content stream: about 40 KB on disk, 16 MB of operators per page once inflated, over a
+    second of PDFium's time per page, so more than the default limit for the whole file."""
     content = b"BT /F1 12 Tf 10 10 Td (x) Tj ET\n" * operators
     stream = zlib.compress(content, 9)
     font = 3 + pages + 1
