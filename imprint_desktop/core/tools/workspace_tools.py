@@ -72,20 +72,24 @@ def read_document(
         end += 1
     end = max(end, start_line)  # always at least one line, however long (render cuts it)
     lines = document.lines[start_line - 1 : end]
+    currency = workspace.index.currency(relative)
     items = []
     for passage in split_passages(lines):
         first, final = passage.start_line + start_line - 1, passage.end_line + start_line - 1
-        page = document.page_of(first)
-        where = f"lines {first}-{final}" if page is None else f"page {page}, lines {first}-{final}"
-        items.append(EvidenceItem(relative, where, passage.text, document.title))
+        page, place = document.page_of(first), document.place_of(first, final)
+        where = f"lines {first}-{final}"
+        if place or page is not None:
+            where = f"{place or f'page {page}'}, {where}"
+        items.append(EvidenceItem(relative, where, passage.text, document.title, currency))
     footer = ""
     if end < total:
         footer = (
             f"(Lines {end + 1}-{total} not shown: call read_document with start_line={end + 1}"
             " to continue.)"
         )
+    standing = f" ({currency})" if currency else ""
     return Output(
-        f"{relative} — {document.title} — lines {start_line}-{end} of {total}.",
+        f"{relative} — {document.title}{standing} — lines {start_line}-{end} of {total}.",
         items,
         footer,
         status="ok" if items else "empty",

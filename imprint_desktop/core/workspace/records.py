@@ -209,6 +209,14 @@ def remove(db: sqlite3.Connection, old: Known) -> None:
 # --- what the index answers -----------------------------------------------------------------------
 
 
+def currency_of(db: sqlite3.Connection, path: str) -> str:
+    """How the indexed document at ``path`` stands (:func:`.dating.currency`), "" if unknown."""
+    row = db.execute(
+        "SELECT date, dated, superseded FROM files WHERE path = ? AND status = 'ok'", (path,)
+    ).fetchone()
+    return "" if row is None else dating.currency(*row)
+
+
 def document_count(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT count(*) FROM files WHERE status = 'ok'").fetchone()[0])
 

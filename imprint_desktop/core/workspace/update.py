@@ -48,7 +48,8 @@ class IndexProgress:
 
 @dataclass(frozen=True, slots=True)
 class IndexReport:
-    """What an update did. ``problems`` lists every file the index currently cannot use."""
+    """What an update did. ``problems`` lists every file the index currently cannot fully use:
+    skipped, read without text, or read only in part (:class:`~.records.IndexProblem`)."""
 
     documents: int
     added: int

@@ -343,3 +343,16 @@ def test_extract_reads_a_stated_date_near_the_top() -> None:
     }
     for text, date in cases.items():
         assert extract("memo.md", text.encode()).date == date, text
+
+
+def test_read_document_names_slides_and_sheets_and_the_documents_standing(office: Path) -> None:
+    os.utime(office / "deck.pptx", (1_700_000_000, 1_700_000_000))
+    with Workspace(office, extraction=NO_OCR) as workspace:
+        workspace.index.update()
+        toolbox = Toolbox(workspace, make_config().tools, None)
+        deck = run_tool(toolbox, "read_document", {"path": "deck.pptx"})
+        sheet = run_tool(toolbox, "read_document", {"path": "figures.xlsx"})
+    assert deck.content.startswith("deck.pptx — Topic 1 (modified 2023-11-14) — lines 1-")
+    assert [item.location.split(",")[0] for item in deck.evidence][-1] == "slide 4"
+    assert {item.currency for item in deck.evidence} == {"modified 2023-11-14"}
+    assert any(item.location.startswith("sheet Revenue, rows ") for item in sheet.evidence)
