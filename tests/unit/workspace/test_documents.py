@@ -356,3 +356,22 @@ def test_read_document_names_slides_and_sheets_and_the_documents_standing(office
     assert [item.location.split(",")[0] for item in deck.evidence][-1] == "slide 4"
     assert {item.currency for item in deck.evidence} == {"modified 2023-11-14"}
     assert any(item.location.startswith("sheet Revenue, rows ") for item in sheet.evidence)
+
+
+def test_a_superseded_passage_ranks_below_a_current_one_that_matches_about_as_well(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "w"
+    for number in range(6):  # other documents, so that the query's words are rare ones
+        write(root, f"notes/n{number}.md", f"# Note {number}\n\nThe harbour wall, part {number}.\n")
+    write(root, "pricing.md", "# Pricing\n\nThe Falcon list price is 56,000 dollars.\n")
+    write(
+        root,
+        "archive/pricing.md",
+        "# Pricing\n\nThe Falcon list price was 52,000 dollars for the Falcon.\n",
+    )
+    with WorkspaceIndex(root, extraction=NO_OCR) as index:
+        index.update()
+        hits = index.search("Falcon list price", 2)
+    assert [hit.path for hit in hits] == ["pricing.md", "archive/pricing.md"]
+    assert hits[0].score > hits[1].score
