@@ -111,7 +111,9 @@ class EvidenceLedger:
         if limit_chars is not None:
             texts = _fair_cut(texts, limit_chars)
         return "\n\n".join(
-            f"[{view.id}] {view.source}, {view.location}:\n{text}"
+            f"[{view.id}] {view.source}, {view.location}"
+            + (f" ({view.currency})" if view.currency else "")
+            + f":\n{text}"
             for view, text in zip(views, texts, strict=True)
         )
 
