@@ -375,3 +375,38 @@ def test_a_superseded_passage_ranks_below_a_current_one_that_matches_about_as_we
         hits = index.search("Falcon list price", 2)
     assert [hit.path for hit in hits] == ["pricing.md", "archive/pricing.md"]
     assert hits[0].score > hits[1].score
+
+
+def test_a_sheets_repeated_rows_are_counted_not_expanded(tmp_path: Path) -> None:
+    """OpenDocument stores a sheet's empty tail (and copies of a row) as one row repeated: row
+    numbers count them, and a million empty rows cost nothing."""
+    from odf import table, text  # noqa: PLC0415
+    from odf.opendocument import OpenDocumentSpreadsheet  # noqa: PLC0415
+
+    def row(values: tuple[str, ...], repeated: int = 1) -> object:
+        line = table.TableRow(numberrowsrepeated=repeated) if repeated > 1 else table.TableRow()
+        for value in values:
+            cell = table.TableCell()
+            if value:
+                cell.addElement(text.P(text=value))
+            line.addElement(cell)
+        return line
+
+    document = OpenDocumentSpreadsheet()
+    sheet = table.Table(name="Stock")
+    for line in (
+        row(("Item", "Count")),
+        row(("", ""), 3),
+        row(("Bolts", "40"), 2),
+        row(("Nuts", "75")),
+        row(("", ""), 1_000_000),
+    ):
+        sheet.addElement(line)
+    document.spreadsheet.addElement(sheet)
+    path = tmp_path / "stock.ods"
+    document.save(str(path))
+    read = extract("stock.ods", path.read_bytes())
+    rows = [line for line in read.lines if line.startswith("Item: ")]
+    assert rows == ["Item: Bolts; Count: 40", "Item: Bolts; Count: 40", "Item: Nuts; Count: 75"]
+    nuts = read.lines.index("Item: Nuts; Count: 75") + 1
+    assert read.place_of(nuts, nuts) == "sheet Stock, row 7"
