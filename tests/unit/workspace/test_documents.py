@@ -380,8 +380,8 @@ def test_a_superseded_passage_ranks_below_a_current_one_that_matches_about_as_we
 def test_a_sheets_repeated_rows_are_counted_not_expanded(tmp_path: Path) -> None:
     """OpenDocument stores a sheet's empty tail (and copies of a row) as one row repeated: row
     numbers count them, and a million empty rows cost nothing."""
-    from odf import table, text  # noqa: PLC0415
-    from odf.opendocument import OpenDocumentSpreadsheet  # noqa: PLC0415
+    from odf import table, text
+    from odf.opendocument import OpenDocumentSpreadsheet
 
     def row(values: tuple[str, ...], repeated: int = 1) -> object:
         line = table.TableRow(numberrowsrepeated=repeated) if repeated > 1 else table.TableRow()
