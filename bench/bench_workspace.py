@@ -11,7 +11,16 @@ measures, against targets:
 - peak RSS of a process that only indexes 3,000 and then 30,000 documents (the second may be at
   most 1.5x the first: memory stays flat because each file is committed on its own);
 - PDFs per second: copies of the sample workspace's PDF report, each a little different, read in
-  the index's PDF worker process (issue 14; printed for comparison, no target).
+  the index's reader worker process (issue 14; printed for comparison, no target), and the same
+  PDFs' text taken in-process by pypdf and by pypdfium2 (issue 25: why the index uses PDFium);
+- a mixed-format corpus (issue 25): ``--per-format`` files of each format the index reads, written
+  by the format's own library (python-docx, openpyxl, python-pptx, odfpy, ebooklib, fpdf2, and
+  RTF by hand), each about the size of the Markdown documents, indexed format by format in a fresh
+  process: documents per second, and the peak memory of the indexing process and of its reader
+  worker, each against the same figures for as many Markdown files measured in the same run.
+
+``--markitdown`` also times markitdown (when installed) on the same files, against the readers the
+index uses, in this process.
 
 Retrieval (issue 26), on a real corpus shipped in ``bench/retrieval/`` (Flask 3.1.0's documentation,
 BSD-3-Clause, see ``SOURCE.md`` there) with questions written for it in two wordings (the
@@ -29,8 +38,8 @@ Spanish and Dutch:
 - a hybrid query's 95th percentile at ``--large-docs`` documents (<= 50 ms).
 
 Run ``python bench/bench_workspace.py`` (``--docs``, ``--large-docs`` to change the corpus sizes,
-``--large-docs 0`` to skip the memory run, ``--pdfs 0`` to skip the PDFs). Exits 1 when a target is
-missed.
+``--large-docs 0`` to skip the memory run, ``--pdfs 0`` to skip the PDFs, ``--per-format 0`` to
+skip the mixed formats). Exits 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -101,10 +110,23 @@ def index_only(folder: Path, db_path: Path) -> None:
 
     with WorkspaceIndex(folder, db_path=db_path) as index:
         report = index.update()
-    print(json.dumps({"documents": report.documents, "peak_rss_mb": peak_rss_mb()}))
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the reader worker, ended
+    scale = 1 if sys.platform == "darwin" else 1024
+    print(
+        json.dumps(
+            {
+                "documents": report.documents,
+                "problems": len(report.problems),
+                "seconds": report.seconds,
+                "peak_rss_mb": peak_rss_mb(),
+                "worker_rss_mb": children * scale / 2**20,
+            }
+        )
+    )
 
 
-def measure_rss(folder: Path, scratch: Path) -> float:
+def index_in_child(folder: Path, scratch: Path) -> dict[str, float]:
+    """Index ``folder`` in a fresh process; its documents, seconds and peak memory figures."""
     db_path = scratch / f"rss-{folder.name}.sqlite3"
     output = subprocess.run(
         [sys.executable, __file__, "--index-only", str(folder), str(db_path)],
@@ -112,7 +134,11 @@ def measure_rss(folder: Path, scratch: Path) -> float:
         capture_output=True,
         text=True,
     ).stdout
-    return float(json.loads(output)["peak_rss_mb"])
+    return {key: float(value) for key, value in json.loads(output).items()}
+
+
+def measure_rss(folder: Path, scratch: Path) -> float:
+    return index_in_child(folder, scratch)["peak_rss_mb"]
 
 
 def database_bytes(path: Path) -> int:
@@ -240,6 +266,158 @@ def measure_pdfs(count: int, scratch: Path) -> None:
         f"PDFs:               {result.documents} in {result.seconds:.2f} s = "
         f"{result.documents / result.seconds:.1f} PDFs/s ({len(result.problems)} skipped)"
     )
+    compare_pdf_libraries([path.read_bytes() for path in sorted(folder.iterdir())])
+
+
+def compare_pdf_libraries(pdfs: list[bytes]) -> None:
+    """The text of the same PDFs taken in this process by pypdf and by pypdfium2."""
+    import io  # noqa: PLC0415
+
+    import pypdf  # noqa: PLC0415
+    import pypdfium2  # noqa: PLC0415
+
+    def with_pypdf(data: bytes) -> int:
+        return sum(
+            len(page.extract_text() or "") for page in pypdf.PdfReader(io.BytesIO(data)).pages
+        )
+
+    def with_pdfium(data: bytes) -> int:
+        document = pypdfium2.PdfDocument(data)
+        try:
+            return sum(
+                len(document[number].get_textpage().get_text_range())
+                for number in range(len(document))
+            )
+        finally:
+            document.close()
+
+    timings = {}
+    for name, read in (("pypdf", with_pypdf), ("pypdfium2", with_pdfium)):
+        read(pdfs[0])  # imports and first-use costs out of the measure
+        began = time.perf_counter()
+        characters = sum(read(data) for data in pdfs)
+        timings[name] = time.perf_counter() - began
+        print(
+            f"  text by {name:<10} {len(pdfs) / timings[name]:6.1f} PDFs/s "
+            f"({characters // len(pdfs)} characters each)"
+        )
+    print(f"  pypdfium2 is {timings['pypdf'] / timings['pypdfium2']:.1f}x as fast as pypdf")
+
+
+def generate_formats(folder: Path, count: int, words: list[str]) -> dict[str, Path]:
+    """``count`` files of each format, about 3 KB of text each, in a folder per format."""
+    from tests.support import documents  # noqa: PLC0415
+
+    rng = random.Random(5)
+
+    def sentence() -> str:
+        return " ".join(rng.choices(words[:3000], k=rng.randint(12, 24))).capitalize() + "."
+
+    def paragraphs(total: int = 2800) -> list[str]:
+        out: list[str] = []
+        while sum(map(len, out)) < total:
+            out.append(" ".join(sentence() for _ in range(4)))
+        return out
+
+    def rows(number: int) -> list[tuple[object, ...]]:
+        header: list[tuple[object, ...]] = [("Region", "Item", "Amount", "Note")]
+        return header + [
+            (rng.choice(words), rng.choice(words), rng.randint(1, 99_999), sentence())
+            for _ in range(number)
+        ]
+
+    writers = {
+        "md": lambda path: path.write_text(
+            "# " + sentence() + "\n\n" + "\n\n".join(paragraphs()) + "\n", encoding="utf-8"
+        ),
+        "docx": lambda path: documents.docx_file(
+            path, sentence(), [(sentence(), text) for text in paragraphs()], rows(5)
+        ),
+        "odt": lambda path: documents.odt_file(
+            path, sentence(), [(sentence(), text) for text in paragraphs()], rows(5)
+        ),
+        "xlsx": lambda path: documents.xlsx_file(
+            path, [("Revenue", rows(20)), ("Costs", rows(10))]
+        ),
+        "ods": lambda path: documents.ods_file(path, [("Revenue", rows(20)), ("Costs", rows(10))]),
+        "pptx": lambda path: documents.pptx_file(
+            path, [(sentence(), text, sentence()) for text in paragraphs()]
+        ),
+        "odp": lambda path: documents.odp_file(path, [(sentence(), text) for text in paragraphs()]),
+        "epub": lambda path: documents.epub_file(
+            path, sentence(), [(sentence(), text) for text in paragraphs()]
+        ),
+        "rtf": lambda path: documents.rtf_file(path, paragraphs()),
+        "pdf": lambda path: documents.pdf_file(
+            path, sentence(), [(sentence(), text) for text in paragraphs()]
+        ),
+    }
+    folders = {}
+    for suffix, write in writers.items():
+        target = folder / suffix
+        target.mkdir(parents=True)
+        for number in range(count):
+            write(target / f"doc{number:04d}.{suffix}")
+        folders[suffix] = target
+    return folders
+
+
+def measure_formats(count: int, words: list[str], scratch: Path) -> dict[str, Path]:
+    """Documents per second and peak memory per format, against Markdown in the same run."""
+    started = time.perf_counter()
+    folders = generate_formats(scratch / "formats", count, words)
+    written = time.perf_counter() - started
+    print(f"mixed formats:      {count} files of each, written in {written:.1f} s")
+    baseline = index_in_child(folders.pop("md"), scratch)
+    base_rate = baseline["documents"] / baseline["seconds"]
+    print(
+        f"  {'md':<5} {base_rate:8.1f} docs/s  peak {baseline['peak_rss_mb']:5.0f} MB "
+        f"(the Markdown baseline)"
+    )
+    for suffix, folder in folders.items():
+        figures = index_in_child(folder, scratch)
+        rate = figures["documents"] / figures["seconds"]
+        memory = figures["peak_rss_mb"] / baseline["peak_rss_mb"]
+        print(
+            f"  {suffix:<5} {rate:8.1f} docs/s ({rate / base_rate:.2f}x Markdown)  "
+            f"peak {figures['peak_rss_mb']:5.0f} MB ({memory:.2f}x), "
+            f"reader worker {figures['worker_rss_mb']:4.0f} MB"
+            + (f", {figures['problems']:.0f} not read" if figures["problems"] else "")
+        )
+    return folders
+
+
+def compare_markitdown(folders: dict[str, Path]) -> None:
+    """Milliseconds per file for the index's readers and for markitdown, in this process."""
+    import warnings  # noqa: PLC0415
+
+    from markitdown import MarkItDown  # noqa: PLC0415
+
+    from imprint_desktop.core.workspace import extract  # noqa: PLC0415
+
+    converter = MarkItDown()
+    readers = {
+        "index": lambda path: "\n".join(extract(path.name, path.read_bytes()).lines),
+        "markitdown": lambda path: converter.convert(str(path)).text_content,
+    }
+    print("markitdown against the index's readers, in this process:")
+    for suffix, folder in folders.items():
+        files = sorted(folder.iterdir())
+        figures = []
+        for name, read in readers.items():
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    read(files[0])
+                    began = time.perf_counter()
+                    for path in files:
+                        read(path)
+                figures.append(
+                    f"{name} {(time.perf_counter() - began) / len(files) * 1000:6.1f} ms"
+                )
+            except Exception as error:  # a format it cannot read
+                figures.append(f"{name} cannot read it ({type(error).__name__})")
+        print(f"  {suffix:<5} " + "   ".join(figures))
 
 
 def measure_memory(
@@ -333,6 +511,8 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--pdfs", type=int, default=40)
     parser.add_argument("--recall-only", action="store_true", help="only the retrieval figures")
+    parser.add_argument("--per-format", type=int, default=40)
+    parser.add_argument("--markitdown", action="store_true", help="time markitdown too")
     parser.add_argument("--index-only", nargs=2, metavar=("FOLDER", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.index_only:
@@ -356,6 +536,10 @@ def main() -> int:
         failures += measure_recall(scratch)
         if args.pdfs:
             measure_pdfs(args.pdfs, scratch)
+        if args.per_format:
+            folders = measure_formats(args.per_format, words, scratch)
+            if args.markitdown:
+                compare_markitdown(folders)
         if args.large_docs:
             failures += measure_memory(corpus, words, args.docs, args.large_docs, scratch)
     finally:

@@ -4,7 +4,7 @@
 #   run     what the app needs: Qt's X11 libraries, and a compiler for llama.cpp
 #   test    also every program the tests start: Xvfb, xdotool, a D-Bus session bus, gnome-keyring
 #           (a real Secret Service), NSIS and Wine (the installer run under Wine), mount (a small
-#           tmpfs for the full-disk tests), desktop-file-validate
+#           tmpfs for the full-disk tests), desktop-file-validate, tesseract (OCR of scans)
 #   --list  print the packages, one a line, and install nothing
 # tests/unit/test_system_deps.py checks that every program the tests, scripts and packaging run
 # comes from a package of the `test` list.
@@ -20,6 +20,7 @@ packages=(
 if [[ $purpose == test ]]; then
     packages+=(
         xvfb xauth xdotool dbus dbus-x11 gnome-keyring nsis desktop-file-utils mount wine64
+        tesseract-ocr tesseract-ocr-eng
     )
 fi
 if [[ ${2:-} == --list ]]; then

@@ -1,13 +1,15 @@
 """``imprint workspace``: build a folder's index and search it from a terminal.
 
 ``index DIR`` brings the index up to date (incrementally: a second run over an unchanged folder
-takes a moment) and reports what it did and which files it skipped, each with the reason (a PDF
-that takes too long or too much memory to read is skipped until it changes). ``search DIR QUERY``
-updates the index quietly first, so it always answers from the folder as it is, then prints the
-best passages — as JSON with ``--json``, a list of hits best first, each with ``path``,
-``start_line``, ``end_line``, ``score``, ``title`` and ``text``. Both give every passage its
-vector from the ``workspace.embedder`` first. ``--mode`` chooses the ranking: ``hybrid`` (the
-default, as everywhere in Imprint) fuses ``keyword`` (BM25) and ``meaning`` (the vectors).
+takes a moment) and reports what it did and which files it could not fully use, each with the
+reason: skipped (a file that takes too long or too much memory to read, a ZIP bomb, a damaged
+file: skipped until it changes), read without text (a scan without OCR), or read in part.
+``search DIR QUERY`` updates the index quietly first, so it always answers from the folder as it
+is, then prints the best passages with their document's date and whether it looks superseded — as
+JSON with ``--json``, a list of hits best first, each with ``path``, ``start_line``, ``end_line``,
+``location``, ``score``, ``title``, ``date``, ``dated``, ``superseded`` and ``text``. Both
+give every passage its vector from the ``workspace.embedder`` first. ``--mode`` chooses the ranking: ``hybrid`` (the default, as
+everywhere in Imprint) fuses ``keyword`` (BM25) and ``meaning`` (the vectors).
 
 Exit codes: 0 done (also when nothing matched), 1 the index could not be built or read, 2 bad usage
 (DIR is not a folder).
@@ -17,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import TextIO
 
 from imprint_desktop.core.errors import WorkspaceError
-from imprint_desktop.core.workspace import IndexProgress, IndexReport, Workspace
+from imprint_desktop.core.workspace import IndexProgress, IndexReport, Workspace, problem_counts
 from imprint_desktop.core.workspace.search import SearchMode
 from imprint_desktop.core.workspace.vectors import EmbedProgress
 from imprint_desktop.settings.store import SettingsStore
@@ -81,8 +82,6 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
     store = SettingsStore(args.config) if args.config else SettingsStore()
     for problem in store.problems:
         print(f"warning: {problem.message}", file=err)
-    # pypdf reports every oddity of a damaged PDF; the index report already names the file.
-    logging.getLogger("pypdf").setLevel(logging.ERROR)
     try:
         with Workspace.from_config(folder, store.config().workspace) as workspace:
             progress = _ProgressLine(err) if err.isatty() else None
@@ -106,9 +105,14 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
                 "start_line": hit.start_line,
                 "end_line": hit.end_line,
                 "page": hit.page,
+                "place": hit.place,
+                "location": hit.location,
                 "score": hit.score,
                 "title": hit.title,
                 "section": hit.section,
+                "date": hit.date,
+                "dated": hit.dated,
+                "superseded": hit.superseded,
                 "text": hit.text,
             }
             for hit in hits
@@ -120,7 +124,9 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
         print(f"No passages match {args.query!r}.", file=out)
     for number, hit in enumerate(hits, start=1):
         print(f"[{number}] {hit.path}:{hit.start_line}-{hit.end_line}  {hit.title}", file=out)
-        print(f"    score {hit.score:.4g}" + (f", page {hit.page}" if hit.page else ""), file=out)
+        where = f", {hit.location.rsplit(', lines ', 1)[0]}" if hit.page or hit.place else ""
+        standing = f" · {hit.currency}" if hit.currency else ""
+        print(f"    score {hit.score:.3f}{where}{standing}", file=out)
         for line in hit.text.splitlines()[:6]:
             print(f"    {line[:116]}", file=out)
         print(file=out)
@@ -141,14 +147,16 @@ def _print_report(
             "removed": report.removed,
             "unchanged": report.unchanged,
             "seconds": round(report.seconds, 3),
-            "problems": [{"path": p.path, "reason": p.reason} for p in report.problems],
+            "problems": [
+                {"path": p.path, "reason": p.reason, "kind": p.kind} for p in report.problems
+            ],
             "embedded_passages": report.embedded,
             "embedder_problem": report.embedder_problem or None,
         }
         json.dump(data, out, indent=2, ensure_ascii=False)
         out.write("\n")
         return
-    skipped = f", {len(report.problems)} skipped" if report.problems else ""
+    skipped = "".join(f", {count}" for count in problem_counts(report.problems))
     print(
         f"{report.documents} documents indexed in {workspace.root} "
         f"({report.added} added, {report.updated} updated, {report.renamed} renamed, "
@@ -157,9 +165,12 @@ def _print_report(
         file=out,
     )
     for problem in report.problems:
-        print(f"skipped {problem.path}: {problem.reason}", file=err)
+        print(f"{_PROBLEM_WORDS[problem.kind]} {problem.path}: {problem.reason}", file=err)
     if report.embedder_problem:
         print(f"search by meaning is off: {report.embedder_problem}", file=err)
+
+
+_PROBLEM_WORDS = {"skipped": "skipped", "no_text": "no text in", "partial": "partly read"}
 
 
 class _ProgressLine:

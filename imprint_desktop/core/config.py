@@ -118,6 +118,12 @@ class WorkspaceConfig:
     embedder: str
     """Embedding model (file path; empty: not set)."""
 
+    ocr: bool
+    """Read scans with OCR."""
+
+    ocr_page_seconds: int
+    """OCR time per page (seconds)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolsConfig:
@@ -211,6 +217,8 @@ class Config:
                 notes_folder=read_str(values, "workspace.notes_folder"),
                 max_file_mb=read_int(values, "workspace.max_file_mb"),
                 embedder=read_str(values, "workspace.embedder"),
+                ocr=read_bool(values, "workspace.ocr"),
+                ocr_page_seconds=read_int(values, "workspace.ocr_page_seconds"),
             ),
             tools=ToolsConfig(
                 max_result_chars=read_int(values, "tools.max_result_chars"),
@@ -255,6 +263,8 @@ class Config:
             "workspace.notes_folder": self.workspace.notes_folder,
             "workspace.max_file_mb": self.workspace.max_file_mb,
             "workspace.embedder": self.workspace.embedder,
+            "workspace.ocr": self.workspace.ocr,
+            "workspace.ocr_page_seconds": self.workspace.ocr_page_seconds,
             "tools.max_result_chars": self.tools.max_result_chars,
             "tools.fetch_url_enabled": self.tools.fetch_url_enabled,
             "tools.fetch_url_confirm": self.tools.fetch_url_confirm,

@@ -109,7 +109,10 @@ class IndexStage(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class IndexStatus:
-    """Progress of a workspace index update; ``outcome`` is set once, when it ends."""
+    """Progress of a workspace index update; ``outcome`` is set once, when it ends.
+
+    At the end, ``problems`` says what the index could not fully use as a status line ("3 files
+    have no text layer · 1 file could not be read") and ``details`` names each file and why."""
 
     root: str
     done: int
@@ -118,6 +121,8 @@ class IndexStatus:
     outcome: Outcome | None = None
     message: str = ""
     stage: IndexStage = IndexStage.FILES
+    problems: str = ""
+    details: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

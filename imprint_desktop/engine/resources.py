@@ -170,8 +170,19 @@ class EngineResources:
             cancel=cancel if cancel is not None else self._stop_indexing,
             embed=False,
         )
+        from imprint_desktop.core.workspace import problem_summary  # noqa: PLC0415 - engine thread
+
         outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
-        progress(p.IndexStatus(root, result.documents, result.documents, outcome=outcome))
+        progress(
+            p.IndexStatus(
+                root,
+                result.documents,
+                result.documents,
+                outcome=outcome,
+                problems=problem_summary(result.problems),
+                details=tuple(f"{item.path}: {item.reason}" for item in result.problems),
+            )
+        )
         self._embed_in_background(workspace)
 
     def _embed_in_background(self, workspace: Workspace) -> None:

@@ -62,6 +62,8 @@ def workspace_key(root: Path, config: Config) -> tuple[object, ...]:
         config.workspace.notes_folder,
         config.workspace.max_file_mb,
         config.workspace.embedder,
+        config.workspace.ocr,
+        config.workspace.ocr_page_seconds,
     )
 
 

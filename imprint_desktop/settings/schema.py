@@ -172,6 +172,17 @@ SETTINGS: tuple[Setting, ...] = (
         "again in the background; search keeps working meanwhile.",
     ),
     Setting(
+        "workspace.ocr", Kind.BOOL, True, "Read scans with OCR",
+        "Recognise the text of scanned PDF pages and images with tesseract, where it is "
+        "installed. Without it such files are listed as having no text layer.",
+    ),
+    Setting(
+        "workspace.ocr_page_seconds", Kind.INT, 30, "OCR time per page",
+        "The longest OCR may spend on one page or image; a page that takes longer is left "
+        "unread and reported.",
+        minimum=5, maximum=600, unit="seconds",
+    ),
+    Setting(
         "tools.max_result_chars", Kind.INT, 6000, "Tool result size limit",
         "Longest tool result handed to the model; longer results are cut and say so.",
         minimum=500, maximum=200_000, unit="characters",

@@ -322,7 +322,8 @@ class MainWindow(QMainWindow):
         if status.outcome is p.Outcome.FAILED:
             self.show_problem(status.message)
         elif status.outcome is p.Outcome.FINISHED and status.stage is p.IndexStage.FILES:
-            self.statusBar().showMessage(f"Workspace indexed: {status.root}", 5000)
+            problems = f" — {status.problems}" if status.problems else ""
+            self.statusBar().showMessage(f"Workspace indexed: {status.root}{problems}", 8000)
 
     @Slot(object)
     def _connection_tested(self, test: p.ConnectionTest) -> None:

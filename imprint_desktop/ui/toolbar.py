@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QComboBox,
@@ -31,7 +31,13 @@ from imprint_desktop.core.chosen import (
     model_file,
     sample_workspace,
 )
-from imprint_desktop.engine.payloads import IndexStage, IndexStatus, ModelState, ModelStatus
+from imprint_desktop.engine.payloads import (
+    IndexStage,
+    IndexStatus,
+    ModelState,
+    ModelStatus,
+    Outcome,
+)
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.inert import tooltip
 
@@ -181,6 +187,10 @@ class ResearchToolbar(QWidget):
         self.index_bar.setAccessibleName("Workspace indexing")
         self.index_bar.setMaximumWidth(220)
         self.index_bar.hide()
+        self.index_problems = QLabel()
+        self.index_problems.setTextFormat(Qt.TextFormat.PlainText)
+        self.index_problems.setAccessibleName("Files the index could not fully read")
+        self.index_problems.hide()
         self._describe = describe
         model_label = QLabel("&Model:")
         model_label.setBuddy(self.model)
@@ -192,6 +202,7 @@ class ResearchToolbar(QWidget):
         layout.addSpacing(12)
         layout.addWidget(self.workspace)
         layout.addWidget(self.index_bar)
+        layout.addWidget(self.index_problems)
         layout.addStretch(1)
 
     @Slot(object)
@@ -210,6 +221,8 @@ class ResearchToolbar(QWidget):
     def show_index(self, status: IndexStatus) -> None:
         if status.outcome is not None:
             self.index_bar.hide()
+            if status.outcome is Outcome.FINISHED:
+                self._show_index_problems(status)
             return
         self.index_bar.show()
         self.index_bar.setRange(0, max(1, status.total))
@@ -219,6 +232,16 @@ class ResearchToolbar(QWidget):
         else:
             self.index_bar.setFormat(f"Indexing {status.done} of {status.total}")
         self.index_bar.setToolTip(tooltip(status.path))  # a file name may hold anything
+
+    def _show_index_problems(self, status: IndexStatus) -> None:
+        """What the last update could not read: a count beside the picker, each file and why in
+        its tooltip (file names and reasons are untrusted text: plain, never markup)."""
+        self.index_problems.setText(status.problems)
+        self.index_problems.setVisible(bool(status.problems))
+        shown = list(status.details[:40])
+        if len(status.details) > len(shown):
+            shown.append(f"… and {len(status.details) - len(shown)} more")
+        self.index_problems.setToolTip(tooltip("\n".join(shown)))
 
     @property
     def indexing(self) -> bool:

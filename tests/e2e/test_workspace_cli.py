@@ -11,6 +11,7 @@ import pytest
 
 from imprint_desktop.core.resources import resource
 from tests.e2e.conftest import Imprint
+from tests.support import documents
 from tests.unit.workspace.hostile_files import slow_pdf
 
 pytestmark = pytest.mark.e2e
@@ -147,3 +148,38 @@ def test_search_modes_find_a_paraphrase_by_meaning_only(imprint: Imprint, tmp_pa
     assert (report["embedded_passages"], report["embedder_problem"]) == (2, None)
     wrong = imprint("workspace", "search", str(corpus), query, "--mode", "sideways")
     assert wrong.returncode == 2
+
+
+def test_index_reports_scans_and_search_shows_dates_and_superseded_versions(
+    imprint: Imprint, tmp_path: Path
+) -> None:
+    corpus = tmp_path / "corpus"
+    documents.docx_file(
+        corpus / "brief.docx",
+        "Falcon brief",
+        [("", "Date: 10 February 2026"), ("Price", "The Falcon costs 56,000 dollars.")],
+    )
+    (corpus / "archive").mkdir()
+    (corpus / "archive/brief.md").write_text("# Falcon brief\n\nThe Falcon costs 52,000 dollars.\n")
+    documents.scanned_pdf(corpus / "scan.pdf", [["Invoice 4471"]])
+    no_ocr = {"IMPRINT_WORKSPACE_OCR": "false"}
+
+    indexed = imprint("workspace", "index", str(corpus), env=no_ocr)
+    assert indexed.returncode == 0, indexed.stderr
+    assert "2 documents indexed" in indexed.stdout and "1 without text" in indexed.stdout
+    assert (
+        "no text in scan.pdf: it has no text layer (a scan?); OCR is turned off (workspace.ocr)"
+        in indexed.stderr
+    )
+    report = json.loads(imprint("workspace", "index", str(corpus), "--json", env=no_ocr).stdout)
+    assert [(p["path"], p["kind"]) for p in report["problems"]] == [("scan.pdf", "no_text")]
+
+    found = imprint("workspace", "search", str(corpus), "Falcon costs", "--json", env=no_ocr)
+    assert found.returncode == 0, found.stderr
+    hits = {hit["path"]: hit for hit in json.loads(found.stdout)}
+    assert (hits["brief.docx"]["date"], hits["brief.docx"]["dated"]) == ("2026-02-10", "stated")
+    assert hits["brief.docx"]["superseded"] == ""
+    assert hits["archive/brief.md"]["superseded"] == 'its folder says "archive"'
+    shown = imprint("workspace", "search", str(corpus), "Falcon costs", env=no_ocr)
+    assert "dated 2026-02-10" in shown.stdout
+    assert 'looks superseded: its folder says "archive"' in shown.stdout

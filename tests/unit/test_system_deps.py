@@ -45,6 +45,7 @@ PACKAGES: dict[str, str] = {
     "wineserver64": "wine64",
     "mount": "mount",
     "umount": "mount",
+    "tesseract": "tesseract-ocr",
     "make": "build-essential",  # make is a dependency of build-essential
     "cmake": "cmake",
     "apt-get": "apt",

@@ -110,6 +110,8 @@ class EvidenceItemView:
     location: str
     excerpt: str
     title: str = ""  # the document's title, where the tool knows it
+    #: How its document stands ("dated 2026-02-10; looks superseded: …"), where the tool knows it.
+    currency: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +239,7 @@ class ReplyResult:
                     "source": item.source,
                     "location": item.location,
                     "excerpt": item.excerpt,
+                    "currency": item.currency,
                 }
                 for item in self.evidence
             ],

@@ -78,7 +78,12 @@ class EvidenceLedger:
         new: list[EvidenceItemView] = []
         for offset, (item, is_new) in enumerate(zip(items, verdicts, strict=True)):
             view = EvidenceItemView(
-                first + offset, item.source, item.location, _excerpt(item.text), item.title
+                first + offset,
+                item.source,
+                item.location,
+                _excerpt(item.text),
+                item.title,
+                item.currency,
             )
             self._citable[view.id] = view
             if not is_new:
@@ -114,7 +119,9 @@ class EvidenceLedger:
         if limit_chars is not None:
             texts = _fair_cut(texts, limit_chars)
         return "\n\n".join(
-            f"[{view.id}] {view.source}, {view.location}:\n{text}"
+            f"[{view.id}] {view.source}, {view.location}"
+            + (f" ({view.currency})" if view.currency else "")
+            + f":\n{text}"
             for view, text in zip(views, texts, strict=True)
         )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from imprint_desktop.core.errors import ImprintError
@@ -52,6 +52,9 @@ class EvidenceItem:
     location: str  # "lines 12-20", "page 2, lines 40-51", "part 3", "answer"
     text: str
     title: str = ""  # the document's title, where the tool knows it (for the Sources block)
+    #: How the document stands, where the tool knows it: "dated 2026-02-10", "modified 2025-11-03;
+    #: looks superseded: its folder says \"archive\"" (:func:`~..workspace.dating.currency`).
+    currency: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +173,7 @@ def render(name: str, output: Output, *, max_chars: int, first_citation: int = 1
         if room >= _MIN_CUT_ITEM:  # a useful piece of the next item rather than nothing
             short = _shorten(item.text, room)
             text += block.replace(item.text, short, 1)
-            kept.append(EvidenceItem(item.source, item.location, short, item.title))
+            kept.append(replace(item, text=short))
         break
     text = text[: max(budget, 0)]
     text += "\n" + _cut_note(len(text), total)

@@ -33,17 +33,26 @@ def search_workspace(workspace: Workspace, query: str, limit: int, max_chars: in
     terms = query_terms(query)
     weights = term_weights(terms, [hit.text for hit in hits])
     items = [
-        EvidenceItem(hit.path, hit.location, focus(hit.text, terms, room, weights), hit.title)
+        EvidenceItem(
+            hit.path, hit.location, focus(hit.text, terms, room, weights), hit.title, hit.currency
+        )
         for hit in hits
     ]
     labels = [
         f"{hit.path}, {hit.location} — {hit.title}"
         + (f" › {hit.section}" if hit.section and hit.section != hit.title else "")
+        + (f" ({hit.currency})" if hit.currency else "")
         for hit in hits
     ]
+    note = ""
+    if any(hit.superseded for hit in hits) and not all(hit.superseded for hit in hits):
+        note = (
+            " Some passages come from documents that look superseded (marked so): where they "
+            "disagree with a current document, the current one holds."
+        )
     return Output(
         f"{len(hits)} passage(s) from the workspace for {query!r}, best first. "
-        "read_document shows more of a file.",
+        f"read_document shows more of a file.{note}",
         items,
         labels=labels,
     )
@@ -71,20 +80,24 @@ def read_document(
         end += 1
     end = max(end, start_line)  # always at least one line, however long (render cuts it)
     lines = document.lines[start_line - 1 : end]
+    currency = workspace.index.currency(relative)
     items = []
     for passage in split_passages(lines):
         first, final = passage.start_line + start_line - 1, passage.end_line + start_line - 1
-        page = document.page_of(first)
-        where = f"lines {first}-{final}" if page is None else f"page {page}, lines {first}-{final}"
-        items.append(EvidenceItem(relative, where, passage.text, document.title))
+        page, place = document.page_of(first), document.place_of(first, final)
+        where = f"lines {first}-{final}"
+        if place or page is not None:
+            where = f"{place or f'page {page}'}, {where}"
+        items.append(EvidenceItem(relative, where, passage.text, document.title, currency))
     footer = ""
     if end < total:
         footer = (
             f"(Lines {end + 1}-{total} not shown: call read_document with start_line={end + 1}"
             " to continue.)"
         )
+    standing = f" ({currency})" if currency else ""
     return Output(
-        f"{relative} — {document.title} — lines {start_line}-{end} of {total}.",
+        f"{relative} — {document.title}{standing} — lines {start_line}-{end} of {total}.",
         items,
         footer,
         status="ok" if items else "empty",

@@ -9,9 +9,12 @@ Each module owns one thing, and each uses only those below it:
 * :mod:`.search` — the query as words, and the best passages by BM25;
 * :mod:`.records` — the rows the index keeps of each file and its passages;
 * :mod:`.database` — the schema, where the database lives, one connection per thread;
-* :mod:`.reader` — where a document is parsed: a PDF in the isolated worker, the rest here;
-* :mod:`.isolation` — the PDF worker process and its time and memory limits;
-* :mod:`.extract`, :mod:`.html` — a file's bytes as titled lines;
+* :mod:`.reader` — where a document is parsed: PDF, Office, e-books, images in the isolated
+  worker, text formats here;
+* :mod:`.isolation` — the reader worker process and its time and memory limits;
+* :mod:`.extract`, :mod:`.html` — a file's bytes as titled lines, each format read by its own
+  library (:mod:`.formats`), with the date it states;
+* :mod:`.dating` — which version is current: a document's date, and whether it looks superseded;
 * :mod:`.passages` — lines cut into the passages that are indexed and cited;
 * :mod:`.files` — which files belong to the workspace, read without following a link."""
 
@@ -22,7 +25,12 @@ from imprint_desktop.core.workspace.extract import Extracted, Format, extract
 from imprint_desktop.core.workspace.files import clean_relative, read_inside, resolve_inside
 from imprint_desktop.core.workspace.index import DEFAULT_MAX_FILE_BYTES, WorkspaceIndex
 from imprint_desktop.core.workspace.isolation import ExtractionLimits
-from imprint_desktop.core.workspace.records import DocumentInfo, IndexProblem
+from imprint_desktop.core.workspace.records import (
+    DocumentInfo,
+    IndexProblem,
+    problem_counts,
+    problem_summary,
+)
 from imprint_desktop.core.workspace.search import SearchHit
 from imprint_desktop.core.workspace.update import IndexProgress, IndexReport
 from imprint_desktop.core.workspace.workspace import Workspace
@@ -42,6 +50,8 @@ __all__ = [
     "clean_relative",
     "extract",
     "index_path_for",
+    "problem_counts",
+    "problem_summary",
     "read_inside",
     "resolve_inside",
 ]

@@ -2,7 +2,9 @@
 
 The index is a cache of the workspace, so it lives in Imprint's data directory (never inside the
 person's folder), one database per workspace, and a database that is corrupt or from an older
-extractor is simply rebuilt. WAL mode lets the engine thread search while an update writes.
+extractor or schema is simply rebuilt: that is how the schema migrates (version 2 added each
+file's date and superseded reason, the ``notext`` status, and each passage's named place). WAL
+mode lets the engine thread search while an update writes.
 
 SQLite connections must not be used by two threads at once. Each thread gets its own (created on
 first use; ``check_same_thread=False`` only so that :meth:`Connections.close_all` may close them
@@ -23,7 +25,7 @@ from imprint_desktop.core.errors import WorkspaceIndexError
 from imprint_desktop.core.workspace import vectors
 from imprint_desktop.core.workspace.extract import EXTRACTOR_VERSION
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _VERSION = f"{SCHEMA_VERSION}.{EXTRACTOR_VERSION}"
 
 _SCHEMA = """
@@ -37,8 +39,11 @@ CREATE TABLE files (
     format TEXT NOT NULL,
     title TEXT NOT NULL,
     lines INTEGER NOT NULL,
-    status TEXT NOT NULL,       -- ok | binary | error
-    note TEXT NOT NULL
+    status TEXT NOT NULL,       -- ok | notext | binary | error
+    note TEXT NOT NULL,         -- why skipped, or what of an ok file could not be read
+    date TEXT NOT NULL DEFAULT '',        -- ISO; stated in the document, else modified time
+    dated TEXT NOT NULL DEFAULT '',       -- stated | modified
+    superseded TEXT NOT NULL DEFAULT ''   -- why it looks superseded; empty when current
 );
 CREATE INDEX files_digest ON files (digest);
 CREATE TABLE passages (
@@ -49,7 +54,8 @@ CREATE TABLE passages (
     page INTEGER,
     section TEXT NOT NULL,
     heading TEXT NOT NULL,      -- document title and section: ranked a little above body text
-    text TEXT NOT NULL
+    text TEXT NOT NULL,
+    place TEXT NOT NULL DEFAULT ''  -- "slide 4", "sheet Revenue, rows 2-9"; empty without places
 );
 CREATE INDEX passages_file ON passages (file_id);
 CREATE VIRTUAL TABLE passages_fts USING fts5 (

@@ -249,6 +249,11 @@ class WorkspaceIndex:
         """Why the file at ``path`` was skipped, if it was and has not changed since."""
         return records.skipped_reason(self._connections.get(), path, size, mtime_ns)
 
+    def currency(self, path: str) -> str:
+        """How the indexed document at ``path`` stands: "dated 2026-02-10; looks superseded: …"
+        (empty when it is not indexed)."""
+        return records.currency_of(self._connections.get(), path)
+
     def documents(self, folder: str = "") -> list[DocumentInfo]:
         """The indexed documents under ``folder`` (workspace-relative; empty for all), by path."""
         return records.documents(self._connections.get(), folder)

@@ -1,9 +1,11 @@
-"""PDF text extraction in a separate process, under a time and a memory limit.
+"""Document extraction in a separate process, under a time and a memory limit.
 
-A PDF is a program for a complicated parser: a damaged or hostile file can make pypdf loop for
-hours or ask for gigabytes, and in-process nothing could stop it — a Python thread cannot be killed.
-So PDFs are read by a worker process (started when an index update, or the workspace's document
-reads, first meet a PDF, and reused for the next), and the calling thread waits for the answer:
+A PDF is a program for a complicated parser, and an Office file, an e-book or an image is a ZIP or
+a compressed picture that a library inflates: a damaged or hostile file can make a parser loop for
+hours, ask for gigabytes or crash in native code, and in-process nothing could stop it — a Python
+thread cannot be killed. So every such format (:data:`~.extract.ISOLATED`) is read by a worker
+process (started when an index update, or the workspace's document reads, first meet one, and
+reused for the next), and the calling thread waits for the answer:
 
 * **time** — each file gets :meth:`ExtractionLimits.seconds_for` its size; past that the worker is
   killed and the file is reported with the reason;
@@ -11,8 +13,11 @@ reads, first meet a PDF, and reused for the next), and the calling thread waits 
   anything, so a file that needs too much fails with a ``MemoryError`` instead of taking the
   computer's memory; on POSIX a CPU-time limit backs up the parent's clock should the parent die.
   Windows has no such limits in the standard library (a job object needs the Win32 API), nor does
-  macOS honour a fixed address-space cap: there the time limit applies, and pypdf's own limits on
-  decompressed stream and image sizes;
+  macOS honour a fixed address-space cap: there the time limit applies, and the ZIP checks of
+  :mod:`.formats.archive` and the libraries' own limits on decompressed sizes;
+* **OCR** — where it is on (:class:`ExtractionLimits` ``ocr``), tesseract runs in the worker with
+  its own limit per page, and before each page the worker says so: the file's time grows by that
+  page's allowance, so a long scan is never cut off for its length, and one stuck page is;
 * **Stop** — the wait checks the cancel token every few hundredths of a second and kills the worker
   at once.
 
@@ -38,13 +43,16 @@ from typing import Any
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import Cancelled, DocumentError
-from imprint_desktop.core.workspace.extract import Extracted, extract
+from imprint_desktop.core.workspace.extract import Extracted, Place, extract
+from imprint_desktop.core.workspace.formats import ocr
 
 _POLL_SECONDS = 0.05
 #: The longest answer taken from the worker: far above the text of any 20 MB PDF.
 _MAX_ANSWER_BYTES = 256 * 1024 * 1024
-#: Starting a worker (a Python process importing pypdf) is not part of any file's time.
+#: Starting a worker (a Python process importing the PDF library) is not part of any file's time.
 _START_SECONDS = 60.0
+#: The most time one "still working" message from the worker may add.
+_MAX_EXTENSION_SECONDS = 600.0
 
 
 class PdfReaderUnavailableError(DocumentError):
@@ -75,6 +83,9 @@ class ExtractionLimits:
     max_seconds: float = 90.0
     memory_bytes: int = 2 * 1024**3
     reader: Callable[[str, bytes], Extracted] = extract
+    #: Recognise pages without a text layer with tesseract, where it is installed.
+    ocr: bool = True
+    ocr_page_seconds: float = 30.0
 
     def seconds_for(self, size: int) -> float:
         return min(self.base_seconds + self.seconds_per_mb * size / 2**20, self.max_seconds)
@@ -127,10 +138,16 @@ class IsolatedExtractor:
                 tuple(str(line) for line in reply["lines"]),
                 tuple(int(start) for start in reply["page_starts"]),
                 str(reply["encoding"]),
+                tuple(
+                    Place(int(start), str(name), tuple(int(row) for row in rows))
+                    for start, name, rows in reply.get("places", ())
+                ),
+                str(reply.get("date", "")),
+                str(reply.get("gaps", "")),
             )
         except (KeyError, TypeError, ValueError) as error:
             self._kill()
-            raise DocumentError("the PDF reader gave an answer that makes no sense") from error
+            raise DocumentError("the document reader gave an answer that makes no sense") from error
 
     def close(self) -> None:
         """Let the worker finish on its own (end of input), or kill it if it does not."""
@@ -153,10 +170,11 @@ class IsolatedExtractor:
         self._kill()
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe(duplex=True)
+        settings = ocr.OcrSettings(self.limits.ocr, self.limits.ocr_page_seconds)
         process = context.Process(
             target=serve,
-            args=(child, self.limits.memory_bytes, self.limits.reader),
-            name="imprint-pdf-reader",
+            args=(child, self.limits.memory_bytes, self.limits.reader, settings),
+            name="imprint-document-reader",
             daemon=True,
         )
         process.start()
@@ -167,14 +185,15 @@ class IsolatedExtractor:
         except PdfReaderUnavailableError:
             raise
         except DocumentError as error:
-            raise PdfReaderUnavailableError("the PDF reader could not be started") from error
+            raise PdfReaderUnavailableError("the document reader could not be started") from error
         if ready != {"ready": True}:
             self._kill()
-            raise PdfReaderUnavailableError("the PDF reader could not be started")
+            raise PdfReaderUnavailableError("the document reader could not be started")
         return parent
 
     def _answer(self, seconds: float, cancel: Stop | None) -> dict[str, Any] | None:
-        """The worker's next message; None when ``seconds`` pass first. Raises
+        """The worker's next answer; None when ``seconds`` pass first. A "working" message (an OCR
+        page starting) moves the deadline to that page's allowance from now. Raises
         :class:`DocumentError` when the worker dies and :class:`Cancelled` on Stop."""
         connection, process = self._connection, self._process
         assert connection is not None and process is not None
@@ -186,21 +205,27 @@ class IsolatedExtractor:
             ready = wait([connection, process.sentinel], timeout=_POLL_SECONDS)
             if connection in ready:
                 try:
-                    return _parsed(connection.recv_bytes(_MAX_ANSWER_BYTES))
+                    reply = _parsed(connection.recv_bytes(_MAX_ANSWER_BYTES))
                 except (EOFError, OSError):  # ended, or an answer past the cap
                     break
                 except ValueError as error:
                     self._kill()
                     raise DocumentError(
-                        "the PDF reader gave an answer that makes no sense"
+                        "the document reader gave an answer that makes no sense"
                     ) from error
+                working = reply.get("working")
+                if isinstance(working, int | float) and not isinstance(working, bool):
+                    extension = min(max(float(working), 0.0), _MAX_EXTENSION_SECONDS)
+                    deadline = max(deadline, time.monotonic() + extension)
+                    continue
+                return reply
             if ready:  # the worker ended without answering
                 break
             if time.monotonic() > deadline:
                 return None
         self._kill()
         raise DocumentError(
-            "the PDF reader stopped while reading it (it crashed or ran out of memory)"
+            "the document reader stopped while reading it (it crashed or ran out of memory)"
         )
 
     def _kill(self) -> None:
@@ -226,12 +251,20 @@ def _parsed(message: bytes) -> dict[str, Any]:
 
 
 def serve(
-    connection: Connection, memory_bytes: int, reader: Callable[[str, bytes], Extracted]
+    connection: Connection,
+    memory_bytes: int,
+    reader: Callable[[str, bytes], Extracted],
+    settings: ocr.OcrSettings | None = None,
 ) -> None:
     """The worker's main loop: limits first, then one file after another until the input ends."""
     _limit_memory(memory_bytes)
     with contextlib.suppress(ImportError):
-        import pypdf  # noqa: F401, PLC0415 - imported once, before any file's clock starts
+        import pypdfium2  # noqa: F401, PLC0415 - imported once, before any file's clock starts
+
+    def working(seconds: float) -> None:
+        connection.send_bytes(json.dumps({"working": seconds}).encode("utf-8"))
+
+    ocr.configure(settings or ocr.OcrSettings(), working)
     connection.send_bytes(b'{"ready": true}')
     while True:
         try:
@@ -260,6 +293,9 @@ def _read(reader: Callable[[str, bytes], Extracted], name: str, data: bytes) -> 
         "lines": list(document.lines),
         "page_starts": list(document.page_starts),
         "encoding": document.encoding,
+        "places": [[place.start, place.name, list(place.rows)] for place in document.places],
+        "date": document.date,
+        "gaps": document.gaps,
     }
 
 

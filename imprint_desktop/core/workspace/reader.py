@@ -1,9 +1,11 @@
-"""Where a document's bytes become text: a PDF in the isolated worker, any other format here.
+"""Where a document's bytes become text: a PDF, an Office file, an e-book or an image in the
+isolated worker, plain text, Markdown and HTML here.
 
 Indexing a folder and reading one document for a tool make the same choice, so it is made once, by
-:class:`DocumentReader`: a PDF may make its parser loop or run out of memory, so it is read by
-:class:`~.isolation.IsolatedExtractor` under the workspace's :class:`~.isolation.ExtractionLimits`
-and can be stopped; every other format is parsed in this process, in time proportional to its size.
+:class:`DocumentReader`: a PDF or a ZIP-based format may make its parser loop, run out of memory or
+crash, so it is read by :class:`~.isolation.IsolatedExtractor` under the workspace's
+:class:`~.isolation.ExtractionLimits` and can be stopped; text formats are parsed in this process,
+in time proportional to their size.
 Each caller keeps its own words for a failure (the index records a reason per file, a tool call
 names the file in a sentence).
 
@@ -19,7 +21,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from imprint_desktop.core.workspace.extract import Extracted, Format, extract, format_for
+from imprint_desktop.core.workspace.extract import ISOLATED, Extracted, extract, format_for
+from imprint_desktop.core.workspace.formats import ocr
 from imprint_desktop.core.workspace.isolation import (
     DEFAULT_LIMITS,
     ExtractionLimits,
@@ -47,10 +50,11 @@ class FileStamp:
 
 
 class DocumentReader:
-    """Reads documents, starting the PDF worker at the first PDF and keeping it for the next.
+    """Reads documents, starting the worker at the first file that needs it and keeping it.
 
-    Any thread may read; PDFs go through the one worker one at a time. Close it (or use ``with``)
-    to stop the worker: leaving the ``with`` block on an error kills it without waiting. Text read
+    Any thread may read; isolated formats go through the one worker one at a time. Close it (or
+    use ``with``) to stop the worker: leaving the ``with`` block on an error kills it without
+    waiting. Text read
     with a :class:`FileStamp` is kept (the most recently read first, up to ``kept_characters``).
     """
 
@@ -58,7 +62,7 @@ class DocumentReader:
         self, limits: ExtractionLimits = DEFAULT_LIMITS, *, kept_characters: int = KEPT_CHARACTERS
     ) -> None:
         self._pdfs = IsolatedExtractor(limits)
-        self._lock = threading.Lock()  # one PDF at a time through the one worker
+        self._lock = threading.Lock()  # one file at a time through the one worker
         self._kept: OrderedDict[tuple[str, FileStamp], tuple[Extracted, int]] = OrderedDict()
         self._kept_lock = threading.Lock()
         self._kept_characters = 0
@@ -75,10 +79,15 @@ class DocumentReader:
         with self._lock:
             self._pdfs.close()
 
+    @property
+    def ocr_ready(self) -> bool:
+        """Whether pages without text are recognised: OCR is on and tesseract is installed."""
+        return self._pdfs.limits.ocr and ocr.tesseract_installed()
+
     @staticmethod
     def isolated(name: str) -> bool:
         """Whether a file called ``name`` is read in the worker: it may take long or never end."""
-        return format_for(name) is Format.PDF
+        return format_for(name) in ISOLATED
 
     def read(
         self, name: str, data: bytes, cancel: Stop | None = None, *, stamp: FileStamp | None = None
@@ -86,10 +95,10 @@ class DocumentReader:
         """The text of ``data``, a file called ``name`` (its suffix says the format); the text kept
         from an earlier read of the same ``stamp``, when there is one.
 
-        A PDF raises :class:`~imprint_desktop.core.errors.DocumentError` saying why it cannot be
-        read (:class:`~.isolation.PdfReaderUnavailableError` when the worker cannot start, no fault
-        of the file), and :class:`~imprint_desktop.core.errors.Cancelled` as soon as ``cancel`` is
-        set. Other formats raise what :func:`~.extract.extract` raises.
+        An isolated format raises :class:`~imprint_desktop.core.errors.DocumentError` saying why
+        it cannot be read (:class:`~.isolation.PdfReaderUnavailableError` when the worker cannot
+        start, no fault of the file), and :class:`~imprint_desktop.core.errors.Cancelled` as soon
+        as ``cancel`` is set. Other formats raise what :func:`~.extract.extract` raises.
         """
         key = (name, stamp) if stamp is not None else None
         if key is not None and (kept := self._recall(key)) is not None:

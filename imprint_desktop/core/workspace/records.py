@@ -3,8 +3,10 @@
 Every statement over those two tables except the ranked search (:mod:`.search`) is here, so the
 update (:mod:`.update`) decides what to do with a file and this module says how it is written, and
 the index's questions (what is indexed, what was skipped and why) read the same rows. A file's
-``status`` is ``ok`` (its passages are searchable), ``binary`` or ``error`` (skipped, ``note``
-saying why); the schema is :mod:`.database`'s.
+``status`` is ``ok`` (its passages are searchable; a ``note`` says what part could not be read),
+``notext`` (read, but it has no text: a scan without OCR), ``binary`` or ``error`` (skipped,
+``note`` saying why); each file keeps its date and, when it looks superseded, why
+(:mod:`.dating`). The schema is :mod:`.database`'s.
 
 The functions take the update's connection and write in whatever transaction it has open.
 """
@@ -12,12 +14,16 @@ The functions take the update's connection and write in whatever transaction it 
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from imprint_desktop.core.errors import DocumentError
+from imprint_desktop.core.workspace import dating
 from imprint_desktop.core.workspace.extract import Extracted, format_for
 from imprint_desktop.core.workspace.files import FileEntry
+from imprint_desktop.core.workspace.formats import ocr
 from imprint_desktop.core.workspace.passages import split_passages
 
 
@@ -32,10 +38,14 @@ class DocumentInfo:
 
 @dataclass(frozen=True, slots=True)
 class IndexProblem:
-    """A file the index skipped, and why (a sentence fragment: "cannot be read: …")."""
+    """A file the index could not fully use, and why (a sentence fragment: "cannot be read: …").
+
+    ``kind`` is ``skipped`` (not indexed), ``no_text`` (read, but without text: a scan without
+    OCR) or ``partial`` (indexed, but part of it could not be read)."""
 
     path: str
     reason: str
+    kind: str = "skipped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +57,33 @@ class Known:
     mtime_ns: int
     digest: str
     title: str
+    #: Why it was read without text for want of OCR ("" otherwise): read again once OCR is there.
+    waits_for_ocr: bool = False
+
+
+#: How each kind of problem is counted, in this order: in a list of counts, and as a sentence
+#: for one file and for several.
+_COUNTED = (
+    ("skipped", "skipped", "file could not be read", "files could not be read"),
+    ("no_text", "without text", "file has no text layer", "files have no text layer"),
+    ("partial", "partly read", "file was read only in part", "files were read only in part"),
+)
+
+
+def problem_counts(problems: Sequence[IndexProblem]) -> list[str]:
+    """The problems as short counts: "2 skipped", "3 without text", "1 partly read"."""
+    kinds = Counter(problem.kind for problem in problems)
+    return [f"{kinds[kind]} {words}" for kind, words, *_ in _COUNTED if kinds[kind]]
+
+
+def problem_summary(problems: Sequence[IndexProblem]) -> str:
+    """The problems as a status line: "3 files have no text layer · 2 files could not be read"."""
+    kinds = Counter(problem.kind for problem in problems)
+    return " · ".join(
+        f"{kinds[kind]} {one if kinds[kind] == 1 else several}"
+        for kind, _short, one, several in _COUNTED
+        if kinds[kind]
+    )
 
 
 # --- what the update writes ---------------------------------------------------------------------
@@ -54,8 +91,11 @@ class Known:
 
 def known_files(db: sqlite3.Connection) -> dict[str, Known]:
     """Every file the index has a row for, by path."""
-    rows = db.execute("SELECT path, id, size, mtime_ns, digest, title FROM files")
-    return {row[0]: Known(*row[1:]) for row in rows}
+    rows = db.execute("SELECT path, id, size, mtime_ns, digest, title, note FROM files")
+    return {
+        path: Known(file_id, size, mtime_ns, digest, title, ocr.waits_for_ocr(note))
+        for path, file_id, size, mtime_ns, digest, title, note in rows
+    }
 
 
 def store(
@@ -78,6 +118,8 @@ def store(
             0,
             "binary" if "binary" in reason else "error",
             reason,
+            dating.from_mtime(entry.mtime_ns),
+            "modified",
         )
         _upsert(db, entry.path, values, old)
         return
@@ -88,13 +130,15 @@ def store(
         fmt,
         document.title,
         len(document.lines),
-        "ok",
-        "",
+        "ok" if document.has_text or not document.gaps else "notext",
+        document.gaps,
+        document.date or dating.from_mtime(entry.mtime_ns),
+        "stated" if document.date else "modified",
     )
     file_id = _upsert(db, entry.path, values, old)
     db.executemany(
-        "INSERT INTO passages (file_id, start_line, end_line, page, section, heading, text) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO passages (file_id, start_line, end_line, page, section, heading, text, "
+        "place) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [
             (
                 file_id,
@@ -104,6 +148,7 @@ def store(
                 passage.section,
                 f"{document.title} {passage.section}".strip(),
                 passage.text,
+                document.place_of(passage.start_line, passage.end_line),
             )
             for passage in split_passages(document.lines, document.page_starts)
         ],
@@ -116,7 +161,7 @@ def _upsert(
     if old is None:
         cursor = db.execute(
             "INSERT INTO files (size, mtime_ns, digest, format, title, lines, status, note, "
-            "path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "date, dated, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (*values, path),
         )
         assert cursor.lastrowid is not None
@@ -124,7 +169,7 @@ def _upsert(
     db.execute("DELETE FROM passages WHERE file_id = ?", (old.id,))
     db.execute(
         "UPDATE files SET size = ?, mtime_ns = ?, digest = ?, format = ?, title = ?, "
-        "lines = ?, status = ?, note = ? WHERE id = ?",
+        "lines = ?, status = ?, note = ?, date = ?, dated = ? WHERE id = ?",
         (*values, old.id),
     )
     return old.id
@@ -133,8 +178,9 @@ def _upsert(
 def touch(db: sqlite3.Connection, old: Known, entry: FileEntry) -> None:
     """Take the new size and time of a file whose content is what the index already holds."""
     db.execute(
-        "UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?",
-        (entry.size, entry.mtime_ns, old.id),
+        "UPDATE files SET size = ?, mtime_ns = ?, "
+        "date = CASE dated WHEN 'stated' THEN date ELSE ? END WHERE id = ?",
+        (entry.size, entry.mtime_ns, dating.from_mtime(entry.mtime_ns), old.id),
     )
 
 
@@ -163,14 +209,42 @@ def remove(db: sqlite3.Connection, old: Known) -> None:
 # --- what the index answers -----------------------------------------------------------------------
 
 
+def currency_of(db: sqlite3.Connection, path: str) -> str:
+    """How the indexed document at ``path`` stands (:func:`.dating.currency`), "" if unknown."""
+    row = db.execute(
+        "SELECT date, dated, superseded FROM files WHERE path = ? AND status = 'ok'", (path,)
+    ).fetchone()
+    return "" if row is None else dating.currency(*row)
+
+
 def document_count(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT count(*) FROM files WHERE status = 'ok'").fetchone()[0])
 
 
+def mark_superseded(db: sqlite3.Connection) -> None:
+    """Work out again which documents look superseded (:func:`.dating.superseded`): a file added,
+    changed or removed can change the answer for its siblings."""
+    rows = db.execute(
+        "SELECT path, title, date, mtime_ns, superseded FROM files WHERE status = 'ok'"
+    ).fetchall()
+    found = dating.superseded(dating.Dated(*row[:4]) for row in rows)
+    changes = [
+        (found.get(path, ""), path) for path, *_rest, was in rows if found.get(path, "") != was
+    ]
+    db.executemany("UPDATE files SET superseded = ? WHERE path = ?", changes)
+
+
+_PROBLEM_KINDS = {"error": "skipped", "notext": "no_text", "ok": "partial"}
+
+
 def problems(db: sqlite3.Connection) -> list[IndexProblem]:
-    """The files the updates skipped and why (until they change), by path."""
-    rows = db.execute("SELECT path, note FROM files WHERE status = 'error' ORDER BY path")
-    return [IndexProblem(path, note) for path, note in rows]
+    """The files the updates skipped, found without text, or read in part, and why (until they
+    change), by path."""
+    rows = db.execute(
+        "SELECT path, note, status FROM files WHERE status IN ('error', 'notext') "
+        "OR (status = 'ok' AND note != '') ORDER BY path"
+    )
+    return [IndexProblem(path, note, _PROBLEM_KINDS[status]) for path, note, status in rows]
 
 
 def skipped_reason(db: sqlite3.Connection, path: str, size: int, mtime_ns: int) -> str | None:

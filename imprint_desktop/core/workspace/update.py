@@ -48,7 +48,8 @@ class IndexProgress:
 
 @dataclass(frozen=True, slots=True)
 class IndexReport:
-    """What an update did. ``problems`` lists every file the index currently cannot use."""
+    """What an update did. ``problems`` lists every file the index currently cannot fully use:
+    skipped, read without text, or read only in part (:class:`~.records.IndexProblem`)."""
 
     documents: int
     added: int
@@ -91,6 +92,7 @@ class IndexUpdate:
         self._missing_by_digest: dict[str, str] = {}
         self._counts = {"added": 0, "updated": 0, "renamed": 0}
         self._unreadable: list[IndexProblem] = []
+        self._again: set[str] = set()
 
     def run(self, started: float) -> IndexReport:
         """Bring the index up to date; ``started`` is when the caller asked (``perf_counter``)."""
@@ -104,7 +106,14 @@ class IndexUpdate:
         self._missing_by_digest = {
             row.digest: path for path, row in self._missing.items() if row.digest
         }
-        todo = [entry for entry in entries if _changed(entry, self._known.get(entry.path))]
+        # A scan read without OCR is read again once OCR is on and tesseract is there.
+        ocr_ready = self._reader.ocr_ready
+        self._again = {path for path, row in self._known.items() if ocr_ready and row.waits_for_ocr}
+        todo = [
+            entry
+            for entry in entries
+            if entry.path in self._again or _changed(entry, self._known.get(entry.path))
+        ]
         cancelled = False
         try:
             for done, scanned in enumerate(todo):
@@ -116,6 +125,8 @@ class IndexUpdate:
             with self._writes.group():
                 for row in self._missing.values():
                     records.remove(db, row)
+                if todo or self._missing:
+                    records.mark_superseded(db)
         finally:
             self._writes.commit()
         if self._progress is not None:
@@ -147,7 +158,8 @@ class IndexUpdate:
         entry = FileEntry(scanned.path, info.st_size, info.st_mtime_ns)  # what was read
         digest = hashlib.blake2b(data, digest_size=16).hexdigest()
         old = self._known.get(entry.path)
-        if old is not None and old.digest == digest:  # touched, or changed and changed back
+        if old is not None and old.digest == digest and entry.path not in self._again:
+            # touched, or changed and changed back
             with self._writes.group():
                 records.touch(db, old, entry)
             return True

@@ -68,6 +68,9 @@ class Workspace:
             max_file_bytes=settings.max_file_mb * 2**20,
             db_path=db_path,
             embedder=embedder_file(settings.embedder),
+            extraction=ExtractionLimits(
+                ocr=settings.ocr, ocr_page_seconds=float(settings.ocr_page_seconds)
+            ),
         )
 
     def __enter__(self) -> Workspace:

@@ -203,3 +203,23 @@ def test_the_vectorized_store_agrees_with_a_plain_reference() -> None:
             pool += texts
             got = [(v.new_units, v.repeated_units) for v in store.add_many(texts)]
             assert got == reference.add_many(texts), texts
+
+
+def test_evidence_as_text_says_how_each_document_stands() -> None:
+    """The fallback and section results show a passage's date and superseded mark, as the
+    search result did, so an answer written from them can prefer the current document."""
+    from imprint_desktop.core.research.ledger import EvidenceLedger
+    from imprint_desktop.core.tools.base import EvidenceItem
+
+    ledger = EvidenceLedger()
+    ledger.record(
+        [
+            EvidenceItem(
+                "brief.docx", "lines 5-7", "The price is 56,000.", "Brief", "dated 2026-02"
+            ),
+            EvidenceItem("notes.md", "lines 1-2", "Nothing about prices here at all."),
+        ]
+    )
+    text = ledger.as_text()
+    assert "[1] brief.docx, lines 5-7 (dated 2026-02):\nThe price is 56,000." in text
+    assert "[2] notes.md, lines 1-2:\n" in text

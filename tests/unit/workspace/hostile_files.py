@@ -1,9 +1,10 @@
-"""Files and PDF readers that misbehave, for the indexing tests.
+"""Files and document readers that misbehave, for the indexing tests.
 
-:func:`slow_pdf` writes a real, valid PDF that pypdf reads for minutes: every page shares one small
-compressed content stream that inflates to millions of text operators. The readers stand in for
-pypdf inside the worker process (``ExtractionLimits.reader``; the worker imports them by name) to
-make a file hang, exhaust memory or kill the worker, whichever the test needs.
+:func:`slow_pdf` writes a real, valid PDF that takes PDFium seconds a page (and pypdf minutes):
+every page shares one small compressed content stream that inflates to millions of text
+operators. The readers stand in for the document libraries inside the worker process
+(``ExtractionLimits.reader``; the worker imports them by name) to make a file hang, exhaust memory
+or kill the worker, whichever the test needs.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ import threading
 import zlib
 
 from imprint_desktop.core.workspace import Extracted, extract
+from imprint_desktop.core.workspace.formats import ocr
 
 #: Files whose bytes hold this marker make the readers below misbehave; others are read normally.
 MARKER = b"%IMPRINT-HOSTILE"
 
 
-def slow_pdf(pages: int = 4, operators: int = 500_000) -> bytes:
+def slow_pdf(pages: int = 24, operators: int = 500_000) -> bytes:
     """A well-formed PDF of ``pages`` pages, each drawing ``operators`` text operators from the
-    same content stream: about 40 KB on disk, 16 MB of operators per page once inflated."""
+    same content stream: about 40 KB on disk, 16 MB of operators per page once inflated, over a
+    second of PDFium's time per page, so more than the default limit for the whole file."""
     content = b"BT /F1 12 Tf 10 10 Td (x) Tj ET\n" * operators
     stream = zlib.compress(content, 9)
     font = 3 + pages + 1
@@ -82,4 +85,14 @@ def nonsense(name: str, data: bytes) -> Extracted:
     might): the index must refuse the answer, not trust it."""
     if MARKER in data:
         return Extracted("Odd", ("text",), ("not a line number",))  # type: ignore[arg-type]
+    return extract(name, data)
+
+
+def slow_pages(name: str, data: bytes) -> Extracted:
+    """Works on a marked file page by page, announcing each page as OCR does and taking a second
+    over it: longer in all than the file's own time limit, never longer than a page's."""
+    if MARKER in data:
+        for _page in range(3):
+            ocr.announce_page()
+            threading.Event().wait(1.0)  # the work of one page
     return extract(name, data)

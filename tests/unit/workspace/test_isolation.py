@@ -62,7 +62,7 @@ def test_a_pdf_that_takes_too_long_is_skipped_then_tried_again_only_once_it_chan
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     slow = folder / "c-slow.pdf"
-    slow.write_bytes(hostile_files.slow_pdf())  # real pypdf, minutes of work
+    slow.write_bytes(hostile_files.slow_pdf())  # real PDFium, seconds a page
     with WorkspaceIndex(folder, extraction=QUICK) as index:
         first = index.update()
         assert "took longer than 2 s" in reasons(first)["c-slow.pdf"]
@@ -147,7 +147,7 @@ def test_a_pdf_that_kills_the_reader_is_skipped_and_the_next_pdf_still_read(fold
     limits = ExtractionLimits(base_seconds=60, reader=hostile_files.crashing)
     with WorkspaceIndex(folder, extraction=limits) as index:
         report = index.update()
-        assert "PDF reader stopped while reading it" in reasons(report)["a-crash.pdf"]
+        assert "document reader stopped while reading it" in reasons(report)["a-crash.pdf"]
         assert [hit.path for hit in index.search("generator fault")] == ["b-report.pdf"]
 
 

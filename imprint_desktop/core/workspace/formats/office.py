@@ -1,0 +1,162 @@
+"""Word, PowerPoint and Excel files (DOCX, PPTX, XLSX) with python-docx, python-pptx and openpyxl.
+
+Each is read with the library made for it, keeping the structure a citation needs: a Word file's
+headings become sections and its tables rows under their header; a presentation's slides become
+places ("slide 4"), with the slide title as section and the speaker notes after the slide's text;
+a workbook's sheets become places with their row numbers ("sheet Revenue, rows 2-9"), each row a
+line naming its cells by the header row. Workbooks are opened read-only with cached values
+(formulas as last computed), which streams rows instead of building the whole sheet in memory.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+from typing import Any
+
+from imprint_desktop.core.workspace.formats.archive import checked_zip
+from imprint_desktop.core.workspace.formats.text import Extracted, LineWriter, one_line
+
+#: Rows read from one sheet; past this a sheet is reported as partly read.
+MAX_SHEET_ROWS = 50_000
+_MAX_COLUMNS = 200
+
+
+def read_docx(data: bytes, stem: str) -> Extracted:
+    checked_zip(data, "Word")
+    import docx  # noqa: PLC0415 - imported when a Word file is met
+    from docx.table import Table  # noqa: PLC0415
+    from docx.text.paragraph import Paragraph  # noqa: PLC0415
+
+    document = docx.Document(io.BytesIO(data))
+    # Paragraph.style looks the style up in the styles part on every call (most of the reading
+    # time of a long document); each style id's name is looked up once instead.
+    styles = document.styles.element
+    names: dict[str, str] = {}
+
+    def name_of(style_id: str) -> str:
+        if style_id not in names:
+            element = styles.get_by_id(style_id)
+            # The name as stored: lower case for built-in styles ("heading 1").
+            names[style_id] = (element.name_val or "").lower() if element is not None else ""
+        return names[style_id]
+
+    writer = LineWriter()
+    title = ""
+    for block in document.iter_inner_content():
+        if isinstance(block, Paragraph):
+            style = name_of(block._p.style or "")
+            level = _heading_level(style)
+            if level is not None:
+                title = title or (one_line(block.text) if level <= 1 else "")
+                writer.heading(block.text, level)
+            else:
+                writer.paragraph(block.text, bullet="list" in style)
+        elif isinstance(block, Table):
+            writer.table(_docx_rows(block), merges=True)
+    for section in document.sections:  # headers and footers often carry the date and status
+        for part in (section.header, section.footer):
+            if not part.is_linked_to_previous:
+                for paragraph in part.paragraphs:
+                    writer.paragraph(paragraph.text)
+    stated = one_line(document.core_properties.title or "")
+    return writer.result(stated or title or writer.first_text() or stem, encoding="docx")
+
+
+def _heading_level(style: str) -> int | None:
+    """The heading level a (lower-case) style name gives a paragraph, or None for body text."""
+    if style == "title":
+        return 1
+    if style.startswith("heading"):
+        digits = style.removeprefix("heading").strip()
+        return int(digits) if digits.isdigit() else 1
+    return None
+
+
+def _docx_rows(table: Any) -> list[list[str]]:
+    rows = []
+    for row in table.rows:
+        rows.append([cell.text for cell in row.cells][:_MAX_COLUMNS])
+    return rows
+
+
+def read_pptx(data: bytes, stem: str) -> Extracted:
+    checked_zip(data, "PowerPoint")
+    import pptx  # noqa: PLC0415 - imported when a presentation is met
+
+    presentation = pptx.Presentation(io.BytesIO(data))
+    writer = LineWriter()
+    first_title = ""
+    for number, slide in enumerate(presentation.slides, start=1):
+        writer.place(f"slide {number}")
+        heading = ""
+        shapes = list(slide.shapes)
+        title_shape = slide.shapes.title
+        if title_shape is not None and title_shape.has_text_frame:
+            heading = one_line(title_shape.text_frame.text)
+        writer.heading(f"Slide {number}: {heading}" if heading else f"Slide {number}", 2)
+        first_title = first_title or heading
+        for shape in _flattened(shapes):
+            if title_shape is not None and shape.shape_id == title_shape.shape_id:
+                continue
+            if getattr(shape, "has_table", False):
+                writer.table([[cell.text for cell in row.cells] for row in shape.table.rows])
+            elif getattr(shape, "has_text_frame", False):
+                for paragraph in shape.text_frame.paragraphs:
+                    text = "".join(run.text for run in paragraph.runs)
+                    writer.paragraph(text, bullet=paragraph.level > 0)
+        if slide.has_notes_slide:
+            notes = slide.notes_slide.notes_text_frame
+            if notes is not None and notes.text.strip():
+                writer.paragraph(f"Speaker notes: {notes.text}")
+    stated = one_line(presentation.core_properties.title or "")
+    return writer.result(stated or first_title or stem, encoding="pptx")
+
+
+def _flattened(shapes: Iterable[Any]) -> Iterable[Any]:
+    for shape in shapes:
+        if hasattr(shape, "shapes"):  # a group
+            yield from _flattened(shape.shapes)
+        else:
+            yield shape
+
+
+def read_xlsx(data: bytes, stem: str) -> Extracted:
+    checked_zip(data, "Excel")
+    import openpyxl  # noqa: PLC0415 - imported when a workbook is met
+
+    workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    writer = LineWriter()
+    cut: list[str] = []
+    try:
+        for sheet in workbook.worksheets:
+            writer.place(f"sheet {sheet.title}", sheet=True)
+            writer.heading(f"Sheet {sheet.title}", 2)
+            rows: list[list[str]] = []
+            numbers: list[int] = []
+            for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
+                if number > MAX_SHEET_ROWS:
+                    cut.append(sheet.title)
+                    break
+                cells = [_cell(value) for value in values[:_MAX_COLUMNS]]
+                if any(cells):
+                    rows.append(cells)
+                    numbers.append(number)
+            writer.table(rows, numbers)
+        title = one_line(workbook.properties.title or "")
+    finally:
+        workbook.close()
+    gaps = ""
+    if cut:
+        gaps = f"only the first {MAX_SHEET_ROWS:,} rows of sheet(s) {', '.join(cut)} were read"
+    return writer.result(title or stem, encoding="xlsx", gaps=gaps)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if hasattr(value, "isoformat"):
+        return str(value.isoformat()).removesuffix("T00:00:00")
+    return str(value)
