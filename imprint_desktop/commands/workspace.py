@@ -8,8 +8,9 @@ file: skipped until it changes), read without text (a scan without OCR), or read
 is, then prints the best passages with their document's date and whether it looks superseded — as
 JSON with ``--json``, a list of hits best first, each with ``path``, ``start_line``, ``end_line``,
 ``location``, ``score``, ``title``, ``date``, ``dated``, ``superseded`` and ``text``. Both
-give every passage its vector from the ``workspace.embedder`` first. ``--mode`` chooses the ranking: ``hybrid`` (the default, as
-everywhere in Imprint) fuses ``keyword`` (BM25) and ``meaning`` (the vectors).
+give every passage its vector from the ``workspace.embedder`` first. ``--mode`` chooses the
+ranking: ``hybrid`` (the default, as everywhere in Imprint) fuses ``keyword`` (BM25) and
+``meaning`` (the vectors).
 
 Exit codes: 0 done (also when nothing matched), 1 the index could not be built or read, 2 bad usage
 (DIR is not a folder).
