@@ -117,6 +117,19 @@ class _Finder:
         return found_at
 
 
+def without_echo(text: str, messages: Sequence[Message]) -> str:
+    """``text`` without the sentences of the engine's own instruction in the request's last user
+    turn (a small model continuing a cut answer wrote "Continue it exactly where it stopped"
+    into it), stripped."""
+    last = messages[-1] if messages else None
+    if last is None or last.role != "user" or last.content != prompts.CONTINUE_ANSWER:
+        return text
+    for sentence in re.split(r"(?<=[.!?])\s+", prompts.CONTINUE_ANSWER):
+        if len(sentence) > 12:
+            text = text.replace(sentence, "")
+    return text.strip()
+
+
 @dataclass(frozen=True, slots=True)
 class FinalAnswer:
     """The answer the final stage wrote, or the fallback it fell back to."""
@@ -345,7 +358,7 @@ class FinalStage:
                 f"{reply.settings.final_deadline_sec:.0f} seconds",
                 started,
             )
-        text = without_call_markup(completion.text)
+        text = without_echo(without_call_markup(completion.text), request.messages)
         if not text:
             return self._fallback(reason, "the model wrote an empty final answer", started)
         reply.emit(ev.FinalFinished(reply.now_t(), "model", reply.clock_now() - started))

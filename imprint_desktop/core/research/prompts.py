@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from imprint_desktop.core.research import seed
+
 RESEARCH = """\
 You are Imprint, a research assistant. You answer the person's question from their own documents.
 - When the numbered passages answer the question, answer it at once in a few sentences and cite \
@@ -87,8 +89,15 @@ def passages_block(passages: Sequence[Passage]) -> str:
 
 
 def question_block(question: str, earlier: Sequence[str] = ()) -> str:
-    """The question as the last thing the model reads; a follow-up names the questions before it
-    (:func:`~.seed.earlier_questions`), so "it" and "there" keep their subject."""
+    """The question as the last thing the model reads. A follow-up (``earlier``: the questions it
+    follows, :func:`~.seed.earlier_questions`) names the subject its "it" or "there" refers to in
+    place ("When was it (Gannet Point) automated?"): a small model shown the earlier question
+    answered that one again. Without a named subject, the earlier questions are shown before it."""
+    if not earlier:
+        return f"Question: {question.strip()}"
+    resolved = seed.resolved_question(question.strip(), earlier)
+    if resolved != question.strip():
+        return f"Question: {resolved}"
     follows = "".join(f"Earlier question: {before}\n" for before in earlier)
     return f"{follows}Question: {question.strip()}"
 

@@ -126,6 +126,35 @@ def subject_words(question: str) -> list[str]:
     return list(dict.fromkeys(named)) or content_words(question)
 
 
+def subject_phrase(question: str) -> str:
+    """The name ``question`` is about, as written: its longest run of capitalised words past the
+    first word ("Gannet Point" in "What is the range of the Gannet Point light?"), or ""."""
+    words = question.split()
+    best: list[str] = []
+    run: list[str] = []
+    for word in words[1:]:
+        bare = word.strip("?!.,;:()\"'“”‘’")
+        if bare[:1].isupper():
+            run.append(bare)
+            if len(run) > len(best):
+                best = list(run)
+        else:
+            run = []
+    return " ".join(best)
+
+
+def resolved_question(question: str, earlier: Sequence[str]) -> str:
+    """``question`` with the subject it refers to named beside the word that refers to it:
+    "When was it (Gannet Point) automated?". Unchanged when no earlier question names one."""
+    subject = next((s for s in map(subject_phrase, reversed(earlier)) if s), "")
+    if not subject:
+        return question
+    for match in _WORD.finditer(question):
+        if match.group(0).lower() in REFERRING:
+            return f"{question[: match.end()]} ({subject}){question[match.end() :]}"
+    return f"{question.rstrip()} ({subject})"
+
+
 def seed_query(question: str, earlier: Sequence[str] = ()) -> str:
     """The engine's search query for ``question``: its content words, or the question itself.
 

@@ -140,7 +140,8 @@ SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? ORDER BY rank LIMIT ?
 """
 
 _PASSAGES = """
-SELECT p.id, f.path, p.start_line, p.end_line, f.title, p.section, p.page, p.text
+SELECT p.id, f.path, p.start_line, p.end_line, f.title, p.section, p.page, p.text,
+    f.date, f.dated, f.superseded, p.place
 FROM passages p JOIN files f ON f.id = p.file_id WHERE p.id IN ({marks})
 """
 
@@ -186,17 +187,25 @@ def passages_by_score(
         row[0]: row[1:]
         for row in db.execute(_PASSAGES.format(marks=marks), [passage for passage, _ in scored])
     }
-    hits: list[SearchHit] = []
-    per_file: dict[str, int] = {}
+    ranked: list[SearchHit] = []
     for passage, score in scored:
         row = rows.get(passage)
         if row is None:  # deleted since it was ranked
             continue
-        path, start, end, title, section, page, text = row
-        if per_file.get(path, 0) >= _PER_FILE:
+        path, start, end, title, section, page, text, *facts = row
+        # A document that looks superseded ranks a little below a current one (as in BM25's).
+        weighed = score * (SUPERSEDED_WEIGHT if facts[2] else 1.0)
+        ranked.append(
+            SearchHit(path, start, end, title, section, page, round(weighed, 6), text, *facts)
+        )
+    ranked.sort(key=lambda hit: -hit.score)
+    hits: list[SearchHit] = []
+    per_file: dict[str, int] = {}
+    for hit in ranked:
+        if per_file.get(hit.path, 0) >= _PER_FILE:
             continue
-        per_file[path] = per_file.get(path, 0) + 1
-        hits.append(SearchHit(path, start, end, title, section, page, round(score, 6), text))
+        per_file[hit.path] = per_file.get(hit.path, 0) + 1
+        hits.append(hit)
         if len(hits) == limit:
             break
     return hits

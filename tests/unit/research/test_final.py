@@ -51,3 +51,18 @@ def test_a_failed_final_request_charges_nothing() -> None:
     answer, _, events = final_answer(Step(fail=True))
     [line] = [e for e in events if isinstance(e, ev.RequestFinished)]
     assert answer.mode == "fallback" and answer.charged == 0 == line.charged
+
+
+def test_a_continuation_never_shows_the_instruction_it_was_given() -> None:
+    from imprint_desktop.core.providers.base import Message
+    from imprint_desktop.core.research import prompts
+    from imprint_desktop.core.research.final import without_echo
+
+    asked = [
+        Message("assistant", "The light stands on piles"),
+        Message("user", prompts.CONTINUE_ANSWER),
+    ]
+    echoed = f"because the sand could not carry masonry. {prompts.CONTINUE_ANSWER}"
+    assert without_echo(echoed, asked) == "because the sand could not carry masonry."
+    # Only a continuation is cleaned: an answer may quote anything.
+    assert without_echo(echoed, [Message("user", "Q?")]) == echoed

@@ -159,12 +159,10 @@ def test_a_follow_up_keeps_its_subject_without_replaying_the_earlier_answer() ->
     messages = provider.requests[0].messages
     assert [m.role for m in messages] == ["system", "user"]
     turn = messages[1].content
-    # The earlier question is named beside the new one; the earlier answer, which a small model
-    # would copy, is not shown.
-    assert turn.endswith(
-        "Earlier question: When was Gannet Point first lit?\nQuestion: Who were its keepers?"
-    )
-    assert "1857" not in turn
+    # The subject "its" refers to is named in the question; neither the earlier question (a small
+    # model answered it again) nor the earlier answer (copied) is shown.
+    assert turn.endswith("\n\nQuestion: Who were its (Gannet Point) keepers?")
+    assert "1857" not in turn and "first lit" not in turn
 
 
 def test_a_new_question_in_a_conversation_stands_on_its_own() -> None:
