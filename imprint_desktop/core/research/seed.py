@@ -34,7 +34,7 @@ SEED_SHARE_OF_ROOM = 0.5
 MIN_SEED_CHARS = 600
 #: Nor with more: the passages are cut around what matched the question (the rest is a
 #: read_document away), so a small model reads the facts rather than the headings around them.
-MAX_SEED_CHARS = 3600
+MAX_SEED_CHARS = 2400
 
 
 def _words(text: str) -> frozenset[str]:
