@@ -410,8 +410,8 @@ def test_a_cut_answer_completed_from_condensed_notes_is_not_glued_to_a_whole_new
         "remote.context_window=2400",
         "--set",
         "chat.research_max_output_tokens=256",
-        "--set",
-        "chat.max_tokens=1900",
+        "--set",  # the continuation does not fit beside it; the condensed notes do
+        "chat.max_tokens=2200",
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert payload["final_mode"] == "model"

@@ -125,7 +125,8 @@ class StaticEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        split = [text.split() for text in texts]
+        # Text a model or a page wrote may hold lone surrogates, which the tokenizer refuses.
+        split = [text.encode("utf-8", "replace").decode("utf-8").split() for text in texts]
         with self._lock:  # one embedder serves the update's thread and every search's
             self._learn(dict.fromkeys(itertools.chain.from_iterable(split)))
             rows, vectors = self._word_rows, self._word_vectors

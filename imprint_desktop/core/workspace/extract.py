@@ -19,25 +19,22 @@ from __future__ import annotations
 
 import codecs
 import enum
+import importlib
 import logging
 import re
 import warnings
 from collections.abc import Callable
 from pathlib import PurePosixPath
+from typing import cast
 
 from imprint_desktop.core.errors import DocumentError
-from imprint_desktop.core.workspace import dating
-from imprint_desktop.core.workspace.formats.books import read_epub, read_rtf
-from imprint_desktop.core.workspace.formats.office import read_docx, read_pptx, read_xlsx
-from imprint_desktop.core.workspace.formats.opendocument import read_opendocument
-from imprint_desktop.core.workspace.formats.pdf import read_image, read_pdf
+from imprint_desktop.core.workspace import dating, formats
 from imprint_desktop.core.workspace.formats.text import (
     Extracted,
     Place,
     decode,
     split_lines,
 )
-from imprint_desktop.core.workspace.html import html_page
 from imprint_desktop.core.workspace.passages import atx_heading
 
 __all__ = ["Extracted", "Place", "decode", "split_lines"]
@@ -125,7 +122,7 @@ def extract(name: str, data: bytes) -> Extracted:
     """
     fmt = format_for(name)
     stem = PurePosixPath(name).stem or PurePosixPath(name).name
-    reader = _READERS.get(fmt)
+    reader = _reader(fmt)
     if reader is not None:
         with warnings.catch_warnings():
             # The libraries warn about oddities of the files they read (a missing default style,
@@ -137,6 +134,8 @@ def extract(name: str, data: bytes) -> Extracted:
         raise DocumentError(f"{name} looks like a binary file, not text.")
     text, encoding = decode(data)
     if fmt is Format.HTML:
+        from imprint_desktop.core.workspace.html import html_page  # noqa: PLC0415 - see _READERS
+
         title, body = html_page(text)
         return _dated(Extracted(title or stem, split_lines(body), (), encoding))
     lines = split_lines(text)
@@ -165,18 +164,32 @@ def _dated(document: Extracted) -> Extracted:
     )
 
 
-_READERS: dict[Format, Callable[[bytes, str], Extracted]] = {
-    Format.PDF: read_pdf,
-    Format.DOCX: read_docx,
-    Format.XLSX: read_xlsx,
-    Format.PPTX: read_pptx,
-    Format.ODT: lambda data, stem: read_opendocument(data, stem, "odt"),
-    Format.ODS: lambda data, stem: read_opendocument(data, stem, "ods"),
-    Format.ODP: lambda data, stem: read_opendocument(data, stem, "odp"),
-    Format.EPUB: read_epub,
-    Format.RTF: read_rtf,
-    Format.IMAGE: read_image,
+#: The reader of each format a library reads: its module under ``formats`` and its function (with
+#: the OpenDocument kind). Imported when a file of the format is read — in the reader worker —
+#: so opening or searching the index loads none of the libraries.
+_READERS: dict[Format, tuple[str, str, str]] = {
+    Format.PDF: ("pdf", "read_pdf", ""),
+    Format.DOCX: ("office", "read_docx", ""),
+    Format.XLSX: ("office", "read_xlsx", ""),
+    Format.PPTX: ("office", "read_pptx", ""),
+    Format.ODT: ("opendocument", "read_opendocument", "odt"),
+    Format.ODS: ("opendocument", "read_opendocument", "ods"),
+    Format.ODP: ("opendocument", "read_opendocument", "odp"),
+    Format.EPUB: ("books", "read_epub", ""),
+    Format.RTF: ("books", "read_rtf", ""),
+    Format.IMAGE: ("pdf", "read_image", ""),
 }
+
+
+def _reader(fmt: Format) -> Callable[[bytes, str], Extracted] | None:
+    found = _READERS.get(fmt)
+    if found is None:
+        return None
+    module, name, kind = found
+    function = getattr(importlib.import_module(f"{formats.__name__}.{module}"), name)
+    if kind:
+        return lambda data, stem: cast(Extracted, function(data, stem, kind))
+    return cast(Callable[[bytes, str], Extracted], function)
 
 
 def _markdown_title(lines: tuple[str, ...]) -> str | None:

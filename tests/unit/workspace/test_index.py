@@ -155,9 +155,9 @@ def test_a_parser_failing_in_this_process_skips_only_that_file(
     def too_deep(markup: str | bytes, *, main_only: bool = False) -> tuple[str | None, str]:
         raise RecursionError("maximum recursion depth exceeded")
 
-    # The package's ``extract`` is the function: the module is reached by its name.
-    extraction = importlib.import_module("imprint_desktop.core.workspace.extract")
-    monkeypatch.setattr(extraction, "html_page", too_deep)
+    # The HTML reader is looked up when a page is read (extract imports it then).
+    pages = importlib.import_module("imprint_desktop.core.workspace.html")
+    monkeypatch.setattr(pages, "html_page", too_deep)
     nested = workspace.root / "nested.html"
     nested.write_bytes(b"<div>" * 100_000 + b"kelp")
     with pytest.raises(RecursionError):  # for a tool call: the tool failed (and it is logged)
