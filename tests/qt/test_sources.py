@@ -303,8 +303,9 @@ def test_a_cited_pdf_is_parsed_outside_the_windows_process(
     def in_this_process(data: bytes, stem: str) -> object:
         raise AssertionError("a PDF was parsed in the window's process")
 
-    extract_module = importlib.import_module("imprint_desktop.core.workspace.extract")
-    monkeypatch.setattr(extract_module, "_pdf", in_this_process)  # the worker has its own
+    # The PDF reader is looked up when a PDF is read; the worker process has its own copy.
+    pdf_module = importlib.import_module("imprint_desktop.core.workspace.formats.pdf")
+    monkeypatch.setattr(pdf_module, "read_pdf", in_this_process)
     click_link(qtbot, window.transcript, "[1]")
     viewer = viewer_of(qtbot, window)
     assert viewer.source is not None and viewer.source.path is not None, viewer.note.text()

@@ -74,7 +74,10 @@ def test_prompted_tools_describe_the_tools_and_write_history_as_text() -> None:
     system = text.split("<|im_end|>")[0]
     assert system.startswith("<|im_start|>system\nResearch.\n\nYou can use tools:")
     # One short line a tool (a small model reads it before every question), text unescaped.
-    assert "\n- search_workspace(query?: string) — Search <the> workspace & more\n" in system
+    assert (
+        '\n{"name": "search_workspace", "arguments": {"query": "string, optional"}} — '
+        "Search <the> workspace & more\n"
+    ) in system
     assert (
         '<|im_start|>assistant\nLooking.\n<tool_call>[{"name": "search_workspace", '
         '"arguments": {"query": "keeper"}}]</tool_call><|im_end|>' in text

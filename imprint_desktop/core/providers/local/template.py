@@ -347,25 +347,26 @@ def _arguments_value(arguments: str) -> Any:
 
 
 def tool_line(tool: Mapping[str, Any]) -> str:
-    """A tool as one line of the prompted preamble: ``name(argument: type, …) — description``.
+    """A tool as one line of the prompted preamble: the call's own JSON shape with each
+    argument's type, then what the tool is for.
 
     A JSON schema a tool takes hundreds of tokens to write, which a small model reads before every
     question (prefill is most of its time to answer); the call's form is checked by the grammar
-    built from the whole schema, so the prompt needs only the names, types and what it is for.
+    built from the whole schema, so the prompt needs only the shape, the types and the purpose.
     """
     function = tool_function(tool)
     parameters = function.get("parameters")
     properties = parameters.get("properties", {}) if isinstance(parameters, Mapping) else {}
     required = parameters.get("required", ()) if isinstance(parameters, Mapping) else ()
-    arguments = []
+    arguments: dict[str, str] = {}
     for name, schema in properties.items() if isinstance(properties, Mapping) else ():
         kind = schema.get("type", "any") if isinstance(schema, Mapping) else "any"
         if isinstance(kind, list):
-            kind = "|".join(str(part) for part in kind)
-        optional = "" if name in required else "?"
-        arguments.append(f"{name}{optional}: {kind}")
+            kind = " or ".join(str(part) for part in kind)
+        arguments[str(name)] = str(kind) + ("" if name in required else ", optional")
+    shape = json.dumps({"name": function.get("name", ""), "arguments": arguments})
     description = " ".join(str(function.get("description", "")).split())
-    return f"- {function.get('name', '')}({', '.join(arguments)}) — {description}"
+    return f"{shape} — {description}"
 
 
 def _prompted_messages(
