@@ -112,7 +112,8 @@ def test_choosing_a_workspace_indexes_it_with_visible_progress(
     ):
         research_store.set("workspace.path", str(folder))
     assert shown and all(shown)
-    assert not window.toolbar_row.index_bar.isVisible()
+    # The passages' vectors are filled in the background after the files: then the bar goes.
+    qtbot.waitUntil(lambda: not window.toolbar_row.index_bar.isVisible(), timeout=WAIT_MS)
     assert window.toolbar_row.workspace.text() == "Workspace: other"
 
 
