@@ -98,23 +98,20 @@ def fts_query(query: str) -> str | None:
 
 def _score(rank: float, superseded: str) -> float:
     """BM25 as a score (higher is better), weighed down for a document that looks superseded."""
-    return round(-rank * (SUPERSEDED_WEIGHT if superseded else 1.0), 4)
+    return round(-rank * _currency_weight(superseded), 4)
 
 
-def best_passages(db: sqlite3.Connection, match: str, limit: int) -> list[SearchHit]:
-    """The ``limit`` best passages for the FTS expression ``match`` (from :func:`fts_query`),
-    best first, at most :data:`_PER_FILE` of one file."""
-    rows = db.execute(_SEARCH, (match, limit * _PER_FILE)).fetchall()
-    ranked = sorted(
-        (
-            SearchHit(path, start, end, title, section, page, _score(rank, facts[2]), text, *facts)
-            for path, start, end, title, section, page, rank, text, *facts in rows
-        ),
-        key=lambda hit: -hit.score,
-    )
+def _currency_weight(superseded: str) -> float:
+    """A document that looks superseded ranks a little below a current one that matches about
+    as well, in every ranking."""
+    return SUPERSEDED_WEIGHT if superseded else 1.0
+
+
+def _best_first(ranked: list[SearchHit], limit: int) -> list[SearchHit]:
+    """``ranked`` best first, at most ``limit``, at most :data:`_PER_FILE` of one file."""
     hits: list[SearchHit] = []
     per_file: dict[str, int] = {}
-    for hit in ranked:
+    for hit in sorted(ranked, key=lambda hit: -hit.score):
         if per_file.get(hit.path, 0) >= _PER_FILE:
             continue
         per_file[hit.path] = per_file.get(hit.path, 0) + 1
@@ -122,6 +119,17 @@ def best_passages(db: sqlite3.Connection, match: str, limit: int) -> list[Search
         if len(hits) == limit:
             break
     return hits
+
+
+def best_passages(db: sqlite3.Connection, match: str, limit: int) -> list[SearchHit]:
+    """The ``limit`` best passages for the FTS expression ``match`` (from :func:`fts_query`),
+    best first, at most :data:`_PER_FILE` of one file."""
+    rows = db.execute(_SEARCH, (match, limit * _PER_FILE)).fetchall()
+    ranked = [
+        SearchHit(path, start, end, title, section, page, _score(rank, facts[2]), text, *facts)
+        for path, start, end, title, section, page, rank, text, *facts in rows
+    ]
+    return _best_first(ranked, limit)
 
 
 class SearchMode(enum.StrEnum):
@@ -193,19 +201,6 @@ def passages_by_score(
         if row is None:  # deleted since it was ranked
             continue
         path, start, end, title, section, page, text, *facts = row
-        # A document that looks superseded ranks a little below a current one (as in BM25's).
-        weighed = score * (SUPERSEDED_WEIGHT if facts[2] else 1.0)
-        ranked.append(
-            SearchHit(path, start, end, title, section, page, round(weighed, 6), text, *facts)
-        )
-    ranked.sort(key=lambda hit: -hit.score)
-    hits: list[SearchHit] = []
-    per_file: dict[str, int] = {}
-    for hit in ranked:
-        if per_file.get(hit.path, 0) >= _PER_FILE:
-            continue
-        per_file[hit.path] = per_file.get(hit.path, 0) + 1
-        hits.append(hit)
-        if len(hits) == limit:
-            break
-    return hits
+        weighed = round(score * _currency_weight(facts[2]), 6)
+        ranked.append(SearchHit(path, start, end, title, section, page, weighed, text, *facts))
+    return _best_first(ranked, limit)
