@@ -42,11 +42,8 @@ from imprint_desktop.core.providers.base import (
     ToolCall,
 )
 from imprint_desktop.core.providers.local.loader import LoadProgress, load_model
-from imprint_desktop.core.providers.local.session import (
-    ModelSession,
-    PrefillObserver,
-    Sampling,
-)
+from imprint_desktop.core.providers.local.sampling import Sampling
+from imprint_desktop.core.providers.local.session import ModelSession, PrefillObserver
 from imprint_desktop.core.providers.local.toolcalls import (
     CALL_MARKERS,
     build_tool_grammar,

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import codecs
 import ctypes
+import logging
 import math
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import llama_cpp
 
@@ -39,6 +40,14 @@ from imprint_desktop.core.providers.local.loader import (
     quiet_errors_while,
     threads_for_now,
 )
+from imprint_desktop.core.providers.local.sampling import (
+    LoopGuard,
+    Sampling,
+    TokenSampler,
+    cut_loop,
+)
+
+log = logging.getLogger(__name__)
 
 Interruption = Literal["deadline", "cancelled"]
 #: ``on_prefill(evaluated, to_evaluate)`` after each prefill chunk, on the model thread.
@@ -96,13 +105,6 @@ class AbortSwitch:
 
     def _should_abort(self, _data: ctypes.c_void_p) -> bool:
         return self.reason() is not None
-
-
-@dataclass(frozen=True, slots=True)
-class Sampling:
-    temperature: float
-    grammar: str | None = None
-    seed: int = 0x5EED
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +228,7 @@ class ModelSession:
         evaluated = len(self.cached) - start
         if interrupted is not None:
             return RunResult("", interrupted, reused, evaluated, 0)
-        sampler = self._sampler(sampling)
+        sampler = TokenSampler(self.loaded.vocab, sampling)
         # One-token decodes are short: the loop checks for Stop between tokens, so the callback
         # (a Python call from ggml's threads at every graph node) is switched off while
         # generating; it costs generation speed and buys nothing there.
@@ -235,7 +237,7 @@ class ModelSession:
             return self._generate(sampler, max_tokens, reused, evaluated, on_piece)
         finally:
             self.abort.install(self.loaded.context)
-            llama_cpp.llama_sampler_free(sampler)
+            sampler.close()
 
     def _fit_threads(self) -> None:
         """Use as many threads as the machine has cores free now (:func:`threads_for_now`)."""
@@ -276,7 +278,7 @@ class ModelSession:
 
     def _generate(
         self,
-        sampler: Any,
+        sampler: TokenSampler,
         max_tokens: int,
         reused: int,
         evaluated: int,
@@ -285,6 +287,9 @@ class ModelSession:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         vocab, context = self.loaded.vocab, self.loaded.context
         pieces: list[str] = []
+        ends: list[int] = []  # the text's length after each output token (for cutting a loop)
+        guard = LoopGuard()
+        written = 0
         generated = 0
         stop: Literal["stop", "length", "deadline", "cancelled"] = "length"
         while generated < max_tokens:
@@ -292,15 +297,17 @@ class ModelSession:
             if interrupted is not None:
                 stop = interrupted
                 break
-            token = llama_cpp.llama_sampler_sample(sampler, context, -1)
+            token = sampler.sample(context)
             generated += 1
             end_of_turn = bool(llama_cpp.llama_vocab_is_eog(vocab, token))
             if not end_of_turn:
                 text = decoder.decode(self._token_bytes(token))
                 if text:
                     pieces.append(text)
+                    written += len(text)
                     if on_piece is not None:
                         on_piece(text)
+            ends.append(written)
             interrupted = self._decode([token], logits_last=True)
             if interrupted is not None:
                 stop = interrupted
@@ -308,6 +315,14 @@ class ModelSession:
             if end_of_turn:
                 stop = "stop"
                 break
+            loop = guard.add(token)
+            if loop is not None:
+                # The reply loops: it ends here, with one copy of what it repeats. The KV cache
+                # keeps the whole output, as the token count says.
+                unit_start = ends[loop.start - 1] if loop.start else 0
+                text = cut_loop("".join(pieces)[: ends[loop.end - 1]], unit_start)
+                log.info("the output loops after %d tokens: cut to %d", generated, loop.end)
+                return RunResult(text, "stop", reused, evaluated, generated)
         tail = decoder.decode(b"", final=True)
         if tail:
             pieces.append(tail)
@@ -359,28 +374,3 @@ class ModelSession:
             )
             return bytes(buffer.raw[:size])
         return bytes(self._piece.raw[:size])
-
-    def _sampler(self, sampling: Sampling) -> Any:
-        params = llama_cpp.llama_sampler_chain_default_params()
-        params.no_perf = True
-        chain = llama_cpp.llama_sampler_chain_init(params)
-        if sampling.grammar is not None:
-            grammar = llama_cpp.llama_sampler_init_grammar(
-                self.loaded.vocab, sampling.grammar.encode("utf-8"), b"root"
-            )
-            if grammar is None:
-                llama_cpp.llama_sampler_free(chain)
-                raise ProviderError("The tool-call grammar was rejected by llama.cpp.")
-            llama_cpp.llama_sampler_chain_add(chain, grammar)
-        if sampling.temperature <= 0:
-            llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_greedy())
-        else:
-            for stage in (
-                llama_cpp.llama_sampler_init_top_k(40),
-                llama_cpp.llama_sampler_init_top_p(0.95, 1),
-                llama_cpp.llama_sampler_init_min_p(0.05, 1),
-                llama_cpp.llama_sampler_init_temp(sampling.temperature),
-                llama_cpp.llama_sampler_init_dist(sampling.seed),
-            ):
-                llama_cpp.llama_sampler_chain_add(chain, stage)
-        return chain
