@@ -603,3 +603,28 @@ def test_an_output_that_loops_ends_with_one_copy(provider: LocalProvider) -> Non
     # Under the grammar the first copies may be split into tokens differently; the loop is
     # still seen within a few of them, far short of the 60 asked for.
     assert looped.output_tokens <= 6 * len(provider._session.tokenize(sentence))
+
+
+def test_an_answer_ends_at_its_allowance_while_a_call_may_run_on(
+    provider: LocalProvider, tmp_path: Path
+) -> None:
+    workspace_dir = shutil.copytree(resource("sample-workspace"), tmp_path / "ws")
+    with Workspace(workspace_dir) as workspace:
+        tools = read_tools(Toolbox(workspace, make_config().tools, None))
+    question = (Message("user", "Describe the sea in a long paragraph."),)
+    answer = run(
+        provider.complete(
+            dataclasses.replace(
+                ask("", max_tokens=96, tools=tools, answer_max_tokens=12), messages=question
+            ),
+            CancelToken(),
+        )
+    )
+    assert not answer.tool_calls
+    assert answer.stop == "length" and answer.output_tokens == 12
+    required = dataclasses.replace(
+        ask("", max_tokens=96, tools=tools, answer_max_tokens=4, tool_choice="required"),
+        messages=(Message("user", "When was the harbour light first lit?"),),
+    )
+    call = run(provider.complete(required, CancelToken()))
+    assert call.stop == "tool_calls" and call.output_tokens > 4

@@ -91,6 +91,11 @@ class CompletionRequest:
     tool_choice: Literal["auto", "none", "required"] = "auto"
     temperature: float = 0.2
     phase: Phase = "research"
+    # An answer (text, no calls) ends after this many tokens, with ``stop="length"``; calls may
+    # take all of ``max_tokens`` (None: both may). A research request gives calls the room their
+    # arguments need, while an answer keeps the person's answer allowance (``chat.max_tokens``).
+    # A provider that cannot tell the two apart while generating may ignore it.
+    answer_max_tokens: int | None = None
 
     @property
     def offers_tools(self) -> bool:

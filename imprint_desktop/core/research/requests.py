@@ -44,6 +44,7 @@ class Requests:
         *,
         tools: tuple[Mapping[str, Any], ...] = (),
         max_tokens: int,
+        answer_max_tokens: int | None = None,
         check_context: bool = False,
     ) -> Completion:
         """One budgeted model request: check, reserve, send, charge, refund (DESIGN §1)."""
@@ -58,6 +59,7 @@ class Requests:
             tool_choice="auto",
             temperature=reply.settings.temperature,
             phase=phase,
+            answer_max_tokens=answer_max_tokens,
         )
         prompt_tokens = await _provider_call(provider.count_prompt(request))
         if check_context and prompt_tokens + max_tokens > provider.context_window:

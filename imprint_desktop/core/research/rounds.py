@@ -73,18 +73,24 @@ class Rounds:
             and conversation.offers("search_workspace")
         ):
             await self._seed(conversation)
+        # The coordinator's answer is the reply's answer: it has the person's answer allowance.
+        answer_tokens = settings.max_tokens if conversation.worker is None else None
         while True:
             completion = await self.requests.send(
                 conversation.messages,
                 conversation.phase,
                 tools=conversation.tool_schemas,
                 max_tokens=settings.research_max_output_tokens,
+                answer_max_tokens=answer_tokens,
                 check_context=True,
             )
             if not completion.tool_calls:
                 text = completion.text.strip()
-                if text and completion.stop == "length" and conversation.worker is None:
-                    # Cut at the research allowance: the final request completes it.
+                cut = completion.stop == "length" and conversation.worker is None
+                if text and cut and completion.output_tokens < settings.max_tokens:
+                    # Cut at the research allowance, short of the answer allowance: the final
+                    # request completes it. (Cut at the answer allowance, it is the answer, as
+                    # long as the person allows.)
                     conversation.messages.append(Message("assistant", text))
                     raise AnswerCut(text)
                 if text:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
 import logging
 import sys
 import threading
@@ -98,12 +99,13 @@ class StaticEmbedder:
     fusion_weight = 0.5
 
     def __init__(self) -> None:
-        from safetensors.numpy import load_file  # noqa: PLC0415 - loaded with the model
-        from tokenizers import Tokenizer  # noqa: PLC0415
+        from tokenizers import Tokenizer  # noqa: PLC0415 - loaded with the model
 
         package = _wordllama_folder()
         try:
-            weights = load_file(str(package / "weights" / "l2_supercat_256.safetensors"))
+            self._table = mapped_tensor(
+                package / "weights" / "l2_supercat_256.safetensors", "embedding.weight"
+            )
             tokenizer = Tokenizer.from_file(
                 str(package / "tokenizers" / "l2_supercat_tokenizer_config.json")
             )
@@ -111,7 +113,6 @@ class StaticEmbedder:
             raise EmbedderError(
                 f"The built-in embedding model cannot be loaded: {error}"
             ) from error
-        self._table: Vectors = np.ascontiguousarray(weights["embedding.weight"], dtype=np.float32)
         tokenizer.no_padding()
         tokenizer.no_truncation()
         self._tokenizer: Tokenizer = tokenizer
@@ -163,8 +164,38 @@ class StaticEmbedder:
         start = len(rows)
         for offset, (word, encoding) in enumerate(zip(new, encoded, strict=True)):
             ids = np.minimum(np.asarray(encoding.ids, dtype=np.intp), last)
-            self._word_vectors[start + offset] = self._table[ids].sum(axis=0)
+            self._word_vectors[start + offset] = self._table[ids].sum(axis=0, dtype=np.float32)
             rows[word] = start + offset
+
+
+_SAFETENSORS_DTYPES = {"F16": np.float16, "F32": np.float32}
+
+
+def mapped_tensor(path: Path, name: str) -> npt.NDArray[np.floating]:
+    """One tensor of a ``.safetensors`` file, mapped rather than read: a search that embeds a
+    few words touches a few pages of the table, not all of it.
+
+    The format is an 8-byte little-endian header length, a JSON header naming each tensor's
+    dtype, shape and byte range, then the bytes. Raises ValueError for a file that does not hold
+    ``name`` as a 2-D float tensor of the size its header says.
+    """
+    with path.open("rb") as file:
+        size = int.from_bytes(file.read(8), "little")
+        if not 0 < size <= 100_000_000:
+            raise ValueError(f"{path.name} has no safetensors header")
+        header = json.loads(file.read(size))
+    entry = header.get(name) if isinstance(header, dict) else None
+    if not isinstance(entry, dict) or entry.get("dtype") not in _SAFETENSORS_DTYPES:
+        raise ValueError(f"{path.name} holds no float tensor {name!r}")
+    dtype = np.dtype(_SAFETENSORS_DTYPES[entry["dtype"]])
+    rows, columns = (int(n) for n in entry["shape"])
+    begin, end = (int(n) for n in entry["data_offsets"])
+    if end - begin != rows * columns * dtype.itemsize or 8 + size + end > path.stat().st_size:
+        raise ValueError(f"{path.name}: tensor {name!r} does not match its header")
+    table: npt.NDArray[np.floating] = np.memmap(
+        path, dtype=dtype, mode="r", offset=8 + size + begin, shape=(rows, columns)
+    )
+    return table
 
 
 def _wordllama_folder() -> Path:

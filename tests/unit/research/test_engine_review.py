@@ -195,6 +195,22 @@ def test_an_answer_cut_at_its_length_is_completed_by_the_final_request() -> None
     assert final.messages[-2].content == "The light was first lit in"
 
 
+def test_an_answer_cut_at_the_answer_allowance_is_the_answer() -> None:
+    """The research request asks for the person's answer allowance (chat.max_tokens) as the
+    answer's: an answer that reaches it is as long as the person allows, not continued."""
+    long_answer = "The light was first lit in 1862 [1]. " * 40  # 1,480 characters: 370 tokens
+    script = [Step(long_answer.strip(), finish="length")]
+    engine, tools, provider, _ = make(
+        script,
+        lambda n, v: passage("Lit in 1862.", "h.md"),
+        settings={"chat.max_tokens": 256, "chat.research_max_output_tokens": 1024},
+    )
+    result = run(engine.run("When was the light first lit?", tools))
+    assert result.stop_reason == "answered" and result.final_mode == "model"
+    [request] = provider.requests  # no final request
+    assert request.max_tokens == 1024 and request.answer_max_tokens == 256
+
+
 def test_a_page_whose_only_change_is_a_counter_is_not_new_evidence() -> None:
     visits = iter(range(1000, 2000))
 

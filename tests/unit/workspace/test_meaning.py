@@ -17,6 +17,7 @@ from imprint_desktop.core.workspace.embedding import (
     Vectors,
     builtin_embedder,
     embedder_for,
+    mapped_tensor,
 )
 from imprint_desktop.core.workspace.search import SearchMode, fuse
 from imprint_desktop.core.workspace.vectors import EmbedProgress
@@ -240,3 +241,35 @@ def test_the_built_in_embedder_forgets_words_when_its_cache_is_full(
     embedder.embed([f"word{number}" for number in range(6)])  # six of eight words known
     again = embedder.embed(["word0 harbour lamp keeper"])  # one known, three new: too many
     assert np.allclose(first, again, atol=1e-6)
+
+
+# --- the built-in table, mapped from its file -------------------------------------------------
+
+
+def test_a_mapped_tensor_equals_the_stored_one(tmp_path: Path) -> None:
+    from safetensors.numpy import save_file
+
+    table = np.arange(24, dtype=np.float16).reshape(6, 4) / 7
+    path = tmp_path / "t.safetensors"
+    save_file({"other": np.ones(3, dtype=np.float32), "embedding.weight": table}, str(path))
+    mapped = mapped_tensor(path, "embedding.weight")
+    assert mapped.dtype == np.float16 and mapped.shape == (6, 4)
+    assert np.array_equal(mapped[[5, 0, 5]], table[[5, 0, 5]])
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncated", "missing tensor", "not safetensors", "integer tensor"],
+)
+def test_a_broken_table_is_a_clear_error(tmp_path: Path, damage: str) -> None:
+    from safetensors.numpy import save_file
+
+    path = tmp_path / "t.safetensors"
+    tensor = np.ones((8, 4), dtype=np.int32 if damage == "integer tensor" else np.float16)
+    save_file({"embedding.weight" if damage != "missing tensor" else "x": tensor}, str(path))
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:-10])
+    if damage == "not safetensors":
+        path.write_bytes(b"\xff" * 64)
+    with pytest.raises(ValueError, match=path.name):
+        mapped_tensor(path, "embedding.weight")

@@ -228,6 +228,8 @@ class LocalProvider:
             abandoned=abandoned,
             on_piece=stream.feed if stream else None,
             on_prefill=self.on_prefill,
+            answer_tokens=request.answer_max_tokens if request.offers_tools else None,
+            is_call=_may_be_call,
         )
         text: str = result.text
         calls: tuple[ToolCall, ...] = ()
@@ -320,6 +322,12 @@ def _partial_marker_length(text: str) -> int:
                 longest = max(longest, size)
                 break
     return longest
+
+
+def _may_be_call(text: str) -> bool:
+    """Whether output that has run this far may be tool calls rather than an answer: it opens
+    like a call or a reasoning block (``{``, ``<``, ``[``), or holds a call marker."""
+    return text.lstrip().startswith(("{", "<", "[")) or any(m in text for m in CALL_MARKERS)
 
 
 def load_local_provider(

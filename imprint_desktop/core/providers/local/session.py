@@ -118,6 +118,17 @@ class RunResult:
     output_tokens: int
 
 
+@dataclass(frozen=True, slots=True)
+class _AnswerLimit:
+    """Output that ``is_call`` does not take for tool calls ends after ``tokens``."""
+
+    tokens: int
+    is_call: Callable[[str], bool]
+
+    def reached(self, generated: int, pieces: Sequence[str]) -> bool:
+        return generated == self.tokens and not self.is_call("".join(pieces))
+
+
 class ModelSession:
     """One context and the exact token list of its KV cache (see the module docstring).
 
@@ -186,10 +197,15 @@ class ModelSession:
         abandoned: threading.Event,
         on_piece: PieceSink | None = None,
         on_prefill: PrefillObserver | None = None,
+        answer_tokens: int | None = None,
+        is_call: Callable[[str], bool] | None = None,
     ) -> RunResult:
+        """Evaluate ``prompt`` and generate up to ``max_tokens``; output that ``is_call`` does
+        not take for calls ends at ``answer_tokens`` (``stop="length"``)."""
         self.abort.arm(deadline, cancel, abandoned)
+        limit = _AnswerLimit(answer_tokens, is_call) if answer_tokens and is_call else None
         try:
-            return self._run(prompt, max_tokens, sampling, on_piece, on_prefill)
+            return self._run(prompt, max_tokens, sampling, on_piece, on_prefill, limit=limit)
         finally:
             self.abort.disarm()
 
@@ -217,6 +233,8 @@ class ModelSession:
         sampling: Sampling,
         on_piece: PieceSink | None,
         on_prefill: PrefillObserver | None,
+        *,
+        limit: _AnswerLimit | None,
     ) -> RunResult:
         interrupted = self.abort.reason()
         if interrupted is not None:
@@ -234,7 +252,9 @@ class ModelSession:
         # generating; it costs generation speed and buys nothing there.
         self.abort.uninstall(self.loaded.context)
         try:
-            return self._generate(sampler, max_tokens, reused, evaluated, on_piece)
+            return self._generate(
+                sampler, max_tokens, reused, evaluated, on_piece=on_piece, limit=limit
+            )
         finally:
             self.abort.install(self.loaded.context)
             sampler.close()
@@ -282,7 +302,9 @@ class ModelSession:
         max_tokens: int,
         reused: int,
         evaluated: int,
+        *,
         on_piece: PieceSink | None,
+        limit: _AnswerLimit | None,
     ) -> RunResult:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         vocab, context = self.loaded.vocab, self.loaded.context
@@ -315,6 +337,12 @@ class ModelSession:
             if end_of_turn:
                 stop = "stop"
                 break
+            if (
+                limit is not None
+                and generated == limit.tokens
+                and not limit.is_call("".join(pieces))
+            ):
+                break  # an answer, at its allowance: "length"
             loop = guard.add(token)
             if loop is not None:
                 # The reply loops: it ends here, with one copy of what it repeats. The KV cache
