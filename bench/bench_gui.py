@@ -125,6 +125,7 @@ class StreamingProvider:
 
     name = "bench"
     exact_counts = True
+    parameters: int | None = None
     context_window = 32_768
 
     def __init__(self, tokens: int) -> None:

@@ -24,8 +24,10 @@ from imprint_desktop.core.setting_values import (
     read_str,
 )
 
+ChatFirstRequestTools = Literal["auto", "offered", "withheld"]
 ModelProvider = Literal["local", "remote"]
 UiTheme = Literal["system", "light", "dark"]
+_CHAT_FIRST_REQUEST_TOOLS: tuple[ChatFirstRequestTools, ...] = ("auto", "offered", "withheld")
 _MODEL_PROVIDER: tuple[ModelProvider, ...] = ("local", "remote")
 _UI_THEME: tuple[UiTheme, ...] = ("system", "light", "dark")
 
@@ -45,6 +47,9 @@ class ChatConfig:
 
     research_first: bool
     """Search before answering."""
+
+    first_request_tools: ChatFirstRequestTools
+    """Tools in the first step."""
 
     answer_without_evidence: bool
     """Answer when nothing is found."""
@@ -192,6 +197,9 @@ class Config:
                 research_token_budget=read_int(values, "chat.research_token_budget"),
                 research_no_progress_rounds=read_int(values, "chat.research_no_progress_rounds"),
                 research_first=read_bool(values, "chat.research_first"),
+                first_request_tools=read_choice(
+                    values, "chat.first_request_tools", _CHAT_FIRST_REQUEST_TOOLS
+                ),
                 answer_without_evidence=read_bool(values, "chat.answer_without_evidence"),
                 max_tokens=read_int(values, "chat.max_tokens"),
                 research_max_output_tokens=read_int(values, "chat.research_max_output_tokens"),
@@ -244,6 +252,7 @@ class Config:
             "chat.research_token_budget": self.chat.research_token_budget,
             "chat.research_no_progress_rounds": self.chat.research_no_progress_rounds,
             "chat.research_first": self.chat.research_first,
+            "chat.first_request_tools": self.chat.first_request_tools,
             "chat.answer_without_evidence": self.chat.answer_without_evidence,
             "chat.max_tokens": self.chat.max_tokens,
             "chat.research_max_output_tokens": self.chat.research_max_output_tokens,

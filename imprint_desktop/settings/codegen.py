@@ -179,6 +179,17 @@ def _reader_call(setting: Setting) -> str:
     return f'{_READERS[setting.kind]}(values, "{setting.key}")'
 
 
+def _reader_line(setting: Setting) -> str:
+    """One field of ``from_values``, its call split over lines as the formatter would when it
+    does not fit the line length."""
+    indent = " " * 16
+    line = f"{indent}{setting.name}={_reader_call(setting)},\n"
+    if len(line) - 1 <= _WIDTH:
+        return line
+    reader, arguments = _reader_call(setting).split("(", 1)
+    return f"{indent}{setting.name}={reader}(\n{indent}    {arguments[:-1]}\n{indent}),\n"
+
+
 def _config_class() -> str:
     lines = [
         "\n\n@dataclass(frozen=True, slots=True, kw_only=True)\n",
@@ -193,7 +204,7 @@ def _config_class() -> str:
         lines.append(f"            {section.name}={_class_name(section)}(\n")
         for setting in schema.in_section(section.name):
             if not setting.secret:
-                lines.append(f"                {setting.name}={_reader_call(setting)},\n")
+                lines.append(_reader_line(setting))
         lines.append("            ),\n")
     lines.append(_AS_VALUES)
     for setting in _snapshot_settings():

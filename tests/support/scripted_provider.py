@@ -40,6 +40,7 @@ def message_tokens(message: Message) -> int:
 class ScriptedProvider:
     name = "scripted"
     exact_counts = True
+    parameters: int | None = None
 
     def __init__(
         self,

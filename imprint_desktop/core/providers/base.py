@@ -144,6 +144,11 @@ class Provider(Protocol):
         """True when :meth:`count_prompt` uses the model's own tokenizer and template."""
         ...
 
+    @property
+    def parameters(self) -> int | None:
+        """The model's parameter count when it is known (a local GGUF), else None."""
+        ...
+
     async def count_prompt(self, request: CompletionRequest) -> int:
         """Tokens of the prompt ``request`` formats to, as sent (tools and template included)."""
         ...

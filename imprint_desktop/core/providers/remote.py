@@ -165,6 +165,10 @@ class RemoteProvider:
     def exact_counts(self) -> bool:
         return False
 
+    @property
+    def parameters(self) -> int | None:
+        return None  # a server does not say
+
     async def count_prompt(self, request: CompletionRequest) -> int:
         return sum(map(estimate_tokens, self._shape.prompt_pieces(request)))
 

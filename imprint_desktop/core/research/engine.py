@@ -72,6 +72,10 @@ class ResearchEngine:
         """What every reply's first request starts with — the instructions and the tools — as a
         request of its own, for a local model to evaluate before the first question comes."""
         schemas = ToolCalls(self.reply, tools, self.person).schemas
+        if not seed.first_request_offers_tools(
+            self.settings.first_request_tools, self.provider.parameters
+        ):
+            schemas = ()  # the first request answers from the passages (see seed)
         system = Message("system", prompts.research_system(self.settings.system_prompt))
         return CompletionRequest(
             messages=(system,),

@@ -76,6 +76,11 @@ class ResearchSettings:
         return self.config.chat.research_first
 
     @property
+    def first_request_tools(self) -> str:
+        """Whether the first request offers the tools after the search found passages."""
+        return self.config.chat.first_request_tools
+
+    @property
     def answer_without_evidence(self) -> bool:
         """Ask the model even when nothing was found."""
         return self.config.chat.answer_without_evidence

@@ -67,23 +67,35 @@ class Rounds:
         """Rounds until the model answers (returned) or a budget stops it (:class:`ResearchStop`;
         :class:`AnswerCut` when the coordinator's answer was cut at its length)."""
         settings = self.reply.settings
+        # The coordinator's answer is the reply's answer: it has the person's answer allowance.
+        answer_tokens = settings.max_tokens if conversation.worker is None else None
+        answer_first = False
         if (
             conversation.seed
             and settings.research_first
             and conversation.offers("search_workspace")
         ):
-            await self._seed(conversation)
-        # The coordinator's answer is the reply's answer: it has the person's answer allowance.
-        answer_tokens = settings.max_tokens if conversation.worker is None else None
+            found = await self._seed(conversation)
+            answer_first = (
+                found
+                and conversation.worker is None
+                and not seed.first_request_offers_tools(
+                    settings.first_request_tools, self.reply.provider.parameters
+                )
+            )
         while True:
+            # Answering first, the first request is an answer's: no tools, the answer allowance.
+            tools = () if answer_first else conversation.tool_schemas
+            allowance = settings.max_tokens if answer_first else settings.research_max_output_tokens
             completion = await self.requests.send(
                 conversation.messages,
                 conversation.phase,
-                tools=conversation.tool_schemas,
-                max_tokens=settings.research_max_output_tokens,
+                tools=tools,
+                max_tokens=allowance,
                 answer_max_tokens=answer_tokens,
                 check_context=True,
             )
+            answer_first = False
             if not completion.tool_calls:
                 text = completion.text.strip()
                 cut = completion.stop == "length" and conversation.worker is None
@@ -131,12 +143,13 @@ class Rounds:
             ev.RoundStarted(self.reply.now_t(), conversation.round, conversation.worker)
         )
 
-    async def _seed(self, conversation: Conversation) -> None:
+    async def _seed(self, conversation: Conversation) -> bool:
         """Search before answering (DESIGN §1): the engine's own ``search_workspace`` call.
 
         The coordinator's is round 0; a section worker's is a round of its own. Its passages are
         judged like any read's, and reach the model laid out to be answered from in one request:
         numbered, with their sources, before the question, in the conversation's last user turn.
+        Returns whether it found passages.
         """
         reply = self.reply
         reply.check_cancel_and_time()
@@ -178,6 +191,7 @@ class Rounds:
             "user", prompts.with_passages(ask.content, passages, searched)
         )
         self._end_round(conversation, progress=progress, excluded=False)
+        return bool(passages)
 
     def _end_round(self, conversation: Conversation, *, progress: bool, excluded: bool) -> None:
         conversation.patience.record(progress=progress, excluded=excluded)

@@ -184,6 +184,24 @@ def earlier_questions(questions: Sequence[str]) -> tuple[str, ...]:
     return (subject, last) if subject else (last,)
 
 
+#: Models with fewer parameters answer from the passages found first: their first request offers
+#: no tools (``chat.first_request_tools = "auto"``). Measured on the starter model (135M) with
+#: ``bench/bench_quality.py``'s questions: with any tool description in the prompt, a full one or
+#: a one-line one, it wrote the fact in about 7 answers of 30, and in 11 of 30 without (four
+#: sampling seeds each). Models of 1B parameters and more are told about the tools, as are servers.
+SMALL_MODEL_PARAMETERS = 1_000_000_000
+
+
+def first_request_offers_tools(setting: str, parameters: int | None) -> bool:
+    """Whether the first request after a search that found passages offers the tools
+    (``chat.first_request_tools``; ``parameters``: the model's, None when not known)."""
+    if setting == "offered":
+        return True
+    if setting == "withheld":
+        return False
+    return parameters is None or parameters >= SMALL_MODEL_PARAMETERS
+
+
 def seed_arguments(query: str) -> str:
     """The arguments of the engine's ``search_workspace`` call, as the model would send them."""
     return json.dumps({"query": query, "limit": SEED_LIMIT}, ensure_ascii=False)

@@ -42,9 +42,11 @@ def make(
     *,
     context_window: int = 32_768,
     settings: Mapping[str, object] | None = None,
+    parameters: int | None = None,
 ) -> tuple[ResearchEngine, FakeTools, ScriptedProvider, Recorder]:
     chosen = research_settings({"chat.research_timeout_sec": 60, **(settings or {})})
     provider = ScriptedProvider(script, context_window=context_window)
+    provider.parameters = parameters
     recorder = Recorder()
     engine = ResearchEngine(provider, chosen, sink=recorder)
     tools = FakeTools(respond)
@@ -459,3 +461,56 @@ def test_a_quoted_passage_leaves_out_heading_marks() -> None:
     result = asyncio.run(engine.run("Who was the first engineer?", tools))
     assert "“The first engineer The commissioners appointed Elias Brandt" in result.answer
     assert "##" not in result.answer
+
+
+# --- answering first: small models read the passages without the tools ------------------------
+
+SMALL, LARGE = 135_000_000, 7_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("setting", "parameters", "offered"),
+    [
+        ("auto", SMALL, False),
+        ("auto", LARGE, True),
+        ("auto", None, True),  # a server: it does not say, and is told about the tools
+        ("offered", SMALL, True),
+        ("withheld", LARGE, False),
+    ],
+)
+def test_who_is_told_about_the_tools_first(
+    setting: str, parameters: int | None, offered: bool
+) -> None:
+    assert seed.first_request_offers_tools(setting, parameters) is offered
+
+
+def test_a_small_model_answers_from_the_passages_in_a_tools_free_request() -> None:
+    engine, tools, provider, _ = make(
+        [Step("Gannet Point was first lit on 1 November 1857 [1].")],
+        lambda n, v: found(GANNET),
+        settings={"chat.max_tokens": 300, "chat.research_max_output_tokens": 1024},
+        parameters=SMALL,
+    )
+    result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
+    assert result.stop_reason == "answered" and result.rounds == 0
+    [first] = provider.requests
+    assert first.tools == () and first.max_tokens == 300  # an answer's request
+    assert "Lit: 1 November 1857." in first.messages[-1].content
+    assert engine.opening(tools).tools == ()  # the warm-up evaluates the same opening
+
+
+def test_a_small_model_s_empty_answer_is_followed_by_a_request_with_the_tools() -> None:
+    script = [Step(""), Step(calls=[("read_document", {"path": "stations/gannet-point.md"})]),
+              Step("Lit in 1857 [1].")]  # fmt: skip
+    engine, tools, provider, _ = make(script, lambda n, v: found(GANNET), parameters=SMALL)
+    result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
+    assert result.stop_reason == "answered"
+    assert provider.requests[0].tools == ()
+    assert provider.requests[1].tools and provider.requests[2].tools
+
+
+def test_a_small_model_is_offered_the_tools_when_the_search_found_nothing() -> None:
+    script = [Step(calls=[("search_workspace", {"query": "lamp"})]), Step("Nothing about it.")]
+    engine, tools, provider, _ = make(script, lambda n, v: nothing(n), parameters=SMALL)
+    asyncio.run(engine.run("When was Gannet Point first lit?", tools))
+    assert provider.requests[0].tools

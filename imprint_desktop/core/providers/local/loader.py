@@ -80,6 +80,10 @@ class LoadedModel:
     add_bos: bool
     bos_text: str
 
+    @property
+    def parameters(self) -> int:
+        return int(llama_cpp.llama_model_n_params(self.model))
+
     def close(self) -> None:
         if self.context is not None:
             llama_cpp.llama_free(self.context)

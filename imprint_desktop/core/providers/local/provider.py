@@ -96,6 +96,10 @@ class LocalProvider:
         return True
 
     @property
+    def parameters(self) -> int | None:
+        return self._session.loaded.parameters
+
+    @property
     def model_path(self) -> Path:
         return self._session.loaded.path
 
