@@ -91,7 +91,7 @@ def passages_block(passages: Sequence[Passage]) -> str:
 def question_block(question: str, earlier: Sequence[str] = ()) -> str:
     """The question as the last thing the model reads. A follow-up (``earlier``: the questions it
     follows, :func:`~.seed.earlier_questions`) names the subject its "it" or "there" refers to in
-    place ("When was it (Gannet Point) automated?"): a small model shown the earlier question
+    place ("When was Gannet Point automated?"): a small model shown the earlier question
     answered that one again. Without a named subject, the earlier questions are shown before it."""
     if not earlier:
         return f"Question: {question.strip()}"

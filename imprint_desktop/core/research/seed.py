@@ -143,15 +143,34 @@ def subject_phrase(question: str) -> str:
     return " ".join(best)
 
 
+#: English words that stand for a subject, and what takes their place: the subject itself or its
+#: possessive (a trailing "there" becomes "at" the place). "This", "that" and "her" are left out:
+#: they are as often a determiner, a relative pronoun or an object ("the engine that pulled").
+_STANDS_FOR = {
+    **dict.fromkeys(("it", "he", "she", "they", "him", "them"), "{}"),
+    **dict.fromkeys(("its", "his", "their"), "{}'s"),
+}
+
+
 def resolved_question(question: str, earlier: Sequence[str]) -> str:
-    """``question`` with the subject it refers to named beside the word that refers to it:
-    "When was it (Gannet Point) automated?". Unchanged when no earlier question names one."""
+    """``question`` with the subject it refers to named: the English word that stands for it is
+    replaced ("When was it automated?" → "When was Gannet Point automated?", "How long is the
+    platform there?" → "… at Lakeside?"), the way a person would write the question out; in the
+    other languages the subject is named beside the word ("Wann wurde es (Gannet Point)
+    automatisiert?"). Unchanged when no earlier question names one."""
     subject = next((s for s in map(subject_phrase, reversed(earlier)) if s), "")
     if not subject:
         return question
     for match in _WORD.finditer(question):
-        if match.group(0).lower() in REFERRING:
-            return f"{question[: match.end()]} ({subject}){question[match.end() :]}"
+        word = match.group(0).lower()
+        if word not in REFERRING:
+            continue
+        before, after = question[: match.start()], question[match.end() :]
+        if word in _STANDS_FOR:
+            return before + _STANDS_FOR[word].format(subject) + after
+        if word == "there" and not after.strip(" ?!.").strip():  # "… the platform there?"
+            return f"{before}at {subject}{after}"
+        return f"{question[: match.end()]} ({subject}){after}"
     return f"{question.rstrip()} ({subject})"
 
 

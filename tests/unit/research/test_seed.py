@@ -163,8 +163,31 @@ def test_a_follow_up_keeps_its_subject_without_replaying_the_earlier_answer() ->
     turn = messages[1].content
     # The subject "its" refers to is named in the question; neither the earlier question (a small
     # model answered it again) nor the earlier answer (copied) is shown.
-    assert turn.endswith("\n\nQuestion: Who were its (Gannet Point) keepers?")
+    assert turn.endswith("\n\nQuestion: Who were Gannet Point's keepers?")
     assert "1857" not in turn and "first lit" not in turn
+
+
+@pytest.mark.parametrize(
+    ("question", "earlier", "resolved"),
+    [
+        ("When was it automated?", "What is the range of the Gannet Point light?",
+         "When was Gannet Point automated?"),
+        ("How long is the platform there?", "When did Lakeside station open?",
+         "How long is the platform at Lakeside?"),
+        ("Is there a car park?", "Where is Crag Halt?", "Is there (Crag Halt) a car park?"),
+        ("What did rebuilding it cost?", "What happened to Beck Viaduct in 1912?",
+         "What did rebuilding Beck Viaduct cost?"),
+        ("Wann wurde es automatisiert?", "Wie weit reicht das Licht von Gannet Point?",
+         "Wann wurde es (Gannet Point) automatisiert?"),
+        ("When was it automated?", "when was the light lit?", "When was it automated?"),
+        ("Which engine was that built by?", "Who drove Curlew?",
+         "Which engine was that (Curlew) built by?"),
+    ],
+)  # fmt: skip
+def test_a_follow_up_is_written_out_with_its_subject(
+    question: str, earlier: str, resolved: str
+) -> None:
+    assert seed.resolved_question(question, [earlier]) == resolved
 
 
 def test_a_new_question_in_a_conversation_stands_on_its_own() -> None:
