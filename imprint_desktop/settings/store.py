@@ -18,12 +18,9 @@ Secrets are declared in the schema but never pass through this store: see :mod:`
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import enum
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -275,6 +272,8 @@ class SettingsStore:
         document = self._read_document(report=False)
         if document is not None:
             return document
+        import shutil  # noqa: PLC0415 - only a broken file needs it; reading settings stays light
+
         backup = self._backup_path()
         try:
             shutil.copy2(self.path, backup)
@@ -288,6 +287,8 @@ class SettingsStore:
         return tomlkit.document()
 
     def _backup_path(self) -> Path:
+        import datetime as dt  # noqa: PLC0415 - as above
+
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         candidate = self.path.with_name(f"{self.path.name}.broken-{stamp}")
         counter = 1
@@ -339,6 +340,9 @@ def atomic_write_text(path: Path, text: str) -> None:
     The text goes to a temporary file in the same folder, is flushed to disk, then renamed over the
     target. Any failure removes the temporary file and leaves the target untouched.
     """
+    import shutil  # noqa: PLC0415 - writing only: `imprint settings get` never loads them
+    import tempfile  # noqa: PLC0415
+
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(
         prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
