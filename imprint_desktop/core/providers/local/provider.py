@@ -42,7 +42,7 @@ from imprint_desktop.core.providers.base import (
     ToolCall,
 )
 from imprint_desktop.core.providers.local.loader import LoadProgress, load_model
-from imprint_desktop.core.providers.local.sampling import Sampling
+from imprint_desktop.core.providers.local.sampling import DEFAULT_SEED, Sampling
 from imprint_desktop.core.providers.local.session import ModelSession, PrefillObserver
 from imprint_desktop.core.providers.local.toolcalls import (
     CALL_MARKERS,
@@ -70,6 +70,9 @@ class LocalProvider:
         #: Optional ``(evaluated, to_evaluate)`` observer of prefill chunks, on the model thread
         #: (a "reading the prompt" indicator; tests and the benchmark use it to time a Stop).
         self.on_prefill: PrefillObserver | None = None
+        #: The sampling seed of every request: replies are repeatable; a benchmark that samples
+        #: the model's spread sets others (``bench/bench_answer_layout.py``).
+        self.seed = DEFAULT_SEED
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -226,7 +229,7 @@ class LocalProvider:
         result = self._session.run(
             tokens,
             max_tokens=request.max_tokens,
-            sampling=Sampling(request.temperature, grammar),
+            sampling=Sampling(request.temperature, grammar, self.seed),
             deadline=request.deadline,
             cancel=cancel,
             abandoned=abandoned,

@@ -27,12 +27,15 @@ import numpy as np
 
 from imprint_desktop.core.errors import ProviderError
 
+#: The seed replies are sampled with unless a caller sets another: the same prompt, the same reply.
+DEFAULT_SEED = 0x5EED
+
 
 @dataclass(frozen=True, slots=True)
 class Sampling:
     temperature: float
     grammar: str | None = None
-    seed: int = 0x5EED
+    seed: int = DEFAULT_SEED
 
 
 class TokenSampler:
