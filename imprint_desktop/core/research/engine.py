@@ -72,11 +72,13 @@ class ResearchEngine:
         """What every reply's first request starts with — the instructions and the tools — as a
         request of its own, for a local model to evaluate before the first question comes."""
         schemas = ToolCalls(self.reply, tools, self.person).schemas
+        system = Message("system", prompts.research_system(self.settings.system_prompt))
         if not seed.first_request_offers_tools(
             self.settings.first_request_tools, self.provider.parameters
         ):
-            schemas = ()  # the first request answers from the passages (see seed)
-        system = Message("system", prompts.research_system(self.settings.system_prompt))
+            # The first request answers from the passages (see seed), with its own instructions.
+            schemas = ()
+            system = Message("system", prompts.answer_first_system(self.settings.system_prompt))
         return CompletionRequest(
             messages=(system,),
             max_tokens=self.settings.research_max_output_tokens,

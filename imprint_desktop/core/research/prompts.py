@@ -57,6 +57,13 @@ def research_system(extra: str) -> str:
     return with_own_instructions(RESEARCH, extra)
 
 
+def answer_first_system(extra: str) -> str:
+    """The instructions of a first request that answers from the passages without tools (a
+    small model's, see :func:`~.seed.first_request_offers_tools`): the final request's, which
+    never mention a tool."""
+    return with_own_instructions(FINAL_SYSTEM, extra)
+
+
 def with_own_instructions(instructions: str, extra: str) -> str:
     """``instructions`` and the person's own (``chat.system_prompt``), when they set some."""
     extra = extra.strip()

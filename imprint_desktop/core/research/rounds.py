@@ -84,11 +84,16 @@ class Rounds:
                 )
             )
         while True:
-            # Answering first, the first request is an answer's: no tools, the answer allowance.
+            # Answering first, the first request is an answer's: its instructions, no tools, the
+            # answer allowance.
             tools = () if answer_first else conversation.tool_schemas
             allowance = settings.max_tokens if answer_first else settings.research_max_output_tokens
+            messages = conversation.messages
+            if answer_first:
+                system = Message("system", prompts.answer_first_system(settings.system_prompt))
+                messages = [system, *messages[1:]]
             completion = await self.requests.send(
-                conversation.messages,
+                messages,
                 conversation.phase,
                 tools=tools,
                 max_tokens=allowance,

@@ -519,7 +519,9 @@ def test_a_small_model_answers_from_the_passages_in_a_tools_free_request() -> No
     [first] = provider.requests
     assert first.tools == () and first.max_tokens == 300  # an answer's request
     assert "Lit: 1 November 1857." in first.messages[-1].content
-    assert engine.opening(tools).tools == ()  # the warm-up evaluates the same opening
+    assert "tool" not in first.messages[0].content.lower()  # nothing said of tools at all
+    opening = engine.opening(tools)  # the warm-up evaluates the same opening
+    assert opening.tools == () and opening.messages[0] == first.messages[0]
 
 
 def test_a_small_model_s_empty_answer_is_followed_by_a_request_with_the_tools() -> None:
