@@ -14,11 +14,17 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from imprint_desktop.core import resources
 from imprint_desktop.core.errors import ModelStoreError
-from imprint_desktop.core.models.fit import WORKING_MEMORY, ModelFit, Verdict, human_size
+from imprint_desktop.core.models.fit import (
+    WORKING_MEMORY,
+    ModelFit,
+    Verdict,
+    human_size,
+    memory_refusal,
+)
 from imprint_desktop.core.models.machine import Machine
 
 #: The context an embedder runs with: passages are shorter than this many tokens.
@@ -101,6 +107,41 @@ def _problem(values: Mapping[str, Any]) -> str:
     return ""
 
 
+class CatalogueFile(Protocol):
+    """What every entry of a curated list says of its file."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def repo(self) -> str: ...
+
+    @property
+    def file(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def quantization(self) -> str: ...
+
+
+def file_fields(model: CatalogueFile) -> dict[str, object]:
+    """The first fields of an entry's JSON form, the same for models and embedders."""
+    return {
+        "id": model.id,
+        "name": model.name,
+        "repo": model.repo,
+        "file": model.file,
+        "size": model.size,
+        "size_text": human_size(model.size),
+        "quantization": model.quantization,
+    }
+
+
 @dataclass(frozen=True)
 class EmbedderRecommendation:
     model: RecommendedEmbedder
@@ -110,13 +151,7 @@ class EmbedderRecommendation:
     def to_json(self) -> dict[str, object]:
         model = self.model
         return {
-            "id": model.id,
-            "name": model.name,
-            "repo": model.repo,
-            "file": model.file,
-            "size": model.size,
-            "size_text": human_size(model.size),
-            "quantization": model.quantization,
+            **file_fields(model),
             "dimensions": model.dimensions,
             "license": model.license,
             "publisher": model.publisher,
@@ -154,13 +189,8 @@ def embedder_fit(model: RecommendedEmbedder, machine: Machine, *, installed: boo
             "free where models are saved.",
             needed,
         )
-    available = machine.available_memory
-    if available is not None and needed > available:
-        return ModelFit(
-            Verdict.DOES_NOT_FIT,
-            f"Needs about {human_size(needed)} of memory; {human_size(available)} is free now.",
-            needed,
-        )
+    if (short := memory_refusal(needed, machine)) is not None:
+        return short
     return ModelFit(
         Verdict.RUNS_WELL,
         f"Needs about {human_size(needed)} of memory while the workspace is indexed; indexing "

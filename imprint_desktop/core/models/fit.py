@@ -169,9 +169,8 @@ def _on_the_cpu(
     return replace(fit, reason=f"{fit.reason} {machine.unseen_gpu}")
 
 
-def _cpu_fit(
-    size: int, parameters: float, needed: int, machine: Machine, time_budget: float
-) -> ModelFit:
+def memory_refusal(needed: int, machine: Machine) -> ModelFit | None:
+    """ "Does not fit" when ``needed`` bytes are more than the memory free now, else None."""
     available = machine.available_memory
     if available is not None and needed > available:
         return ModelFit(
@@ -179,6 +178,15 @@ def _cpu_fit(
             f"Needs about {human_size(needed)} of memory; {human_size(available)} is free now.",
             needed,
         )
+    return None
+
+
+def _cpu_fit(
+    size: int, parameters: float, needed: int, machine: Machine, time_budget: float
+) -> ModelFit:
+    if (short := memory_refusal(needed, machine)) is not None:
+        return short
+    available = machine.available_memory
     seconds = _reply_seconds(size, parameters, machine)
     cores = f"{machine.cpu_cores} CPU core{'s' if machine.cpu_cores != 1 else ''}"
     speed = f"{_duration(seconds)} per research reply on {cores}"

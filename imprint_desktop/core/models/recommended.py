@@ -27,10 +27,11 @@ from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import ModelStoreError
 from imprint_desktop.core.models.embedders import (
     EmbedderRecommendation,
+    file_fields,
     judge_embedders,
     load_embedders,
 )
-from imprint_desktop.core.models.fit import ModelFit, Verdict, assess_fit, human_size
+from imprint_desktop.core.models.fit import ModelFit, Verdict, assess_fit
 from imprint_desktop.core.models.layout import ModelLayout
 from imprint_desktop.core.models.library import ModelLibrary
 from imprint_desktop.core.models.machine import Machine, probe_machine
@@ -214,13 +215,7 @@ class Recommendation:
     def to_json(self) -> dict[str, object]:
         model = self.model
         return {
-            "id": model.id,
-            "name": model.name,
-            "repo": model.repo,
-            "file": model.file,
-            "size": model.size,
-            "size_text": human_size(model.size),
-            "quantization": model.quantization,
+            **file_fields(model),
             "parameters_billions": model.parameters,
             "context_length": model.context_length,
             "license": model.license,
