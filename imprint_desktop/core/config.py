@@ -63,6 +63,9 @@ class ChatConfig:
     temperature: float
     """Temperature."""
 
+    seed: int
+    """Sampling seed."""
+
     system_prompt: str
     """Extra instructions."""
 
@@ -204,6 +207,7 @@ class Config:
                 max_tokens=read_int(values, "chat.max_tokens"),
                 research_max_output_tokens=read_int(values, "chat.research_max_output_tokens"),
                 temperature=read_float(values, "chat.temperature"),
+                seed=read_int(values, "chat.seed"),
                 system_prompt=read_str(values, "chat.system_prompt"),
             ),
             model=ModelConfig(
@@ -257,6 +261,7 @@ class Config:
             "chat.max_tokens": self.chat.max_tokens,
             "chat.research_max_output_tokens": self.chat.research_max_output_tokens,
             "chat.temperature": self.chat.temperature,
+            "chat.seed": self.chat.seed,
             "chat.system_prompt": self.chat.system_prompt,
             "model.provider": self.model.provider,
             "model.path": self.model.path,

@@ -104,6 +104,12 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0.0, maximum=2.0,
     ),
     Setting(
+        "chat.seed", Kind.INT, 0x5EED, "Sampling seed",
+        "Seed of a local model's sampling: the same question over the same passages gets the same "
+        "answer. Change it to see another answer the model might have written.",
+        minimum=0, maximum=2**31 - 1,
+    ),
+    Setting(
         "chat.system_prompt", Kind.TEXT, "", "Extra instructions",
         "Added to the built-in research instructions for every reply, e.g. 'Answer in German.' "
         "Leave empty for none.",

@@ -237,6 +237,24 @@ def test_unchanged_prompt_reevaluates_one_token(provider: LocalProvider) -> None
     assert again.prompt_evaluated == 1
 
 
+def test_the_sampling_seed_makes_an_answer_repeatable_and_another_seed_varies_it(
+    provider: LocalProvider,
+) -> None:
+    def story(seed: int) -> str:
+        request = CompletionRequest(
+            (Message("user", "Tell me a story about a lighthouse keeper."),),
+            max_tokens=32,
+            deadline=time.monotonic() + 120,
+            temperature=1.0,
+            seed=seed,
+        )
+        return run(provider.complete(request, CancelToken())).text
+
+    first = story(7)
+    assert story(7) == first
+    assert {story(seed) for seed in (8, 9, 10)} - {first}, "no other seed changed the answer"
+
+
 def test_request_too_big_for_the_context_is_refused_and_model_stays_usable(
     provider: LocalProvider,
 ) -> None:

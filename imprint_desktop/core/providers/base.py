@@ -90,6 +90,8 @@ class CompletionRequest:
     # "required": the reply must be tool calls (the first research step, chat.research_first).
     tool_choice: Literal["auto", "none", "required"] = "auto"
     temperature: float = 0.2
+    # The sampling seed (``chat.seed``); None: the provider's own. Remote servers are not sent it.
+    seed: int | None = None
     phase: Phase = "research"
     # An answer (text, no calls) ends after this many tokens, with ``stop="length"``; calls may
     # take all of ``max_tokens`` (None: both may). A research request gives calls the room their

@@ -375,6 +375,7 @@ class FinalStage:
             tools=self._tools,
             tool_choice="none",
             temperature=reply.settings.temperature,
+            seed=reply.settings.seed,
             phase="final",
         )
 

@@ -67,6 +67,10 @@ class ResearchSettings:
         return self.config.chat.temperature
 
     @property
+    def seed(self) -> int:
+        return self.config.chat.seed
+
+    @property
     def system_prompt(self) -> str:
         return self.config.chat.system_prompt
 

@@ -58,6 +58,7 @@ class Requests:
             tools=tools,
             tool_choice="auto",
             temperature=reply.settings.temperature,
+            seed=reply.settings.seed,
             phase=phase,
             answer_max_tokens=answer_max_tokens,
         )

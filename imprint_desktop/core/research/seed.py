@@ -127,20 +127,48 @@ def subject_words(question: str) -> list[str]:
 
 
 def subject_phrase(question: str) -> str:
-    """The name ``question`` is about, as written: its longest run of capitalised words past the
-    first word ("Gannet Point" in "What is the range of the Gannet Point light?"), or ""."""
-    words = question.split()
+    """What ``question`` is about, as written: its longest run of capitalised words past the
+    first word ("Gannet Point" in "What is the range of the Gannet Point light?"); without one, an
+    English question's closing "the …" phrase of up to four words after its verb ("the smart
+    metering pilot" in "Who led the smart metering pilot?"); or ""."""
+    words = [word.strip(_PUNCTUATION) for word in question.split()]
     best: list[str] = []
     run: list[str] = []
-    for word in words[1:]:
-        bare = word.strip("?!.,;:()\"'“”‘’")
+    for bare in words[1:]:
         if bare[:1].isupper():
             run.append(bare)
             if len(run) > len(best):
                 best = list(run)
         else:
             run = []
-    return " ".join(best)
+    if best:
+        return " ".join(best)
+    lowered = [word.lower() for word in words]
+    if "the" not in lowered[1:]:
+        return ""
+    start = len(lowered) - 1 - lowered[::-1].index("the")
+    tail = lowered[start + 1 :]
+    # The object of the question's verb: "led the …", not "was the light lit" or "of the town".
+    after_verb = not _is_function_word(lowered[start - 1])
+    if after_verb and 1 <= len(tail) <= 4 and not any(map(_is_function_word, tail)):
+        return " ".join(["the", *tail])
+    return ""
+
+
+_PUNCTUATION = "?!.,;:()\"'“”‘’"
+
+#: "that year" and its like in an English follow-up: the year the earlier question named.
+_THAT_YEAR = re.compile(r"\b(?:in )?(?:that|this|the same) year\b", re.IGNORECASE)
+_YEAR = re.compile(r"\b(?:1[5-9]|20)\d\d\b")
+
+
+def _with_year(question: str, earlier: Sequence[str]) -> str:
+    """``question`` with "that year" written as the year the latest earlier question names
+    ("And what was leakage that year?" → "And what was leakage in 2022?")."""
+    years = [found for before in reversed(earlier) for found in _YEAR.findall(before)[-1:]]
+    if not years or not _THAT_YEAR.search(question):
+        return question
+    return _THAT_YEAR.sub(f"in {years[0]}", question, count=1)
 
 
 #: English words that stand for a subject, and what takes their place: the subject itself or its
@@ -158,6 +186,7 @@ def resolved_question(question: str, earlier: Sequence[str]) -> str:
     platform there?" → "… at Lakeside?"), the way a person would write the question out; in the
     other languages the subject is named beside the word ("Wann wurde es (Gannet Point)
     automatisiert?"). Unchanged when no earlier question names one."""
+    question = _with_year(question, earlier)
     subject = next((s for s in map(subject_phrase, reversed(earlier)) if s), "")
     if not subject:
         return question
@@ -171,7 +200,9 @@ def resolved_question(question: str, earlier: Sequence[str]) -> str:
         if word == "there" and not after.strip(" ?!.").strip():  # "… the platform there?"
             return f"{before}at {subject}{after}"
         return f"{question[: match.end()]} ({subject}){after}"
-    return f"{question.rstrip()} ({subject})"
+    body = question.rstrip()
+    end = len(body.rstrip("?!."))
+    return f"{body[:end]} ({subject}){body[end:]}"
 
 
 def seed_query(question: str, earlier: Sequence[str] = ()) -> str:

@@ -125,6 +125,19 @@ def test_research_continues_past_twelve_rounds_while_evidence_is_new() -> None:
         assert_protocol_complete(request)
 
 
+def test_every_request_samples_with_the_seed_of_the_settings() -> None:
+    same = passage("The light was built in 1862 by the Harbour Board.")
+    script = research_then_final(lambda n: Step(calls=[search("when built")]), "Built in 1862 [1].")
+    engine, tools, provider, _ = make(
+        script,
+        lambda name, values: same,
+        settings={"chat.research_no_progress_rounds": 1, "chat.seed": 1234},
+    )
+    run(engine.run("When?", tools))
+    assert {request.phase for request in provider.requests} == {"research", "final"}
+    assert {request.seed for request in provider.requests} == {1234}
+
+
 def test_unchanged_evidence_stops_after_patience_with_a_tools_free_final() -> None:
     same = passage("The light was built in 1862 by the Harbour Board.")
     script = research_then_final(lambda n: Step(calls=[search("when built")]), "Built in 1862 [1].")

@@ -182,6 +182,14 @@ def test_a_follow_up_keeps_its_subject_without_replaying_the_earlier_answer() ->
         ("When was it automated?", "when was the light lit?", "When was it automated?"),
         ("Which engine was that built by?", "Who drove Curlew?",
          "Which engine was that (Curlew) built by?"),
+        ("How many meters did they fit?", "Who led the smart metering pilot?",
+         "How many meters did the smart metering pilot fit?"),
+        ("And what was leakage that year?", "How many homes did Corvenham Water supply in 2022?",
+         "And what was leakage in 2022 (Corvenham Water)?"),
+        ("What was leakage in that year?", "What happened in 1912?",
+         "What was leakage in 1912?"),
+        ("What did they cost?", "Who built the new reservoir of the town?",
+         "What did they cost?"),
     ],
 )  # fmt: skip
 def test_a_follow_up_is_written_out_with_its_subject(

@@ -70,9 +70,6 @@ class LocalProvider:
         #: Optional ``(evaluated, to_evaluate)`` observer of prefill chunks, on the model thread
         #: (a "reading the prompt" indicator; tests and the benchmark use it to time a Stop).
         self.on_prefill: PrefillObserver | None = None
-        #: The sampling seed of every request: replies are repeatable; a benchmark that samples
-        #: the model's spread sets others (``bench/bench_answer_layout.py``).
-        self.seed = DEFAULT_SEED
 
     @property
     def clock(self) -> Callable[[], float]:
@@ -229,7 +226,11 @@ class LocalProvider:
         result = self._session.run(
             tokens,
             max_tokens=request.max_tokens,
-            sampling=Sampling(request.temperature, grammar, self.seed),
+            sampling=Sampling(
+                request.temperature,
+                grammar,
+                DEFAULT_SEED if request.seed is None else request.seed,
+            ),
             deadline=request.deadline,
             cancel=cancel,
             abandoned=abandoned,
