@@ -128,22 +128,25 @@ def subject_words(question: str) -> list[str]:
 
 def subject_phrase(question: str) -> str:
     """What ``question`` is about, as written: its longest run of capitalised words past the
-    first word ("Gannet Point" in "What is the range of the Gannet Point light?"); without one, an
+    first word ("Gannet Point" in "What is the range of the Gannet Point light?"), with the thing
+    it is the place of ("the turbidity incident at Marl Lane"); without one, an
     English question's closing "the …" phrase of up to four words after its verb ("the smart
     metering pilot" in "Who led the smart metering pilot?"); or ""."""
     words = [word.strip(_PUNCTUATION) for word in question.split()]
+    lowered = [word.lower() for word in words]
     best: list[str] = []
+    best_start = run_start = 0
     run: list[str] = []
-    for bare in words[1:]:
+    for index, bare in enumerate(words[1:], start=1):
         if bare[:1].isupper():
+            run_start = run_start if run else index
             run.append(bare)
             if len(run) > len(best):
-                best = list(run)
+                best, best_start = list(run), run_start
         else:
             run = []
     if best:
-        return " ".join(best)
-    lowered = [word.lower() for word in words]
+        return _thing_at(lowered, best_start) + " ".join(best)
     if "the" not in lowered[1:]:
         return ""
     start = len(lowered) - 1 - lowered[::-1].index("the")
@@ -152,6 +155,20 @@ def subject_phrase(question: str) -> str:
     after_verb = not _is_function_word(lowered[start - 1])
     if after_verb and 1 <= len(tail) <= 4 and not any(map(_is_function_word, tail)):
         return " ".join(["the", *tail])
+    return ""
+
+
+def _thing_at(lowered: Sequence[str], name_start: int) -> str:
+    """The "the … at " before a place's name, when the question is about a thing there ("the
+    turbidity incident at " in "What caused the turbidity incident at Marl Lane?"), or ""."""
+    if name_start < 3 or lowered[name_start - 1] != "at":
+        return ""
+    for start in range(name_start - 3, max(0, name_start - 5), -1):
+        if lowered[start] == "the":
+            head = lowered[start + 1 : name_start - 1]
+            if any(map(_is_function_word, head)):
+                return ""
+            return " ".join(["the", *head, "at", ""])
     return ""
 
 
