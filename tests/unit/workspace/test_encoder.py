@@ -1,0 +1,96 @@
+"""The sentence encoder: all-MiniLM-L6-v2 run in numpy from the files its wheel installs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from imprint_desktop.core.errors import EmbedderError
+from imprint_desktop.core.workspace import WorkspaceIndex
+from imprint_desktop.core.workspace.embedding import ENCODER, embedder_for, sentence_encoder
+from imprint_desktop.core.workspace.encoder import MAX_TOKENS, SentenceEncoder, model_folder
+from imprint_desktop.core.workspace.search import SearchMode
+from tests.unit.workspace.conftest import write
+
+
+def test_the_encoder_reproduces_the_models_published_similarities() -> None:
+    """The model card's example: cosine similarities 0.6660, 0.1046 and 0.1411 between these
+    three sentences, computed by the reference implementation. A wrong layer (attention mask,
+    normalisation, activation, pooling) moves them by far more than the tolerance."""
+    encoder = sentence_encoder()
+    rows = encoder.embed(
+        ["The weather is lovely today.", "It's so sunny outside!", "He drove to the stadium."]
+    )
+    assert rows.shape == (3, 384)
+    assert rows.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-5)
+    similarities = rows @ rows.T
+    assert similarities[0, 1] == pytest.approx(0.6660, abs=2e-3)
+    assert similarities[0, 2] == pytest.approx(0.1046, abs=2e-3)
+    assert similarities[1, 2] == pytest.approx(0.1411, abs=2e-3)
+
+
+def test_a_text_gets_the_same_vector_alone_and_in_a_batch_of_longer_ones() -> None:
+    """Padding in a batch is never attended to or pooled, and the batch's order is restored."""
+    encoder = sentence_encoder()
+    short = "How do I show a page of my own when an address does not exist?"
+    texts = ["word " * 300, short, "A longer passage about configuration files. " * 5]
+    together = encoder.embed(texts)
+    alone = encoder.embed_query(short)
+    np.testing.assert_allclose(together[1], alone, atol=1e-5)
+    longer = encoder.embed(["word " * (MAX_TOKENS * 2)])[0]  # cut at MAX_TOKENS, like the first
+    np.testing.assert_allclose(together[0], longer, atol=1e-5)
+
+
+def test_empty_and_broken_text_still_gets_a_vector() -> None:
+    encoder = sentence_encoder()
+    rows = encoder.embed(["", "lone \ud800 surrogate"])
+    assert np.isfinite(rows).all()
+    assert encoder.embed([]).shape == (0, 384)
+
+
+def test_the_encoder_is_the_embedder_its_name_chooses() -> None:
+    assert embedder_for(Path(ENCODER)) is sentence_encoder()
+    assert sentence_encoder().name == ENCODER
+
+
+def test_a_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in ("config.json", "tokenizer.json"):
+        (folder / name).write_bytes((model_folder() / name).read_bytes())
+    with pytest.raises(EmbedderError, match="all-MiniLM-L6-v2 cannot be loaded"):
+        SentenceEncoder(folder)
+
+
+def test_search_by_meaning_with_the_encoder_finds_a_paraphrase(tmp_path: Path) -> None:
+    """The kind of question the built-in embedder misses: no content word of it is in the
+    passage that answers it."""
+    root = tmp_path / "ws"
+    write(
+        root,
+        "errors.md",
+        "# Error pages\n\nRegister a handler for 404 Not Found responses "
+        "to render a custom template when a URL matches no route.\n",
+    )
+    write(
+        root,
+        "db.md",
+        "# Databases\n\nOpen a sqlite3 connection per request and close it "
+        "in a teardown function.\n",
+    )
+    write(
+        root,
+        "cli.md",
+        "# Commands\n\nAdd custom commands to the flask command with click; "
+        "they run inside an application context.\n",
+    )
+    with WorkspaceIndex(root, db_path=tmp_path / "index.sqlite3", embedder=Path(ENCODER)) as index:
+        report = index.update()
+        assert report.embedded == 3
+        assert not report.embedder_problem
+        question = "show my own screen when a visitor asks for something that isn't there"
+        found = [hit.path for hit in index.search(question, 3, SearchMode.MEANING)]
+    assert found[0] == "errors.md"
