@@ -490,7 +490,7 @@ def measure_recall(scratch: Path, embedder: Path | None = None) -> list[str]:
             f"retrieval corpus:   {report.documents} documents of Flask's documentation, "
             f"{report.embedded} passages; indexed by words in {by_words.seconds:.2f} s, "
             f"embedded by {name} in {report.seconds:.1f} s: "
-            f"{by_words.seconds / (by_words.seconds + report.seconds):.2f}x the speed of by "
+            f"{by_words.seconds / (by_words.seconds + report.seconds):.3f}x the speed of by "
             f"words alone, {report.embedded / report.seconds:.1f} passages/s; "
             f"{words_bytes * per_thousand / 2**20:.2f} MB per 1,000 passages by words alone, "
             f"{database_bytes(index.db_path) * per_thousand / 2**20:.2f} MB with vectors"

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from imprint_desktop.core.chosen import embedder_file
 from imprint_desktop.core.errors import EmbedderError
 from imprint_desktop.core.workspace import WorkspaceIndex
 from imprint_desktop.core.workspace.embedding import ENCODER, embedder_for, sentence_encoder
@@ -51,9 +52,13 @@ def test_empty_and_broken_text_still_gets_a_vector() -> None:
     assert encoder.embed([]).shape == (0, 384)
 
 
-def test_the_encoder_is_the_embedder_its_name_chooses() -> None:
-    assert embedder_for(Path(ENCODER)) is sentence_encoder()
+def test_the_setting_chooses_the_encoder_by_its_name() -> None:
+    """``workspace.embedder = all-minilm-l6-v2`` (as a person types it) is the encoder, whose
+    vectors the index keeps under that name; a file path is still a GGUF model."""
+    assert embedder_for(embedder_file(f" {ENCODER} ")) is sentence_encoder()
     assert sentence_encoder().name == ENCODER
+    with pytest.raises(EmbedderError, match="does not exist"):
+        embedder_for(embedder_file(f"/nowhere/{ENCODER}"))
 
 
 def test_a_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
