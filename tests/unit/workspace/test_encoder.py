@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +11,15 @@ import pytest
 from imprint_desktop.core.chosen import embedder_file
 from imprint_desktop.core.errors import EmbedderError
 from imprint_desktop.core.workspace import WorkspaceIndex
-from imprint_desktop.core.workspace.embedding import ENCODER, embedder_for, sentence_encoder
+from imprint_desktop.core.workspace.embedding import (
+    ENCODER,
+    builtin_embedder,
+    embedder_for,
+    sentence_encoder,
+)
 from imprint_desktop.core.workspace.encoder import MAX_TOKENS, SentenceEncoder, model_folder
 from imprint_desktop.core.workspace.search import SearchMode
+from imprint_desktop.core.workspace.vectors import embedder_name
 from tests.unit.workspace.conftest import write
 
 
@@ -70,10 +77,8 @@ def test_a_missing_model_file_is_a_clear_error(tmp_path: Path) -> None:
         SentenceEncoder(folder)
 
 
-def test_search_by_meaning_with_the_encoder_finds_a_paraphrase(tmp_path: Path) -> None:
-    """The kind of question the built-in embedder misses: no content word of it is in the
-    passage that answers it."""
-    root = tmp_path / "ws"
+def flask_like(root: Path) -> Path:
+    """Three short documents in a web framework's words."""
     write(
         root,
         "errors.md",
@@ -92,6 +97,13 @@ def test_search_by_meaning_with_the_encoder_finds_a_paraphrase(tmp_path: Path) -
         "# Commands\n\nAdd custom commands to the flask command with click; "
         "they run inside an application context.\n",
     )
+    return root
+
+
+def test_search_by_meaning_with_the_encoder_finds_a_paraphrase(tmp_path: Path) -> None:
+    """The kind of question the built-in embedder misses (it finds no passage near this one):
+    no content word of it is in the passage that answers it."""
+    root = flask_like(tmp_path / "ws")
     with WorkspaceIndex(root, db_path=tmp_path / "index.sqlite3", embedder=Path(ENCODER)) as index:
         report = index.update()
         assert report.embedded == 3
@@ -99,3 +111,28 @@ def test_search_by_meaning_with_the_encoder_finds_a_paraphrase(tmp_path: Path) -
         question = "show my own screen when a visitor asks for something that isn't there"
         found = [hit.path for hit in index.search(question, 3, SearchMode.MEANING)]
     assert found[0] == "errors.md"
+
+
+def test_choosing_the_encoder_embeds_the_index_again_with_its_vectors(tmp_path: Path) -> None:
+    """An index the built-in embedder filled (256 dimensions) gets the encoder's vectors (384)
+    for every passage when the setting changes, and searches by them; and back again."""
+    root = flask_like(tmp_path / "ws")
+    db_path = tmp_path / "index.sqlite3"
+    question = "show my own screen when a visitor asks for something that isn't there"
+    with WorkspaceIndex(root, db_path=db_path) as index:
+        assert index.update().embedded == 3
+    with sqlite3.connect(db_path) as db:
+        assert embedder_name(db) == builtin_embedder().name
+    with WorkspaceIndex(root, db_path=db_path, embedder=Path(ENCODER)) as index:
+        report = index.update()
+        assert (report.embedded, report.embedder_problem) == (3, "")
+        found = [hit.path for hit in index.search(question, 3, SearchMode.MEANING)]
+    assert found[0] == "errors.md"
+    with sqlite3.connect(db_path) as db:
+        assert embedder_name(db) == ENCODER
+        sizes = {len(blob) for (blob,) in db.execute("SELECT vector FROM passage_vectors")}
+    assert sizes == {384 * 2}  # float16
+    with WorkspaceIndex(root, db_path=db_path) as index:
+        assert index.update().embedded == 3
+    with sqlite3.connect(db_path) as db:
+        assert embedder_name(db) == builtin_embedder().name
