@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from imprint_desktop.core.errors import EmbedderError, ModelStoreError
-from imprint_desktop.core.workspace.encoder import SentenceEncoder
+from imprint_desktop.core.workspace.encoder import SentenceEncoder, model_folder
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -226,6 +226,14 @@ ENCODER = "all-minilm-l6-v2"
 def sentence_encoder() -> SentenceEncoder:
     """The sentence encoder, loaded once per process (its weights are read-only)."""
     return SentenceEncoder()
+
+
+def encoder_installed() -> bool:
+    """Whether the sentence encoder's files are installed (it can be chosen)."""
+    try:
+        return (model_folder() / "model.safetensors").is_file()
+    except EmbedderError:
+        return False
 
 
 class GgufEmbedder:
