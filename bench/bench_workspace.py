@@ -43,7 +43,7 @@ Spanish and Dutch:
 
 Measured for issue 26 and not kept, because it did not pay on both question sets (recall@5
 hybrid, paraphrase / held-out, with the sentence encoder; keyword 20 / 20): the fusion weight of
-meaning 0.5, 1 or 2 (25-26 / 25), the constant K 20 instead of 60 (within one question), a
+meaning 0.5, 1 or 2 (25-26 / 25), the constant K 20 instead of 60 (no gain held out), a
 passage's nearness without its document's (23 / 24 against 25 / 25); the built-in embedder's
 top 20 to 80 passages reordered by the encoder (21-22 / 22-23, and a query would embed them);
 the encoder through llama.cpp as a GGUF file (the same vectors, 6 to 10 times slower here).
