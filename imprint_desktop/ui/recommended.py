@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from imprint_desktop.core.chosen import chosen_model, embedder_file
 from imprint_desktop.core.models import Recommendation, Recommendations, Verdict, human_size
 from imprint_desktop.core.models.embedders import EmbedderRecommendation
+from imprint_desktop.core.workspace.embedding import ENCODER, encoder_installed
 from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, JobEnded
 from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.engine.payloads import Outcome
@@ -119,7 +120,9 @@ class RecommendedPage(QWidget):
         section = QWidget()
         intro = QLabel(
             "For search by meaning: Imprint's built-in embedder works with nothing to download. "
-            "An embedding model finds more passages that say in other words what you ask."
+            "The sentence encoder all-MiniLM-L6-v2, installed with Imprint, and an embedding "
+            "model find more passages that say in other words what you ask, and take far longer "
+            "to embed a workspace."
         )
         intro.setWordWrap(True)
         self.embedder_table = list_table(
@@ -137,9 +140,17 @@ class RecommendedPage(QWidget):
         self.embedder_use_button.clicked.connect(self.use_embedder)
         self.builtin_button = QPushButton("Use the built-in embedder")
         self.builtin_button.clicked.connect(self.use_builtin_embedder)
+        self.encoder_button = QPushButton("Use the sentence encoder")
+        self.encoder_button.setToolTip(
+            "all-MiniLM-L6-v2: finds far more questions asked in other words, and embeds a "
+            "hundred times slower than the built-in embedder."
+        )
+        self.encoder_button.clicked.connect(self.use_sentence_encoder)
+        self._encoder_installed = encoder_installed()
         self._embedder_jobs: set[str] = set()
         buttons = QHBoxLayout()
         buttons.addWidget(self.builtin_button)
+        buttons.addWidget(self.encoder_button)
         buttons.addStretch(1)
         buttons.addWidget(self.embedder_use_button)
         buttons.addWidget(self.embedder_download_button)
@@ -257,6 +268,15 @@ class RecommendedPage(QWidget):
         self.refresh()
 
     @Slot()
+    def use_sentence_encoder(self) -> None:
+        self._store.update({"workspace.embedder": ENCODER})
+        self.sig_message.emit(
+            "The sentence encoder all-MiniLM-L6-v2 now finds passages by meaning; the workspace "
+            "is embedded again in the background, and search keeps working meanwhile."
+        )
+        self.refresh()
+
+    @Slot()
     def use_builtin_embedder(self) -> None:
         self._store.update({"workspace.embedder": ""})
         self.sig_message.emit("The built-in embedder now finds passages by meaning.")
@@ -325,7 +345,9 @@ class RecommendedPage(QWidget):
             and not self._embedder_jobs
             and embedder.fit.verdict is not Verdict.DOES_NOT_FIT
         )
-        self.builtin_button.setEnabled(bool(self._store.config().workspace.embedder.strip()))
+        chosen = self._store.config().workspace.embedder.strip()
+        self.builtin_button.setEnabled(bool(chosen))
+        self.encoder_button.setEnabled(self._encoder_installed and chosen != ENCODER)
         entry = self.selected()
         here = entry is not None and self._installed_path(entry) is not None
         self.use_button.setEnabled(here)

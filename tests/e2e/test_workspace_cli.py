@@ -183,3 +183,32 @@ def test_index_reports_scans_and_search_shows_dates_and_superseded_versions(
     shown = imprint("workspace", "search", str(corpus), "Falcon costs", env=no_ocr)
     assert "dated 2026-02-10" in shown.stdout
     assert 'looks superseded: its folder says "archive"' in shown.stdout
+
+
+def test_the_sentence_encoder_chosen_in_the_settings_finds_what_the_built_in_one_misses(
+    imprint: Imprint, tmp_path: Path
+) -> None:
+    """``workspace.embedder = all-minilm-l6-v2``, set as a person sets it: the index is embedded
+    by the sentence encoder, and a question without one word of its answer finds the answer."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "errors.md").write_text(
+        "# Error pages\n\nRegister a handler for 404 Not Found responses to render a custom "
+        "template when a URL matches no route.\n"
+    )
+    (corpus / "db.md").write_text(
+        "# Databases\n\nOpen a sqlite3 connection per request and close it in a teardown.\n"
+    )
+    query = "show my own screen when a visitor asks for something that isn't there"
+    built_in = imprint("workspace", "search", str(corpus), query, "--json", "--mode", "meaning")
+    assert built_in.returncode == 0, built_in.stderr
+    assert json.loads(built_in.stdout) == []
+
+    chosen = imprint("settings", "set", "workspace.embedder", "all-minilm-l6-v2")
+    assert chosen.returncode == 0, chosen.stderr
+    indexed = imprint("workspace", "index", str(corpus), "--json")
+    report = json.loads(indexed.stdout)
+    assert (report["embedded_passages"], report["embedder_problem"]) == (2, None)
+    found = imprint("workspace", "search", str(corpus), query, "--json", "--mode", "meaning")
+    assert found.returncode == 0, found.stderr
+    assert [hit["path"] for hit in json.loads(found.stdout)][:1] == ["errors.md"]

@@ -347,3 +347,20 @@ def test_an_embedding_model_is_downloaded_and_used_for_search(
     qtbot.mouseClick(page.builtin_button, Qt.MouseButton.LeftButton)
     assert store.get("workspace.embedder") == ""
     qtbot.waitUntil(lambda: table.item(0, 4).text() == "Installed", timeout=10_000)
+
+
+def test_the_sentence_encoder_is_chosen_for_search_with_one_click(
+    qtbot: QtBot, window: ModelManagerWindow, store: SettingsStore
+) -> None:
+    """The encoder comes with Imprint: nothing to download, one click to use, one to go back."""
+    page = window.recommended
+    recommended_listed(qtbot, window)
+    assert page.encoder_button.isEnabled() and not page.builtin_button.isEnabled()
+    qtbot.mouseClick(page.encoder_button, Qt.MouseButton.LeftButton)
+    assert store.get("workspace.embedder") == "all-minilm-l6-v2"
+    assert "sentence encoder all-MiniLM-L6-v2 now finds passages" in window.message.text()
+    qtbot.waitUntil(page.builtin_button.isEnabled, timeout=10_000)
+    assert not page.encoder_button.isEnabled(), "it is the one in use"
+    qtbot.mouseClick(page.builtin_button, Qt.MouseButton.LeftButton)
+    assert store.get("workspace.embedder") == ""
+    qtbot.waitUntil(page.encoder_button.isEnabled, timeout=10_000)

