@@ -230,11 +230,11 @@ class WorkspaceIndex:
             return [], 0.0
         try:
             embedder = self.embedder()
+            vector = embedder.embed_query(query)
         except EmbedderError:
             if required:
                 raise
             return [], 0.0
-        vector = embedder.embed_query(query)
         nearest = self._vectors.nearest(db, embedder.name, vector, count) if vector.any() else []
         if not nearest:
             return [], embedder.fusion_weight
