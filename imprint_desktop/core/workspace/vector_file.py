@@ -4,8 +4,8 @@ Reading every vector out of SQLite row by row takes a while (0.05 s at 6,000 pas
 160,000), and a search by meaning needs all of them, so a process that searches once — ``imprint
 workspace search``, the window's first search — would pay it every time (issue 28). So
 :class:`~.vectors.VectorSearch`, having read them from the database, writes them here as they are
-in memory (passage ids, their files' ids, the ``float16`` rows), and the next process reads this
-file instead.
+in memory (passage ids, their files' ids, the ``float16`` rows, and each document's direction),
+and the next process reads this file instead.
 
 It is a cache, and trusted only as far as it can be checked: its header names the state of the
 table it was written from (the embedder and ``vectors_generation``, which changes to a new random
@@ -24,17 +24,28 @@ import os
 import tempfile
 import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 log = logging.getLogger(__name__)
 
-_MAGIC = b"IMPRVEC1"
+_MAGIC = b"IMPRVEC2"
 _HEAD = len(_MAGIC) + 4  # the magic, then the header's length (4 bytes, little-endian)
 
-#: Passage ids, their files' ids (both ``int64``), and one ``float16`` row per passage.
-Kept = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float16]]
+
+class Kept(NamedTuple):
+    """The vectors of an index as a search holds them."""
+
+    #: Passage ids, by file.
+    ids: npt.NDArray[np.int64]
+    #: Each passage's file id: each file's passages are one run of rows.
+    files: npt.NDArray[np.int64]
+    #: One ``float16`` row per passage, as the table stores it.
+    rows: npt.NDArray[np.float16]
+    #: One unit ``float32`` row per file (per run of ``files``): the direction of its passages'.
+    documents: npt.NDArray[np.float32]
 
 
 def path_for(db_path: Path) -> Path:
@@ -54,47 +65,55 @@ def read(path: Path, state: tuple[str, str]) -> Kept | None:
             return None
         size = int.from_bytes(data[len(_MAGIC) : _HEAD], "little")
         header = json.loads(data[_HEAD : _HEAD + size])
-        rows, dimensions = int(header["rows"]), int(header["dimensions"])
-        start = _aligned(_HEAD + size)
-        body = memoryview(data)[start:]
+        rows, documents = int(header["rows"]), int(header["documents"])
+        dimensions = int(header["dimensions"])
+        body = memoryview(data)[_aligned(_HEAD + size) :]
         if (
             header["state"] != list(state)
-            or rows < 0
-            or dimensions < 0
-            or len(body) != rows * (16 + 2 * dimensions)
+            or min(rows, documents, dimensions) < 0
+            or len(body) != rows * (16 + 2 * dimensions) + documents * 4 * dimensions
             or zlib.crc32(body) != header["crc32"]
         ):
             return None
     except (ValueError, KeyError, TypeError):  # JSON or numbers that are not what was written
         return None
-    # Read-only views of what was read (the machine's byte order where it is little-endian).
-    ids = np.frombuffer(body, dtype=np.dtype("<i8"), count=rows)
-    files = np.frombuffer(body, dtype=np.dtype("<i8"), count=rows, offset=8 * rows)
-    matrix = np.frombuffer(body, dtype=np.dtype("<f2"), offset=16 * rows)
-    return (
-        ids.astype(np.int64, copy=False),
-        files.astype(np.int64, copy=False),
-        (matrix.astype(np.float16, copy=False).reshape(rows, dimensions)),
+    # Views of what was read (in the machine's byte order where it is little-endian).
+    at = 0
+
+    def taken(dtype: str, count: int) -> npt.NDArray[np.generic]:
+        nonlocal at
+        array = np.frombuffer(body, dtype=np.dtype(dtype), count=count, offset=at)
+        at += array.nbytes
+        return array
+
+    return Kept(
+        taken("<i8", rows).astype(np.int64, copy=False),
+        taken("<i8", rows).astype(np.int64, copy=False),
+        taken("<f2", rows * dimensions).astype(np.float16, copy=False).reshape(rows, dimensions),
+        taken("<f4", documents * dimensions)
+        .astype(np.float32, copy=False)
+        .reshape(documents, dimensions),
     )
 
 
 def write(path: Path, state: tuple[str, str], kept: Kept) -> None:
     """Keep ``kept`` at ``path`` as written from ``state``; a file that cannot be written is
     left out (the vectors are read from the database next time, as before)."""
-    ids, files, matrix = kept
-    rows = len(ids)
-    dimensions = int(matrix.shape[1]) if matrix.ndim == 2 and rows else 0
+    rows = len(kept.ids)
+    dimensions = int(kept.rows.shape[1]) if kept.rows.ndim == 2 and rows else 0
     body = b"".join(
         (
-            ids.astype("<i8").tobytes(),
-            files.astype("<i8").tobytes(),
-            matrix.astype("<f2").tobytes(),
+            kept.ids.astype("<i8").tobytes(),
+            kept.files.astype("<i8").tobytes(),
+            kept.rows.astype("<f2").tobytes(),
+            kept.documents.astype("<f4").tobytes(),
         )
     )
     header = json.dumps(
         {
             "state": list(state),
             "rows": rows,
+            "documents": len(kept.documents) if dimensions else 0,
             "dimensions": dimensions,
             "crc32": zlib.crc32(body),
         }

@@ -201,7 +201,7 @@ class VectorSearch:
 
     def _load(self, db: sqlite3.Connection, key: tuple[str, str], embedder_name: str) -> None:
         if key[0] != embedder_name:
-            kept: vector_file.Kept = _NONE
+            kept = _NONE
         else:
             found = None if self._kept is None else vector_file.read(self._kept, key)
             if found is None:
@@ -210,31 +210,33 @@ class VectorSearch:
                     vector_file.write(self._kept, key, kept)
             else:
                 kept = found
-        ids, file_ids, stored = kept
-        self._ids = ids
-        if len(ids):
-            self._matrix = stored.astype(np.float32)
-            # Rows come by file: each document's passages are one run of rows.
-            starts = np.flatnonzero(np.concatenate(([True], file_ids[1:] != file_ids[:-1])))
-            self._documents = normalized(np.add.reduceat(self._matrix, starts, axis=0))
-            self._document_of = (
-                np.cumsum(np.isin(np.arange(len(file_ids)), starts), dtype=np.int64) - 1
-            )
+        self._ids = kept.ids
+        if len(kept.ids):
+            self._matrix = kept.rows.astype(np.float32)
+            self._documents = kept.documents
+            self._document_of = np.cumsum(_run_starts(kept.files), dtype=np.int64) - 1
         else:
             self._matrix = np.zeros((0, 0), dtype=np.float32)
             self._documents = None
         self._key = key
 
 
-_NONE: vector_file.Kept = (
+_NONE = vector_file.Kept(
     np.zeros(0, dtype=np.int64),
     np.zeros(0, dtype=np.int64),
     np.zeros((0, 0), dtype=np.float16),
+    np.zeros((0, 0), dtype=np.float32),
 )
 
 
+def _run_starts(files: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Which rows start a run of equal ``files``: each document's passages are one run of rows."""
+    return np.concatenate(([True], files[1:] != files[:-1]))
+
+
 def _from_table(db: sqlite3.Connection, embedder: str) -> tuple[tuple[str, str], vector_file.Kept]:
-    """The vectors in the table by file, with the state (embedder, generation) they are of."""
+    """The vectors in the table by file, with their documents' (the mean of each file's passage
+    vectors, unit length), and the state (embedder, generation) they are of."""
     db.execute("BEGIN")  # the key and the rows from one snapshot
     try:
         generation = db.execute(
@@ -251,5 +253,8 @@ def _from_table(db: sqlite3.Connection, embedder: str) -> tuple[tuple[str, str],
         return key, _NONE
     ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
     files = np.fromiter((row[2] for row in rows), dtype=np.int64, count=len(rows))
-    flat = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float16)
-    return key, (ids, files, flat.reshape(len(rows), -1))
+    stored = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float16)
+    stored = stored.reshape(len(rows), -1)
+    starts = np.flatnonzero(_run_starts(files))
+    documents = normalized(np.add.reduceat(stored.astype(np.float32), starts, axis=0))
+    return key, vector_file.Kept(ids, files, stored, documents)

@@ -168,23 +168,26 @@ def test_the_vectors_are_searched_when_they_cannot_be_kept(
 
 def test_a_vector_file_checks_what_it_holds(tmp_path: Path) -> None:
     path = tmp_path / "v"
-    kept: vector_file.Kept = (
+    kept = vector_file.Kept(
         np.array([4, 2, 9], dtype=np.int64),
         np.array([1, 1, 3], dtype=np.int64),
         np.arange(12, dtype=np.float16).reshape(3, 4) / 8,
+        np.arange(8, dtype=np.float32).reshape(2, 4) / 3,
     )
     vector_file.write(path, ("embedder", "ab12"), kept)
     read = vector_file.read(path, ("embedder", "ab12"))
     assert read is not None
     assert all(np.array_equal(a, b) for a, b in zip(read, kept, strict=True))
-    assert read[2].dtype == np.float16 and read[0].dtype == np.int64
+    assert read.rows.dtype == np.float16 and read.ids.dtype == np.int64
+    assert read.documents.dtype == np.float32
     assert vector_file.read(path, ("embedder", "ab13")) is None
     assert vector_file.read(path, ("other", "ab12")) is None
     assert vector_file.read(tmp_path / "missing", ("embedder", "ab12")) is None
-    none: vector_file.Kept = (
+    none = vector_file.Kept(
         np.zeros(0, dtype=np.int64),
         np.zeros(0, dtype=np.int64),
         np.zeros((0, 0), dtype=np.float16),
+        np.zeros((0, 0), dtype=np.float32),
     )
     vector_file.write(path, ("embedder", "00"), none)
     read = vector_file.read(path, ("embedder", "00"))
