@@ -199,7 +199,19 @@ class StaticEmbedder:
             tokenizer.no_padding()
             tokenizer.no_truncation()
             self._tokenizer = tokenizer
+            if self._known is not None and not self._known.holds_vocabulary:
+                self._known.remember_vocabulary(_vocabulary_tokens(tokenizer))
         return self._tokenizer
+
+
+def _vocabulary_tokens(tokenizer: Tokenizer) -> dict[str, list[int]]:
+    """The tokens of every word that is a whole token of ``tokenizer`` (a piece that starts a
+    word: "▁light" is "light"), as the tokenizer gives them: the common words of any language
+    it knows, kept once so that a question's words are mostly found without it."""
+    words = [piece[1:] for piece in tokenizer.get_vocab() if piece.startswith("\u2581")]
+    words = [word for word in words if word and not any(character.isspace() for character in word)]
+    encoded = tokenizer.encode_batch(words, add_special_tokens=False)
+    return {word: encoding.ids for word, encoding in zip(words, encoded, strict=True)}
 
 
 _SAFETENSORS_DTYPES = {"F16": np.float16, "F32": np.float32}

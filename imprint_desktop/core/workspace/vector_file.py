@@ -21,7 +21,6 @@ import contextlib
 import json
 import logging
 import os
-import tempfile
 import zlib
 from pathlib import Path
 from typing import NamedTuple
@@ -121,6 +120,8 @@ def write(path: Path, state: tuple[str, str], kept: Kept) -> None:
     start = _aligned(_HEAD + len(header))
     head = _MAGIC + len(header).to_bytes(4, "little") + header
     head += b"\0" * (start - len(head))
+    import tempfile  # noqa: PLC0415 - only to write: a search that reads the file needs none
+
     try:
         descriptor, temporary = tempfile.mkstemp(
             prefix=f".{path.name}.", suffix=".tmp", dir=path.parent

@@ -87,6 +87,30 @@ class WordTokens:
         except sqlite3.Error as error:
             self._off(error)
 
+    @property
+    def holds_vocabulary(self) -> bool:
+        """Whether the words that are whole tokens of the tokenizer are kept
+        (:meth:`remember_vocabulary`): a search with common words of any document finds them."""
+        if self._db is None:
+            return True  # nothing to add them to
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'vocabulary'").fetchone()
+        except sqlite3.Error as error:
+            self._off(error)
+            return True
+        return row is not None
+
+    def remember_vocabulary(self, tokens: Mapping[str, Sequence[int]]) -> None:
+        """Keep ``tokens`` as :meth:`remember` does, and that the vocabulary is kept."""
+        self.remember(tokens)
+        if self._db is None:
+            return
+        try:
+            with self._db:
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('vocabulary', '1')")
+        except sqlite3.Error as error:
+            log.debug("word tokens not kept: %s", error)
+
     def close(self) -> None:
         if self._db is not None:
             self._db.close()
@@ -104,6 +128,7 @@ class WordTokens:
             if row is None or row[0] != self._tokenizer:
                 with db:  # made by another tokenizer (or new): start empty
                     db.execute("DELETE FROM words")
+                    db.execute("DELETE FROM meta WHERE key = 'vocabulary'")
                     db.execute(
                         "INSERT OR REPLACE INTO meta VALUES ('tokenizer', ?)", (self._tokenizer,)
                     )

@@ -237,11 +237,14 @@ def test_words_kept_give_the_tokenizers_vectors_without_loading_it(
 ) -> None:
     known = tmp_path / "words.sqlite3"
     expected = StaticEmbedder().embed(TEXTS)
+    # Words of the tokenizer's own vocabulary are kept too, seen in a text or not.
+    common = StaticEmbedder().embed(["garden station Zeit maison"])
     assert np.array_equal(StaticEmbedder(known_words=known).embed(TEXTS), expected)
     monkeypatch.setattr(tokenizers, "Tokenizer", NoTokenizer)
     later = StaticEmbedder(known_words=known)  # another process, as far as it knows
     assert np.array_equal(later.embed(TEXTS), expected)
     assert np.array_equal(later.embed_query(TEXTS[0]), expected[0])
+    assert np.array_equal(later.embed(["garden station Zeit maison"]), common)
     with pytest.raises(EmbedderError, match="loaded from"):
         later.embed(["a word never seen before: quillwort"])
 
