@@ -116,6 +116,10 @@ def fill(
             raise
         db.execute("COMMIT")
     done, total = counts(db)
+    if done == total:  # a vector is never without its passage: none is missing one
+        if progress is not None:
+            progress(EmbedProgress(done, total))
+        return not is_cancelled(cancel)
     after = 0  # the passages are walked in id order, once, and then once more for any added
     rewound = False  # behind the walk meanwhile (an id freed at the end is given again)
     while True:
