@@ -129,11 +129,18 @@ class StaticEmbedder:
         return int(self._table.shape[1])
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        return self._embedded(texts, query=False)
+
+    def embed_query(self, text: str) -> Vectors:
+        row: Vectors = self._embedded([text], query=True)[0]
+        return row
+
+    def _embedded(self, texts: Sequence[str], *, query: bool) -> Vectors:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         # Text a model or a page wrote may hold lone surrogates, which the tokenizer refuses.
         split = [text.encode("utf-8", "replace").decode("utf-8").split() for text in texts]
         with self._lock:  # one embedder serves the update's thread and every search's
-            self._learn(dict.fromkeys(itertools.chain.from_iterable(split)))
+            self._learn(dict.fromkeys(itertools.chain.from_iterable(split)), query=query)
             rows, vectors = self._word_rows, self._word_vectors
             for row, words in enumerate(split):
                 if words:  # the mean's direction: the sum's
@@ -141,11 +148,7 @@ class StaticEmbedder:
                     out[row] = vectors[at].sum(axis=0)
         return normalized(out)
 
-    def embed_query(self, text: str) -> Vectors:
-        row: Vectors = self.embed([text])[0]
-        return row
-
-    def _learn(self, words: Iterable[str]) -> None:
+    def _learn(self, words: Iterable[str], *, query: bool) -> None:
         """Give the ``words`` not known yet their vector: the sum of their tokens' vectors.
 
         Llama's tokenizer never joins two words in one token, so a word's tokens are the same
@@ -164,22 +167,26 @@ class StaticEmbedder:
             if len(self._word_vectors) < size:
                 self._word_vectors = np.zeros((size, self.dimensions), dtype=np.float32)
         last = self._table.shape[0] - 1
-        tokens = self._tokens(new)
+        tokens = self._tokens(new, query=query)
         start = len(rows)
         for offset, word in enumerate(new):
             ids = np.clip(np.asarray(tokens[word], dtype=np.intp), 0, last)
             self._word_vectors[start + offset] = self._table[ids].sum(axis=0, dtype=np.float32)
             rows[word] = start + offset
 
-    def _tokens(self, words: list[str]) -> dict[str, Sequence[int]]:
+    def _tokens(self, words: list[str], *, query: bool) -> dict[str, Sequence[int]]:
         """Each word's token ids: kept ones from :attr:`_known`, the rest from the tokenizer
-        (and kept from now on)."""
+        (and kept from now on). The first question that needs the tokenizer also keeps the
+        words of its vocabulary (once: indexing, which tokenizes far more, is not held up)."""
         tokens: dict[str, Sequence[int]] = {}
         if self._known is not None:
             tokens.update(self._known.known(words))
         missing = [word for word in words if word not in tokens]
         if missing:
-            encoded = self._tokenizer_loaded().encode_batch(missing, add_special_tokens=False)
+            tokenizer = self._tokenizer_loaded()
+            if query and self._known is not None and not self._known.holds_vocabulary:
+                self._known.remember_vocabulary(_vocabulary_tokens(tokenizer))
+            encoded = tokenizer.encode_batch(missing, add_special_tokens=False)
             made = {word: encoding.ids for word, encoding in zip(missing, encoded, strict=True)}
             if self._known is not None:
                 self._known.remember(made)
@@ -199,8 +206,6 @@ class StaticEmbedder:
             tokenizer.no_padding()
             tokenizer.no_truncation()
             self._tokenizer = tokenizer
-            if self._known is not None and not self._known.holds_vocabulary:
-                self._known.remember_vocabulary(_vocabulary_tokens(tokenizer))
         return self._tokenizer
 
 
