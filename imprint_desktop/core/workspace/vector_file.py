@@ -76,7 +76,8 @@ def read(path: Path, state: tuple[str, str]) -> Kept | None:
             return None
     except (ValueError, KeyError, TypeError):  # JSON or numbers that are not what was written
         return None
-    # Views of what was read (in the machine's byte order where it is little-endian).
+    # The rows are a view of what was read (the caller converts them); the rest are copies, so
+    # that what was read is freed once the rows are converted.
     at = 0
 
     def taken(dtype: str, count: int) -> npt.NDArray[np.generic]:
@@ -86,12 +87,10 @@ def read(path: Path, state: tuple[str, str]) -> Kept | None:
         return array
 
     return Kept(
-        taken("<i8", rows).astype(np.int64, copy=False),
-        taken("<i8", rows).astype(np.int64, copy=False),
+        taken("<i8", rows).astype(np.int64),
+        taken("<i8", rows).astype(np.int64),
         taken("<f2", rows * dimensions).astype(np.float16, copy=False).reshape(rows, dimensions),
-        taken("<f4", documents * dimensions)
-        .astype(np.float32, copy=False)
-        .reshape(documents, dimensions),
+        taken("<f4", documents * dimensions).astype(np.float32).reshape(documents, dimensions),
     )
 
 
