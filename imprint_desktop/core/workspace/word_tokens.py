@@ -31,6 +31,9 @@ CREATE TABLE IF NOT EXISTS words (word TEXT PRIMARY KEY, tokens TEXT NOT NULL) W
 """
 #: Words looked up in one query (SQLite's limit on parameters is far above).
 _CHUNK = 500
+#: The most words kept (some tens of megabytes); then the database starts again, empty, as the
+#: embedder's memory does: a folder of logs or tables can hold millions of distinct "words".
+LIMIT = 500_000
 
 
 class WordTokens:
@@ -79,9 +82,21 @@ class WordTokens:
         if self._db is None or not tokens:
             return
         rows = [(word, " ".join(map(str, ids))) for word, ids in tokens.items()]
+        db = self._db
         try:
-            with self._db:
-                self._db.executemany("INSERT OR REPLACE INTO words VALUES (?, ?)", rows)
+            with db:
+                before = db.total_changes
+                db.executemany("INSERT OR REPLACE INTO words VALUES (?, ?)", rows)
+                added = db.total_changes - before
+                db.execute(
+                    "INSERT INTO meta VALUES ('words', ?) ON CONFLICT (key) DO UPDATE "
+                    "SET value = CAST(value AS INTEGER) + excluded.value",
+                    (added,),
+                )
+                kept = db.execute("SELECT value FROM meta WHERE key = 'words'").fetchone()[0]
+                if int(kept) > LIMIT:
+                    db.execute("DELETE FROM words")
+                    db.execute("DELETE FROM meta WHERE key IN ('words', 'vocabulary')")
         except sqlite3.OperationalError as error:  # busy, read-only, full: skip this time
             log.debug("word tokens not kept: %s", error)
         except sqlite3.Error as error:
@@ -128,7 +143,7 @@ class WordTokens:
             if row is None or row[0] != self._tokenizer:
                 with db:  # made by another tokenizer (or new): start empty
                     db.execute("DELETE FROM words")
-                    db.execute("DELETE FROM meta WHERE key = 'vocabulary'")
+                    db.execute("DELETE FROM meta WHERE key IN ('words', 'vocabulary')")
                     db.execute(
                         "INSERT OR REPLACE INTO meta VALUES ('tokenizer', ?)", (self._tokenizer,)
                     )

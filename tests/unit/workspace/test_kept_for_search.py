@@ -13,7 +13,7 @@ import pytest
 import tokenizers
 
 from imprint_desktop.core.errors import EmbedderError
-from imprint_desktop.core.workspace import WorkspaceIndex, vector_file, vectors
+from imprint_desktop.core.workspace import WorkspaceIndex, vector_file, vectors, word_tokens
 from imprint_desktop.core.workspace.embedding import StaticEmbedder
 from imprint_desktop.core.workspace.search import SearchMode
 from imprint_desktop.core.workspace.word_tokens import WordTokens
@@ -334,3 +334,18 @@ def test_an_index_whose_generation_counted_changes_gets_random_generations(
     assert {"passage_vectors_ai", "passage_vectors_ad"}.isdisjoint(triggers)
     assert {"passage_vectors_added", "passage_vectors_deleted"} <= triggers
     assert len(generation) == 16 and generation not in {"5", "6", "7"}
+
+
+def test_kept_words_start_again_when_there_are_too_many(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(word_tokens, "LIMIT", 8)
+    known = tmp_path / "words.sqlite3"
+    expected = StaticEmbedder().embed(TEXTS)
+    for number, text in enumerate(TEXTS):  # 6, 4 and 3 words: the second passes the limit
+        assert np.array_equal(StaticEmbedder(known_words=known).embed([text])[0], expected[number])
+    with sqlite3.connect(known) as db:
+        kept = {row[0] for row in db.execute("SELECT word FROM words")}
+    assert kept == set(TEXTS[2].split())
+    monkeypatch.setattr(tokenizers, "Tokenizer", NoTokenizer)
+    assert np.array_equal(StaticEmbedder(known_words=known).embed([TEXTS[2]])[0], expected[2])
