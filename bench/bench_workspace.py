@@ -36,9 +36,10 @@ Spanish and Dutch:
   search returns for them, show whether a choice fitted the first thirty: a ranking setting is
   kept only when it pays on both sets;
 - indexing with the default embedder, documents per second, as a share of indexing by words only
-  (>= 0.5) in the same run; index size per 1,000 passages, with and without vectors; the same
-  for the Flask documents with the embedder chosen (``--embedder``, a ``workspace.embedder``
-  value: ``all-minilm-l6-v2`` for the sentence encoder);
+  (>= 0.5) in the same run; index size per 1,000 passages, with and without vectors, and the
+  vectors kept beside the index for searches (``.vector_file``); the same for the Flask documents
+  with the embedder chosen (``--embedder``, a ``workspace.embedder`` value: ``all-minilm-l6-v2``
+  for the sentence encoder);
 - a hybrid query's 95th percentile at ``--large-docs`` documents (<= 50 ms).
 
 Measured for issue 26 and not kept, because it did not pay on both question sets (recall@5
@@ -161,6 +162,14 @@ def database_bytes(path: Path) -> int:
     return path.stat().st_size
 
 
+def kept_vectors_bytes(db_path: Path) -> int:
+    """The size of the vectors kept beside the index at ``db_path`` (written by a search)."""
+    from imprint_desktop.core.workspace import vector_file  # noqa: PLC0415
+
+    kept = vector_file.path_for(db_path)
+    return kept.stat().st_size if kept.is_file() else 0
+
+
 def hybrid_p95(index: Any, asked: list[str]) -> float:
     """The 95th percentile of hybrid searches for ``asked`` (after a warm-up)."""
     for query in asked[:20]:
@@ -239,6 +248,7 @@ def measure_speed(
         embedded = index.update()
         hybrid = hybrid_p95(index, asked)
         with_vectors_bytes = database_bytes(index.db_path)
+        kept_bytes = kept_vectors_bytes(index.db_path)
     embedded_rate = embedded.documents / embedded.seconds
     speed_share = embedded_rate / rate
     per_thousand = 1000 / embedded.embedded
@@ -249,7 +259,8 @@ def measure_speed(
     )
     print(
         f"index size:         {words_only_bytes * per_thousand / 2**20:.2f} MB per 1,000 passages "
-        f"by words alone, {with_vectors_bytes * per_thousand / 2**20:.2f} MB with vectors"
+        f"by words alone, {with_vectors_bytes * per_thousand / 2**20:.2f} MB with vectors, "
+        f"and {kept_bytes * per_thousand / 2**20:.2f} MB of vectors kept beside it for searches"
     )
     print(f"hybrid query p95:   {hybrid * 1000:.2f} ms at {embedded.documents} documents")
     checks = {

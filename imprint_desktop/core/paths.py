@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import platformdirs
-
 from imprint_desktop import APP_ID
 
 CONFIG_DIR_ENV = "IMPRINT_CONFIG_DIR"
@@ -24,6 +22,8 @@ def config_dir() -> Path:
     override = os.environ.get(CONFIG_DIR_ENV)
     if override:
         return Path(override).expanduser()
+    import platformdirs  # noqa: PLC0415 - not when the folder is given
+
     return Path(platformdirs.user_config_dir(APP_ID, appauthor=False, roaming=True))
 
 
@@ -32,6 +32,8 @@ def data_dir() -> Path:
     override = os.environ.get(DATA_DIR_ENV)
     if override:
         return Path(override).expanduser()
+    import platformdirs  # noqa: PLC0415 - not when the folder is given
+
     return Path(platformdirs.user_data_dir(APP_ID, appauthor=False))
 
 

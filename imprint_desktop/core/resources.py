@@ -7,7 +7,6 @@ distribution (DESIGN §7), found without importing that package.
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
 from pathlib import Path
 
@@ -30,6 +29,9 @@ def resource(*parts: str) -> Path:
 
 def starter_model_path() -> Path | None:
     """The starter model's GGUF file when its package is installed, else None."""
+    # Loaded here, not with the module: `imprint workspace search` needs no installed metadata.
+    import importlib.metadata  # noqa: PLC0415
+
     try:
         distribution = importlib.metadata.distribution(STARTER_DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:

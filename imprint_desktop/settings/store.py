@@ -25,17 +25,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
-
-import tomlkit
-import tomlkit.exceptions
-from tomlkit.items import Table
+from typing import TYPE_CHECKING, Any
 
 from imprint_desktop.core import paths
-from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import SettingsWriteError, SettingValueError
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.schema import Setting, Value
+
+if TYPE_CHECKING:
+    # tomlkit and the typed snapshot are loaded when needed: `imprint settings get` without a
+    # settings file needs neither (issue 28).
+    import tomlkit
+
+    from imprint_desktop.core.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +126,8 @@ class SettingsStore:
 
     def config(self) -> Config:
         """Every effective non-secret value, typed and frozen: safe to hand to another thread."""
+        from imprint_desktop.core.config import Config  # noqa: PLC0415 - see the imports
+
         return Config.from_values(self.snapshot())
 
     def snapshot(self) -> Mapping[str, Value]:
@@ -189,12 +193,13 @@ class SettingsStore:
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _read_document(self, *, report: bool) -> tomlkit.TOMLDocument | None:
-        """The parsed file, an empty document when there is none, or None when it is unreadable."""
+    def _read_document(self, *, report: bool) -> Mapping[str, Any] | None:
+        """The parsed file (a tomlkit document), an empty mapping when there is none, or None
+        when it is unreadable."""
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
-            return tomlkit.document()
+            return {}
         except OSError as error:
             if report:
                 self._report(
@@ -203,6 +208,9 @@ class SettingsStore:
                     f"({error.strerror}). Defaults are used.",
                 )
             return None
+        import tomlkit  # noqa: PLC0415 - see the imports
+        import tomlkit.exceptions  # noqa: PLC0415
+
         try:
             return tomlkit.parse(raw.decode("utf-8"))
         except (UnicodeDecodeError, tomlkit.exceptions.ParseError) as error:
@@ -215,7 +223,7 @@ class SettingsStore:
                 )
             return None
 
-    def _overrides_in(self, document: tomlkit.TOMLDocument) -> dict[str, Value]:
+    def _overrides_in(self, document: Mapping[str, Any]) -> dict[str, Value]:
         """The valid overrides in ``document``; what is invalid goes to :attr:`problems`."""
         overrides: dict[str, Value] = {}
         for section in schema.SECTIONS:
@@ -269,9 +277,13 @@ class SettingsStore:
 
         An unreadable file is backed up first and replaced by a fresh document.
         """
+        import tomlkit  # noqa: PLC0415 - see the imports
+
         document = self._read_document(report=False)
-        if document is not None:
+        if isinstance(document, tomlkit.TOMLDocument):
             return document
+        if document is not None:  # no file yet
+            return tomlkit.document()
         import shutil  # noqa: PLC0415 - only a broken file needs it; reading settings stays light
 
         backup = self._backup_path()
@@ -299,6 +311,8 @@ class SettingsStore:
 
     def _write(self, document: tomlkit.TOMLDocument) -> tomlkit.TOMLDocument:
         """Save ``document`` atomically; returns what was written, parsed again."""
+        import tomlkit  # noqa: PLC0415 - see the imports
+
         text = tomlkit.dumps(document)
         if _VERSION_KEY not in document:
             text = _with_version_line(text)
@@ -375,6 +389,9 @@ def _fsync_folder(folder: Path) -> None:
 
 
 def _assign(document: tomlkit.TOMLDocument, setting: Setting, value: Value | None) -> None:
+    import tomlkit  # noqa: PLC0415 - see the imports
+    from tomlkit.items import Table  # noqa: PLC0415
+
     table = document.get(setting.section)
     if value is None:
         if isinstance(table, Table) and setting.name in table:
@@ -390,7 +407,7 @@ def _assign(document: tomlkit.TOMLDocument, setting: Setting, value: Value | Non
     table[setting.name] = value
 
 
-def _log_layout_notes(document: tomlkit.TOMLDocument, path: Path) -> None:
+def _log_layout_notes(document: Mapping[str, Any], path: Path) -> None:
     """Log what is kept but not used: a newer layout, retired keys."""
     version = document.get(_VERSION_KEY)
     if isinstance(version, int) and version > SCHEMA_VERSION:

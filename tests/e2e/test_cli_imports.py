@@ -98,6 +98,17 @@ def test_settings_get_imports_neither_the_engine_nor_the_keyring(
     }
 
 
+def test_settings_get_without_a_settings_file_parses_no_toml(
+    env: dict[str, str], listing: Path
+) -> None:
+    names = imported(env, listing, "settings", "get", "chat.max_tokens")
+    assert among(names, {"tomlkit", "imprint_desktop.core.config"}) == set()
+    settings = Path(env["IMPRINT_CONFIG_DIR"]) / "config.toml"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text("[chat]\nmax_tokens = 512\n", encoding="utf-8")
+    assert "tomlkit" in imported(env, listing, "settings", "get", "chat.max_tokens")
+
+
 def test_settings_list_needs_the_keyring_but_not_the_engine(
     env: dict[str, str], listing: Path
 ) -> None:
@@ -118,6 +129,28 @@ def test_workspace_search_imports_no_model_no_window_no_network(
     research = {"imprint_desktop.core.research", "imprint_desktop.core.providers"}
     window = {"imprint_desktop.engine", "imprint_desktop.ui", "imprint_desktop.app"}
     assert among(names, never | research | window) == set()
+
+
+def test_searching_an_indexed_workspace_loads_no_tokenizer_and_starts_no_worker(
+    env: dict[str, str], listing: Path, tmp_path: Path
+) -> None:
+    """Its documents' words were tokenized when it was indexed (issue 28): a search with them
+    finds their tokens kept, and reads its vectors from the file kept beside the index. The
+    first search with a word of no document loads the tokenizer and keeps its vocabulary: then
+    common words are found kept too."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "keepers.md").write_text("# Keepers\n\nAda Quill kept the light.\n", "utf-8")
+    assert "tokenizers" in imported(env, listing, "workspace", "index", str(folder))
+    light = {"tokenizers", "multiprocessing", "importlib.metadata"}
+    for _ in range(2):  # the first search keeps the vectors, the second reads them
+        names = imported(env, listing, "workspace", "search", str(folder), "Quill kept", "--json")
+        assert among(names, light) == set()
+        assert "numpy" in names  # the search was by meaning too
+    unknown = "Zeppelinwortish"  # in no document, and no word of the tokenizer's
+    assert "tokenizers" in imported(env, listing, "workspace", "search", str(folder), unknown)
+    names = imported(env, listing, "workspace", "search", str(folder), "When did the light open")
+    assert among(names, light) == set()
 
 
 def test_ask_with_a_server_loads_neither_llama_cpp_nor_the_hub_nor_qt(

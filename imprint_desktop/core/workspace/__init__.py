@@ -7,6 +7,9 @@ Each module owns one thing, and each uses only those below it:
 * :mod:`.index` — the index a workspace holds: opened, brought up to date, asked;
 * :mod:`.update` — one update: what changed on disk, read, parsed and committed as it goes;
 * :mod:`.search` — the query as words, and the best passages by BM25;
+* :mod:`.vectors`, :mod:`.embedding` — the passages' vectors and the embedders that make them;
+  :mod:`.vector_file` and :mod:`.word_tokens` keep what a search needs on disk (the vectors as
+  one file, each word's tokens), so the next process starts its search at once;
 * :mod:`.records` — the rows the index keeps of each file and its passages;
 * :mod:`.database` — the schema, where the database lives, one connection per thread;
 * :mod:`.reader` — where a document is parsed: PDF, Office, e-books, images in the isolated

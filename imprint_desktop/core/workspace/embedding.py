@@ -30,8 +30,10 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from imprint_desktop.core import paths
 from imprint_desktop.core.errors import EmbedderError, ModelStoreError
 from imprint_desktop.core.workspace.encoder import SentenceEncoder, model_folder
+from imprint_desktop.core.workspace.word_tokens import WordTokens
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -86,7 +88,9 @@ def normalized(rows: Vectors) -> Vectors:
 class StaticEmbedder:
     """WordLlama's ``l2_supercat`` token vectors (256 dimensions), averaged over a text's tokens.
 
-    The files come from the installed ``wordllama`` package; its tokenizer is Llama 2's.
+    The files come from the installed ``wordllama`` package; its tokenizer is Llama 2's, loaded
+    at the first word whose tokens are not known yet: not in memory, nor in ``known_words``
+    (:class:`~.word_tokens.WordTokens`, where every word tokenized is kept for later processes).
     """
 
     name = "wordllama-l2-supercat-256"
@@ -99,24 +103,24 @@ class StaticEmbedder:
     #: ``bench/bench_workspace.py`` is the same at 0.5 and 1.0.
     fusion_weight = 0.5
 
-    def __init__(self) -> None:
-        from tokenizers import Tokenizer  # noqa: PLC0415 - loaded with the model
-
+    def __init__(self, known_words: Path | None = None) -> None:
         package = _wordllama_folder()
+        self._tokenizer_file = package / "tokenizers" / "l2_supercat_tokenizer_config.json"
         try:
             self._table = mapped_tensor(
                 package / "weights" / "l2_supercat_256.safetensors", "embedding.weight"
             )
-            tokenizer = Tokenizer.from_file(
-                str(package / "tokenizers" / "l2_supercat_tokenizer_config.json")
-            )
-        except (OSError, ValueError, RuntimeError) as error:  # a broken install
+            made = self._tokenizer_file.stat()
+        except (OSError, ValueError) as error:  # a broken install
             raise EmbedderError(
                 f"The built-in embedding model cannot be loaded: {error}"
             ) from error
-        tokenizer.no_padding()
-        tokenizer.no_truncation()
-        self._tokenizer: Tokenizer = tokenizer
+        self._tokenizer: Tokenizer | None = None
+        self._known = (
+            None
+            if known_words is None
+            else WordTokens(known_words, f"{self.name} {made.st_size} {made.st_mtime_ns}")
+        )
         self._word_rows: dict[str, int] = {}
         self._lock = threading.Lock()
         self._word_vectors: Vectors = np.zeros((0, self.dimensions), dtype=np.float32)
@@ -126,11 +130,18 @@ class StaticEmbedder:
         return int(self._table.shape[1])
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        return self._embedded(texts, query=False)
+
+    def embed_query(self, text: str) -> Vectors:
+        row: Vectors = self._embedded([text], query=True)[0]
+        return row
+
+    def _embedded(self, texts: Sequence[str], *, query: bool) -> Vectors:
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         # Text a model or a page wrote may hold lone surrogates, which the tokenizer refuses.
         split = [text.encode("utf-8", "replace").decode("utf-8").split() for text in texts]
         with self._lock:  # one embedder serves the update's thread and every search's
-            self._learn(dict.fromkeys(itertools.chain.from_iterable(split)))
+            self._learn(dict.fromkeys(itertools.chain.from_iterable(split)), query=query)
             rows, vectors = self._word_rows, self._word_vectors
             for row, words in enumerate(split):
                 if words:  # the mean's direction: the sum's
@@ -138,11 +149,7 @@ class StaticEmbedder:
                     out[row] = vectors[at].sum(axis=0)
         return normalized(out)
 
-    def embed_query(self, text: str) -> Vectors:
-        row: Vectors = self.embed([text])[0]
-        return row
-
-    def _learn(self, words: Iterable[str]) -> None:
+    def _learn(self, words: Iterable[str], *, query: bool) -> None:
         """Give the ``words`` not known yet their vector: the sum of their tokens' vectors.
 
         Llama's tokenizer never joins two words in one token, so a word's tokens are the same
@@ -161,12 +168,56 @@ class StaticEmbedder:
             if len(self._word_vectors) < size:
                 self._word_vectors = np.zeros((size, self.dimensions), dtype=np.float32)
         last = self._table.shape[0] - 1
-        encoded = self._tokenizer.encode_batch(new, add_special_tokens=False)
+        tokens = self._tokens(new, query=query)
         start = len(rows)
-        for offset, (word, encoding) in enumerate(zip(new, encoded, strict=True)):
-            ids = np.minimum(np.asarray(encoding.ids, dtype=np.intp), last)
+        for offset, word in enumerate(new):
+            ids = np.clip(np.asarray(tokens[word], dtype=np.intp), 0, last)
             self._word_vectors[start + offset] = self._table[ids].sum(axis=0, dtype=np.float32)
             rows[word] = start + offset
+
+    def _tokens(self, words: list[str], *, query: bool) -> dict[str, Sequence[int]]:
+        """Each word's token ids: kept ones from :attr:`_known`, the rest from the tokenizer
+        (and kept from now on). The first question that needs the tokenizer also keeps the
+        words of its vocabulary (once: indexing, which tokenizes far more, is not held up)."""
+        tokens: dict[str, Sequence[int]] = {}
+        if self._known is not None:
+            tokens.update(self._known.known(words))
+        missing = [word for word in words if word not in tokens]
+        if missing:
+            tokenizer = self._tokenizer_loaded()
+            if query and self._known is not None and not self._known.holds_vocabulary:
+                self._known.remember_vocabulary(_vocabulary_tokens(tokenizer))
+            encoded = tokenizer.encode_batch(missing, add_special_tokens=False)
+            made = {word: encoding.ids for word, encoding in zip(missing, encoded, strict=True)}
+            if self._known is not None:
+                self._known.remember(made)
+            tokens.update(made)
+        return tokens
+
+    def _tokenizer_loaded(self) -> Tokenizer:
+        if self._tokenizer is None:
+            from tokenizers import Tokenizer  # noqa: PLC0415 - only for words not known yet
+
+            try:
+                tokenizer = Tokenizer.from_file(str(self._tokenizer_file))
+            except (OSError, ValueError, RuntimeError) as error:  # a broken install
+                raise EmbedderError(
+                    f"The built-in embedding model cannot be loaded: {error}"
+                ) from error
+            tokenizer.no_padding()
+            tokenizer.no_truncation()
+            self._tokenizer = tokenizer
+        return self._tokenizer
+
+
+def _vocabulary_tokens(tokenizer: Tokenizer) -> dict[str, list[int]]:
+    """The tokens of every word that is a whole token of ``tokenizer`` (a piece that starts a
+    word: "▁light" is "light"), as the tokenizer gives them: the common words of any language
+    it knows, kept once so that a question's words are mostly found without it."""
+    words = [piece[1:] for piece in tokenizer.get_vocab() if piece.startswith("\u2581")]
+    words = [word for word in words if word and not any(character.isspace() for character in word)]
+    encoded = tokenizer.encode_batch(words, add_special_tokens=False)
+    return {word: encoding.ids for word, encoding in zip(words, encoded, strict=True)}
 
 
 _SAFETENSORS_DTYPES = {"F16": np.float16, "F32": np.float32}
@@ -213,8 +264,11 @@ def _wordllama_folder() -> Path:
 
 @lru_cache(maxsize=1)
 def builtin_embedder() -> StaticEmbedder:
-    """The built-in embedder, loaded once per process (its tables are read-only)."""
-    return StaticEmbedder()
+    """The built-in embedder, loaded once per process (its tables are read-only), keeping the
+    words it tokenizes in Imprint's data folder for the next process."""
+    return StaticEmbedder(
+        known_words=paths.data_dir() / "embedders" / f"{StaticEmbedder.name}.words.sqlite3"
+    )
 
 
 #: The ``workspace.embedder`` value that chooses the sentence encoder all-MiniLM-L6-v2

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-from threadpoolctl import ThreadpoolController
 
 from imprint_desktop.core.errors import EmbedderError
 
@@ -103,6 +102,8 @@ class SentenceEncoder:
         tokenizer.no_padding()
         self._tokenizer: Tokenizer = tokenizer
         self._lock = threading.Lock()
+        from threadpoolctl import ThreadpoolController  # noqa: PLC0415 - 0.1 s, only to encode
+
         self._blas = ThreadpoolController()
 
     @property

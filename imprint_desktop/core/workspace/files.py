@@ -29,7 +29,7 @@ import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from imprint_desktop.core.errors import DocumentError, PathOutsideWorkspaceError
 
@@ -105,7 +105,8 @@ def scan(root: Path, *, max_file_bytes: int, skip_suffixes: frozenset[str]) -> I
                 continue
             if not stat.S_ISREG(info.st_mode) or info.st_size > max_file_bytes:
                 continue
-            if PurePosixPath(name).suffix.lower() in skip_suffixes:
+            dot = name.rfind(".")  # the suffix as PurePosixPath(name).suffix has it, cheaper
+            if 0 < dot < len(name) - 1 and name[dot:].lower() in skip_suffixes:
                 continue
             yield FileEntry(relative, info.st_size, info.st_mtime_ns)
         stack.extend(reversed(folders))  # popped in name order, after this folder's files

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from imprint_desktop.core.errors import EmbedderError, WorkspaceError, WorkspaceIndexError
-from imprint_desktop.core.workspace import records, vectors
+from imprint_desktop.core.workspace import records, vector_file, vectors
 from imprint_desktop.core.workspace.database import Connections, index_path_for
 from imprint_desktop.core.workspace.embedding import Embedder, embedder_for
 from imprint_desktop.core.workspace.isolation import DEFAULT_LIMITS, ExtractionLimits, Stop
@@ -79,7 +79,7 @@ class WorkspaceIndex:
         self._embedder_model = embedder
         self._embedder: Embedder | EmbedderError | None = None
         self._embedder_made = threading.Lock()
-        self._vectors = VectorSearch()
+        self._vectors = VectorSearch(vector_file.path_for(self.db_path))
 
     def __enter__(self) -> WorkspaceIndex:
         return self
@@ -230,11 +230,11 @@ class WorkspaceIndex:
             return [], 0.0
         try:
             embedder = self.embedder()
+            vector = embedder.embed_query(query)
         except EmbedderError:
             if required:
                 raise
             return [], 0.0
-        vector = embedder.embed_query(query)
         nearest = self._vectors.nearest(db, embedder.name, vector, count) if vector.any() else []
         if not nearest:
             return [], embedder.fusion_weight

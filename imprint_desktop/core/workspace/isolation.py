@@ -32,19 +32,21 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
 import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import Cancelled, DocumentError
 from imprint_desktop.core.workspace.extract import Extracted, Place, extract
 from imprint_desktop.core.workspace.formats import ocr
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
 _POLL_SECONDS = 0.05
 #: The longest answer taken from the worker: far above the text of any 20 MB PDF.
@@ -99,7 +101,7 @@ class IsolatedExtractor:
 
     def __init__(self, limits: ExtractionLimits = DEFAULT_LIMITS) -> None:
         self.limits = limits
-        self._process: multiprocessing.process.BaseProcess | None = None
+        self._process: BaseProcess | None = None
         self._connection: Connection | None = None
 
     def __enter__(self) -> IsolatedExtractor:
@@ -168,6 +170,9 @@ class IsolatedExtractor:
         if self._connection is not None and self._process is not None and self._process.is_alive():
             return self._connection
         self._kill()
+        # Imported with the first worker: an index that finds nothing to read never needs it.
+        import multiprocessing  # noqa: PLC0415
+
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe(duplex=True)
         settings = ocr.OcrSettings(self.limits.ocr, self.limits.ocr_page_seconds)
@@ -195,6 +200,8 @@ class IsolatedExtractor:
         """The worker's next answer; None when ``seconds`` pass first. A "working" message (an OCR
         page starting) moves the deadline to that page's allowance from now. Raises
         :class:`DocumentError` when the worker dies and :class:`Cancelled` on Stop."""
+        from multiprocessing.connection import wait  # noqa: PLC0415 - see _ready
+
         connection, process = self._connection, self._process
         assert connection is not None and process is not None
         deadline = time.monotonic() + seconds

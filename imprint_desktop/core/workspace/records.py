@@ -89,13 +89,34 @@ def problem_summary(problems: Sequence[IndexProblem]) -> str:
 # --- what the update writes ---------------------------------------------------------------------
 
 
-def known_files(db: sqlite3.Connection) -> dict[str, Known]:
-    """Every file the index has a row for, by path."""
-    rows = db.execute("SELECT path, id, size, mtime_ns, digest, title, note FROM files")
-    return {
-        path: Known(file_id, size, mtime_ns, digest, title, ocr.waits_for_ocr(note))
-        for path, file_id, size, mtime_ns, digest, title, note in rows
-    }
+def file_stamps(db: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+    """Every file the index has a row for, by path: its size and modification time, which tell
+    whether it changed (an unchanged folder needs nothing more of the index)."""
+    return {path: (size, mtime_ns) for path, size, mtime_ns in db.execute(_STAMPS)}
+
+
+_STAMPS = "SELECT path, size, mtime_ns FROM files"
+
+
+def waiting_for_ocr(db: sqlite3.Connection) -> set[str]:
+    """The files read without text for want of OCR, by path."""
+    rows = db.execute("SELECT path, note FROM files WHERE note != ''")
+    return {path for path, note in rows if ocr.waits_for_ocr(note)}
+
+
+def known_files(db: sqlite3.Connection, paths: Sequence[str]) -> dict[str, Known]:
+    """What the index remembers of the files at ``paths`` (those it has a row for), by path."""
+    known: dict[str, Known] = {}
+    for start in range(0, len(paths), 500):
+        chunk = paths[start : start + 500]
+        rows = db.execute(
+            "SELECT path, id, size, mtime_ns, digest, title, note FROM files "
+            f"WHERE path IN ({','.join('?' * len(chunk))})",
+            chunk,
+        )
+        for path, file_id, size, mtime_ns, digest, title, note in rows:
+            known[path] = Known(file_id, size, mtime_ns, digest, title, ocr.waits_for_ocr(note))
+    return known
 
 
 def store(

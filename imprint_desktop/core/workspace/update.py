@@ -97,23 +97,26 @@ class IndexUpdate:
     def run(self, started: float) -> IndexReport:
         """Bring the index up to date; ``started`` is when the caller asked (``perf_counter``)."""
         db = self._db
-        self._known = records.known_files(db)
+        stamps = records.file_stamps(db)
         entries = list(
             scan(self._root, max_file_bytes=self._max_file_bytes, skip_suffixes=BINARY_SUFFIXES)
         )
         present = {entry.path for entry in entries}
-        self._missing = {path: row for path, row in self._known.items() if path not in present}
-        self._missing_by_digest = {
-            row.digest: path for path, row in self._missing.items() if row.digest
-        }
+        missing = [path for path in stamps if path not in present]
         # A scan read without OCR is read again once OCR is on and tesseract is there.
-        ocr_ready = self._reader.ocr_ready
-        self._again = {path for path, row in self._known.items() if ocr_ready and row.waits_for_ocr}
+        waiting = records.waiting_for_ocr(db)
+        self._again = waiting if waiting and self._reader.ocr_ready else set()
         todo = [
             entry
             for entry in entries
-            if entry.path in self._again or _changed(entry, self._known.get(entry.path))
+            if entry.path in self._again or (entry.size, entry.mtime_ns) != stamps.get(entry.path)
         ]
+        # What the index remembers is needed only of the files that changed or went away.
+        self._known = records.known_files(db, [*(entry.path for entry in todo), *missing])
+        self._missing = {path: self._known[path] for path in missing}
+        self._missing_by_digest = {
+            row.digest: path for path, row in self._missing.items() if row.digest
+        }
         cancelled = False
         try:
             for done, scanned in enumerate(todo):
@@ -238,7 +241,3 @@ class _Writes:
         if self._since is not None:
             self._since = None
             self._db.execute("COMMIT")
-
-
-def _changed(entry: FileEntry, known: Known | None) -> bool:
-    return known is None or known.size != entry.size or known.mtime_ns != entry.mtime_ns

@@ -4,16 +4,20 @@ Each passage gets one vector from the workspace's embedder (:mod:`.embedding`), 
 ``float16`` in ``passage_vectors`` beside the passage (512 bytes a passage for the built-in
 embedder). A trigger deletes a passage's vector with the passage, so a file removed or read again
 drops its vectors with its passages, and nothing else needs to know the table exists. ``meta``
-says which embedder made the vectors (``embedder``) and counts every change to them
-(``vectors_generation``, kept by triggers), so a search can tell cheaply whether what it holds in
-memory is still the table.
+says which embedder made the vectors (``embedder``) and marks every change to them with a new
+random ``vectors_generation`` (kept by triggers), so a search can tell cheaply whether what it
+holds in memory, or what :mod:`.vector_file` kept beside the database, is still the table: a
+random mark, unlike a count, is never given to two states of the table, not even to those of an
+index deleted and built again, or put back from a copy.
 
 :func:`fill` embeds the passages that have no vector yet, a batch per transaction, so it is
 incremental, kept whatever happens next, and may stop at any batch; a new embedder first drops
 the old vectors. :class:`VectorSearch` holds the vectors of one database as one matrix and answers
 the passages nearest a query by a matrix product: a brute-force search that takes a few
 milliseconds at 100,000 passages and needs no extension loaded into SQLite. A passage's nearness
-takes in its document's (:data:`DOCUMENT_SHARE`).
+takes in its document's (:data:`DOCUMENT_SHARE`). The matrix is read from the file
+:mod:`.vector_file` keeps beside the database when that file is of the table as it is, and from the
+table otherwise (and the file written again).
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from imprint_desktop.core.workspace import vector_file
 from imprint_desktop.core.workspace.embedding import Embedder, Vectors, normalized
 from imprint_desktop.core.workspace.isolation import Stop, is_cancelled
 
@@ -42,15 +48,19 @@ CREATE TABLE IF NOT EXISTS passage_vectors (
     passage_id INTEGER PRIMARY KEY,   -- passages.id
     vector BLOB NOT NULL              -- float16, unit length
 );
-INSERT OR IGNORE INTO meta (key, value) VALUES ('vectors_generation', '0'), ('embedder', '');
+INSERT OR IGNORE INTO meta (key, value)
+    VALUES ('vectors_generation', lower(hex(randomblob(8)))), ('embedder', '');
 CREATE TRIGGER IF NOT EXISTS passage_vectors_gone AFTER DELETE ON passages BEGIN
     DELETE FROM passage_vectors WHERE passage_id = old.id;
 END;
-CREATE TRIGGER IF NOT EXISTS passage_vectors_ai AFTER INSERT ON passage_vectors BEGIN
-    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_generation';
+-- Indexes made before the generation was random counted changes (triggers _ai and _ad).
+DROP TRIGGER IF EXISTS passage_vectors_ai;
+DROP TRIGGER IF EXISTS passage_vectors_ad;
+CREATE TRIGGER IF NOT EXISTS passage_vectors_added AFTER INSERT ON passage_vectors BEGIN
+    UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'vectors_generation';
 END;
-CREATE TRIGGER IF NOT EXISTS passage_vectors_ad AFTER DELETE ON passage_vectors BEGIN
-    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'vectors_generation';
+CREATE TRIGGER IF NOT EXISTS passage_vectors_deleted AFTER DELETE ON passage_vectors BEGIN
+    UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'vectors_generation';
 END;
 """
 
@@ -106,6 +116,10 @@ def fill(
             raise
         db.execute("COMMIT")
     done, total = counts(db)
+    if done == total:  # a vector is never without its passage: none is missing one
+        if progress is not None:
+            progress(EmbedProgress(done, total))
+        return not is_cancelled(cancel)
     after = 0  # the passages are walked in id order, once, and then once more for any added
     rewound = False  # behind the walk meanwhile (an id freed at the end is given again)
     while True:
@@ -142,10 +156,13 @@ class VectorSearch:
     """The nearest passages to a query vector, over one database's vectors held in memory.
 
     The matrix is read again only when the table changed (``vectors_generation``) or another
-    embedder made it; any thread may search, and one reload serves them all.
+    embedder made it; any thread may search, and one reload serves them all. With ``kept`` (a
+    path: :func:`.vector_file.path_for` the database), it is read from that file when the file
+    is of the table as it is, and the file is written whenever the matrix is read from the table.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, kept: Path | None = None) -> None:
+        self._kept = kept
         self._lock = threading.Lock()
         self._key: tuple[str, str] | None = None
         self._ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -188,36 +205,60 @@ class VectorSearch:
 
     def _load(self, db: sqlite3.Connection, key: tuple[str, str], embedder_name: str) -> None:
         if key[0] != embedder_name:
-            ids: list[int] = []
-            blobs: list[bytes] = []
+            kept = _NONE
         else:
-            db.execute("BEGIN")  # the key and the rows from one snapshot
-            try:
-                generation = db.execute(
-                    "SELECT value FROM meta WHERE key = 'vectors_generation'"
-                ).fetchone()[0]
-                key = (key[0], str(generation))
-                rows = db.execute(
-                    "SELECT v.passage_id, v.vector, p.file_id FROM passage_vectors v "
-                    "JOIN passages p ON p.id = v.passage_id ORDER BY p.file_id"
-                ).fetchall()
-            finally:
-                db.execute("COMMIT")
-            ids = [row[0] for row in rows]
-            blobs = [row[1] for row in rows]
-            files = [row[2] for row in rows]
-        self._ids = np.asarray(ids, dtype=np.int64)
-        if blobs:
-            flat = np.frombuffer(b"".join(blobs), dtype=np.float16)
-            self._matrix = flat.reshape(len(blobs), -1).astype(np.float32)
-            # Rows come by file: each document's passages are one run of rows.
-            file_ids = np.asarray(files, dtype=np.int64)
-            starts = np.flatnonzero(np.concatenate(([True], file_ids[1:] != file_ids[:-1])))
-            self._documents = normalized(np.add.reduceat(self._matrix, starts, axis=0))
-            self._document_of = (
-                np.cumsum(np.isin(np.arange(len(file_ids)), starts), dtype=np.int64) - 1
-            )
+            found = None if self._kept is None else vector_file.read(self._kept, key)
+            if found is None:
+                key, kept = _from_table(db, key[0])
+                if self._kept is not None:
+                    vector_file.write(self._kept, key, kept)
+            else:
+                kept = found
+        self._ids = kept.ids
+        if len(kept.ids):
+            self._matrix = kept.rows.astype(np.float32)
+            self._documents = kept.documents
+            self._document_of = np.cumsum(_run_starts(kept.files), dtype=np.int64) - 1
         else:
             self._matrix = np.zeros((0, 0), dtype=np.float32)
             self._documents = None
         self._key = key
+
+
+_NONE = vector_file.Kept(
+    np.zeros(0, dtype=np.int64),
+    np.zeros(0, dtype=np.int64),
+    np.zeros((0, 0), dtype=np.float16),
+    np.zeros((0, 0), dtype=np.float32),
+)
+
+
+def _run_starts(files: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Which rows start a run of equal ``files``: each document's passages are one run of rows."""
+    return np.concatenate(([True], files[1:] != files[:-1]))
+
+
+def _from_table(db: sqlite3.Connection, embedder: str) -> tuple[tuple[str, str], vector_file.Kept]:
+    """The vectors in the table by file, with their documents' (the mean of each file's passage
+    vectors, unit length), and the state (embedder, generation) they are of."""
+    db.execute("BEGIN")  # the key and the rows from one snapshot
+    try:
+        generation = db.execute(
+            "SELECT value FROM meta WHERE key = 'vectors_generation'"
+        ).fetchone()[0]
+        rows = db.execute(
+            "SELECT v.passage_id, v.vector, p.file_id FROM passage_vectors v "
+            "JOIN passages p ON p.id = v.passage_id ORDER BY p.file_id"
+        ).fetchall()
+    finally:
+        db.execute("COMMIT")
+    key = (embedder, str(generation))
+    if not rows:
+        return key, _NONE
+    ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+    files = np.fromiter((row[2] for row in rows), dtype=np.int64, count=len(rows))
+    stored = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float16)
+    stored = stored.reshape(len(rows), -1)
+    starts = np.flatnonzero(_run_starts(files))
+    documents = normalized(np.add.reduceat(stored.astype(np.float32), starts, axis=0))
+    return key, vector_file.Kept(ids, files, stored, documents)

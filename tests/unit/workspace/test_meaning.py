@@ -222,8 +222,8 @@ def test_an_index_made_before_vectors_keeps_its_passages_and_gets_vectors(
         db_path = index.db_path
     with sqlite3.connect(db_path) as db:  # as an index of the version before vectors was
         db.executescript(
-            "DROP TRIGGER passage_vectors_gone; DROP TRIGGER passage_vectors_ai; "
-            "DROP TRIGGER passage_vectors_ad; DROP TABLE passage_vectors; "
+            "DROP TRIGGER passage_vectors_gone; DROP TRIGGER passage_vectors_added; "
+            "DROP TRIGGER passage_vectors_deleted; DROP TABLE passage_vectors; "
             "DELETE FROM meta WHERE key IN ('embedder', 'vectors_generation');"
         )
     with WorkspaceIndex(root) as index:
