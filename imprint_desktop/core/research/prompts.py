@@ -83,24 +83,16 @@ class Passage:
 
 
 def passages_block(passages: Sequence[Passage]) -> str:
-    """The passages as numbered text, each headed by its source, and by its document's title
-    unless the passage opens with it (a small model copies a title it reads twice as its
-    answer), and its date, where known."""
+    """The passages as numbered text, each headed by its source (and date, where known)."""
     blocks = []
     for passage in passages:
         head = f"[{passage.number}] {passage.source}, {passage.location}"
-        if passage.title and passage.title != passage.source and not _opens_with(passage):
+        if passage.title and passage.title != passage.source:
             head += f" — {passage.title}"
         if passage.dated:
             head += f" ({passage.dated})"
         blocks.append(f"{head}\n{passage.text.strip()}")
     return "\n\n".join(blocks)
-
-
-def _opens_with(passage: Passage) -> bool:
-    """Whether the passage's first line is its title (a heading, markup aside)."""
-    first = passage.text.strip().split("\n", 1)[0]
-    return first.strip("#*=_ \t").casefold() == passage.title.strip().casefold()
 
 
 def question_block(question: str, earlier: Sequence[str] = ()) -> str:

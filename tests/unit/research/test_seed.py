@@ -12,7 +12,7 @@ import pytest
 from imprint_desktop.core.providers.base import CompletionRequest, Message
 from imprint_desktop.core.providers.estimate import chars_for_tokens
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research import prompts, seed, sources
+from imprint_desktop.core.research import seed, sources
 from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
@@ -555,20 +555,3 @@ def test_a_small_model_is_offered_the_tools_when_the_search_found_nothing() -> N
     engine, tools, provider, _ = make(script, lambda n, v: nothing(n), parameters=SMALL)
     asyncio.run(engine.run("When was Gannet Point first lit?", tools))
     assert provider.requests[0].tools
-
-
-def test_a_passage_that_opens_with_its_title_is_not_headed_by_it_again() -> None:
-    opening = prompts.Passage(
-        1,
-        "incidents/1912-flood.md",
-        "lines 1-9",
-        "# The flood of 1912\n\nThe rebuilding cost £2,340.",
-        "The flood of 1912",
-    )
-    inner = prompts.Passage(
-        2, "stations/gannet-point.md", "lines 7-9", "Lit: 1857.", "Gannet Point"
-    )
-    block = prompts.passages_block([opening, inner])
-    assert block.startswith("[1] incidents/1912-flood.md, lines 1-9\n# The flood of 1912\n")
-    assert block.count("The flood of 1912") == 1
-    assert "[2] stations/gannet-point.md, lines 7-9 — Gannet Point\nLit: 1857." in block
