@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from imprint_desktop.core.research.report_activity import (
@@ -271,8 +271,28 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
         patience=_setting_int(settings, "chat.research_no_progress_rounds"),
     )
     series = tuple(points[number] for number in sorted(points))
+    rows = _answer_in_final_group(rows, rounds, stop_reason)
     activity = tuple(sorted(rows, key=lambda row: row.group))  # stable: trace order within
     return Report(summary, series, activity, tuple(ordered), stop_round, tuple(lines))
+
+
+def _answer_in_final_group(
+    rows: list[ActivityRow], rounds: int, stop_reason: str
+) -> list[ActivityRow]:
+    """The request that answered opened no round (the engine counts ``rounds`` rounds): it is
+    the final answer's row, not a round's of its own."""
+    if stop_reason != "answered":
+        return rows
+    with_calls = {row.group for row in rows if row.kind == "tool"}
+    return [
+        replace(row, group=FINAL_GROUP)
+        if row.kind == "request"
+        and row.status == "research"
+        and row.group > rounds
+        and row.group not in with_calls
+        else row
+        for row in rows
+    ]
 
 
 def _number(value: object) -> float:

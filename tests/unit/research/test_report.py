@@ -200,6 +200,21 @@ def test_a_started_event_without_arguments_is_said_in_the_past_tense() -> None:
     assert describe_started(started) == "searched 'quarry'"
 
 
+def test_the_request_that_answered_is_the_final_answers_row_not_a_round() -> None:
+    lines: list[Line] = [
+        {"t": 0.0, "type": "run_start", "question": "When?", "settings": SETTINGS},
+        tool(0.5, 0, "seed", "search_workspace", "ok", 1, origin="engine"),
+        round_end(0.5, 0, True, 0),
+        request(3.0, 1, 800),
+        {"t": 3.0, "type": "stop", "reason": "answered"},
+        {"t": 3.0, "type": "final", "mode": "model", "seconds": 0.0},
+    ]
+    report = build_report(lines, EVIDENCE[:1])
+    # The request that answered opened no round: it is the final answer's, beside "Rounds 0".
+    assert [group for group, _ in report.groups()] == [0, FINAL_GROUP]
+    assert dict(report.summary.figures())["Rounds"] == "0"
+
+
 def test_a_trace_without_a_stop_is_an_interrupted_reply() -> None:
     lines = a_time_stop()[:7]
     report = build_report(lines, EVIDENCE[:3])
