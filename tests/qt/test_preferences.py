@@ -9,7 +9,15 @@ import keyring
 import pytest
 from keyring.backends import fail
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QApplication, QDialogButtonBox, QLabel, QMessageBox, QPushButton
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QApplication,
+    QDialogButtonBox,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QWidget,
+)
 from pytestqt.qtbot import QtBot
 
 from imprint_desktop.settings import schema
@@ -74,7 +82,18 @@ def test_every_setting_has_an_editor_with_an_accessible_name(dialog: Preferences
     assert set(EDITORS) | {schema.Kind.SECRET} == set(schema.Kind)
     for setting in schema.SETTINGS:
         editor = dialog.editor(setting.key)
-        assert editor.accessibleName() or editor.findChildren(object)
+        # The control a person tabs to and types in says which setting it edits.
+        named = [
+            child
+            for child in editor.findChildren(QWidget)
+            if child.accessibleName() == setting.title
+        ]
+        assert named, setting.key
+        assert all(child.focusPolicy() & Qt.FocusPolicy.TabFocus for child in named), setting.key
+        # So does every other control beside it that a person tabs to (Browse…, Show).
+        for button in editor.findChildren(QAbstractButton):
+            if button.focusPolicy() & Qt.FocusPolicy.TabFocus:
+                assert button.accessibleName().endswith(setting.title), setting.key
         assert dialog.reset_button(setting.key).accessibleName()
 
 
