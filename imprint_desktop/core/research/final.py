@@ -239,15 +239,16 @@ class FinalStage:
             return self._fallback(reason, f"the final request failed: {error}")
         if prompt_tokens + allowance > reply.provider.context_window:
             # Condensing is research work: its requests and its time come out of what is left.
-            reply.clock.reopen()
             try:
-                condensed = await self._condense()
-            finally:
-                reply.clock.stop()
-            if isinstance(condensed, ResearchStop):
-                if condensed.reason == "cancelled":
+                reply.clock.reopen()
+                try:
+                    condensed = await self._condense()
+                finally:
+                    reply.clock.stop()
+            except ResearchStop as stop:  # a budget ran out, the model failed, or Stop
+                if stop.reason == "cancelled":
                     return self._fallback("cancelled", "")
-                why = stop_words(condensed.reason).why
+                why = stop_words(stop.reason).why
                 return self._fallback(
                     reason,
                     "the evidence could not be condensed to fit the model's context window "
@@ -378,9 +379,9 @@ class FinalStage:
             phase="final",
         )
 
-    async def _condense(self) -> list[Message] | ResearchStop:
-        """Notes from the evidence, made by requests charged to the research budgets, or the stop
-        that ended condensing (a budget ran out, the model failed, or Stop was pressed)."""
+    async def _condense(self) -> list[Message]:
+        """Notes from the evidence, made by requests charged to the research budgets; raises the
+        stop that ended condensing (a budget ran out, the model failed, or Stop was pressed)."""
         reply = self.reply
         notes: list[str] = []
         items = list(reply.ledger.items)
@@ -409,12 +410,9 @@ class FinalStage:
                 Message("system", prompts.CONDENSE),
                 Message("user", f"Passages:\n\n{body}\n\nQuestion: {reply.question}"),
             ]
-            try:
-                completion = await self.requests.send(
-                    messages, "condense", max_tokens=step_output, check_context=True
-                )
-            except ResearchStop as stop:
-                return stop
+            completion = await self.requests.send(
+                messages, "condense", max_tokens=step_output, check_context=True
+            )
             notes.append(completion.text.strip())
         ask = prompts.question_block(reply.question, reply.earlier)
         return [
