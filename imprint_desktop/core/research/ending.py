@@ -34,7 +34,6 @@ class Ending:
         self.requests = requests
         self.scope = scope
         self.final = FinalStage(reply, requests)
-        self._final_charged = 0  # what the final request was charged, outside the research budget
 
     def answered(self, answer: str, coordinator: Conversation) -> ev.ReplyResult:
         """The model answered: its research answer is the final answer."""
@@ -58,7 +57,6 @@ class Ending:
             return self._finish(self._not_found(stop), stop.reason)
         reply.stop_with_final(stop.reason, stop.detail)
         answer = await self.final.run(stop.reason)
-        self._final_charged = answer.charged
         reason = reply.stopped_as or stop.reason
         if reason == "cancelled":  # Cancellation wins, also during the final stage.
             return self._finish(answer, "cancelled")
@@ -72,7 +70,6 @@ class Ending:
         self.final.cut_answer = cut_text  # a fallback shows it, labelled, with the evidence
         reply.stop_with_final("answered")
         rest = await self.final.complete(coordinator.messages, coordinator.tool_schemas)
-        self._final_charged = rest.charged
         reason = reply.stopped_as or "answered"
         if rest.mode == "model" and rest.condensed:
             # Written from condensed notes, it is a whole answer of its own, not the rest.
@@ -132,7 +129,7 @@ class Ending:
                 reply.tokens.total,
                 reply.tokens.charged,
                 reply.tokens.refunded,
-                self._final_charged,
+                self.requests.final_charged,
             ),
             research_seconds=reply.clock.elapsed,
             user_wait_seconds=reply.clock.user_wait,

@@ -176,12 +176,7 @@ class Rounds:
             tools=conversation.tool_schemas,
             phase=conversation.phase,
         )
-        max_chars = await seed.planned_chars(
-            reply.provider,
-            first_request,
-            cap=reply.settings.max_result_chars,
-            question=conversation.seed,
-        )
+        max_chars = await self._seed_chars(first_request, conversation.seed)
         first = reply.ledger.next_citation
         result, progress = await self._run_call(
             conversation, call, ToolKind.READ, origin="engine", max_chars=max_chars
@@ -200,6 +195,22 @@ class Rounds:
         )
         self._end_round(conversation, progress=progress, excluded=False)
         return bool(passages)
+
+    async def _seed_chars(self, first_request: CompletionRequest, question: str) -> int:
+        """:func:`~.seed.seed_chars` for the prompt of the first request, before the seed."""
+        cap = self.reply.settings.max_result_chars
+        try:
+            prompt_tokens = await self.requests.count(first_request)
+        except Exception:  # the first request will meet the same failure and report it
+            log.warning("counting the prompt before the first search failed", exc_info=True)
+            return cap
+        return seed.seed_chars(
+            context_window=self.requests.context_window,
+            prompt_tokens=prompt_tokens,
+            output_tokens=first_request.max_tokens,
+            cap=cap,
+            question=question,
+        )
 
     def _end_round(self, conversation: Conversation, *, progress: bool, excluded: bool) -> None:
         conversation.patience.record(progress=progress, excluded=excluded)
