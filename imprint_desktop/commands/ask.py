@@ -48,6 +48,7 @@ from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.report_html import report_writer
+from imprint_desktop.core.research.sources import with_sources
 from imprint_desktop.core.research.trace import TraceWriter, fan_out
 from imprint_desktop.core.research.wording import phase_words, stop_words
 from imprint_desktop.core.shown_text import terminal_safe
@@ -432,7 +433,7 @@ def _print_ending(ending: _Ending, args: argparse.Namespace, out: TextIO, err: T
     result = ending.result
     if result is None:
         return  # the reason is on stderr already
-    print(terminal_safe(result.answer), file=out, flush=True)
+    print(terminal_safe(with_sources(result.answer, result.sources)), file=out, flush=True)
     tokens = result.tokens
     if result.error:
         print(f"imprint: {terminal_safe(result.error)}", file=err)

@@ -28,7 +28,7 @@ from imprint_desktop.core.config import Config
 from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.handler import EventHandler
-from imprint_desktop.core.research.sources import written
+from imprint_desktop.core.research.sources import SOURCES_HEADING, UNCITED_HEADING
 from imprint_desktop.core.research.trace import trace_json, trace_line
 
 SCHEMA = """
@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS replies (
     status TEXT NOT NULL,          -- running | finished | interrupted
     stop_reason TEXT,
     final_mode TEXT,
-    answer TEXT,
+    answer TEXT,                   -- the answer's text; its sources are in result
     error TEXT,
     result TEXT,                   -- the ReplyResult as JSON
     started REAL NOT NULL,
@@ -67,8 +67,9 @@ CREATE TABLE IF NOT EXISTS evidence (
     PRIMARY KEY (reply_id, id)
 );
 CREATE INDEX IF NOT EXISTS replies_by_conversation ON replies(conversation_id, id);
-PRAGMA user_version = 1;
 """
+#: 2: answers are kept without their Sources block (the sources are the result's own field).
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class StoredReply:
     finished: float | None
     evidence: tuple[ev.EvidenceItemView, ...]
     workspace: str | None = None  # the folder researched; None in older histories
+    sources: tuple[ev.SourceView, ...] = ()  # what the answer rests on, shown under it
 
     @property
     def interrupted(self) -> bool:
@@ -123,6 +125,21 @@ class HistoryStore:
             except sqlite3.OperationalError as error:  # another process added it just now
                 if "duplicate column" not in str(error):
                     raise
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Bring a history written by an older Imprint to :data:`SCHEMA_VERSION`: answers kept
+        with their Sources block written in lose it (their result keeps the sources)."""
+        with self.transaction() as db:
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            if version >= SCHEMA_VERSION:
+                return
+            rows = db.execute("SELECT id, answer FROM replies WHERE answer IS NOT NULL").fetchall()
+            for reply_id, answer in rows:
+                kept = _without_sources_block(answer)
+                if kept != answer:
+                    db.execute("UPDATE replies SET answer = ? WHERE id = ?", (kept, reply_id))
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     # --- connections ----------------------------------------------------------------------------
 
@@ -204,7 +221,7 @@ class HistoryStore:
             self._db()
             .execute(
                 """SELECT id, conversation_id, question, status, stop_reason, final_mode, answer,
-                      error, started, finished, workspace
+                      error, started, finished, workspace, result
                FROM replies WHERE conversation_id = ? ORDER BY id""",
                 (conversation_id,),
             )
@@ -217,7 +234,7 @@ class HistoryStore:
             self._db()
             .execute(
                 """SELECT id, conversation_id, question, status, stop_reason, final_mode, answer,
-                      error, started, finished, workspace FROM replies WHERE id = ?""",
+                      error, started, finished, workspace, result FROM replies WHERE id = ?""",
                 (reply_id,),
             )
             .fetchone()
@@ -238,9 +255,8 @@ class HistoryStore:
         """Earlier questions and answers, for the next reply's prompt."""
         messages: list[Message] = []
         for reply in self.replies(conversation_id):
-            if reply.answer:  # as the model wrote it: the Sources block is the engine's
-                answer = written(reply.answer)
-                messages += [Message("user", reply.question), Message("assistant", answer)]
+            if reply.answer:
+                messages += [Message("user", reply.question), Message("assistant", reply.answer)]
         return messages
 
     def mark_interrupted(self) -> int:
@@ -297,7 +313,38 @@ def _reply(row: tuple[Any, ...], evidence: tuple[ev.EvidenceItemView, ...]) -> S
         ended,
         evidence,
         row[10],
+        _sources(row[11]),
     )
+
+
+def _sources(result: str | None) -> tuple[ev.SourceView, ...]:
+    """The sources kept in a reply's result JSON (none for a reply that never finished)."""
+    try:
+        kept = json.loads(result) if result else {}
+    except ValueError:
+        return ()
+    listed = kept.get("sources") if isinstance(kept, dict) else None
+    if not isinstance(listed, list):
+        return ()
+    return tuple(
+        ev.SourceView(
+            int(entry.get("id", 0)),
+            str(entry.get("source", "")),
+            str(entry.get("location", "")),
+            str(entry.get("title", "")),
+            bool(entry.get("cited", False)),
+            str(entry.get("excerpt", "")),
+        )
+        for entry in listed
+        if isinstance(entry, dict)
+    )
+
+
+def _without_sources_block(answer: str) -> str:
+    """An answer an older Imprint kept with its Sources block written in, without it."""
+    for heading in (SOURCES_HEADING, UNCITED_HEADING):
+        answer = answer.split(f"\n\n{heading}\n", 1)[0]
+    return answer
 
 
 class ReplyRecorder(EventHandler):

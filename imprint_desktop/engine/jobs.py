@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from imprint_desktop.core.research.sources import with_sources
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.work import sentence
 
@@ -94,13 +95,8 @@ def conversation_markdown(title: str, replies: tuple[StoredReply, ...]) -> str:
         parts.append(f"## {reply.question}\n")
         if reply.interrupted:
             parts.append("*This reply was interrupted before it finished.*\n")
-        parts.append((reply.answer or reply.error or "(no answer)").strip() + "\n")
-        if reply.evidence:
-            parts.append("**Sources**\n")
-            parts += [
-                f"{item.id}. {item.source} {item.location}".rstrip() for item in reply.evidence
-            ]
-            parts.append("")
+        answer = (reply.answer or reply.error or "(no answer)").strip()
+        parts.append(with_sources(answer, reply.sources) + "\n")
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from imprint_desktop.core.research.sources import with_sources
 from imprint_desktop.ui.inert import AppLinks, escape_markdown
 from imprint_desktop.ui.transcript_bounds import bounded
 
@@ -41,6 +42,12 @@ class ChatMessage:
     result: ev.ReplyResult | None = field(default=None, compare=False)
     interrupted: bool = False
     workspace: str | None = field(default=None, compare=False)  # the folder it researched
+    sources: tuple[ev.SourceView, ...] = field(default=(), compare=False)
+
+    @property
+    def shown(self) -> str:
+        """The message as the transcript shows, copies and opens it: an answer with its sources."""
+        return with_sources(self.text, self.sources) if self.sources else self.text
 
 
 def link_citations(text: str, message: int, links: AppLinks) -> str:
@@ -99,7 +106,7 @@ def message_markdown(message: ChatMessage, index: int, links: AppLinks) -> str:
     copy = f"[Copy]({links.href('copy', index)})"
     if message.role == "notice":  # a status line: may quote tool arguments, so literal
         return f"*{escape_markdown(message.text[:NOTICE_CHARS])}*\n"
-    text = shown_text(message.text, index, links)
+    text = shown_text(message.shown, index, links)
     if message.role == "you":
         return f"**You** · {copy}\n\n{text}\n"
     if message.role == "asked":

@@ -118,7 +118,7 @@ class ChatView(QTextBrowser):
         first = max(0, len(self.messages) - recent)
         shown = 0
         for index in range(len(self.messages) - 1, first - 1, -1):
-            size = min(len(self.messages[index].text), MESSAGE_CHARS)
+            size = min(len(self.messages[index].shown), MESSAGE_CHARS)
             if shown + size > budget and index < len(self.messages) - 1:
                 first = index + 1
                 break
@@ -200,6 +200,7 @@ class ChatView(QTextBrowser):
                 self._tail_start is not None
                 and message.stored_id is not None
                 and not message.interrupted
+                and not message.sources  # drawn under the answer, which streamed without them
                 and message.text.strip() == self._live_text.strip()
                 and not bounded(message.text, "").cut  # else drawn bounded, with "Show all"
             )
@@ -277,7 +278,7 @@ class ChatView(QTextBrowser):
         """The whole text of message ``index`` (the reply being written: what it wrote so far)."""
         if self.live and index == len(self.messages):
             return self._live_text
-        return self.messages[index].text if 0 <= index < len(self.messages) else ""
+        return self.messages[index].shown if 0 <= index < len(self.messages) else ""
 
     def show_full(self, index: int) -> FullMessage:
         """Open the whole of message ``index`` in its own window (one at a time)."""

@@ -58,6 +58,7 @@ def messages_for(replies: tuple[StoredReply, ...]) -> list[ChatMessage]:
                 reply.evidence,
                 interrupted=reply.interrupted,
                 workspace=reply.workspace,
+                sources=reply.sources,
             )
         )
     return messages
@@ -221,6 +222,7 @@ class ChatSession(QObject, EventHandler):
                 result.evidence,
                 result,
                 workspace=self.opener.live_workspace,
+                sources=result.sources,
             )
             self.panel.finish(result.stop_reason, result.evidence)
         else:

@@ -19,7 +19,6 @@ import pytest
 from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
-from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.workspace import Workspace
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 from tests.support.remote_reply import (
@@ -62,7 +61,7 @@ def test_research_continues_past_twelve_rounds_while_evidence_is_new(
     )
     result = run.result
     assert result.stop_reason == "answered" and result.final_mode == "model"
-    assert result.rounds == 15 and written(result.answer) == "Fifteen lights, fifteen logs [1]."
+    assert result.rounds == 15 and result.answer == "Fifteen lights, fifteen logs [1]."
     assert [item.source for item in result.evidence] == [f"{n.lower()}.md" for n in LIGHTS[:15]]
     assert [event.progress for event in run.of(ev.RoundEnded)] == [True] * 15
     by_phase = check_requests(openai_server, research_max_tokens=300)
@@ -98,10 +97,7 @@ def test_unchanged_evidence_stops_after_patience_then_a_tools_free_final(
     )
     result = run.result
     assert result.stop_reason == "no_progress" and result.rounds == 4
-    assert (
-        result.final_mode == "model"
-        and written(result.answer) == "It was first lit on 3 March 1862 [1]."
-    )
+    assert result.final_mode == "model" and result.answer == "It was first lit on 3 March 1862 [1]."
     assert [event.progress for event in run.of(ev.RoundEnded)] == [True, False, False, False]
     assert [item.source for item in result.evidence] == ["harbour.md"]
     by_phase = check_requests(openai_server, research_max_tokens=300, final_max_tokens=777)

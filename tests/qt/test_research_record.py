@@ -79,7 +79,9 @@ def test_export_and_trace_files(
         window.bridge.export_conversation(conversation, exported)
     text = exported.read_text(encoding="utf-8")
     assert "## Which animal was seen?" in text
-    assert "A quokka was seen [1]." in text and "1. deep/gamma.md" in text
+    # The answer, then its one Sources block.
+    assert "A quokka was seen [1].\n\nSources:\n- [1] deep/gamma.md, lines" in text
+    assert text.count("Sources") == 1
 
     trace = tmp_path / "trace.jsonl"
     stored = ended.args[0].stored_id

@@ -1,10 +1,11 @@
-"""How a reply ends once research is over: its answer, with its sources, as one ReplyResult.
+"""How a reply ends once research is over: its answer and its sources, as one ReplyResult.
 
 Research ends in one of four ways (DESIGN §1): the model answered; it answered but was cut at its
 research allowance (the final request completes the answer); a budget, Stop or a failure stopped
 it (the final answer, the labelled evidence fallback, or — with nothing found — the engine's own
 "not found" reply); or the engine itself failed (the fallback). Each way ends in exactly one
-``stop`` line, one ``final`` line and one ``reply_finished`` event, and the answer gets its Sources.
+``stop`` line, one ``final`` line and one ``reply_finished`` event, and the answer gets its
+sources (a field beside the answer's text, never written into it).
 
 The reply has one stop reason, the same in the ``stop`` line and the result. When a final stage
 follows, the ``stop`` line is written with its ``final`` line, just before it
@@ -115,8 +116,7 @@ class Ending:
             citable = ledger.citable
             cited = sources.sources_for(answer, ledger.items, citable)
             texts = {s.id: ledger.text_of(s.id) or citable[s.id].excerpt for s in cited}
-            excerpts = sources.snippets(cited, texts, reply.question)
-            answer = sources.with_sources(answer, cited, excerpts)
+            cited = sources.with_snippets(cited, texts, reply.question)
         elif final.mode == "model" and reason != "answered":
             answer = f"{sources.without_evidence_label(self.scope)}\n\n{answer}"
         result = ev.ReplyResult(

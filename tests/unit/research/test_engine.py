@@ -18,7 +18,6 @@ from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.final import FALLBACK_LABEL
-from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.research.trace import TraceWriter, read_trace, trace_line
 from imprint_desktop.core.tools.base import ToolResult
 from tests.support.fake_tools import FakeTools, passage
@@ -118,7 +117,7 @@ def test_research_continues_past_twelve_rounds_while_evidence_is_new() -> None:
     engine, tools, provider, _recorder = make(script, new_passage_each_time())
     result = run(engine.run("When was the light built?", tools))
     assert result.stop_reason == "answered" and result.final_mode == "model"
-    assert result.rounds == 15 and written(result.answer) == "Done [1]."
+    assert result.rounds == 15 and result.answer == "Done [1]."
     assert len(result.evidence) == 15
     assert all(request.phase == "research" for request in provider.requests)  # no final request
     for request in provider.requests:
@@ -136,7 +135,7 @@ def test_unchanged_evidence_stops_after_patience_with_a_tools_free_final() -> No
     result = run(engine.run("When?", tools))
     assert result.stop_reason == "no_progress"
     assert result.rounds == 4  # one round of progress, then three without
-    assert result.final_mode == "model" and written(result.answer) == "Built in 1862 [1]."
+    assert result.final_mode == "model" and result.answer == "Built in 1862 [1]."
     final = provider.requests[-1]
     assert final.phase == "final" and not final.offers_tools and final.max_tokens == 777
     # Its own 120 s, not what was left of the research time (60 s here).
@@ -264,7 +263,7 @@ def test_time_budget_cuts_an_in_flight_request() -> None:
     assert result.stop_reason == "time_budget"
     assert 0.3 <= result.research_seconds < 0.6, "the final stage is not research time"
     assert provider.requests[-1].phase == "final"
-    assert written(result.answer) == "Final from evidence [1]." and result.final_mode == "model"
+    assert result.answer == "Final from evidence [1]." and result.final_mode == "model"
 
 
 def test_calls_not_started_when_time_runs_out_are_answered_not_executed() -> None:
@@ -407,7 +406,7 @@ def test_context_full_stops_research_and_the_final_still_fits() -> None:
     assert result.stop_reason == "context_full"
     final = provider.requests[-1]
     assert final.phase == "final" and final.max_tokens == 256
-    assert result.final_mode == "model" and written(result.answer) == "Final."
+    assert result.final_mode == "model" and result.answer == "Final."
     assert run(provider.count_prompt(final)) + final.max_tokens <= 3000
 
 
@@ -440,7 +439,7 @@ def test_final_that_cannot_fit_is_condensed_with_charged_requests() -> None:
         e.charged for e in recorder.of(ev.RequestFinished) if e.phase != "final"
     )
     assert result.tokens.charged == research_and_condense
-    assert written(result.answer) == "Answer from notes [1]."
+    assert result.answer == "Answer from notes [1]."
 
 
 def test_labelled_fallback_when_the_final_request_fails() -> None:
@@ -476,7 +475,7 @@ def test_section_workers_share_budgets_and_every_worker_request_is_charged() -> 
 
     engine, tools, _provider, recorder = make(script, new_passage_each_time())
     result = run(engine.run("History and technology of the lights?", tools))
-    assert result.stop_reason == "answered" and written(result.answer) == "Combined answer."
+    assert result.stop_reason == "answered" and result.answer == "Combined answer."
     worker_requests = [e for e in recorder.of(ev.RequestFinished) if e.phase == "worker"]
     assert len(worker_requests) == 6  # two workers, three requests each
     assert all(event.charged > 0 for event in worker_requests)

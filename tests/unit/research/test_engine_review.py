@@ -21,7 +21,6 @@ from imprint_desktop.core.providers.base import CompletionRequest
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.final import without_call_markup
-from imprint_desktop.core.research.sources import SOURCES_HEADING, written
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools, passage
@@ -100,7 +99,7 @@ def test_the_final_request_offers_no_tool_and_its_call_markup_never_reaches_the_
     result = run(engine.run("When was it lit?", tools))
     final = provider.requests[-1]
     assert final.phase == "final" and final.tools == () and not final.offers_tools
-    assert written(result.answer) == "Lit in 1862 [1]."  # the call markup never reaches the person
+    assert result.answer == "Lit in 1862 [1]."  # the call markup never reaches the person
 
 
 @pytest.mark.parametrize(
@@ -176,7 +175,8 @@ def test_a_cited_repeat_names_its_source() -> None:
     )
     result = run(engine.run("When?", tools))
     assert [item.id for item in result.evidence] == [1]  # [2] repeated [1]
-    assert result.answer.endswith(f"{SOURCES_HEADING}\n- [2] harbour.md, lines 4-5")
+    assert result.answer == "Lit in 1862 [2]."
+    assert result.sources == (ev.SourceView(2, "harbour.md", "lines 4-5", "", cited=True),)
 
 
 def test_an_answer_cut_at_its_length_is_completed_by_the_final_request() -> None:
@@ -189,7 +189,7 @@ def test_an_answer_cut_at_its_length_is_completed_by_the_final_request() -> None
     )
     result = run(engine.run("When was the light first lit?", tools))
     assert result.stop_reason == "answered" and result.final_mode == "model"
-    assert written(result.answer) == "The light was first lit in 1862, by the Harbour Board [1]."
+    assert result.answer == "The light was first lit in 1862, by the Harbour Board [1]."
     final = provider.requests[-1]
     assert final.phase == "final" and final.max_tokens == engine.settings.max_tokens
     assert final.messages[-2].content == "The light was first lit in"
@@ -256,4 +256,4 @@ def test_a_server_s_own_limits_stop_research_and_the_final_is_written(
     result = run(engine.run("When?", tools))
     assert result.stop_reason == reason and result.final_mode == "model"
     assert provider.requests[-1].phase == "final"
-    assert written(result.answer) == "Lit in 1862 [1]."
+    assert result.answer == "Lit in 1862 [1]."
