@@ -6,10 +6,10 @@ waits for from the person — the answer to an ``ask_user`` call and the decisio
 call, each under the call's id. An answer for a call that is not waiting (a late click on an old
 card, a reply already over) is dropped.
 
-:meth:`ReplyJob.run` is the reply's one error policy: whatever happens, the reply ends with exactly
-one :class:`~.payloads.ReplyEnded` — finished, failed or cancelled — and its history row is closed
-(a row is left ``running`` only when the process itself dies, which is what makes it reopen as
-interrupted).
+:meth:`ReplyJob.run` runs the reply with the one reply runner of ``core``
+(:func:`~imprint_desktop.core.assistant.run_reply`, which keeps its history row) and is the
+window's one error policy: whatever happens, the reply ends with exactly one
+:class:`~.payloads.ReplyEnded` — finished, failed or cancelled.
 
 The host gives a reply what it uses — the history store, the engine's shared resources, the memory
 of conversations — and a reply calls nothing above it.
@@ -22,14 +22,14 @@ import logging
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.core.consent import AllowedSites, Decision, remembering, site_of
+from imprint_desktop.core.consent import AllowedSites, Consent, Decision, remembering, site_of
 from imprint_desktop.core.errors import Cancelled
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.work import sentence
 
 if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep startup fast
     from imprint_desktop.core.config import Config
-    from imprint_desktop.core.history import HistoryStore, ReplyRecorder
+    from imprint_desktop.core.history import HistoryStore
     from imprint_desktop.core.research import events as ev
     from imprint_desktop.engine.resources import EngineResources
 
@@ -106,7 +106,7 @@ class ReplyJob:
         self.config = config  # the settings it runs under, as they were when it started
         self.cancel = cancel
         self._emit = emit
-        self._recorder: ReplyRecorder | None = None  # the reply's history row, once saved
+        self._stored_id: int | None = None  # the reply's history row, once saved
         self._answers: Waiting[str] = Waiting()  # ask_user calls
         self._decisions: Waiting[Decision] = Waiting()  # fetch_url calls
 
@@ -130,14 +130,11 @@ class ReplyJob:
             return
         try:
             result = await self._research(require(history), resources, memory)
-        except (Cancelled, asyncio.CancelledError):
-            self._close_row("cancelled", "")
+        except (Cancelled, asyncio.CancelledError):  # the history row says so already
             self._end(p.Outcome.CANCELLED)
             return
         except Exception as error:
-            message = sentence(error, self.config)
-            self._close_row("error", message)
-            self._end(p.Outcome.FAILED, message=message)
+            self._end(p.Outcome.FAILED, message=sentence(error, self.config))
             return
         if result.stop_reason == "cancelled":
             self._end(p.Outcome.CANCELLED, result)
@@ -156,44 +153,39 @@ class ReplyJob:
         self, history: HistoryStore, resources: EngineResources, memory: ConversationMemory
     ) -> ev.ReplyResult:
         from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
-        from imprint_desktop.core.history import conversation_title  # noqa: PLC0415 - likewise
 
-        conversation = self.conversation_id
-        created = conversation is None
-        if conversation is None:
-            conversation = history.create_conversation(conversation_title(self.question))
-            self.conversation_id = conversation
-        earlier = history.chat_messages(conversation)
-        recorder = history.start_reply(conversation, self.question)
-        self._recorder = recorder
-        self._emit(p.ReplyOpened(self.reply_id, conversation, recorder.reply_id, created))
+        def opened(row: assistant.ReplyKept) -> None:
+            self.conversation_id, self._stored_id = row.conversation, row.stored_id
+            self._emit(
+                p.ReplyOpened(
+                    self.reply_id,
+                    row.conversation,
+                    row.stored_id,
+                    row.conversation_created,
+                    row.workspace,
+                )
+            )
 
-        config, cancel = self.config, self.cancel
-        self._emit(p.ReplyPreparing(self.reply_id, "Getting the model ready…"))
-        provider = await resources.provider(config, cancel)
-        cancel.raise_if_cancelled()
-        self._emit(p.ReplyPreparing(self.reply_id, "Updating the workspace index…"))
-        await resources.update_index(config, self._emit, cancel)
-        cancel.raise_if_cancelled()
+        def consent(conversation: int | None) -> Consent:
+            assert conversation is not None  # the window keeps every reply
+            return remembering(self._ask_consent, memory.sites(conversation))
 
-        def sink(event: ev.Event) -> None:
-            try:
-                recorder(event)
-            except Exception:  # the reply goes on; the log says why the history lacks a line
-                log.exception("could not save %s", type(event).__name__)
-            self._emit(p.ReplyEvent(self.reply_id, event))
-
-        return await assistant.research(
-            self.question,
-            provider=provider,
-            config=config,
-            workspace=resources.workspace(config),
-            http=resources.http(config),
-            cancel=cancel,
+        front = assistant.ReplyFront(
+            sink=lambda event: self._emit(p.ReplyEvent(self.reply_id, event)),
             ask=self._ask_person,
-            consent=remembering(self._ask_consent, memory.sites(conversation)),
-            sink=sink,
-            history=earlier,
+            consent=consent,
+            opened=opened,
+            preparing=lambda words: self._emit(p.ReplyPreparing(self.reply_id, words)),
+            failure_words=lambda error: sentence(error, self.config),
+        )
+        return await assistant.run_reply(
+            self.question,
+            config=self.config,
+            cancel=self.cancel,
+            services=resources,
+            front=front,
+            history=history,
+            conversation=self.conversation_id,
         )
 
     async def _ask_person(self, call_id: str, question: str) -> str:
@@ -208,32 +200,11 @@ class ReplyJob:
         self._emit(p.ConsentRequest(self.reply_id, call_id, url, site_of(url), redirected_from))
         return await self._decisions.wait(call_id)
 
-    def _close_row(self, reason: ev.StopReason, message: str) -> None:
-        """End the history row of a reply that raised (research itself records its own end)."""
-        from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - engine thread
-
-        if self._recorder is None:
-            return
-        closing = ev.ReplyResult(
-            answer="",
-            final_mode="fallback",
-            stop_reason=reason,
-            rounds=0,
-            evidence=(),
-            tokens=ev.TokenTotals(0, 0, 0, 0),
-            research_seconds=0.0,
-            user_wait_seconds=0.0,
-            error=message or None,
-        )
-        try:
-            self._recorder(ev.ReplyFinished(0.0, closing))
-        except Exception:  # the reply still ends; the row reopens as interrupted
-            log.exception("could not close the reply's history row")
-
     def _end(
         self, outcome: p.Outcome, result: ev.ReplyResult | None = None, message: str = ""
     ) -> None:
-        stored = self._recorder.reply_id if self._recorder is not None else None
         self._emit(
-            p.ReplyEnded(self.reply_id, outcome, result, message, self.conversation_id, stored)
+            p.ReplyEnded(
+                self.reply_id, outcome, result, message, self.conversation_id, self._stored_id
+            )
         )

@@ -143,6 +143,12 @@ class EngineResources:
             self._workspace_key = key
         return self._workspace
 
+    async def ready_workspace(self, config: Config, cancel: CancelToken) -> Workspace:
+        """The workspace the settings choose, its index brought up to date for a reply (Stop,
+        ``cancel``, ends the update), with its progress reported."""
+        await self.update_index(config, self._emit, cancel)
+        return self.workspace(config)
+
     async def update_index(
         self,
         config: Config,
