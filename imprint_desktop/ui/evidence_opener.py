@@ -3,9 +3,10 @@
 A citation ``[n]`` in the transcript, an evidence row in the research panel and an evidence row in a
 research record all open in Imprint's own :class:`~.document_viewer.SourceViewer` (one at a time),
 read from the workspace the reply researched — not the one chosen now. So this keeps, for the reply
-being written, the folder it researches and the evidence found so far (from its research events),
-and for the panel, the folder of the evidence it lists. The chat session, which decides what the
-panel shows, tells it when that changes.
+being written, the folder it researches and the evidence found so far, and for the panel, the
+folder of the evidence it lists. The chat session, the window's one consumer of the reply's
+events, tells it (:meth:`~EvidenceOpener.reply_begun`, :meth:`~EvidenceOpener.reply_opened`,
+:meth:`~EvidenceOpener.evidence_found`, :meth:`~EvidenceOpener.panel_lists`).
 
 A link the model wrote acts on nothing: a web address opens in the browser only when the person
 chooses to, with the full address in front of them; any other kind is not followed.
@@ -25,8 +26,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, QUrl, Signal, Slot
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from imprint_desktop.core.chosen import researched_folder
-from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.workspace.reader import DocumentReader
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
 
 
-class EvidenceOpener(QObject, EventHandler):
+class EvidenceOpener(QObject):
     """Opens the evidence, records and links of one window's chat (GUI thread only)."""
 
     sig_status = Signal(str)  # a short line for the status bar
@@ -73,8 +72,6 @@ class EvidenceOpener(QObject, EventHandler):
         view.sig_record_requested.connect(self.open_record)
         view.sig_link_requested.connect(self._model_link)
         panel.sig_evidence_opened.connect(self.open_panel_evidence)
-        bridge.sig_reply_opened.connect(self._opened)
-        bridge.sig_reply_event.connect(self._event)
         bridge.sig_trace_loaded.connect(self._trace_loaded)
 
     # --- where evidence comes from ----------------------------------------------------------------
@@ -89,22 +86,14 @@ class EvidenceOpener(QObject, EventHandler):
         """The panel now lists the evidence of a reply that researched ``workspace``."""
         self._panel_workspace = workspace
 
-    @Slot(object)
-    def _opened(self, opened: p.ReplyOpened) -> None:
-        self._live_stored = opened.stored_id
+    def reply_opened(self, stored_id: int, workspace: str | None) -> None:
+        """The reply being written is saved as ``stored_id`` and researches ``workspace``."""
+        self._live_stored = stored_id
+        self.live_workspace = self._panel_workspace = workspace
 
-    @Slot(object)
-    def _event(self, payload: p.ReplyEvent) -> None:
-        from imprint_desktop.core.research import events as ev  # noqa: PLC0415 - after startup
-
-        ev.dispatch(payload.event, self)
-
-    def on_reply_started(self, event: ev.ReplyStarted) -> None:
-        folder = researched_folder(event.config)
-        self.live_workspace = self._panel_workspace = str(folder) if folder else None
-
-    def on_tool_finished(self, event: ev.ToolFinished) -> None:
-        self._live_evidence.update((item.id, item) for item in event.evidence)
+    def evidence_found(self, evidence: tuple[ev.EvidenceItemView, ...]) -> None:
+        """The reply being written found ``evidence``."""
+        self._live_evidence.update((item.id, item) for item in evidence)
 
     # --- evidence ---------------------------------------------------------------------------------
 

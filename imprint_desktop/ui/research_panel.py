@@ -303,9 +303,6 @@ class ResearchPanel(QWidget, EventHandler):
         self.final_text.setText(f"Done in {event.seconds:.1f} s: {how}.")
         self.final_bar.setValue(1000)
 
-    def on_reply_finished(self, event: ev.ReplyFinished) -> None:
-        self.finish(event.result.stop_reason, event.result.evidence)
-
     def finish(self, reason: str | None, evidence: tuple[ev.EvidenceItemView, ...]) -> None:
         """Research is over: freeze the clock, say why it ended, list all the evidence."""
         self._tick.stop()

@@ -90,6 +90,7 @@ class ChatSession(QObject, EventHandler):
         self._request = 0
         self._asked = (0, "")  # the reply and ask_user call the question card answers
         self._consent_reply = 0  # the reply whose fetch_url call the consent card decides
+        self._live_workspace: str | None = None  # the folder the reply being written researches
 
         composer.sig_question_sent.connect(self.send)
         composer.sig_stop_requested.connect(self.stop)
@@ -121,6 +122,7 @@ class ChatSession(QObject, EventHandler):
         self.view.begin_live("Starting…")
         self.panel.begin("Starting…")
         self.composer.set_running(True)
+        self._live_workspace = None
         self.opener.reply_begun()
         self.bridge.start_reply(self.conversation_id, question)
 
@@ -164,6 +166,8 @@ class ChatSession(QObject, EventHandler):
 
     @Slot(object)
     def _opened(self, opened: p.ReplyOpened) -> None:
+        self._live_workspace = opened.workspace
+        self.opener.reply_opened(opened.stored_id, opened.workspace)
         if self.conversation_id != opened.conversation_id:
             self.conversation_id = opened.conversation_id
             self.conversations.select(opened.conversation_id)
@@ -189,10 +193,13 @@ class ChatSession(QObject, EventHandler):
 
     def on_request_started(self, event: ev.RequestStarted) -> None:
         self.view.clear_live_text()
-        self.view.set_live_status(self.panel.now_label.text())
+        self.view.set_live_status(phase_words(event.phase).now)
 
     def on_tool_started(self, event: ev.ToolStarted) -> None:
         self.view.set_live_status(f"{event.summary}…")
+
+    def on_tool_finished(self, event: ev.ToolFinished) -> None:
+        self.opener.evidence_found(event.evidence)
 
     def on_final_started(self, event: ev.FinalStarted) -> None:
         self.view.clear_live_text()
@@ -221,7 +228,7 @@ class ChatSession(QObject, EventHandler):
                 result.stop_reason,
                 result.evidence,
                 result,
-                workspace=self.opener.live_workspace,
+                workspace=self._live_workspace,
                 sources=result.sources,
             )
             self.panel.finish(result.stop_reason, result.evidence)
