@@ -46,7 +46,7 @@ from imprint_desktop.core.history import HistoryStore
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.handler import EventHandler
-from imprint_desktop.core.research.report_html import report_writer
+from imprint_desktop.core.research.record.page import report_writer
 from imprint_desktop.core.research.sources import with_sources
 from imprint_desktop.core.research.trace import TraceWriter, fan_out
 from imprint_desktop.core.research.wording import phase_words, stop_words

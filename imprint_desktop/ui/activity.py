@@ -7,9 +7,9 @@ events a second cost ten view updates a second. Until a row is published, ``rowC
 count it, which keeps the model's contract with its views exact.
 
 The same model shows a finished reply's activity in the research record (:meth:`ActivityModel.load`
-with the rows of :func:`~imprint_desktop.core.research.report.build_report`). Every word in it that
-came from a tool argument is untrusted: it is plain text in the item views (which never interpret
-markup) and escaped in tooltips.
+with the rows of :func:`~imprint_desktop.core.research.record.report.build_report`). Every word in
+it that came from a tool argument is untrusted: it is plain text in the item views (which never
+interpret markup) and escaped in tooltips.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QPalette
 
 from imprint_desktop.core.research.handler import EventHandler
-from imprint_desktop.core.research.report_activity import (
+from imprint_desktop.core.research.record.rows import (
     FINAL_GROUP,
     ActivityRow,
     describe_call,

@@ -1,6 +1,6 @@
 """The research record's chart: each budget used per round, as a share of that budget, with the
 stop marked — drawn with pyqtgraph from
-:func:`~imprint_desktop.core.research.report_chart.chart_series`, the same series the HTML report
+:func:`~imprint_desktop.core.research.record.chart.chart_series`, the same series the HTML report
 draws as SVG.
 
 pyqtgraph is imported when the first chart is made, not when the window starts: only the record
@@ -16,8 +16,8 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from imprint_desktop.core.research.report import Report
-from imprint_desktop.core.research.report_chart import STOP_COLOUR, chart_series, stop_label
+from imprint_desktop.core.research.record.chart import STOP_COLOUR, chart_series, stop_label
+from imprint_desktop.core.research.record.report import Report
 
 log = logging.getLogger(__name__)
 

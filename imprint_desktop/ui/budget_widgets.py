@@ -11,7 +11,7 @@ from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from imprint_desktop.core.research.report import seconds_text
+from imprint_desktop.core.research.record.report import seconds_text
 
 __all__ = ["SegmentBar", "seconds_text"]
 

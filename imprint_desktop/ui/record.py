@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from imprint_desktop.core.research.report import Report, build_report
+from imprint_desktop.core.research.record.report import Report, build_report
 from imprint_desktop.ui.activity import ActivityModel
 from imprint_desktop.ui.activity_view import ActivityView, titled_stack
 from imprint_desktop.ui.budget_chart import BudgetChart
@@ -45,9 +45,9 @@ class RecordDialog(QDialog):
     tokens went (figures, and a chart of the budgets per round), what every call did, the
     evidence — and the raw trace one click away (Save trace…, and a collapsed raw view).
 
-    Built from the trace with :func:`~imprint_desktop.core.research.report.build_report`; the same
-    report exports to a self-contained HTML file. Everything shown that came from the question, a
-    tool argument or a document is plain text.
+    Built from the trace with :func:`~imprint_desktop.core.research.record.report.build_report`; the
+    same report exports to a self-contained HTML file. Everything shown that came from the
+    question, a tool argument or a document is plain text.
     """
 
     sig_evidence_opened = Signal(object)  # EvidenceItemView: open it where it came from
@@ -214,7 +214,7 @@ class _ReportFiles(QObject):
     sig_done = Signal(str)
 
     def write(self, path: Path, report: Report) -> None:
-        from imprint_desktop.core.research.report_html import write_report  # noqa: PLC0415
+        from imprint_desktop.core.research.record.page import write_report  # noqa: PLC0415
 
         def job() -> None:
             try:

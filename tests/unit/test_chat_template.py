@@ -13,8 +13,8 @@ from jinja2.exceptions import SecurityError
 
 from imprint_desktop.core.errors import ChatTemplateError
 from imprint_desktop.core.providers.base import Message, ToolCall
-from imprint_desktop.core.providers.local.sandbox_limits import MAX_VALUE, TemplateLimitError
-from imprint_desktop.core.providers.local.sandbox_operators import check_printf
+from imprint_desktop.core.providers.local.sandbox.limits import MAX_VALUE, TemplateLimitError
+from imprint_desktop.core.providers.local.sandbox.operators import check_printf
 from imprint_desktop.core.providers.local.template import (
     CHATML_TEMPLATE,
     MAX_RENDER_SECONDS,

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from imprint_desktop.core.providers.base import ToolCall
-from imprint_desktop.core.providers.chunks import ChunkAssembler
-from imprint_desktop.core.providers.wire import StreamProtocolError, StreamServerError
+from imprint_desktop.core.providers.remote.chunks import ChunkAssembler
+from imprint_desktop.core.providers.remote.wire import StreamProtocolError, StreamServerError
 
 
 def delta(content: Any = None, *, calls: list[Any] | None = None, finish: str | None = None) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from imprint_desktop.core.providers import sse
-from imprint_desktop.core.providers.sse import SSEDecoder, SSEEvent
-from imprint_desktop.core.providers.wire import StreamProtocolError
+from imprint_desktop.core.providers.remote import sse
+from imprint_desktop.core.providers.remote.sse import SSEDecoder, SSEEvent
+from imprint_desktop.core.providers.remote.wire import StreamProtocolError
 
 
 def decode(*chunks: bytes) -> list[SSEEvent]:

@@ -13,17 +13,17 @@ import pytest
 
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.engine import ResearchEngine
-from imprint_desktop.core.research.report import build_report
-from imprint_desktop.core.research.report_activity import (
-    FINAL_GROUP,
-    describe_call,
-    describe_started,
-)
-from imprint_desktop.core.research.report_chart import chart_series
-from imprint_desktop.core.research.report_html import (
+from imprint_desktop.core.research.record.chart import chart_series
+from imprint_desktop.core.research.record.page import (
     budget_svg,
     report_html,
     report_writer,
+)
+from imprint_desktop.core.research.record.report import build_report
+from imprint_desktop.core.research.record.rows import (
+    FINAL_GROUP,
+    describe_call,
+    describe_started,
 )
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.research.wording import stop_sentence

@@ -3,7 +3,7 @@
 One chart shows which budget came close to running out: research time, tokens charged (and
 charged plus reserved) and patience, each in percent of its limit, with the round research stopped
 in marked. The record window draws these series with its plotting library and
-:mod:`.report_html` as an inline SVG; both take the series, colours and stop mark from here.
+:mod:`.page` as an inline SVG; both take the series, colours and stop mark from here.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from imprint_desktop.core.research.wording import stop_mark
 
 if TYPE_CHECKING:
-    from imprint_desktop.core.research.report import Report
+    from imprint_desktop.core.research.record.report import Report
 
 #: Colours that read on a light and on a dark background alike.
 STOP_COLOUR = "#ef4444"

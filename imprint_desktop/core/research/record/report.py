@@ -5,10 +5,10 @@ after a restart, ``imprint ask --report`` — so the report is computed from tra
 summary (why research stopped, rounds, evidence, where the time and the tokens went), the budgets
 per round for the chart, and the activity (one row per tool call, one thin row per model request).
 Pure Python, no Qt: the record window draws the chart with its plotting library, and
-:mod:`.report_html` writes the same report as a self-contained HTML file.
+:mod:`.page` writes the same report as a self-contained HTML file.
 
 This module reads the trace into the report, in one pass; the rows and their words are
-:mod:`.report_activity`, the budgets as chart series :mod:`.report_chart`. Everything here that
+:mod:`.rows`, the budgets as chart series :mod:`.chart`. Everything here that
 came from a model, a document or a page is untrusted text:
 :func:`~imprint_desktop.core.tools.words.plain` puts it on one line without control characters, and
 every view shows it as plain text or escaped.
@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from imprint_desktop.core.research.report_activity import (
+from imprint_desktop.core.research.record.rows import (
     FINAL_GROUP,
     ActivityRow,
     words_without_arguments,

@@ -1,12 +1,12 @@
 """A remote server's failures: read, sorted into retry or give up, and worded for people.
 
-The remote provider (:mod:`.remote`) meets failures of every kind: HTTP statuses (their bodies
+The remote provider (:mod:`.provider`) meets failures of every kind: HTTP statuses (their bodies
 read only as far as a message), connections that fail or break off, bodies that break their
 encoding or the protocol, exceptions nobody foresaw. Each becomes a :class:`Retry` — another
 attempt may fix it; an :class:`OptionRefused` when the server refused an optional part of the
 request, asked again at once without it — or a :class:`~imprint_desktop.core.errors.ProviderError`
-whose sentence says what happened and where to change it (:data:`~.remote_config.PREFERENCES`).
-A refusal naming the context limit (see :mod:`.limits`) is a :class:`ContextOverflowError`.
+whose sentence says what happened and where to change it (:data:`~.server.PREFERENCES`).
+A refusal naming the context limit (see :mod:`.stated_window`) is a :class:`ContextOverflowError`.
 The sentences name the server by its public address only, and the API key is cut out of anything
 the server or the network said (:meth:`Failures.redact`).
 
@@ -36,11 +36,11 @@ from imprint_desktop.core.errors import (
     ProviderUnavailableError,
 )
 from imprint_desktop.core.net import retry_after_seconds
-from imprint_desktop.core.providers import limits
-from imprint_desktop.core.providers.bodies import read_limited
-from imprint_desktop.core.providers.remote_config import PREFERENCES, ContextWindow
-from imprint_desktop.core.providers.remote_request import RequestShape
-from imprint_desktop.core.providers.wire import (
+from imprint_desktop.core.providers.remote import stated_window
+from imprint_desktop.core.providers.remote.bodies import read_limited
+from imprint_desktop.core.providers.remote.request import RequestShape
+from imprint_desktop.core.providers.remote.server import PREFERENCES, ContextWindow
+from imprint_desktop.core.providers.remote.wire import (
     StreamProtocolError,
     StreamServerError,
     error_text,
@@ -48,7 +48,7 @@ from imprint_desktop.core.providers.wire import (
 )
 
 # Lines logged here are the remote provider's, under its name (as ``imprint -v`` shows them).
-log = logging.getLogger("imprint_desktop.core.providers.remote")
+log = logging.getLogger("imprint_desktop.core.providers.remote.provider")
 
 _CONNECTING = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError)
 _STATUS_RETRIED = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -185,7 +185,7 @@ class Failures:
         """The error (or the :class:`Retry`) for a response to ``/endpoint`` that is not 200.
 
         A refused optional part of a chat request is an :class:`OptionRefused`; a prompt the
-        server refuses as too long a :class:`ContextOverflowError` (see :mod:`.limits`); any
+        server refuses as too long a :class:`ContextOverflowError` (see :mod:`.stated_window`); any
         other status is worded from its table, with what the body said.
         """
         status = response.status_code
@@ -202,7 +202,7 @@ class Failures:
             if self._shape.may_require and "tool_choice" in detail:
                 return OptionRefused("tool_choice", ProviderResponseError(detail))
         if endpoint == "chat/completions" and (
-            refusal := limits.context_refusal(status, try_json(raw), detail)
+            refusal := stated_window.context_refusal(status, try_json(raw), detail)
         ):
             self._window.narrow(refusal.window, self._where)
             return ContextOverflowError(

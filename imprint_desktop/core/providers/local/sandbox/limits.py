@@ -1,6 +1,6 @@
 """How much work a chat template may do, and how the size of what it makes is estimated.
 
-The limits of :mod:`.sandbox` in one place, with the two measures every check shares:
+The limits of :mod:`.environment` in one place, with the two measures every check shares:
 :func:`weight` (about how long a value is as text, counted cheaply and only until it passes the
 limit) and :func:`refuse_if_over`, which raises :class:`TemplateLimitError`, a
 :class:`~jinja2.sandbox.SecurityError`: a template that asks for that much is hostile, not broken.

@@ -16,7 +16,7 @@ from typing import Any
 from jinja2 import filters as jinja_filters
 from markupsafe import escape, soft_str
 
-from imprint_desktop.core.providers.local.sandbox_limits import (
+from imprint_desktop.core.providers.local.sandbox.limits import (
     MAX_ITEMS,
     MAX_WIDTH,
     bounded_list,
@@ -24,7 +24,7 @@ from imprint_desktop.core.providers.local.sandbox_limits import (
     refuse_if_over,
     weight,
 )
-from imprint_desktop.core.providers.local.sandbox_operators import check_printf, replaced
+from imprint_desktop.core.providers.local.sandbox.operators import check_printf, replaced
 
 #: The filters chat templates use; the others are left out.
 _ALLOWED_FILTERS = frozenset(

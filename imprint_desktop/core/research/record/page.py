@@ -1,7 +1,7 @@
 """The research record as one self-contained HTML file (``imprint ask --report``, Export report…).
 
 One file, nothing to fetch: the styles are inline, the chart is an inline SVG drawn here from
-:func:`~.report_chart.chart_series`, and a Content-Security-Policy forbids every resource but inline
+:func:`~.chart.chart_series`, and a Content-Security-Policy forbids every resource but inline
 styles, so a browser loads nothing for it even if something slipped through. Everything that came
 from a model, a document, a page or the question is escaped with :func:`html.escape`; links are
 only ``#evidence-n`` anchors inside the file.
@@ -18,9 +18,9 @@ from typing import TextIO
 
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.handler import EventHandler
-from imprint_desktop.core.research.report import Report, build_report
-from imprint_desktop.core.research.report_activity import describe_started, round_heading
-from imprint_desktop.core.research.report_chart import STOP_COLOUR, chart_series, stop_label
+from imprint_desktop.core.research.record.chart import STOP_COLOUR, chart_series, stop_label
+from imprint_desktop.core.research.record.report import Report, build_report
+from imprint_desktop.core.research.record.rows import describe_started, round_heading
 from imprint_desktop.core.research.trace import trace_json, trace_line
 from imprint_desktop.core.tools.words import plain
 

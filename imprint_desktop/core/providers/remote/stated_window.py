@@ -26,8 +26,8 @@ from typing import Any
 
 import httpx
 
-from imprint_desktop.core.providers.bodies import ANSWER_LIMIT, read_bounded
-from imprint_desktop.core.providers.wire import StreamProtocolError, try_json
+from imprint_desktop.core.providers.remote.bodies import ANSWER_LIMIT, read_bounded
+from imprint_desktop.core.providers.remote.wire import StreamProtocolError, try_json
 
 log = logging.getLogger(__name__)
 

@@ -4,8 +4,8 @@ The server is not trusted. Whatever it sends — JSON nested too deeply for the 
 UTF-8 or lone UTF-16 surrogates, error objects of any shape — either is read leniently or becomes
 a :class:`StreamProtocolError`, never another exception. The event-stream framing (:mod:`.sse`),
 the chunk assembly (:mod:`.chunks`), the body reads (:mod:`.bodies`) and the context-window
-questions (:mod:`.limits`) all read server text through these functions, so they fail one way and
-show the server's words the same way.
+questions (:mod:`.stated_window`) all read server text through these functions, so they fail one
+way and show the server's words the same way.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from imprint_desktop.core.providers.base import (
     ToolCall,
 )
 from imprint_desktop.core.providers.estimate import estimate_tokens
-from imprint_desktop.core.providers.wire import (
+from imprint_desktop.core.providers.remote.wire import (
     StreamProtocolError,
     StreamServerError,
     data_excerpt,

@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 
-from imprint_desktop.core.providers.chunks import ChunkAssembler
-from imprint_desktop.core.providers.sse import SSEDecoder
-from imprint_desktop.core.providers.wire import (
+from imprint_desktop.core.providers.remote.chunks import ChunkAssembler
+from imprint_desktop.core.providers.remote.sse import SSEDecoder
+from imprint_desktop.core.providers.remote.wire import (
     StreamProtocolError,
     StreamServerError,
     error_text,

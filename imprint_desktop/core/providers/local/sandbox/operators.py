@@ -3,7 +3,7 @@
 The sandbox intercepts every arithmetic operator and every call; before Python computes
 ``10 ** 10 ** 10``, ``'x' * 10 ** 10``, ``'%99999999s' % x`` or ``'{:>99999999}'.format(x)`` —
 each a line of template asking for hours or gigabytes — the size of the result is estimated here
-from the operands and refused when it is over its limit (:mod:`.sandbox_limits`). The text methods
+from the operands and refused when it is over its limit (:mod:`.limits`). The text methods
 that can make text much longer than their input (``center``, ``replace``, ``join``, ``format``…)
 get a checked stand-in (:func:`bounded_method`); the filters of the same name reuse these checks.
 """
@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from imprint_desktop.core.providers.local.sandbox_limits import (
+from imprint_desktop.core.providers.local.sandbox.limits import (
     MAX_ITEMS,
     MAX_WIDTH,
     TemplateLimitError,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass
 
-from imprint_desktop.core.providers.wire import StreamProtocolError, size_text
+from imprint_desktop.core.providers.remote.wire import StreamProtocolError, size_text
 
 EVENT_LIMIT = 16 * 1024 * 1024
 """Characters of one line or one event's data. Real chunks are a few hundred bytes; even a whole

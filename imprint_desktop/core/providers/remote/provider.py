@@ -15,24 +15,24 @@ One :meth:`RemoteProvider.complete` is one streamed ``POST {base_url}/chat/compl
   the deadline, or the tries run out, it gives up at once with the matching error
   (:class:`ProviderRateLimitError` or :class:`ProviderUnavailableError`) — a server that keeps
   failing is an error the person should read, not a silent time-budget stop.
-* **Context.** A refusal naming the context limit (HTTP 400/413/422, see :mod:`.limits`) is a
+* **Context.** A refusal naming the context limit (HTTP 400/413/422, see :mod:`.stated_window`) is a
   :class:`ContextOverflowError` — research ends with ``context_full`` — and the window size it
   names, when smaller, is this connection's window from then on. A streamed request answered with
   an empty event stream is asked once more without streaming, which is how llama-cpp-python's
   server says a prompt is too long. The window itself is the person's number, else what the
   server says (:meth:`RemoteProvider.discover_context_window`), else an assumed one
-  (:class:`~.remote_config.ContextWindow`); :attr:`RemoteProvider.context_window_note` says which.
+  (:class:`~.server.ContextWindow`); :attr:`RemoteProvider.context_window_note` says which.
 * **Output.** The answer is cut at the request's allowance, estimated as it arrives, streamed or
   not, with at most :data:`~.base.MAX_CALLS_PER_REPLY` calls kept (:mod:`.chunks`). Hidden
   reasoning is output too: counted, bounded, never the answer. Call markup a server passed on
   as text (it does not parse tools) is read as the calls it is.
-* **Counting.** Prompts are estimated before they are sent (:mod:`.remote_request`) and
+* **Counting.** Prompts are estimated before they are sent (:mod:`.request`) and
   reconciled with the server's ``usage`` when it reports it (``stream_options.include_usage``).
   The reused prefix is the server's ``cached_tokens`` when it reports them, else the estimate of
   the prompt this request shares with the previous one the server read.
 * **Failures.** Whatever the server, the network or the settings do,
   :meth:`~RemoteProvider.complete` returns a :class:`Completion` or raises a
-  :class:`ProviderError` in words for people (:mod:`.remote_failures`); only cancellation of the
+  :class:`ProviderError` in words for people (:mod:`.failures`); only cancellation of the
   calling task passes through as it is. An unusable server address or API key fails before
   anything is sent; an exception nobody foresaw (httpcore passes on what it cannot map) is
   logged with its traceback and reported as a :class:`ProviderResponseError`. Only what
@@ -57,37 +57,37 @@ import httpx
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import ProviderError, ProviderNotFoundError, ProviderResponseError
-from imprint_desktop.core.providers import limits
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, StopKind, TextSink
-from imprint_desktop.core.providers.bodies import (
+from imprint_desktop.core.providers.estimate import estimate_tokens
+from imprint_desktop.core.providers.remote import stated_window
+from imprint_desktop.core.providers.remote.bodies import (
     ANSWER_LIMIT,
     EmptyStreamError,
     parse_json,
     read_answer,
     read_bounded,
 )
-from imprint_desktop.core.providers.chunks import ChunkAssembler
-from imprint_desktop.core.providers.estimate import estimate_tokens
-from imprint_desktop.core.providers.remote_config import (
+from imprint_desktop.core.providers.remote.chunks import ChunkAssembler
+from imprint_desktop.core.providers.remote.failures import (
+    Failures,
+    OptionRefused,
+    Retry,
+    RetryPolicy,
+)
+from imprint_desktop.core.providers.remote.request import (
+    PromptCounts,
+    RequestShape,
+    headers,
+    output_limit,
+)
+from imprint_desktop.core.providers.remote.server import (
     PREFERENCES,
     ContextSource,
     ContextWindow,
     address_problem,
     key_problem,
 )
-from imprint_desktop.core.providers.remote_failures import (
-    Failures,
-    OptionRefused,
-    Retry,
-    RetryPolicy,
-)
-from imprint_desktop.core.providers.remote_request import (
-    PromptCounts,
-    RequestShape,
-    headers,
-    output_limit,
-)
-from imprint_desktop.core.providers.wire import StreamProtocolError, valid_text
+from imprint_desktop.core.providers.remote.wire import StreamProtocolError, valid_text
 
 # Re-exported: engine.work imports public_url from here.
 from imprint_desktop.core.urls import public_url as public_url  # noqa: PLC0414
@@ -183,7 +183,7 @@ class RemoteProvider:
             return
         if self._api_key and key_problem(self._api_key) is not None:
             return
-        found = await limits.ask_window(
+        found = await stated_window.ask_window(
             self._client,
             self._base_url,
             self._model,

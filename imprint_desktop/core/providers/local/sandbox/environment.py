@@ -14,20 +14,20 @@ file written by a stranger, so here every way a template does work is metered:
 * **sizes** — every arithmetic operator is intercepted (which also keeps the compiler from folding
   it), and so are ``~``, the text methods and filters that make text longer than their input
   (``center``, ``replace``, ``join``, ``format``…), ``range``, and everything that turns a value
-  into text. Each refuses a result over :data:`~.sandbox_limits.MAX_VALUE` characters, estimated
+  into text. Each refuses a result over :data:`~.limits.MAX_VALUE` characters, estimated
   *before* the work is done. All the output of one render, text captured by ``{% set %}`` blocks
   included, is capped as a whole;
-* **depth** — calls nest at most :data:`~.sandbox_limits.MAX_CALL_DEPTH` deep, so recursion cannot
+* **depth** — calls nest at most :data:`~.limits.MAX_CALL_DEPTH` deep, so recursion cannot
   pile up copies of big values.
 
 Filters are an allow-list of what chat templates use (``wordwrap``, ``urlize``, ``pprint``… and the
-``lipsum`` global are gone). A refusal raises :class:`~.sandbox_limits.TemplateLimitError`, a
+``lipsum`` global are gone). A refusal raises :class:`~.limits.TemplateLimitError`, a
 :class:`~jinja2.sandbox.SecurityError`: a template that asks for that much is hostile, not broken.
 
 This module is the environment: one render's meter (steps, call depth, output), the rewriting of
 loops and ``~``, and the interception of operators, calls and printed values. The limits and the
-measure of a value's size are :mod:`.sandbox_limits`, the checks of operators and text methods
-:mod:`.sandbox_operators`, the bounded filters :mod:`.sandbox_filters`.
+measure of a value's size are :mod:`.limits`, the checks of operators and text methods
+:mod:`.operators`, the bounded filters :mod:`.filters`.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from jinja2.sandbox import (
 from jinja2.visitor import NodeTransformer
 from markupsafe import Markup
 
-from imprint_desktop.core.providers.local.sandbox_filters import bounded_filters
-from imprint_desktop.core.providers.local.sandbox_limits import (
+from imprint_desktop.core.providers.local.sandbox.filters import bounded_filters
+from imprint_desktop.core.providers.local.sandbox.limits import (
     MAX_CALL_DEPTH,
     MAX_ITEMS,
     MAX_OUTPUT,
@@ -60,7 +60,7 @@ from imprint_desktop.core.providers.local.sandbox_limits import (
     refuse_if_over,
     weight,
 )
-from imprint_desktop.core.providers.local.sandbox_operators import (
+from imprint_desktop.core.providers.local.sandbox.operators import (
     ARITHMETIC,
     bounded_method,
     check_binop,
