@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 
 from imprint_desktop.core.research.sources import with_sources
 from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.work import sentence
+from imprint_desktop.engine.error_words import sentence
 
 if TYPE_CHECKING:
     from imprint_desktop.core.config import Config
     from imprint_desktop.core.history import HistoryStore, StoredReply
-    from imprint_desktop.engine.reply import ConversationMemory
+    from imprint_desktop.engine.reply_job import ConversationMemory
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from imprint_desktop.core.history import HistoryStore
 from imprint_desktop.core.providers.base import Provider
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.reply import ConversationMemory, ReplyJob, Waiting
-from imprint_desktop.engine.resources import EngineResources
+from imprint_desktop.engine.reply_job import ConversationMemory, ReplyJob, Waiting
+from imprint_desktop.engine.services import EngineServices
 from tests.support.scripted_provider import ScriptedProvider, Step
 from tests.support.settings import make_config
 
@@ -45,7 +45,7 @@ class Reply:
         self.payloads: list[p.Payload] = []
         self.asked = asyncio.Event()
         self.history = HistoryStore(tmp_path / "history.sqlite3")
-        self.resources = EngineResources(self._emit, factory, lambda: None)
+        self.resources = EngineServices(self._emit, factory, lambda: None)
         self.job = ReplyJob(
             7,
             question="What is the wall made of?",

@@ -88,9 +88,7 @@ from imprint_desktop.core.providers.remote.server import (
     key_problem,
 )
 from imprint_desktop.core.providers.remote.wire import StreamProtocolError, valid_text
-
-# Re-exported: engine.work imports public_url from here.
-from imprint_desktop.core.urls import public_url as public_url  # noqa: PLC0414
+from imprint_desktop.core.urls import public_url
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ card, a reply already over) is dropped.
 window's one error policy: whatever happens, the reply ends with exactly one
 :class:`~.payloads.ReplyEnded` — finished, failed or cancelled.
 
-The host gives a reply what it uses — the history store, the engine's shared resources, the memory
+The host gives a reply what it uses — the history store, the engine's shared services, the memory
 of conversations — and a reply calls nothing above it.
 """
 
@@ -25,13 +25,13 @@ from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.consent import AllowedSites, Consent, Decision, remembering, site_of
 from imprint_desktop.core.errors import Cancelled
 from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.work import sentence
+from imprint_desktop.engine.error_words import sentence
 
 if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep startup fast
     from imprint_desktop.core.config import Config
     from imprint_desktop.core.history import HistoryStore
     from imprint_desktop.core.research import events as ev
-    from imprint_desktop.engine.resources import EngineResources
+    from imprint_desktop.engine.services import EngineServices
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class ReplyJob:
     async def run(
         self,
         history: HistoryStore | None,
-        resources: EngineResources,
+        services: EngineServices,
         memory: ConversationMemory,
     ) -> None:
         """Research the question and report how the reply ended: the reply's one error policy."""
@@ -129,7 +129,7 @@ class ReplyJob:
             self._end(p.Outcome.CANCELLED)
             return
         try:
-            result = await self._research(require(history), resources, memory)
+            result = await self._research(require(history), services, memory)
         except (Cancelled, asyncio.CancelledError):  # the history row says so already
             self._end(p.Outcome.CANCELLED)
             return
@@ -150,7 +150,7 @@ class ReplyJob:
             self._end(p.Outcome.FINISHED, result)
 
     async def _research(
-        self, history: HistoryStore, resources: EngineResources, memory: ConversationMemory
+        self, history: HistoryStore, services: EngineServices, memory: ConversationMemory
     ) -> ev.ReplyResult:
         from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
 
@@ -182,7 +182,7 @@ class ReplyJob:
             self.question,
             config=self.config,
             cancel=self.cancel,
-            services=resources,
+            services=services,
             front=front,
             history=history,
             conversation=self.conversation_id,

@@ -4,7 +4,7 @@ Each is made for a settings snapshot and kept while the settings it depends on s
 second question does not load the model again or reopen the workspace index. Loading the provider
 reports :class:`~.payloads.ModelStatus` (loading, ready, failed) through the ``emit`` it is given.
 
-:class:`EngineResources` belongs to the engine loop: every method but :meth:`stop_indexing` is
+:class:`EngineServices` belongs to the engine loop: every method but :meth:`stop_indexing` is
 called there, and :meth:`aclose` closes everything there when the thread stops. It knows nothing of
 replies or of the thread that hosts it; the host hands it to the jobs that need it.
 """
@@ -14,31 +14,69 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.chosen import chosen_model, workspace_root
+from imprint_desktop.core.config import Config
+from imprint_desktop.core.errors import ProviderError, SecretStoreError
 from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.work import (
-    ProviderFactory,
-    model_key,
-    read_api_key,
-    test_remote,
-    workspace_key,
-)
+from imprint_desktop.engine.error_words import sentence
 
 if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep startup fast
     import httpx
 
-    from imprint_desktop.core.config import Config, NetworkConfig
+    from imprint_desktop.core.config import NetworkConfig
     from imprint_desktop.core.providers.base import Provider
     from imprint_desktop.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
+ProviderFactory = Callable[
+    [Config, "httpx.AsyncClient", str | None, CancelToken], Awaitable["Provider"]
+]
+"""Builds the provider a settings snapshot chooses, on the engine loop (tests pass a scripted
+one)."""
 
-class EngineResources:
+
+async def open_default_provider(
+    config: Config, http: httpx.AsyncClient, api_key: str | None, cancel: CancelToken
+) -> Provider:
+    from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
+
+    return await assistant.open_provider(config, http, api_key=api_key, cancel=cancel)
+
+
+def model_key(config: Config) -> tuple[object, ...]:
+    """The settings whose change needs the provider made again (a model reload)."""
+    return (config.model, config.remote)
+
+
+def workspace_key(root: Path, config: Config) -> tuple[object, ...]:
+    """The settings whose change needs the workspace opened again (``root`` is where
+    ``workspace.path`` leads)."""
+    return (
+        str(root),
+        config.workspace.notes_folder,
+        config.workspace.max_file_mb,
+        config.workspace.embedder,
+        config.workspace.ocr,
+        config.workspace.ocr_page_seconds,
+    )
+
+
+async def read_api_key(lookup: Callable[[], str | None]) -> str | None:
+    """The remote API key from the keyring, read off the loop (a keyring call may block)."""
+    try:
+        return await asyncio.to_thread(lookup)
+    except SecretStoreError as error:
+        log.warning("API key not available: %s", error)
+        return None  # a server without authentication needs none; one that does says 401
+
+
+class EngineServices:
     """The client, provider and workspace the current settings choose, made once and kept."""
 
     def __init__(
@@ -260,3 +298,23 @@ async def _asked_in_window(call_id: str, question: str) -> str:
     """Stands for the window's way of asking the person (its replies offer ``ask_user``) in the
     warm-up request, which is evaluated but never answered."""
     raise AssertionError("a warm-up never runs tools")
+
+
+async def test_remote(
+    http: httpx.AsyncClient, config: Config, api_key: str | None
+) -> p.ConnectionTest:
+    """Try the remote server as research would: the provider's own connection check (address
+    and key checked before sending, the model list read bounded, errors in its words)."""
+    from imprint_desktop.core.providers.remote.provider import RemoteProvider  # noqa: PLC0415 - httpx
+
+    chosen = chosen_model(config)
+    provider = RemoteProvider(
+        http, chosen.server, chosen.server_model, api_key, config.remote.context_window
+    )
+    try:
+        return p.ConnectionTest(True, await provider.check_connection())
+    except ProviderError as error:  # already a sentence naming the server without credentials
+        log.info("connection test failed: %s", type(error).__name__)
+        return p.ConnectionTest(False, str(error))
+    except Exception as error:
+        return p.ConnectionTest(False, sentence(error, config))

@@ -10,8 +10,8 @@ import httpx
 from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import ProviderAuthError, ProviderUnavailableError
-from imprint_desktop.engine import work  # its test_remote is not a test of this module
-from imprint_desktop.engine.work import sentence
+from imprint_desktop.engine import services  # its test_remote is not a test of this module
+from imprint_desktop.engine.error_words import sentence
 from tests.support.settings import make_config
 
 SECRET = "hunter2"
@@ -45,7 +45,7 @@ def test_a_failed_connection_test_names_the_server_without_its_credentials() -> 
 
     async def check() -> str:
         async with httpx.AsyncClient() as http:
-            return (await work.test_remote(http, config, None)).message
+            return (await services.test_remote(http, config, None)).message
 
     message = asyncio.run(check())
     assert message.startswith("Could not connect to the server at http://127.0.0.1:")
