@@ -20,7 +20,7 @@ from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.activity import ActivityModel
 from imprint_desktop.ui.activity_view import ActivityView
 from imprint_desktop.ui.main_window import MainWindow
-from tests.qt.research_harness import ask, open_window, search, type_question, write_corpus
+from tests.qt.research_harness import ask, open_window, search, type_question
 from tests.support.scripted_provider import Step
 
 WAIT_MS = 10_000
@@ -28,11 +28,10 @@ HOSTILE = "<img src='file:///dev/zero'><b>bold</b>"
 
 
 @pytest.fixture
-def research_store(store: SettingsStore, tmp_path: Path) -> SettingsStore:
-    store.set("workspace.path", str(write_corpus(tmp_path / "corpus")))
-    store.set("chat.research_no_progress_rounds", 2)
-    store.set("chat.research_first", False)  # the script decides every call, evidence included
-    return store
+def research_store(research_store: SettingsStore) -> SettingsStore:
+    research_store.set("chat.research_no_progress_rounds", 2)
+    research_store.set("chat.research_first", False)  # the script decides every call
+    return research_store
 
 
 def read(path: str, start: int | None = None, end: int | None = None) -> tuple[str, Any]:

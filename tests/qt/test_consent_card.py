@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
@@ -21,18 +20,12 @@ from imprint_desktop.engine import payloads as p
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.consent_card import ConsentCard
 from imprint_desktop.ui.main_window import MainWindow
-from tests.qt.research_harness import open_window, type_question, watch_the_panel, write_corpus
+from tests.qt.research_harness import open_window, type_question, watch_the_panel
 from tests.support.openai_server import OpenAIServer, Reply
 from tests.support.scripted_provider import ScriptedProvider, Step
 
 WAIT_MS = 10_000
 PAGE = b"<html><head><title>Tides</title></head><body><p>High water comes at noon.</p></body>"
-
-
-@pytest.fixture
-def research_store(store: SettingsStore, tmp_path: Path) -> SettingsStore:
-    store.set("workspace.path", str(write_corpus(tmp_path / "corpus")))
-    return store
 
 
 @pytest.fixture

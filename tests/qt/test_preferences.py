@@ -32,7 +32,7 @@ from imprint_desktop.ui.editors import (
     SecretEditor,
 )
 from imprint_desktop.ui.preferences import PreferencesDialog
-from tests.support.memory_keyring import MemoryKeyring
+from tests.support.memory_keyring import LockedKeyring, MemoryKeyring
 
 
 @pytest.fixture
@@ -340,17 +340,10 @@ def test_closing_the_dialog_stops_waiting_for_the_keyring_and_reopening_asks_aga
     qtbot.waitUntil(lambda: dialog.tasks.idle, timeout=10_000)
 
 
-class _LockedKeyring(MemoryKeyring):
-    """A keyring that refuses every read (a locked collection whose prompt was dismissed)."""
-
-    def get_password(self, service: str, username: str) -> str | None:
-        raise keyring.errors.KeyringLocked("the collection is locked")
-
-
 def test_a_keyring_that_cannot_be_read_is_explained_in_the_field(
     qtbot: QtBot, store: SettingsStore
 ) -> None:
-    keyring.set_keyring(_LockedKeyring())
+    keyring.set_keyring(LockedKeyring())
     dialog = PreferencesDialog(store, SecretStore())
     qtbot.addWidget(dialog)
     dialog.show()

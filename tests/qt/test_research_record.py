@@ -12,17 +12,16 @@ from imprint_desktop.core.providers.base import CompletionRequest
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.settings.store import SettingsStore
-from tests.qt.research_harness import open_window, search, type_question, write_corpus
+from tests.qt.research_harness import open_window, search, type_question
 from tests.support.scripted_provider import Step
 
 WAIT_MS = 10_000
 
 
 @pytest.fixture
-def research_store(store: SettingsStore, tmp_path: Path) -> SettingsStore:
-    store.set("workspace.path", str(write_corpus(tmp_path / "corpus")))
-    store.set("chat.research_no_progress_rounds", 2)
-    return store
+def research_store(research_store: SettingsStore) -> SettingsStore:
+    research_store.set("chat.research_no_progress_rounds", 2)
+    return research_store
 
 
 def same_search_then_final(request: CompletionRequest) -> Step:

@@ -7,9 +7,7 @@ the person sees is what is checked.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
@@ -28,18 +26,11 @@ from tests.qt.research_harness import (
     search,
     type_question,
     watch_the_panel,
-    write_corpus,
 )
 from tests.qt.transcript_links import click_link
 from tests.support.scripted_provider import Step
 
 WAIT_MS = 10_000
-
-
-@pytest.fixture
-def research_store(store: SettingsStore, tmp_path: Path) -> SettingsStore:
-    store.set("workspace.path", str(write_corpus(tmp_path / "corpus")))
-    return store
 
 
 @dataclass(frozen=True)

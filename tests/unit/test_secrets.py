@@ -9,7 +9,7 @@ from keyring.backends import chainer, fail
 
 from imprint_desktop.core.errors import KeyringUnavailableError, SecretStoreError
 from imprint_desktop.settings.secrets import SERVICE, SecretStore
-from tests.support.memory_keyring import MemoryKeyring
+from tests.support.memory_keyring import LockedKeyring, MemoryKeyring
 
 KEY = "remote.api_key"
 
@@ -73,16 +73,8 @@ def test_a_chain_is_usable_when_it_holds_a_secure_backend() -> None:
     assert not SecretStore(InsecureChain()).available()
 
 
-class _LockedKeyring(MemoryKeyring):
-    def set_password(self, service: str, username: str, password: str) -> None:
-        raise keyring.errors.KeyringLocked("collection is locked")
-
-    def get_password(self, service: str, username: str) -> str | None:
-        raise keyring.errors.InitError("bus went away")
-
-
 def test_backend_failures_become_sentences_without_the_secret() -> None:
-    secrets = SecretStore(_LockedKeyring())
+    secrets = SecretStore(LockedKeyring(keyring.errors.InitError("bus went away")))
     with pytest.raises(SecretStoreError, match="locked") as raised:
         secrets.set(KEY, "sk-very-secret")
     assert "sk-very-secret" not in str(raised.value)

@@ -6,96 +6,34 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.errors import (
+    ProviderUnavailableError,
+)
 from imprint_desktop.core.providers.base import CompletionRequest
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.final import FALLBACK_LABEL
 from imprint_desktop.core.research.trace import TraceWriter, read_trace, trace_line
-from imprint_desktop.core.tools.base import ToolResult
+from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools, passage
+from tests.support.research_run import (
+    Recorder,
+    assert_protocol_complete,
+    make,
+    research_then_final,
+    run,
+    search,
+)
 from tests.support.scripted_provider import ScriptedProvider, Step
 from tests.support.settings import make_config, research_settings
-
-T = TypeVar("T")
-
-
-def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coroutine)
-
-
-def search(query: str) -> tuple[str, dict[str, Any]]:
-    return ("search_workspace", {"query": query})
-
-
-class Recorder:
-    def __init__(self, also: Callable[[ev.Event], None] | None = None) -> None:
-        self.events: list[ev.Event] = []
-        self._also = also  # another listener, such as a trace writer
-
-    def __call__(self, event: ev.Event) -> None:
-        self.events.append(event)
-        if self._also is not None:
-            self._also(event)
-
-    def of(self, kind: type[ev.Event]) -> list[Any]:
-        return [event for event in self.events if isinstance(event, kind)]
-
-
-def make(
-    script: list[Step] | Callable[[CompletionRequest], Step],
-    respond: Callable[[str, dict[str, Any]], Any],
-    *,
-    ask: Callable[[str, str], Any] | None = None,
-    cancel: CancelToken | None = None,
-    context_window: int = 32_768,
-    also: Callable[[ev.Event], None] | None = None,
-    settings: Mapping[str, object] | None = None,
-    timeout_sec: float | None = None,
-) -> tuple[ResearchEngine, FakeTools, ScriptedProvider, Recorder]:
-    """The engine under ``settings`` (by key), its scripted tools and model, and what it reports
-    (also to ``also``)."""
-    # The stopping scenarios script every request themselves: the engine's own first search
-    # (chat.research_first) is tested on its own in test_seed.py.
-    given = {"chat.research_timeout_sec": 60, "chat.research_first": False, **(settings or {})}
-    chosen = research_settings(given, timeout_sec=timeout_sec)
-    provider = ScriptedProvider(script, context_window=context_window)
-    recorder = Recorder(also)
-    engine = ResearchEngine(provider, chosen, cancel=cancel, ask=ask, sink=recorder)
-    tools = FakeTools(respond)
-    return engine, tools, provider, recorder
-
-
-def assert_protocol_complete(request: CompletionRequest) -> None:
-    """Every tool call in the request's history has exactly one result after it."""
-    pending: list[str] = []
-    for message in request.messages:
-        if message.role == "assistant" and message.tool_calls:
-            assert not pending, f"calls without results: {pending}"
-            pending = [call.id for call in message.tool_calls]
-        elif message.role == "tool":
-            assert message.tool_call_id in pending, message.tool_call_id
-            pending.remove(message.tool_call_id)
-    assert not pending, f"calls without results: {pending}"
-
-
-def research_then_final(
-    research: Callable[[int], Step], final: str
-) -> Callable[[CompletionRequest], Step]:
-    """A script by phase: research requests call ``research(n)``, the final request answers."""
-    count = iter(range(10_000))
-
-    def script(request: CompletionRequest) -> Step:
-        return Step(final) if request.phase == "final" else research(next(count))
-
-    return script
 
 
 def new_passage_each_time() -> Callable[[str, dict[str, Any]], ToolResult]:
@@ -870,3 +808,112 @@ def test_an_ending_that_fails_after_its_stop_line_writes_no_second_one(
     assert len(recorder.of(ev.FinalFinished)) == 1
     assert result.stop_reason == "answered" and result.final_mode == "fallback"
     assert result.error is not None and "broken after the stop line" in result.error
+
+
+# --- workers, progress, waits, sources and charges, case by case -----------------------------
+
+
+def test_a_worker_stopped_by_time_hands_its_passages_to_the_final_request() -> None:
+    now = [0.0]
+
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        now[0] += 0.6  # each search takes 0.6 s of a 1 s budget: the worker's second one ends it
+        return passage(f"Ada Quill kept the light until 1971 ({values['query']}).", "keepers.md")
+
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "final":
+            return Step("Ada Quill [1].")
+        if request.phase == "worker":
+            return Step(calls=[search("keeper"), search("keeper again")])
+        return Step(calls=[("research_sections", {"sections": ["the keepers"]})])
+
+    provider = ScriptedProvider(script)
+    settings = research_settings({"chat.research_timeout_sec": 1.0, "chat.research_first": False})
+    engine = ResearchEngine(provider, settings, clock=lambda: now[0])
+    tools = FakeTools(respond)
+    result = run(engine.run("Who kept the light?", tools))
+    assert result.stop_reason == "time_budget"
+    final = provider.requests[-1]
+    assert final.phase == "final"
+    # The final request reads the evidence itself, numbered, whoever found it.
+    assert "[1] keepers.md, lines 1-3\nAda Quill kept the light until 1971" in (
+        final.messages[-1].content
+    )
+
+
+def test_a_person_s_answer_in_a_batch_with_a_write_is_progress() -> None:
+    note = ("write_note", {"title": "Plan", "content": "Ask about the light."})
+    ask = ("ask_user", {"question": "Which light?"})
+    # Three rounds of a note and a question, then an answer: no budget cuts a round short (a
+    # research time ran out mid-batch on a busy machine, leaving the question not asked).
+    script = [Step(calls=[note, ask])] * 3 + [Step("Done.")]
+
+    async def person(call_id: str, question: str) -> str:
+        return "Greyness Point"
+
+    engine, tools, _, recorder = make(
+        script,
+        lambda n, v: passage("unused"),
+        ask=person,
+        settings={"chat.research_no_progress_rounds": 2},
+    )
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "answered"
+    ends = recorder.of(ev.RoundEnded)
+    assert [e.round for e in ends] == [1, 2, 3]
+    assert all(e.progress and not e.excluded for e in ends)
+    assert all(e.no_progress_rounds == 0 for e in ends)
+
+
+def test_a_cancelled_question_still_has_its_user_wait_line() -> None:
+    cancel = CancelToken()
+
+    async def person(call_id: str, question: str) -> str:
+        cancel.cancel()
+        raise asyncio.CancelledError
+
+    script = [Step(calls=[("ask_user", {"question": "Which light?"})])]
+    engine, tools, _, recorder = make(script, lambda n, v: passage("x"), ask=person, cancel=cancel)
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "cancelled"
+    assert [trace_line(e)["type"] for e in recorder.of(ev.UserWait)] == ["user_wait"]  # type: ignore[index]
+
+
+def test_a_cited_repeat_names_its_source() -> None:
+    same = passage("The light was lit in 1862.", "harbour.md", "lines 4-5")
+    script = research_then_final(lambda n: Step(calls=[search("lit")]), "Lit in 1862 [2].")
+    engine, tools, _, _ = make(
+        script, lambda n, v: same, settings={"chat.research_no_progress_rounds": 2}
+    )
+    result = run(engine.run("When?", tools))
+    assert [item.id for item in result.evidence] == [1]  # [2] repeated [1]
+    assert result.answer == "Lit in 1862 [2]."
+    assert result.sources == (ev.SourceView(2, "harbour.md", "lines 4-5", "", cited=True),)
+
+
+def test_a_page_whose_only_change_is_a_counter_is_not_new_evidence() -> None:
+    visits = iter(range(1000, 2000))
+
+    def page(name: str, values: dict[str, Any]) -> ToolResult:
+        text = f"Welcome to the harbour trust. You are visitor {next(visits)} today."
+        item = EvidenceItem("https://harbour.example/", "part 1", text)
+        return ToolResult(name, "ok", text, (item,))
+
+    script = research_then_final(
+        lambda n: Step(calls=[("fetch_url", {"url": "https://harbour.example/"})]), "Done [1]."
+    )
+    engine, tools, _, _ = make(script, page, settings={"chat.research_no_progress_rounds": 3})
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "no_progress" and result.rounds == 4
+    assert len(result.evidence) == 1
+
+
+def test_a_request_that_streamed_before_failing_is_charged() -> None:
+    lost = ProviderUnavailableError("The connection was lost.")
+    script = [Step("A long answer that was cut by the network " * 20, error=lost)]
+    engine, tools, _, recorder = make(script, lambda n, v: passage("x"))
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "error"
+    [line] = recorder.of(ev.RequestFinished)
+    assert line.charged_prompt == line.prompt_tokens and line.output_tokens > 0
+    assert result.tokens.charged == line.charged > 0

@@ -17,9 +17,9 @@ from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools
+from tests.support.research_run import Recorder, assert_protocol_complete
 from tests.support.scripted_provider import ScriptedProvider, Step
 from tests.support.settings import research_settings
-from tests.unit.research.test_engine import Recorder, assert_protocol_complete
 
 GANNET = EvidenceItem(
     "stations/gannet-point.md", "lines 7-9", "Lit: 1 November 1857.", "Gannet Point lighthouse"
