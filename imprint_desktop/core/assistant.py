@@ -199,7 +199,7 @@ async def run_reply(
         folder = researched_folder(config)  # resolved once: the history and the window keep it
         recorder = history.start_reply(conversation, question, folder)
         front.opened(
-            ReplyKept(conversation, recorder.reply_id, created, str(folder) if folder else None)
+            ReplyKept(conversation, recorder.stored_id, created, str(folder) if folder else None)
         )
 
     def sink(event: ev.Event) -> None:

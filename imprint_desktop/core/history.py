@@ -135,10 +135,10 @@ class HistoryStore:
             if version >= SCHEMA_VERSION:
                 return
             rows = db.execute("SELECT id, answer FROM replies WHERE answer IS NOT NULL").fetchall()
-            for reply_id, answer in rows:
+            for stored_id, answer in rows:
                 kept = _without_sources_block(answer)
                 if kept != answer:
-                    db.execute("UPDATE replies SET answer = ? WHERE id = ?", (kept, reply_id))
+                    db.execute("UPDATE replies SET answer = ? WHERE id = ?", (kept, stored_id))
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     # --- connections ----------------------------------------------------------------------------
@@ -229,24 +229,24 @@ class HistoryStore:
         )
         return [_reply(row, self._evidence(row[0])) for row in rows]
 
-    def reply(self, reply_id: int) -> StoredReply:
+    def reply(self, stored_id: int) -> StoredReply:
         row = (
             self._db()
             .execute(
                 """SELECT id, conversation_id, question, status, stop_reason, final_mode, answer,
                       error, started, finished, workspace, result FROM replies WHERE id = ?""",
-                (reply_id,),
+                (stored_id,),
             )
             .fetchone()
         )
         if row is None:
-            raise KeyError(reply_id)
-        return _reply(row, self._evidence(reply_id))
+            raise KeyError(stored_id)
+        return _reply(row, self._evidence(stored_id))
 
-    def trace(self, reply_id: int) -> list[dict[str, object]]:
+    def trace(self, stored_id: int) -> list[dict[str, object]]:
         rows = (
             self._db()
-            .execute("SELECT line FROM reply_trace WHERE reply_id = ? ORDER BY seq", (reply_id,))
+            .execute("SELECT line FROM reply_trace WHERE reply_id = ? ORDER BY seq", (stored_id,))
             .fetchall()
         )
         return [json.loads(line) for (line,) in rows]
@@ -284,12 +284,12 @@ class HistoryStore:
         assert cursor.lastrowid is not None
         return ReplyRecorder(self, cursor.lastrowid)
 
-    def _evidence(self, reply_id: int) -> tuple[ev.EvidenceItemView, ...]:
+    def _evidence(self, stored_id: int) -> tuple[ev.EvidenceItemView, ...]:
         rows = (
             self._db()
             .execute(
                 "SELECT id, source, location, excerpt FROM evidence WHERE reply_id = ? ORDER BY id",
-                (reply_id,),
+                (stored_id,),
             )
             .fetchall()
         )
@@ -297,11 +297,11 @@ class HistoryStore:
 
 
 def _reply(row: tuple[Any, ...], evidence: tuple[ev.EvidenceItemView, ...]) -> StoredReply:
-    reply_id, conversation_id, question, status, stop, mode, answer, error, started, ended = row[
+    stored_id, conversation_id, question, status, stop, mode, answer, error, started, ended = row[
         :10
     ]
     return StoredReply(
-        reply_id,
+        stored_id,
         conversation_id,
         question,
         status,
@@ -351,9 +351,9 @@ class ReplyRecorder(EventHandler):
     """An event sink that writes one reply into the history as it happens: every trace line, the
     evidence as it is found, and the result at the end."""
 
-    def __init__(self, store: HistoryStore, reply_id: int) -> None:
+    def __init__(self, store: HistoryStore, stored_id: int) -> None:
         self.store = store
-        self.reply_id = reply_id
+        self.stored_id = stored_id  # the reply's row
         self._seq = 0
 
     def __call__(self, event: ev.Event) -> None:
@@ -388,13 +388,13 @@ class ReplyRecorder(EventHandler):
                 self._seq += 1
                 db.execute(
                     "INSERT INTO reply_trace (reply_id, seq, line) VALUES (?, ?, ?)",
-                    (self.reply_id, self._seq, trace_json(line)),
+                    (self.stored_id, self._seq, trace_json(line)),
                 )
             db.executemany(
                 "INSERT OR REPLACE INTO evidence (reply_id, id, source, location, excerpt) "
                 "VALUES (?, ?, ?, ?, ?)",
                 [
-                    (self.reply_id, item.id, item.source, item.location, item.excerpt)
+                    (self.stored_id, item.id, item.source, item.location, item.excerpt)
                     for item in evidence
                 ],
             )
@@ -409,7 +409,7 @@ class ReplyRecorder(EventHandler):
                         result.error,
                         json.dumps(result.to_json(), ensure_ascii=False),
                         time.time(),
-                        self.reply_id,
+                        self.stored_id,
                     ),
                 )
 
@@ -421,5 +421,5 @@ class ReplyRecorder(EventHandler):
         with self.store.transaction() as db:
             db.execute(
                 "UPDATE replies SET workspace = ? WHERE id = ? AND workspace IS NULL",
-                (str(folder), self.reply_id),
+                (str(folder), self.stored_id),
             )

@@ -186,7 +186,7 @@ def test_the_labelled_fallback_when_the_final_request_fails_is_persisted(
                 "chat.max_tokens": 900,
             },
         )
-        stored = history.reply(recorder.reply_id)
+        stored = history.reply(recorder.stored_id)
     finally:
         history.close()
     result = run.result
