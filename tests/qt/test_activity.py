@@ -17,9 +17,9 @@ from pytestqt.qtbot import QtBot
 from imprint_desktop.core.providers.base import CompletionRequest
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.activity import ActivityModel
-from imprint_desktop.ui.activity_view import ActivityView
 from imprint_desktop.ui.main_window import MainWindow
+from imprint_desktop.ui.research_panel.activity import ActivityModel
+from imprint_desktop.ui.research_panel.activity_view import ActivityView
 from tests.qt.research_harness import ask, open_window, search, type_question
 from tests.support.scripted_provider import Step
 
@@ -221,7 +221,7 @@ def test_the_record_is_a_report_with_a_chart_and_exports_html(
 
 
 def test_the_record_shows_untrusted_sources_as_text(qtbot: QtBot) -> None:
-    from imprint_desktop.ui.record import RecordDialog
+    from imprint_desktop.ui.research_panel.record_dialog import RecordDialog
 
     evidence = (ev.EvidenceItemView(1, HOSTILE, HOSTILE, HOSTILE),)
     lines: list[dict[str, object]] = [
@@ -247,7 +247,7 @@ def test_the_record_shows_untrusted_sources_as_text(qtbot: QtBot) -> None:
 
 
 def test_the_chart_follows_the_dark_theme(qtbot: QtBot) -> None:
-    from imprint_desktop.ui.record import RecordDialog
+    from imprint_desktop.ui.research_panel.record_dialog import RecordDialog
     from imprint_desktop.ui.theme import apply_theme
 
     app = QApplication.instance()
@@ -267,7 +267,7 @@ def test_a_build_without_the_plotting_library_still_opens_the_record(
 ) -> None:
     import sys
 
-    from imprint_desktop.ui.record import RecordDialog
+    from imprint_desktop.ui.research_panel.record_dialog import RecordDialog
 
     monkeypatch.setitem(sys.modules, "pyqtgraph", None)  # import pyqtgraph raises ImportError
     lines: list[dict[str, object]] = [

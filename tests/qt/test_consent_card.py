@@ -18,7 +18,7 @@ from pytestqt.qtbot import QtBot
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.consent_card import ConsentCard
+from imprint_desktop.ui.chat.consent_card import ConsentCard
 from imprint_desktop.ui.main_window import MainWindow
 from tests.qt.research_harness import open_window, type_question, watch_the_panel
 from tests.support.openai_server import OpenAIServer, Reply

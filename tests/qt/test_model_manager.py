@@ -15,8 +15,8 @@ from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState
 from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.download_status import DownloadStatusWidget
-from imprint_desktop.ui.model_manager import ModelManagerWindow
+from imprint_desktop.ui.model_manager.download_status import DownloadStatusWidget
+from imprint_desktop.ui.model_manager.manager import ModelManagerWindow
 from tests.support.hub_server import STARTER_REPO, HubServer, serve_recommended, starter_hub
 
 MB = 1 << 20

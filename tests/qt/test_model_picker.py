@@ -10,7 +10,7 @@ from imprint_desktop.core import resources
 from imprint_desktop.core.models.library import InstalledModel, Source
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.toolbar import ModelPicker
+from imprint_desktop.ui.chat.toolbar import ModelPicker
 
 
 def picker(qtbot: QtBot, store: SettingsStore) -> ModelPicker:

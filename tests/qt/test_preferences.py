@@ -23,7 +23,8 @@ from pytestqt.qtbot import QtBot
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.secrets import SERVICE, SecretStore
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.editors import (
+from imprint_desktop.ui.preferences.dialog import PreferencesDialog
+from imprint_desktop.ui.preferences.editors import (
     EDITORS,
     BoolEditor,
     ChoiceEditor,
@@ -31,7 +32,6 @@ from imprint_desktop.ui.editors import (
     NumberEditor,
     SecretEditor,
 )
-from imprint_desktop.ui.preferences import PreferencesDialog
 from tests.support.memory_keyring import LockedKeyring, MemoryKeyring
 
 

@@ -19,7 +19,7 @@ from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.host import running_hosts
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
-from imprint_desktop.ui.research_panel import NOW_CHARS
+from imprint_desktop.ui.research_panel.panel import NOW_CHARS
 from tests.qt.research_harness import (
     ask,
     open_window,
@@ -406,7 +406,7 @@ def _has_text(widget: object) -> bool:
 def test_streaming_lays_out_only_the_paragraph_being_written(
     qtbot: QtBot, research_store: SettingsStore
 ) -> None:
-    from imprint_desktop.ui.chat_markdown import ChatMessage
+    from imprint_desktop.ui.chat.markdown import ChatMessage
 
     view = open_window(qtbot, research_store).window.transcript
     view.add_message(ChatMessage("you", "q"))

@@ -19,7 +19,7 @@ from pytestqt.qtbot import QtBot
 
 from imprint_desktop.core import resources
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.document_viewer import LINE_CHARS, SourceViewer, cited_lines
+from imprint_desktop.ui.chat.document_viewer import LINE_CHARS, SourceViewer, cited_lines
 from imprint_desktop.ui.main_window import MainWindow
 from tests.qt.research_harness import ask, open_window, search, type_question, write_corpus
 from tests.qt.transcript_links import anchors, click_link

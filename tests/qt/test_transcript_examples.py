@@ -17,8 +17,8 @@ import pytest
 from PySide6.QtCore import QByteArray, QUrl
 from pytestqt.qtbot import QtBot
 
-from imprint_desktop.ui.chat_markdown import ChatMessage
-from imprint_desktop.ui.chat_view import ChatView
+from imprint_desktop.ui.chat.markdown import ChatMessage
+from imprint_desktop.ui.chat.view import ChatView
 from imprint_desktop.ui.inert import is_web_link
 from tests.qt.transcript_links import anchors, tooltips
 

@@ -19,11 +19,11 @@ from pytestqt.qtbot import QtBot
 
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.chat_markdown import ChatMessage
-from imprint_desktop.ui.chat_view import ChatView
-from imprint_desktop.ui.conversations import ConversationsPane
-from imprint_desktop.ui.question_card import QuestionCard
-from imprint_desktop.ui.toolbar import ResearchToolbar
+from imprint_desktop.ui.chat.conversations import ConversationsPane
+from imprint_desktop.ui.chat.markdown import ChatMessage
+from imprint_desktop.ui.chat.question_card import QuestionCard
+from imprint_desktop.ui.chat.toolbar import ResearchToolbar
+from imprint_desktop.ui.chat.view import ChatView
 from tests.qt.transcript_links import anchors, tooltips
 
 WAIT_MS = 10_000
@@ -191,7 +191,7 @@ def test_escaped_tooltips_still_read_as_the_text(title: str) -> None:
 
 
 def test_the_research_panels_now_line_shows_tool_arguments_as_text(qtbot: QtBot) -> None:
-    from imprint_desktop.ui.research_panel import ResearchPanel
+    from imprint_desktop.ui.research_panel.panel import ResearchPanel
 
     panel = ResearchPanel()
     qtbot.addWidget(panel)

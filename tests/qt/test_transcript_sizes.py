@@ -15,17 +15,17 @@ import pytest
 from PySide6.QtGui import QTextDocument, QTextTable
 from pytestqt.qtbot import QtBot
 
-from imprint_desktop.ui import transcript_bounds
-from imprint_desktop.ui.chat_markdown import ChatMessage
-from imprint_desktop.ui.chat_view import SHOWN_CHARS, ChatView
-from imprint_desktop.ui.full_message import SEGMENT_CHARS, FullMessage
-from imprint_desktop.ui.transcript_bounds import (
+from imprint_desktop.ui.chat import transcript_bounds
+from imprint_desktop.ui.chat.full_message import SEGMENT_CHARS, FullMessage
+from imprint_desktop.ui.chat.markdown import ChatMessage
+from imprint_desktop.ui.chat.transcript_bounds import (
     MESSAGE_CHARS,
     RUN_CHARS,
     TABLE_CELLS,
     TABLE_ROWS,
     Table,
 )
+from imprint_desktop.ui.chat.view import SHOWN_CHARS, ChatView
 from tests.qt.transcript_links import anchors, click_link
 
 WAIT_MS = 10_000

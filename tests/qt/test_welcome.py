@@ -23,8 +23,8 @@ from imprint_desktop.core.resources import starter_model_path
 from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.model_switch import ModelSwitchOffer
-from imprint_desktop.ui.welcome import (
+from imprint_desktop.ui.model_manager.model_switch import ModelSwitchOffer
+from imprint_desktop.ui.model_manager.welcome import (
     WelcomeChoice,
     WelcomeDialog,
     WelcomeResult,

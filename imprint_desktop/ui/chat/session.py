@@ -22,14 +22,14 @@ from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.wording import phase_words
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
-from imprint_desktop.ui.chat_markdown import ChatMessage
-from imprint_desktop.ui.chat_view import ChatView
-from imprint_desktop.ui.composer import Composer
-from imprint_desktop.ui.consent_card import ConsentCard
-from imprint_desktop.ui.conversations import ConversationsPane
-from imprint_desktop.ui.evidence_opener import EvidenceOpener
-from imprint_desktop.ui.question_card import QuestionCard
-from imprint_desktop.ui.research_panel import ResearchPanel
+from imprint_desktop.ui.chat.composer import Composer
+from imprint_desktop.ui.chat.consent_card import ConsentCard
+from imprint_desktop.ui.chat.conversations import ConversationsPane
+from imprint_desktop.ui.chat.evidence_opener import EvidenceOpener
+from imprint_desktop.ui.chat.markdown import ChatMessage
+from imprint_desktop.ui.chat.question_card import QuestionCard
+from imprint_desktop.ui.chat.view import ChatView
+from imprint_desktop.ui.research_panel.panel import ResearchPanel
 
 if TYPE_CHECKING:
     from imprint_desktop.core.history import StoredReply

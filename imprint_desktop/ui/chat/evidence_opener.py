@@ -29,11 +29,11 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 from imprint_desktop.core.workspace.reader import DocumentReader
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
-from imprint_desktop.ui.chat_view import ChatView, Citation
-from imprint_desktop.ui.document_viewer import SourceViewer, confirm_web_link
+from imprint_desktop.ui.chat.document_viewer import SourceViewer, confirm_web_link
+from imprint_desktop.ui.chat.view import ChatView, Citation
 from imprint_desktop.ui.inert import is_web_link
-from imprint_desktop.ui.record import RecordDialog
-from imprint_desktop.ui.research_panel import ResearchPanel
+from imprint_desktop.ui.research_panel.panel import ResearchPanel
+from imprint_desktop.ui.research_panel.record_dialog import RecordDialog
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from imprint_desktop.ui.activity import COLUMNS, EVIDENCE_IDS_ROLE, ActivityModel
+from imprint_desktop.ui.research_panel.activity import COLUMNS, EVIDENCE_IDS_ROLE, ActivityModel
 
 INDENT = 14  # pixels a call's words stand in from its round's title
 

@@ -50,8 +50,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from imprint_desktop.ui.chat.numbered_text import NumberedText
 from imprint_desktop.ui.inert import is_web_link
-from imprint_desktop.ui.numbered_text import NumberedText
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev

@@ -32,9 +32,9 @@ from PySide6.QtWidgets import (
 
 from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.wording import final_mode_words, phase_words, stop_sentence
-from imprint_desktop.ui.activity import ActivityModel
-from imprint_desktop.ui.activity_view import ActivityView, titled_stack
-from imprint_desktop.ui.budget_widgets import SegmentBar, seconds_text
+from imprint_desktop.ui.research_panel.activity import ActivityModel
+from imprint_desktop.ui.research_panel.activity_view import ActivityView, titled_stack
+from imprint_desktop.ui.research_panel.budget_widgets import SegmentBar, seconds_text
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev

@@ -24,7 +24,7 @@ same bound as a finished one. *Show all* opens the whole message in
 :class:`~.full_message.FullMessage`, which lays out only what is in view.
 
 This view keeps the messages, decides what to write and when, and acts on its links; what a message
-is as Markdown is :mod:`.chat_markdown`'s, and writing Markdown into the document, inert, is
+is as Markdown is :mod:`.markdown`'s, and writing Markdown into the document, inert, is
 :mod:`.transcript_document`'s.
 """
 
@@ -38,7 +38,8 @@ from PySide6.QtCore import QByteArray, QTimer, QUrl, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-from imprint_desktop.ui.chat_markdown import (
+from imprint_desktop.ui.chat.full_message import FullMessage
+from imprint_desktop.ui.chat.markdown import (
     ChatMessage,
     assistant_header,
     link_citations,
@@ -46,10 +47,9 @@ from imprint_desktop.ui.chat_markdown import (
     settle_point,
     shown_text,
 )
-from imprint_desktop.ui.full_message import FullMessage
+from imprint_desktop.ui.chat.transcript_bounds import MESSAGE_CHARS, bounded
+from imprint_desktop.ui.chat.transcript_document import TranscriptDocument
 from imprint_desktop.ui.inert import AppLinks
-from imprint_desktop.ui.transcript_bounds import MESSAGE_CHARS, bounded
-from imprint_desktop.ui.transcript_document import TranscriptDocument
 
 RENDER_DELAY_MS = 30
 RECENT_MESSAGES = 120  # shown at once when a conversation opens; earlier ones on request

@@ -47,9 +47,9 @@ from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState
 from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.download_status import DownloadQueue
-from imprint_desktop.ui.model_rows import hub_model_row, installed_row, repository_row
-from imprint_desktop.ui.recommended import RecommendedPage
+from imprint_desktop.ui.model_manager.download_status import DownloadQueue
+from imprint_desktop.ui.model_manager.model_rows import hub_model_row, installed_row, repository_row
+from imprint_desktop.ui.model_manager.recommended import RecommendedPage
 from imprint_desktop.ui.tables import append_row, chosen_data, list_table
 
 

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from imprint_desktop.ui.transcript_bounds import Table, tables
+from imprint_desktop.ui.chat.transcript_bounds import Table, tables
 
 #: The longest line the text view lays out; longer lines continue on the next line.
 SEGMENT_CHARS = 4_000

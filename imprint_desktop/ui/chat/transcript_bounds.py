@@ -15,9 +15,9 @@ has its rows counted at the speed of a string search): a message of megabytes is
 milliseconds.
 
 Where something was cut the text says so, with the app's link to the whole message
-(:class:`~imprint_desktop.ui.full_message.FullMessage` shows it: tables in a table view, text in a
-plain viewer, both laid out only where they are seen). The work is done by searches that run at
-the speed of the regular-expression engine, not by a loop over lines. Text in, text out: the rules
+(:class:`~.full_message.FullMessage` shows it: tables in a table view, text in a plain viewer,
+both laid out only where they are seen). The work is done by searches that run at the speed of
+the regular-expression engine, not by a loop over lines. Text in, text out: the rules
 are read and tested without a widget.
 """
 

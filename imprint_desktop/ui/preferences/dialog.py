@@ -38,8 +38,8 @@ from imprint_desktop.settings import schema
 from imprint_desktop.settings.schema import Setting, Value
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore, Source
-from imprint_desktop.ui.editors import Editor, SecretEditor, make_editor
-from imprint_desktop.ui.gui_tasks import GuiTasks, off_thread
+from imprint_desktop.ui.preferences.editors import Editor, SecretEditor, make_editor
+from imprint_desktop.ui.preferences.gui_tasks import GuiTasks, off_thread
 
 _RESTART_MARK = "⟳"
 

@@ -40,13 +40,18 @@ from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.errors import SettingsError, SettingValueError
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.welcome_picks import TEXT_INDENT, broken_lines, pick_button, pick_row
+from imprint_desktop.ui.model_manager.welcome_picks import (
+    TEXT_INDENT,
+    broken_lines,
+    pick_button,
+    pick_row,
+)
 
 if TYPE_CHECKING:  # the model store loads only when the welcome offers downloads
     from imprint_desktop.core.models import Recommendation, RecommendedModel
     from imprint_desktop.engine.download_payloads import JobEnded
     from imprint_desktop.engine.downloads import DownloadManager
-    from imprint_desktop.ui.model_switch import ModelSwitchOffer
+    from imprint_desktop.ui.model_manager.model_switch import ModelSwitchOffer
 
 
 WIDTH = 640  # pixels: room for a recommended model's title on one line
@@ -321,7 +326,7 @@ class WelcomeDialog(QDialog):
             return
         pick = self.selected_pick() if self.choice() is WelcomeChoice.DOWNLOAD else None
         if pick is not None and pick.installed is None and self._downloads is not None:
-            from imprint_desktop.ui.model_switch import ModelSwitchOffer  # noqa: PLC0415
+            from imprint_desktop.ui.model_manager.model_switch import ModelSwitchOffer  # noqa: PLC0415
 
             self.switch_offer = ModelSwitchOffer(self._downloads, self._store, pick)
             self.switch_offer.sig_finished.connect(self._offer_finished)

@@ -30,9 +30,9 @@ from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState
 from imprint_desktop.engine.downloads import DownloadManager
 from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.download_status import describe
-from imprint_desktop.ui.model_rows import embedder_row, recommendation_row
-from imprint_desktop.ui.model_switch import (
+from imprint_desktop.ui.model_manager.download_status import describe
+from imprint_desktop.ui.model_manager.model_rows import embedder_row, recommendation_row
+from imprint_desktop.ui.model_manager.model_switch import (
     ModelSwitchOffer,
     current_model_name,
     is_download_of,

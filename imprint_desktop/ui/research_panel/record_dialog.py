@@ -3,7 +3,7 @@
 The record is built from the reply's trace (DESIGN §5), which the history keeps for every reply —
 live or reopened after a restart — so both show the same budgets, stop reason and evidence. Its
 evidence opens where it came from through :attr:`RecordDialog.sig_evidence_opened` (Imprint's own
-source viewer, :mod:`.document_viewer`).
+source viewer, :mod:`imprint_desktop.ui.chat.document_viewer`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.core.research.record.report import Report, build_report
-from imprint_desktop.ui.activity import ActivityModel
-from imprint_desktop.ui.activity_view import ActivityView, titled_stack
-from imprint_desktop.ui.budget_chart import BudgetChart
-from imprint_desktop.ui.research_panel import EVIDENCE_ROLE, evidence_row
+from imprint_desktop.ui.research_panel.activity import ActivityModel
+from imprint_desktop.ui.research_panel.activity_view import ActivityView, titled_stack
+from imprint_desktop.ui.research_panel.budget_chart import BudgetChart
+from imprint_desktop.ui.research_panel.panel import EVIDENCE_ROLE, evidence_row
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev

@@ -7,7 +7,7 @@ Markdown is parsed in a scratch document without raw HTML and passed through
 :func:`~imprint_desktop.ui.inert.make_inert` before it reaches the view; code blocks get the
 background Markdown import marks but does not paint; a view scrolled to the bottom stays there.
 
-:mod:`.chat_view` decides what to write and when; this knows how to write it.
+:mod:`.view` decides what to write and when; this knows how to write it.
 """
 
 from __future__ import annotations

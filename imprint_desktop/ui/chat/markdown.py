@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from imprint_desktop.core.research.sources import with_sources
+from imprint_desktop.ui.chat.transcript_bounds import bounded
 from imprint_desktop.ui.inert import AppLinks, escape_markdown
-from imprint_desktop.ui.transcript_bounds import bounded
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
