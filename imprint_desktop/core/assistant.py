@@ -53,7 +53,7 @@ async def open_provider(
     context window here (both outside research time)."""
     chosen = chosen_model(config)
     if chosen.remote:
-        from imprint_desktop.core.providers.remote.provider import RemoteProvider  # noqa: PLC0415
+        from imprint_desktop.core.providers.remote.client import RemoteProvider  # noqa: PLC0415
 
         remote = RemoteProvider(
             http, chosen.server, chosen.server_model, api_key, config.remote.context_window

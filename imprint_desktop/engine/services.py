@@ -305,7 +305,7 @@ async def test_remote(
 ) -> p.ConnectionTest:
     """Try the remote server as research would: the provider's own connection check (address
     and key checked before sending, the model list read bounded, errors in its words)."""
-    from imprint_desktop.core.providers.remote.provider import RemoteProvider  # noqa: PLC0415 - httpx
+    from imprint_desktop.core.providers.remote.client import RemoteProvider  # noqa: PLC0415 - httpx
 
     chosen = chosen_model(config)
     provider = RemoteProvider(

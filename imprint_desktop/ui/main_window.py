@@ -34,13 +34,13 @@ from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.chat.banner import ProblemsBanner, welcome_html
+from imprint_desktop.ui.chat.chat_session import ChatSession
 from imprint_desktop.ui.chat.composer import Composer
 from imprint_desktop.ui.chat.consent_card import ConsentCard
 from imprint_desktop.ui.chat.conversations import ConversationsPane
 from imprint_desktop.ui.chat.document_viewer import SourceViewer
 from imprint_desktop.ui.chat.evidence_opener import EvidenceOpener
 from imprint_desktop.ui.chat.question_card import QuestionCard
-from imprint_desktop.ui.chat.session import ChatSession
 from imprint_desktop.ui.chat.toolbar import ResearchToolbar
 from imprint_desktop.ui.chat.view import ChatView
 from imprint_desktop.ui.research_panel.panel import ResearchPanel

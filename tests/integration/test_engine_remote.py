@@ -19,7 +19,7 @@ from imprint_desktop.core import assistant
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import ToolCall
-from imprint_desktop.core.providers.remote.provider import RemoteProvider
+from imprint_desktop.core.providers.remote.client import RemoteProvider
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.workspace import Workspace
 from tests.support.llama_server import LlamaServer

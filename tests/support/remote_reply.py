@@ -31,7 +31,7 @@ from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import ToolCall
-from imprint_desktop.core.providers.remote.provider import RemoteProvider
+from imprint_desktop.core.providers.remote.client import RemoteProvider
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings

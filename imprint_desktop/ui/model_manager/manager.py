@@ -1,12 +1,12 @@
 """The Model Manager window: find GGUF models on the hub, download them, manage installed ones.
 
-Four tabs — *Recommended* (the curated models judged for this computer, from :mod:`.recommended`;
-the window opens on it, before any search), *Find* (search, results, a repository's models with
-quantization, size and fit), *Downloads* (the queue, from :mod:`.download_status`) and *Installed*
-(use, remove, show in folder, import). Every hub request and disk scan is a job of the
-:class:`DownloadManager`; this window only sends requests and shows what comes back, so it never
-blocks. What a row of the Find and Installed lists says is :mod:`.model_rows`'s to word. Closing
-the window leaves downloads running.
+Four tabs — *Recommended* (the curated models judged for this computer, from
+:mod:`.recommended_tab`; the window opens on it, before any search), *Find* (search, results, a
+repository's models with quantization, size and fit), *Downloads* (the queue, from
+:mod:`.download_status`) and *Installed* (use, remove, show in folder, import). Every hub request
+and disk scan is a job of the :class:`DownloadManager`; this window only sends requests and shows
+what comes back, so it never blocks. What a row of the Find and Installed lists says is
+:mod:`.model_rows`'s to word. Closing the window leaves downloads running.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.model_manager.download_status import DownloadQueue
 from imprint_desktop.ui.model_manager.model_rows import hub_model_row, installed_row, repository_row
-from imprint_desktop.ui.model_manager.recommended import RecommendedPage
+from imprint_desktop.ui.model_manager.recommended_tab import RecommendedPage
 from imprint_desktop.ui.tables import append_row, chosen_data, list_table
 
 

@@ -1,9 +1,9 @@
 """Switching to a recommended model once it is here: its download followed to the end, then the
 offer to use it.
 
-:class:`ModelSwitchOffer` follows one recommended download: the app keeps the model it has until
-the new file is verified, then asks, without blocking anything, whether to switch — the person may
-keep what they have. The model manager's Recommended tab (:mod:`.recommended`) and the welcome of a
+:class:`ModelSwitchOffer` follows one recommended download: the app keeps the model it has until the
+new file is verified, then asks, without blocking anything, whether to switch — the person may keep
+what they have. The model manager's Recommended tab (:mod:`.recommended_tab`) and the welcome of a
 first run (:mod:`.welcome`) both start one, so both places behave alike. Making a file the model
 used for research is written here once for both (:func:`use_file`).
 

@@ -1,6 +1,6 @@
 """A remote OpenAI-compatible server as a provider.
 
-:mod:`.provider` is the provider (the deadline race, retries, the connection test), with
+:mod:`.client` is the provider (the deadline race, retries, the connection test), with
 :mod:`.server` (the address, key and context window the person set), :mod:`.request` (what is
 sent and what its prompt costs), :mod:`.failures` (what goes wrong, retried or worded) and
 :mod:`.stated_window` (what a server says of its context window). Its answers are read by

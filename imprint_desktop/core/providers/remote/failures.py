@@ -1,6 +1,6 @@
 """A remote server's failures: read, sorted into retry or give up, and worded for people.
 
-The remote provider (:mod:`.provider`) meets failures of every kind: HTTP statuses (their bodies
+The remote provider (:mod:`.client`) meets failures of every kind: HTTP statuses (their bodies
 read only as far as a message), connections that fail or break off, bodies that break their
 encoding or the protocol, exceptions nobody foresaw. Each becomes a :class:`Retry` — another
 attempt may fix it; an :class:`OptionRefused` when the server refused an optional part of the
@@ -48,7 +48,7 @@ from imprint_desktop.core.providers.remote.wire import (
 )
 
 # Lines logged here are the remote provider's, under its name (as ``imprint -v`` shows them).
-log = logging.getLogger("imprint_desktop.core.providers.remote.provider")
+log = logging.getLogger("imprint_desktop.core.providers.remote.client")
 
 _CONNECTING = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.ProxyError)
 _STATUS_RETRIED = frozenset({408, 409, 425, 429, 500, 502, 503, 504})

@@ -1,6 +1,6 @@
 """What a request to an OpenAI-compatible server looks like, and what its prompt costs.
 
-The remote provider (:mod:`.provider`) decides when to send and what to do with the answer; this
+The remote provider (:mod:`.client`) decides when to send and what to do with the answer; this
 module decides what is sent — the ``chat/completions`` body and its headers — and how its prompt
 is counted before the server says: estimated per script from its JSON text (:mod:`.estimate`),
 with the part it shares with the previous prompt the server read (the serialized tools, then

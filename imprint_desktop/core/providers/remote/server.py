@@ -15,7 +15,7 @@ from typing import Literal
 from imprint_desktop.core.urls import NotHttpUrl, http_url
 
 # Lines logged here are the remote provider's, under its name (as ``imprint -v`` shows them).
-log = logging.getLogger("imprint_desktop.core.providers.remote.provider")
+log = logging.getLogger("imprint_desktop.core.providers.remote.client")
 
 PREFERENCES = "Preferences → Remote server"
 
