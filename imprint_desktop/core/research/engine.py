@@ -10,11 +10,11 @@ before the next request is sent, including the calls that were never started (``
 The engine puts a reply together and runs it top-down; each part works on the reply's shared state
 (:mod:`.reply`) and calls only the parts below it::
 
-    engine ─┬─ rounds ─┬─ requests ──────── provider
-            │          ├─ calls ─┬─ toolbox (workspace and web tools)
+    engine ─┬─ rounds ─┬─ calls ─┬─ toolbox (workspace and web tools)
             │          │         └─ person (ask_user, consent to fetch)
-            │          ├─ seed, sections, conversation
-            └─ ending ─── final ─── requests
+            │          └─ seed, sections, conversation
+            └─ ending ─── final, sources
+    rounds and final ─── requests (the one door to the provider) ─── provider
 """
 
 from __future__ import annotations
