@@ -156,7 +156,7 @@ def test_the_settings_reference_is_up_to_date() -> None:
 
     from imprint_desktop.settings.docs import render_markdown
 
-    committed = Path(__file__).parents[2] / "docs" / "settings.md"
+    committed = Path(__file__).parents[3] / "docs" / "settings.md"
     assert committed.read_text(encoding="utf-8") == render_markdown(), (
         "run: python -m imprint_desktop.settings.docs > docs/settings.md"
     )
