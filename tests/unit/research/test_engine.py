@@ -24,6 +24,16 @@ from imprint_desktop.core.research.final import FALLBACK_LABEL
 from imprint_desktop.core.research.trace import TraceWriter, read_trace, trace_line
 from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools, passage
+from tests.support.progress_scenarios import (
+    ALTERNATING,
+    ERRORS_AND_EMPTY,
+    FOUND,
+    SAME_PASSAGES,
+    UNCHANGED,
+    WRITES,
+    Call,
+    ProgressScenario,
+)
 from tests.support.research_run import (
     Recorder,
     assert_protocol_complete,
@@ -62,24 +72,54 @@ def test_research_continues_past_twelve_rounds_while_evidence_is_new() -> None:
         assert_protocol_complete(request)
 
 
-def test_unchanged_evidence_stops_after_patience_with_a_tools_free_final() -> None:
-    same = passage("The light was built in 1862 by the Harbour Board.")
-    script = research_then_final(lambda n: Step(calls=[search("when built")]), "Built in 1862 [1].")
+def play(
+    scenario: ProgressScenario, final: str = "From the evidence [1].", **settings: object
+) -> tuple[ev.ReplyResult, FakeTools, ScriptedProvider, Recorder]:
+    """``scenario`` on scripted tools: its rounds' calls, what :data:`FOUND` says each search
+    finds; the final request answers ``final``. Checks how the engine judged every round."""
+
+    def step(request: CompletionRequest) -> Step:
+        if request.phase == "final":
+            return Step(final)
+        number = sum(1 for message in request.messages if message.role == "assistant")
+        return Step(calls=[_tool_call(c) for c in scenario.calls(number)])
+
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        if name == "search_workspace":
+            found = FOUND[values["query"]]
+            items = tuple(EvidenceItem(source, "lines 3-3", text) for source, text in found)
+            return ToolResult(name, "ok" if items else "empty", "Passages.", items)
+        if name == "read_document":
+            return ToolResult.error(name, f"no document {values['path']} in the workspace")
+        return ToolResult(name, "ok", "Saved.")
+
     engine, tools, provider, recorder = make(
-        script,
-        lambda name, values: same,
-        settings={"chat.research_no_progress_rounds": 3, "chat.max_tokens": 777},
+        step, respond, settings={"chat.research_no_progress_rounds": scenario.patience, **settings}
     )
     result = run(engine.run("When?", tools))
-    assert result.stop_reason == "no_progress"
-    assert result.rounds == 4  # one round of progress, then three without
-    assert result.final_mode == "model" and result.answer == "Built in 1862 [1]."
+    judged = [(event.progress, event.excluded) for event in recorder.of(ev.RoundEnded)]
+    assert judged == list(scenario.judged)
+    assert result.stop_reason == "no_progress" and result.rounds == len(scenario.judged)
+    return result, tools, provider, recorder
+
+
+def _tool_call(call: Call) -> tuple[str, dict[str, Any]]:
+    kind, what = call
+    if kind == "search":
+        return search(what)
+    if kind == "read":
+        return ("read_document", {"path": what})
+    return ("write_note", {"title": "Summary", "content": "Same note."})
+
+
+def test_unchanged_evidence_stops_after_patience_with_a_tools_free_final() -> None:
+    result, _, provider, _ = play(UNCHANGED, "Lit in 1862 [1].", **{"chat.max_tokens": 777})
+    assert result.final_mode == "model" and result.answer == "Lit in 1862 [1]."
     final = provider.requests[-1]
     assert final.phase == "final" and not final.offers_tools and final.max_tokens == 777
     # Its own 120 s, not what was left of the research time (60 s here).
     assert 119 < final.deadline - time.monotonic() <= 120
     assert_protocol_complete(final)
-    assert [event.progress for event in recorder.of(ev.RoundEnded)] == [True, False, False, False]
     # The final request is laid out to be answered from: its own short instructions, then the
     # evidence as numbered passages with their sources, and the question restated last. It
     # carries no instruction in the person's turn for the model to echo as its answer.
@@ -87,83 +127,36 @@ def test_unchanged_evidence_stops_after_patience_with_a_tools_free_final() -> No
     assert final.messages[0].content == prompts.FINAL_SYSTEM
     turn = final.messages[1].content
     assert turn.startswith("Passages from the documents:\n\n[1] ")
-    assert "The light was built in 1862 by the Harbour Board." in turn
+    assert "The harbour light was first lit on 3 March 1862." in turn
     assert turn.endswith("\n\nQuestion: When?")
 
 
 def test_alternating_queries_with_alternating_results_are_caught() -> None:
-    pages = {
-        "A": passage("Keepers were paid quarterly in coin."),
-        "B": passage("The fog signal used compressed air."),
-    }
-    script = [Step(calls=[search("A" if index % 2 == 0 else "B")]) for index in range(12)]
-    engine, tools, _, _recorder = make(
-        script,
-        lambda name, values: pages[values["query"]],
-        settings={"chat.research_no_progress_rounds": 4},
-    )
-    result = run(engine.run("Pay and fog?", tools))
-    assert result.stop_reason == "no_progress" and result.rounds == 6
+    result, tools, _, _ = play(ALTERNATING)
+    assert [values["query"] for _, values in tools.calls] == ["harbour lens", "keepers shifts"] * 3
+    assert [item.source for item in result.evidence] == ["harbour.md", "keepers.md"]
 
 
 def test_different_queries_returning_the_same_passages_are_not_progress() -> None:
-    same = passage("The lantern room was glazed with curved panes from Birmingham.")
-    script = [Step(calls=[search(f"different words {index}")]) for index in range(8)]
-    engine, tools, _, _ = make(
-        script, lambda name, values: same, settings={"chat.research_no_progress_rounds": 2}
-    )
-    assert run(engine.run("Glazing?", tools)).rounds == 3
+    result, tools, _, _ = play(SAME_PASSAGES)
+    assert len({values["query"] for _, values in tools.calls}) == 5, "five different queries"
+    assert [item.source for item in result.evidence] == ["keepers.md", "harbour.md"]
 
 
 def test_changing_errors_and_empty_results_are_not_progress() -> None:
-    count = iter(range(100))
-
-    def respond(name: str, values: dict[str, Any]) -> ToolResult:
-        index = next(count)
-        if index % 2:
-            return ToolResult(name, "empty", "No passages match.")
-        return ToolResult.error(name, f"index busy (attempt {index}, code {index * 13})")
-
-    script = [Step(calls=[search(f"x{index}")]) for index in range(10)]
-    engine, tools, provider, _ = make(
-        script, respond, settings={"chat.research_no_progress_rounds": 3}
-    )
-    result = run(engine.run("?", tools))
-    assert result.stop_reason == "no_progress" and result.rounds == 3
+    result, _, provider, recorder = play(ERRORS_AND_EMPTY)
+    assert [event.status for event in recorder.of(ev.ToolFinished)] == [
+        "error", "empty", "error", "empty",
+    ]  # fmt: skip
     assert result.evidence == ()
     # With nothing found, the model is not asked to answer: the engine says so (DESIGN §1).
     assert result.final_mode == "no_evidence"
-    assert [request.phase for request in provider.requests] == ["research"] * 3
+    assert [request.phase for request in provider.requests] == ["research"] * 4
 
 
 def test_write_rounds_are_excluded_and_writes_never_deduplicated() -> None:
-    same = passage("Nothing new here about the keepers.")
-    note = ("write_note", {"title": "Summary", "content": "Same note."})
-    script = [
-        Step(calls=[search("a")]),
-        Step(calls=[note]),
-        Step(calls=[note]),
-        Step(calls=[note, search("b")]),
-        Step(calls=[search("c")]),
-        Step(calls=[note]),
-        Step(calls=[search("d")]),
-    ]
-    engine, tools, _, recorder = make(
-        script, lambda name, values: same, settings={"chat.research_no_progress_rounds": 2}
-    )
-    result = run(engine.run("?", tools))
+    _, tools, _, _ = play(WRITES)
     assert len(tools.writes) == 4, "every write is carried out, however alike"
-    rounds = recorder.of(ev.RoundEnded)
-    assert [(r.progress, r.excluded) for r in rounds] == [
-        (True, False),
-        (False, True),
-        (False, True),
-        (False, True),
-        (False, False),
-        (False, True),
-        (False, False),
-    ]
-    assert result.stop_reason == "no_progress" and result.rounds == 7
 
 
 def test_token_budget_stop_charges_net_of_reused_prefix_and_refunds(tmp_path: Path) -> None:
