@@ -16,6 +16,7 @@ from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.research.final import FALLBACK_LABEL
 from imprint_desktop.core.research.trace import read_trace
 from tests.e2e.conftest import Imprint
+from tests.support import ask_command
 from tests.support.ask_command import the_json_ending
 from tests.support.openai_server import OpenAIServer, Reply, Usage
 
@@ -28,18 +29,10 @@ SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "sample-workspace"
 def ask(
     imprint: Imprint, server: OpenAIServer, workspace: Path, *extra: str, stdin: str = ""
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
-    result = imprint(
-        "ask",
-        "Who was the last keeper?",
-        "--workspace",
-        str(workspace),
-        "--base-url",
-        server.base_url,
-        "--json",
-        *extra,
-        stdin=stdin,
+    result = ask_command.ask(
+        imprint, server, workspace, *extra, question="Who was the last keeper?", stdin=stdin,
         timeout=120,
-    )
+    )  # fmt: skip
     try:
         payload = json.loads(result.stdout)
     except json.JSONDecodeError:

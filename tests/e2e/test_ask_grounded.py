@@ -17,6 +17,7 @@ from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.research import sources
 from imprint_desktop.core.research.trace import read_trace
 from tests.e2e.conftest import Imprint
+from tests.support import ask_command
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 
 pytestmark = pytest.mark.e2e
@@ -33,9 +34,9 @@ def ask(
     question: str = QUESTION,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     trace = tmp_path / "trace.jsonl"
-    result = imprint(
-        "ask", question, "--workspace", str(workspace), "--base-url", server.base_url,
-        "--trace", str(trace), *extra, timeout=120,
+    result = ask_command.ask(
+        imprint, server, workspace, "--trace", str(trace), *extra,
+        question=question, json_mode=False, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     payload = json.loads(result.stdout) if "--json" in extra else {"text": result.stdout}
