@@ -173,7 +173,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each run")
     args = parser.parse_args()
     QApplication(sys.argv[:1])
-    from imprint_desktop.ui.research_panel import ResearchPanel  # noqa: PLC0415
+    from imprint_desktop.ui.research_panel.panel import ResearchPanel  # noqa: PLC0415
 
     print(f"platform: {QApplication.platformName()}")
 

@@ -34,7 +34,6 @@ from pathlib import Path, PurePosixPath
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from imprint_desktop.core.research.sources import written  # noqa: E402 - the Sources block
 
 SHARE = ROOT / "bench" / "document-share"
 QUESTIONS = ROOT / "bench" / "document-share-questions.json"
@@ -109,7 +108,7 @@ def ask(case: Case, model: Path, source: Path, extra: list[str], home: Path) -> 
         )
     result = json.loads(done.stdout)
     sources = {item["source"] for item in result["evidence"]}
-    text = written(result["answer"])
+    text = str(result["answer"])
     fact, stale = (
         _norm(case.fact) in _norm(text),
         bool(case.stale) and _norm(case.stale) in _norm(text),

@@ -47,7 +47,7 @@ from imprint_desktop.core.models import (  # noqa: E402
 from imprint_desktop.core.resources import starter_model_path  # noqa: E402
 from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState  # noqa: E402
 from imprint_desktop.engine.downloads import DownloadManager  # noqa: E402
-from imprint_desktop.ui.download_status import DownloadQueue, DownloadStatusWidget  # noqa: E402
+from imprint_desktop.ui.model_manager.download_status import DownloadQueue, DownloadStatusWidget  # noqa: E402
 from tests.support.hub_server import HubServer  # noqa: E402
 
 TARGET_RATIO = 0.9

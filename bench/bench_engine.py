@@ -29,7 +29,7 @@ from imprint_desktop.core.cancel import CancelToken  # noqa: E402
 from imprint_desktop.core.config import NetworkConfig  # noqa: E402
 from imprint_desktop.core.net import make_async_client  # noqa: E402
 from imprint_desktop.core.providers.base import ToolCall  # noqa: E402
-from imprint_desktop.core.providers.remote import RemoteProvider  # noqa: E402
+from imprint_desktop.core.providers.remote.client import RemoteProvider  # noqa: E402
 from imprint_desktop.core.research import events as ev  # noqa: E402
 from imprint_desktop.core.research.engine import ResearchEngine  # noqa: E402
 from imprint_desktop.core.research.novelty import (  # noqa: E402

@@ -313,11 +313,8 @@ class Imprint:
 
 
 def _written(result: dict[str, Any]) -> str:
-    """What the model wrote: the answer without the Sources the engine adds under it."""
-    answer = str(result["answer"])
-    for heading in ("Sources:", "Passages found (not cited):"):
-        answer = answer.split(f"\n\n{heading}\n", 1)[0]
-    return answer
+    """What the model wrote: the answer's text (its sources are a field of their own)."""
+    return str(result["answer"])
 
 
 # --- the run ------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from imprint_desktop.core.config import Config  # noqa: E402
 from imprint_desktop.core.providers.base import CompletionRequest, Message, ToolCall  # noqa: E402
 from imprint_desktop.core.providers.estimate import estimate_tokens  # noqa: E402
 from imprint_desktop.core.providers.local.provider import load_local_provider  # noqa: E402
-from imprint_desktop.core.providers.remote import RemoteProvider  # noqa: E402
+from imprint_desktop.core.providers.remote.client import RemoteProvider  # noqa: E402
 from imprint_desktop.core.research import prompts  # noqa: E402
 from imprint_desktop.core.resources import starter_model_path  # noqa: E402
 from imprint_desktop.core.tools.specs import SPECS  # noqa: E402

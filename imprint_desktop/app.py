@@ -26,11 +26,11 @@ from PySide6.QtWidgets import QApplication
 from imprint_desktop import APP_ID, APP_NAME, __version__
 from imprint_desktop.core import resources
 from imprint_desktop.engine.bridge import EngineBridge
-from imprint_desktop.engine.work import ProviderFactory
+from imprint_desktop.engine.services import ProviderFactory
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
+from imprint_desktop.ui.model_manager.welcome import maybe_show_welcome, needs_welcome
 from imprint_desktop.ui.theme import apply_theme
-from imprint_desktop.ui.welcome import maybe_show_welcome, needs_welcome
 
 if TYPE_CHECKING:
     from imprint_desktop.engine.downloads import DownloadManager

@@ -28,7 +28,7 @@ import traceback
 from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from imprint_desktop.commands.fetch_consent import is_terminal, terminal_consent
 from imprint_desktop.core import assistant
@@ -42,12 +42,12 @@ from imprint_desktop.core.errors import (
     SettingsError,
     WorkspaceMissingError,
 )
-from imprint_desktop.core.history import HistoryStore, ReplyRecorder, conversation_title
+from imprint_desktop.core.history import HistoryStore
 from imprint_desktop.core.net import make_async_client
-from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.handler import EventHandler
-from imprint_desktop.core.research.report_html import report_writer
+from imprint_desktop.core.research.record.page import report_writer
+from imprint_desktop.core.research.sources import with_sources
 from imprint_desktop.core.research.trace import TraceWriter, fan_out
 from imprint_desktop.core.research.wording import phase_words, stop_words
 from imprint_desktop.core.shown_text import terminal_safe
@@ -56,6 +56,11 @@ from imprint_desktop.core.workspace import Workspace
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
+
+if TYPE_CHECKING:
+    import httpx
+
+    from imprint_desktop.core.providers.base import Provider
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -272,57 +277,91 @@ def _open_trace(path: Path | None) -> TraceWriter | None:
 async def _ask(
     prepared: _Run, api_key: str | None, cancel: CancelToken, err: TextIO
 ) -> ev.ReplyResult:
-    args, config, root, trace = prepared.args, prepared.config, prepared.root, prepared.trace
+    args, config, trace = prepared.args, prepared.config, prepared.trace
     loop = asyncio.get_running_loop()
     _install_interrupt(loop, cancel, args, err)
-    http = make_async_client(config.network)
+    answers: list[str] = list(args.answer)
+
+    async def ask(call_id: str, question: str) -> str:
+        if answers:
+            return answers.pop(0)
+        print(f"\n{terminal_safe(question)}\n> ", end="", file=err, flush=True)
+        line = await _read_line()
+        return line.rstrip("\r\n")
+
+    progress = _Progress(err) if err.isatty() and not args.json else None
+    consent = terminal_consent(
+        allow_fetch=args.allow_fetch,
+        interactive=is_terminal(sys.stdin),
+        err=err,
+        read_line=_read_line,
+    )
+    front = assistant.ReplyFront(
+        sink=fan_out([trace, progress, report_writer(args.report, err)]),
+        ask=ask,
+        consent=lambda _conversation: consent,
+    )
+    services = _OneRun(prepared.root, api_key, err)
     try:
-        provider = await _unless_stopped(
-            assistant.open_provider(config, http, api_key=api_key, cancel=cancel),
+        with _history(args, err) as (history, conversation):
+            result = await assistant.run_reply(
+                args.question,
+                config=config,
+                cancel=cancel,
+                services=services,
+                front=front,
+                history=history,
+                conversation=conversation,
+            )
+    finally:
+        await services.aclose()
+    if args.trace:
+        result = _with_trace(result, str(args.trace))
+    return result
+
+
+class _OneRun:
+    """The client, the model and the workspace of one ``imprint ask``: opened for it, closed
+    after it (:meth:`aclose`)."""
+
+    def __init__(self, root: Path, api_key: str | None, err: TextIO) -> None:
+        self._root, self._api_key, self._err = root, api_key, err
+        self._http: httpx.AsyncClient | None = None
+        self._provider: Provider | None = None
+        self._workspace: Workspace | None = None
+
+    def http(self, config: Config) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = make_async_client(config.network)
+        return self._http
+
+    async def provider(self, config: Config, cancel: CancelToken) -> Provider:
+        self._provider = await _unless_stopped(
+            assistant.open_provider(
+                config, self.http(config), api_key=self._api_key, cancel=cancel
+            ),
             cancel,
             # A local model's loading thread watches the token itself and ends soon after it.
             stop_the_wait=chosen_model(config).remote,
         )
-        if note := assistant.provider_note(provider):
-            print(f"imprint: {terminal_safe(note)}", file=err, flush=True)
+        if note := assistant.provider_note(self._provider):
+            print(f"imprint: {terminal_safe(note)}", file=self._err, flush=True)
+        return self._provider
+
+    async def ready_workspace(self, config: Config, cancel: CancelToken) -> Workspace:
+        self._workspace = Workspace.from_config(self._root, config.workspace)
+        await assistant.prepare_workspace(self._workspace, cancel)
+        return self._workspace
+
+    async def aclose(self) -> None:
         try:
-            with Workspace.from_config(root, config.workspace) as workspace:
-                await assistant.prepare_workspace(workspace, cancel)
-                answers: list[str] = list(args.answer)
-
-                async def ask(call_id: str, question: str) -> str:
-                    if answers:
-                        return answers.pop(0)
-                    print(f"\n{terminal_safe(question)}\n> ", end="", file=err, flush=True)
-                    line = await _read_line()
-                    return line.rstrip("\r\n")
-
-                progress = _Progress(err) if err.isatty() and not args.json else None
-                with _history(args, err) as (recorder, earlier):
-                    result = await assistant.research(
-                        args.question,
-                        provider=provider,
-                        config=config,
-                        workspace=workspace,
-                        http=http,
-                        cancel=cancel,
-                        ask=ask,
-                        consent=terminal_consent(
-                            allow_fetch=args.allow_fetch,
-                            interactive=is_terminal(sys.stdin),
-                            err=err,
-                            read_line=_read_line,
-                        ),
-                        sink=fan_out([trace, progress, recorder, report_writer(args.report, err)]),
-                        history=earlier,
-                    )
+            if self._workspace is not None:
+                self._workspace.close()
+            if self._provider is not None:
+                await self._provider.aclose()
         finally:
-            await provider.aclose()
-    finally:
-        await http.aclose()
-    if args.trace:
-        result = _with_trace(result, str(args.trace))
-    return result
+            if self._http is not None:
+                await self._http.aclose()
 
 
 async def _unless_stopped(work: Awaitable[T], cancel: CancelToken, *, stop_the_wait: bool) -> T:
@@ -350,29 +389,22 @@ async def _unless_stopped(work: Awaitable[T], cancel: CancelToken, *, stop_the_w
 @contextlib.contextmanager
 def _history(
     args: argparse.Namespace, err: TextIO
-) -> Iterator[tuple[ReplyRecorder | None, list[Message]]]:
-    """The reply's recorder in the chat history — in a new conversation named after the question,
-    or with ``--continue`` in the newest one — and that conversation's earlier questions and
-    answers; no recorder with ``--no-history`` or when the history cannot be opened (a warning)."""
+) -> Iterator[tuple[HistoryStore | None, int | None]]:
+    """The chat history the reply is kept in, and the conversation it continues with
+    ``--continue`` (the newest one; None: a new one named after the question); no history with
+    ``--no-history`` or when it cannot be opened (a warning)."""
     if args.no_history:
-        yield None, []
+        yield None, None
         return
     try:
         store = HistoryStore()
         newest = store.conversations()[:1] if args.follow_up else []
-        if newest:
-            conversation = newest[0].id
-            earlier = store.chat_messages(conversation)
-        else:
-            conversation = store.create_conversation(conversation_title(args.question))
-            earlier = []
-        recorder = store.start_reply(conversation, args.question)
     except (OSError, sqlite3.Error) as error:
         print(f"warning: the reply is not kept in the chat history: {error}", file=err)
-        yield None, []
+        yield None, None
         return
     try:
-        yield recorder, earlier
+        yield store, newest[0].id if newest else None
     finally:
         store.close()
 
@@ -432,7 +464,7 @@ def _print_ending(ending: _Ending, args: argparse.Namespace, out: TextIO, err: T
     result = ending.result
     if result is None:
         return  # the reason is on stderr already
-    print(terminal_safe(result.answer), file=out, flush=True)
+    print(terminal_safe(with_sources(result.answer, result.sources)), file=out, flush=True)
     tokens = result.tokens
     if result.error:
         print(f"imprint: {terminal_safe(result.error)}", file=err)

@@ -28,7 +28,7 @@ from imprint_desktop.core.config import Config
 from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.handler import EventHandler
-from imprint_desktop.core.research.sources import written
+from imprint_desktop.core.research.sources import SOURCES_HEADING, UNCITED_HEADING
 from imprint_desktop.core.research.trace import trace_json, trace_line
 
 SCHEMA = """
@@ -45,7 +45,7 @@ CREATE TABLE IF NOT EXISTS replies (
     status TEXT NOT NULL,          -- running | finished | interrupted
     stop_reason TEXT,
     final_mode TEXT,
-    answer TEXT,
+    answer TEXT,                   -- the answer's text; its sources are in result
     error TEXT,
     result TEXT,                   -- the ReplyResult as JSON
     started REAL NOT NULL,
@@ -67,8 +67,9 @@ CREATE TABLE IF NOT EXISTS evidence (
     PRIMARY KEY (reply_id, id)
 );
 CREATE INDEX IF NOT EXISTS replies_by_conversation ON replies(conversation_id, id);
-PRAGMA user_version = 1;
 """
+#: 2: answers are kept without their Sources block (the sources are the result's own field).
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,7 @@ class StoredReply:
     finished: float | None
     evidence: tuple[ev.EvidenceItemView, ...]
     workspace: str | None = None  # the folder researched; None in older histories
+    sources: tuple[ev.SourceView, ...] = ()  # what the answer rests on, shown under it
 
     @property
     def interrupted(self) -> bool:
@@ -123,6 +125,21 @@ class HistoryStore:
             except sqlite3.OperationalError as error:  # another process added it just now
                 if "duplicate column" not in str(error):
                     raise
+        self._upgrade()
+
+    def _upgrade(self) -> None:
+        """Bring a history written by an older Imprint to :data:`SCHEMA_VERSION`: answers kept
+        with their Sources block written in lose it (their result keeps the sources)."""
+        with self.transaction() as db:
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            if version >= SCHEMA_VERSION:
+                return
+            rows = db.execute("SELECT id, answer FROM replies WHERE answer IS NOT NULL").fetchall()
+            for stored_id, answer in rows:
+                kept = _without_sources_block(answer)
+                if kept != answer:
+                    db.execute("UPDATE replies SET answer = ? WHERE id = ?", (kept, stored_id))
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     # --- connections ----------------------------------------------------------------------------
 
@@ -204,7 +221,7 @@ class HistoryStore:
             self._db()
             .execute(
                 """SELECT id, conversation_id, question, status, stop_reason, final_mode, answer,
-                      error, started, finished, workspace
+                      error, started, finished, workspace, result
                FROM replies WHERE conversation_id = ? ORDER BY id""",
                 (conversation_id,),
             )
@@ -212,24 +229,24 @@ class HistoryStore:
         )
         return [_reply(row, self._evidence(row[0])) for row in rows]
 
-    def reply(self, reply_id: int) -> StoredReply:
+    def reply(self, stored_id: int) -> StoredReply:
         row = (
             self._db()
             .execute(
                 """SELECT id, conversation_id, question, status, stop_reason, final_mode, answer,
-                      error, started, finished, workspace FROM replies WHERE id = ?""",
-                (reply_id,),
+                      error, started, finished, workspace, result FROM replies WHERE id = ?""",
+                (stored_id,),
             )
             .fetchone()
         )
         if row is None:
-            raise KeyError(reply_id)
-        return _reply(row, self._evidence(reply_id))
+            raise KeyError(stored_id)
+        return _reply(row, self._evidence(stored_id))
 
-    def trace(self, reply_id: int) -> list[dict[str, object]]:
+    def trace(self, stored_id: int) -> list[dict[str, object]]:
         rows = (
             self._db()
-            .execute("SELECT line FROM reply_trace WHERE reply_id = ? ORDER BY seq", (reply_id,))
+            .execute("SELECT line FROM reply_trace WHERE reply_id = ? ORDER BY seq", (stored_id,))
             .fetchall()
         )
         return [json.loads(line) for (line,) in rows]
@@ -238,9 +255,8 @@ class HistoryStore:
         """Earlier questions and answers, for the next reply's prompt."""
         messages: list[Message] = []
         for reply in self.replies(conversation_id):
-            if reply.answer:  # as the model wrote it: the Sources block is the engine's
-                answer = written(reply.answer)
-                messages += [Message("user", reply.question), Message("assistant", answer)]
+            if reply.answer:
+                messages += [Message("user", reply.question), Message("assistant", reply.answer)]
         return messages
 
     def mark_interrupted(self) -> int:
@@ -268,12 +284,12 @@ class HistoryStore:
         assert cursor.lastrowid is not None
         return ReplyRecorder(self, cursor.lastrowid)
 
-    def _evidence(self, reply_id: int) -> tuple[ev.EvidenceItemView, ...]:
+    def _evidence(self, stored_id: int) -> tuple[ev.EvidenceItemView, ...]:
         rows = (
             self._db()
             .execute(
                 "SELECT id, source, location, excerpt FROM evidence WHERE reply_id = ? ORDER BY id",
-                (reply_id,),
+                (stored_id,),
             )
             .fetchall()
         )
@@ -281,11 +297,11 @@ class HistoryStore:
 
 
 def _reply(row: tuple[Any, ...], evidence: tuple[ev.EvidenceItemView, ...]) -> StoredReply:
-    reply_id, conversation_id, question, status, stop, mode, answer, error, started, ended = row[
+    stored_id, conversation_id, question, status, stop, mode, answer, error, started, ended = row[
         :10
     ]
     return StoredReply(
-        reply_id,
+        stored_id,
         conversation_id,
         question,
         status,
@@ -297,16 +313,47 @@ def _reply(row: tuple[Any, ...], evidence: tuple[ev.EvidenceItemView, ...]) -> S
         ended,
         evidence,
         row[10],
+        _sources(row[11]),
     )
+
+
+def _sources(result: str | None) -> tuple[ev.SourceView, ...]:
+    """The sources kept in a reply's result JSON (none for a reply that never finished)."""
+    try:
+        kept = json.loads(result) if result else {}
+    except ValueError:
+        return ()
+    listed = kept.get("sources") if isinstance(kept, dict) else None
+    if not isinstance(listed, list):
+        return ()
+    return tuple(
+        ev.SourceView(
+            int(entry.get("id", 0)),
+            str(entry.get("source", "")),
+            str(entry.get("location", "")),
+            str(entry.get("title", "")),
+            bool(entry.get("cited", False)),
+            str(entry.get("excerpt", "")),
+        )
+        for entry in listed
+        if isinstance(entry, dict)
+    )
+
+
+def _without_sources_block(answer: str) -> str:
+    """An answer an older Imprint kept with its Sources block written in, without it."""
+    for heading in (SOURCES_HEADING, UNCITED_HEADING):
+        answer = answer.split(f"\n\n{heading}\n", 1)[0]
+    return answer
 
 
 class ReplyRecorder(EventHandler):
     """An event sink that writes one reply into the history as it happens: every trace line, the
     evidence as it is found, and the result at the end."""
 
-    def __init__(self, store: HistoryStore, reply_id: int) -> None:
+    def __init__(self, store: HistoryStore, stored_id: int) -> None:
         self.store = store
-        self.reply_id = reply_id
+        self.stored_id = stored_id  # the reply's row
         self._seq = 0
 
     def __call__(self, event: ev.Event) -> None:
@@ -341,13 +388,13 @@ class ReplyRecorder(EventHandler):
                 self._seq += 1
                 db.execute(
                     "INSERT INTO reply_trace (reply_id, seq, line) VALUES (?, ?, ?)",
-                    (self.reply_id, self._seq, trace_json(line)),
+                    (self.stored_id, self._seq, trace_json(line)),
                 )
             db.executemany(
                 "INSERT OR REPLACE INTO evidence (reply_id, id, source, location, excerpt) "
                 "VALUES (?, ?, ?, ?, ?)",
                 [
-                    (self.reply_id, item.id, item.source, item.location, item.excerpt)
+                    (self.stored_id, item.id, item.source, item.location, item.excerpt)
                     for item in evidence
                 ],
             )
@@ -362,7 +409,7 @@ class ReplyRecorder(EventHandler):
                         result.error,
                         json.dumps(result.to_json(), ensure_ascii=False),
                         time.time(),
-                        self.reply_id,
+                        self.stored_id,
                     ),
                 )
 
@@ -374,5 +421,5 @@ class ReplyRecorder(EventHandler):
         with self.store.transaction() as db:
             db.execute(
                 "UPDATE replies SET workspace = ? WHERE id = ? AND workspace IS NULL",
-                (str(folder), self.reply_id),
+                (str(folder), self.stored_id),
             )

@@ -51,7 +51,7 @@ from imprint_desktop.core.consent import Decision
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.host import EngineHost
 from imprint_desktop.engine.relay import Relay
-from imprint_desktop.engine.work import ProviderFactory
+from imprint_desktop.engine.services import ProviderFactory
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The engine thread: a QThread owning an asyncio loop and, on it, the history and the resources.
+"""The engine thread: a QThread owning an asyncio loop and, on it, the history and the services.
 
 Everything slow happens here, never on the GUI thread: loading a model, updating the workspace
 index, research itself, and every history read and write (SQLite connections belong to the thread
@@ -7,10 +7,11 @@ that opened them, so the whole :class:`HistoryStore` lives on this thread).
 The GUI talks to it only through :class:`~imprint_desktop.engine.bridge.EngineBridge`, which calls
 the methods under "called from the GUI thread" (each thread-safe: it queues work on the loop) and
 receives frozen payloads through ``emit``. The host hands each job what it uses — a
-:class:`~.reply.ReplyJob` the history store, the shared :class:`~.resources.EngineResources` and the
-:class:`~.reply.ConversationMemory`; a history job the store — and no job calls back into the host.
-Replies run one at a time, each ending through :meth:`~.reply.ReplyJob.run`; every other job runs
-under :meth:`EngineHost._submit`, where an exception becomes the payload that words its failure.
+:class:`~.reply_job.ReplyJob` the history store, the shared :class:`~.services.EngineServices`
+and the :class:`~.reply_job.ConversationMemory`; a history job the store — and no job calls back
+into the host. Replies run one at a time, each ending through :meth:`~.reply_job.ReplyJob.run`;
+every other job runs under :meth:`EngineHost._submit`, where an exception becomes the payload that
+words its failure.
 
 The loop is created with the host so work can be queued before the thread has started; the HTTP
 client is created and closed inside the loop. :meth:`EngineHost.stop` asks the loop to finish:
@@ -34,9 +35,8 @@ from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.consent import Decision
 from imprint_desktop.engine import jobs
 from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.reply import ConversationMemory, ReplyJob, require
-from imprint_desktop.engine.resources import EngineResources
-from imprint_desktop.engine.work import ProviderFactory, open_default_provider
+from imprint_desktop.engine.reply_job import ConversationMemory, ReplyJob, require
+from imprint_desktop.engine.services import EngineServices, ProviderFactory, open_default_provider
 
 if TYPE_CHECKING:  # imported on the engine thread, where it is used, to keep startup fast
     from imprint_desktop.core.config import Config
@@ -85,7 +85,7 @@ class EngineHost(QThread):
         self._stopping = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._history: HistoryStore | None = None
-        self._resources = EngineResources(emit, provider_factory or open_default_provider, api_key)
+        self._services = EngineServices(emit, provider_factory or open_default_provider, api_key)
         self._memory = ConversationMemory()
         self._replies: dict[int, ReplyJob] = {}  # started and not yet ended, by reply id
         self._reply_lock = asyncio.Lock()
@@ -96,7 +96,7 @@ class EngineHost(QThread):
 
     def stop(self) -> None:
         """Ask the loop to cancel its jobs, close what it owns and return."""
-        self._resources.stop_indexing()
+        self._services.stop_indexing()
         self._call(self._stopping.set)
 
     def start_reply(
@@ -128,17 +128,17 @@ class EngineHost(QThread):
         self._call(self._deliver, reply_id, call_id, lambda reply: reply.decide(call_id, decision))
 
     def load_model(self, config: Config) -> None:
-        resources = self._resources
-        self._submit(lambda: resources.warm_up(config), jobs.model_failed(config))
+        services = self._services
+        self._submit(lambda: services.warm_up(config), jobs.model_failed(config))
 
     def index_workspace(self, config: Config) -> None:
         """Update the index; the update ends with its own terminal IndexStatus."""
-        resources, emit = self._resources, self._emit
-        self._submit(lambda: resources.update_index(config, emit), jobs.index_failed(config))
+        services, emit = self._services, self._emit
+        self._submit(lambda: services.update_index(config, emit), jobs.index_failed(config))
 
     def test_connection(self, config: Config) -> None:
         async def work() -> None:
-            self._emit(await self._resources.test_connection(config))
+            self._emit(await self._services.test_connection(config))
 
         self._submit(work, jobs.connection_failed(config))
 
@@ -231,7 +231,7 @@ class EngineHost(QThread):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self._resources.aclose()
+        await self._services.aclose()
         if self._history is not None:
             self._history.close()
 
@@ -252,7 +252,7 @@ class EngineHost(QThread):
         self._replies[reply.reply_id] = reply
         try:
             async with self._reply_lock:
-                await reply.run(self._history, self._resources, self._memory)
+                await reply.run(self._history, self._services, self._memory)
         finally:
             del self._replies[reply.reply_id]
 

@@ -15,13 +15,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from imprint_desktop.core.research.sources import with_sources
 from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.work import sentence
+from imprint_desktop.engine.error_words import sentence
 
 if TYPE_CHECKING:
     from imprint_desktop.core.config import Config
     from imprint_desktop.core.history import HistoryStore, StoredReply
-    from imprint_desktop.engine.reply import ConversationMemory
+    from imprint_desktop.engine.reply_job import ConversationMemory
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +95,8 @@ def conversation_markdown(title: str, replies: tuple[StoredReply, ...]) -> str:
         parts.append(f"## {reply.question}\n")
         if reply.interrupted:
             parts.append("*This reply was interrupted before it finished.*\n")
-        parts.append((reply.answer or reply.error or "(no answer)").strip() + "\n")
-        if reply.evidence:
-            parts.append("**Sources**\n")
-            parts += [
-                f"{item.id}. {item.source} {item.location}".rstrip() for item in reply.evidence
-            ]
-            parts.append("")
+        answer = (reply.answer or reply.error or "(no answer)").strip()
+        parts.append(with_sources(answer, reply.sources) + "\n")
     return "\n".join(parts).rstrip() + "\n"
 
 

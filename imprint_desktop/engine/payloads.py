@@ -36,6 +36,7 @@ class ReplyOpened:
     conversation_id: int
     stored_id: int  # the reply's row in the history
     conversation_created: bool = False
+    workspace: str | None = None  # the folder it researches (its citations open from it)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,24 +33,24 @@ from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.banner import ProblemsBanner, welcome_html
-from imprint_desktop.ui.chat_view import ChatView
-from imprint_desktop.ui.composer import Composer
-from imprint_desktop.ui.consent_card import ConsentCard
-from imprint_desktop.ui.conversations import ConversationsPane
-from imprint_desktop.ui.document_viewer import SourceViewer
-from imprint_desktop.ui.evidence_opener import EvidenceOpener
-from imprint_desktop.ui.question_card import QuestionCard
-from imprint_desktop.ui.research_panel import ResearchPanel
-from imprint_desktop.ui.session import ChatSession
-from imprint_desktop.ui.toolbar import ResearchToolbar
+from imprint_desktop.ui.chat.banner import ProblemsBanner, welcome_html
+from imprint_desktop.ui.chat.chat_session import ChatSession
+from imprint_desktop.ui.chat.composer import Composer
+from imprint_desktop.ui.chat.consent_card import ConsentCard
+from imprint_desktop.ui.chat.conversations import ConversationsPane
+from imprint_desktop.ui.chat.document_viewer import SourceViewer
+from imprint_desktop.ui.chat.evidence_opener import EvidenceOpener
+from imprint_desktop.ui.chat.question_card import QuestionCard
+from imprint_desktop.ui.chat.toolbar import ResearchToolbar
+from imprint_desktop.ui.chat.view import ChatView
+from imprint_desktop.ui.research_panel.panel import ResearchPanel
 
 if TYPE_CHECKING:  # the model store and the dialogs load after the first paint, when needed
     from imprint_desktop.engine.download_payloads import JobEnded
     from imprint_desktop.engine.downloads import DownloadManager
     from imprint_desktop.settings.secrets import SecretStore
-    from imprint_desktop.ui.model_manager import ModelManagerWindow
-    from imprint_desktop.ui.preferences import PreferencesDialog
+    from imprint_desktop.ui.model_manager.manager import ModelManagerWindow
+    from imprint_desktop.ui.preferences.dialog import PreferencesDialog
 
 
 class MainWindow(QMainWindow):
@@ -221,7 +221,7 @@ class MainWindow(QMainWindow):
 
     def attach_downloads(self, downloads: DownloadManager) -> None:
         """Add the Model menu (Ctrl+M opens the model manager) and the download status."""
-        from imprint_desktop.ui.download_status import DownloadStatusWidget  # noqa: PLC0415
+        from imprint_desktop.ui.model_manager.download_status import DownloadStatusWidget  # noqa: PLC0415
 
         self.downloads = downloads
         model_menu = QMenu("&Model", self)
@@ -251,7 +251,7 @@ class MainWindow(QMainWindow):
         """Show the model manager (one per window; closing it leaves downloads running)."""
         if self.downloads is None:
             return None
-        from imprint_desktop.ui.model_manager import ModelManagerWindow  # noqa: PLC0415
+        from imprint_desktop.ui.model_manager.manager import ModelManagerWindow  # noqa: PLC0415
 
         if self.model_manager is None:
             self.model_manager = ModelManagerWindow(self.downloads, self._store, self)
@@ -263,7 +263,7 @@ class MainWindow(QMainWindow):
     @Slot()
     def open_preferences(self) -> PreferencesDialog:
         """Show the preferences dialog (one at a time) and return it."""
-        from imprint_desktop.ui.preferences import PreferencesDialog  # noqa: PLC0415
+        from imprint_desktop.ui.preferences.dialog import PreferencesDialog  # noqa: PLC0415
 
         if self.preferences is None:
             if callable(self._secrets):

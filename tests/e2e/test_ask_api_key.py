@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from imprint_desktop.core.research.sources import written
 from tests.e2e.conftest import Imprint
 from tests.support.ask_command import ANSWER, ask, ask_user, search, the_json_result
 from tests.support.openai_server import OpenAIServer, Reply
@@ -52,7 +51,7 @@ def test_the_api_key_reaches_the_server_and_nowhere_else(
         requests = server.requests
         server.assert_protocol_complete()
     assert result.returncode == 0, result.stderr[-2000:]
-    assert written(the_json_result(result.stdout)["answer"]) == ANSWER
+    assert the_json_result(result.stdout)["answer"] == ANSWER
     assert requests and all(r.headers.get("authorization") == f"Bearer {SECRET}" for r in requests)
     assert SECRET not in result.stdout + result.stderr
     # tmp_path holds the config and data folders, the workspace and the trace.

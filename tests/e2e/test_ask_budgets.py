@@ -20,7 +20,6 @@ import pytest
 
 from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.providers.estimate import estimate_tokens
-from imprint_desktop.core.research.sources import written
 from tests.e2e.conftest import Imprint
 from tests.support.ask_command import (
     FALLBACK_PREFIX,
@@ -141,7 +140,7 @@ def test_a_server_ignoring_max_tokens_is_cut_at_the_allowance_and_charged_within
     assert payload["tokens"]["charged"] <= 2500
     # Cut there, as a server honouring the allowance would have stopped: the final completes it.
     assert openai_server.chat_requests()[0].json["max_tokens"] == 256
-    assert estimate_tokens(written(payload["answer"])) < 400
+    assert estimate_tokens(payload["answer"]) < 400
 
 
 def completion_json(message: dict[str, Any], finish_reason: str = "stop") -> dict[str, Any]:
@@ -226,7 +225,7 @@ def test_hidden_reasoning_is_charged_and_never_the_answer(
     trace, args = traced(tmp_path)
     result, payload = ask(imprint, openai_server, workspace, *args)
     assert result.returncode == 0 and payload["stop_reason"] == "answered"
-    assert written(payload["answer"]) == "Ada Quill [1]."
+    assert payload["answer"] == "Ada Quill [1]."
     assert "think" not in payload["answer"]
     (request,) = requests_of(checked(trace, payload))
     assert request["output_tokens"] >= estimate_tokens(THINKING), request
@@ -376,7 +375,7 @@ def test_tool_call_markup_written_as_text_is_the_call_it_is(
     trace, args = traced(tmp_path)
     result, payload = ask(imprint, openai_server, workspace, *args)
     assert result.returncode == 0 and payload["stop_reason"] == "answered", payload
-    assert written(payload["answer"]) == "Ada Quill [1]."
+    assert payload["answer"] == "Ada Quill [1]."
     (searched,) = tool_results(openai_server.chat_requests()[1]).values()
     assert "Ada Quill" in searched
     assert [t["name"] for t in of_type(checked(trace, payload), "tool")] == ["search_workspace"]
@@ -416,7 +415,7 @@ def test_a_cut_answer_completed_from_condensed_notes_is_not_glued_to_a_whole_new
     assert result.returncode == 0, result.stderr[-2000:]
     assert payload["final_mode"] == "model"
     assert requests_of(checked(trace, payload, seeded=True), "condense"), "the final condensed"
-    assert written(payload["answer"]) == "Ada Quill was the last keeper; she left in 1971 [1]."
+    assert payload["answer"] == "Ada Quill was the last keeper; she left in 1971 [1]."
 
 
 def test_a_cut_answer_whose_completion_fails_is_the_labelled_fallback(

@@ -14,9 +14,9 @@ import pytest
 
 from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.research.final import FALLBACK_LABEL
-from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.research.trace import read_trace
 from tests.e2e.conftest import Imprint
+from tests.support import ask_command
 from tests.support.ask_command import the_json_ending
 from tests.support.openai_server import OpenAIServer, Reply, Usage
 
@@ -29,18 +29,10 @@ SAMPLE = Path(__file__).resolve().parents[2] / "resources" / "sample-workspace"
 def ask(
     imprint: Imprint, server: OpenAIServer, workspace: Path, *extra: str, stdin: str = ""
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
-    result = imprint(
-        "ask",
-        "Who was the last keeper?",
-        "--workspace",
-        str(workspace),
-        "--base-url",
-        server.base_url,
-        "--json",
-        *extra,
-        stdin=stdin,
+    result = ask_command.ask(
+        imprint, server, workspace, *extra, question="Who was the last keeper?", stdin=stdin,
         timeout=120,
-    )
+    )  # fmt: skip
     try:
         payload = json.loads(result.stdout)
     except json.JSONDecodeError:
@@ -63,7 +55,7 @@ def test_research_then_answer(
     result, payload = ask(imprint, openai_server, workspace, "--trace", str(trace))
     assert result.returncode == 0, result.stderr
     assert payload is not None
-    assert written(payload["answer"]) == "The last keeper was Ada Quill [1]."
+    assert payload["answer"] == "The last keeper was Ada Quill [1]."
     assert (payload["final_mode"], payload["stop_reason"], payload["rounds"]) == (
         "model",
         "answered",
@@ -191,7 +183,7 @@ def test_repeated_evidence_stops_with_a_final_answer(
     )
     assert result.returncode == 0, result.stderr
     assert payload is not None and payload["stop_reason"] == "no_progress"
-    assert payload["rounds"] == 4 and written(payload["answer"]) == "Ada Quill [1]."
+    assert payload["rounds"] == 4 and payload["answer"] == "Ada Quill [1]."
     final = openai_server.chat_requests()[-1]
     assert "tools" not in final.json and "tool_choice" not in final.json
     assert final.json["max_tokens"] == 2048
@@ -213,7 +205,7 @@ def test_time_budget_cuts_a_stalled_stream_then_answers(
     assert result.returncode == 0, result.stderr
     assert payload is not None and payload["stop_reason"] == "time_budget"
     assert 10 <= payload["research_seconds"] < 12 and elapsed < 60
-    assert written(payload["answer"]) == "From the evidence: Ada Quill [1]."
+    assert payload["answer"] == "From the evidence: Ada Quill [1]."
 
 
 def test_sigint_stops_at_once_and_prints_what_it_has(

@@ -23,6 +23,7 @@ import pytest
 
 from imprint_desktop.core.providers.base import ToolCall
 from tests.e2e.conftest import Imprint
+from tests.support import ask_command
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("scripted_first_step")]
@@ -65,20 +66,9 @@ def ask(
     imprint: Imprint, server: OpenAIServer, workspace: Path, trace: Path, *extra: str
 ) -> dict[str, Any]:
     """Run `imprint ask --json` with stdin a pipe (not a terminal); the JSON result."""
-    result = imprint(
-        "ask",
-        QUESTION,
-        "--workspace",
-        str(workspace),
-        "--base-url",
-        server.base_url,
-        "--json",
-        "--trace",
-        str(trace),
-        *extra,
-        timeout=60,
+    result = ask_command.ask(
+        imprint, server, workspace, "--trace", str(trace), *extra, question=QUESTION
     )
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
     assert result.returncode == 0, result.stderr[-2000:]
     assert PROMPT not in result.stderr, "asked with no terminal to answer on"
     payload: dict[str, Any] = json.loads(result.stdout)

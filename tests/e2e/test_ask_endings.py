@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from imprint_desktop.core.research.sources import written
 from tests.e2e.conftest import Imprint
 from tests.support.ask_command import (
     ANSWER,
@@ -91,7 +90,7 @@ def test_every_ending_prints_the_full_json_result_and_its_exit_code(
     assert_trace_matches_result(read_trace(trace), payload)
     assert openai_server.remaining == 0, "the script was not used up: the run stopped early"
     if ending == "answered":
-        assert written(payload["answer"]) == ANSWER and payload["rounds"] == 1
+        assert payload["answer"] == ANSWER and payload["rounds"] == 1
         assert [item["source"] for item in payload["evidence"]] == ["keepers.md"]
     if ending == "error":
         assert isinstance(payload.get("error"), str) and "400" in payload["error"], payload
@@ -131,7 +130,7 @@ def test_a_time_budget_cuts_a_hanging_tool_and_the_rest_of_the_batch_is_not_exec
     payload = the_json_result(result.stdout)
     assert result.returncode == 0, result.stderr[-2000:]
     assert (payload["stop_reason"], payload["final_mode"]) == ("time_budget", "model")
-    assert written(payload["answer"]) == "From what was found: Ada Quill [1]."
+    assert payload["answer"] == "From what was found: Ada Quill [1]."
     assert 10 <= payload["research_seconds"] < 12.5 and elapsed < 40, (payload, elapsed)
     records = read_trace(trace)
     assert_trace_matches_result(records, payload)

@@ -17,6 +17,7 @@ from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.research import sources
 from imprint_desktop.core.research.trace import read_trace
 from tests.e2e.conftest import Imprint
+from tests.support import ask_command
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 
 pytestmark = pytest.mark.e2e
@@ -33,9 +34,9 @@ def ask(
     question: str = QUESTION,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     trace = tmp_path / "trace.jsonl"
-    result = imprint(
-        "ask", question, "--workspace", str(workspace), "--base-url", server.base_url,
-        "--trace", str(trace), *extra, timeout=120,
+    result = ask_command.ask(
+        imprint, server, workspace, "--trace", str(trace), *extra,
+        question=question, json_mode=False, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     payload = json.loads(result.stdout) if "--json" in extra else {"text": result.stdout}
@@ -77,13 +78,11 @@ def test_the_first_request_holds_the_seeded_passages_and_forces_no_tool_call(
         "model",
         0,
     )
-    assert sources.written(payload["answer"]) == "The last keeper was Ada Quill [1]."
-    assert payload["answer"].endswith(
-        f"{sources.SOURCES_HEADING}\n- [1] keepers.md, lines 1-5 — Keepers"
-    )
+    # The answer's text alone; its sources are a field of their own.
+    assert payload["answer"] == "The last keeper was Ada Quill [1]."
     assert payload["sources"] == [
         {"id": 1, "source": "keepers.md", "location": "lines 1-5", "title": "Keepers",
-         "cited": True},
+         "cited": True, "excerpt": ""},
     ]  # fmt: skip
     tools = [line for line in trace if line["type"] == "tool"]
     assert tools[0]["origin"] == "engine" and tools[0]["round"] == 0

@@ -13,7 +13,6 @@ import pytest
 
 from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.research.final import FALLBACK_LABEL
-from imprint_desktop.core.research.sources import written
 from tests.e2e.conftest import Imprint
 from tests.support.ask_command import of_type, search, tool_results
 from tests.support.ask_hostile import ask, read_trace_strictly, tools_offered
@@ -75,7 +74,7 @@ def test_the_same_tool_call_forever_stops_on_no_progress_with_a_final_answer(
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert payload["stop_reason"] == "no_progress" and payload["final_mode"] == "model"
-    assert written(payload["answer"]) == "From the evidence: Ada Quill [1]."
+    assert payload["answer"] == "From the evidence: Ada Quill [1]."
     assert payload["rounds"] == 3  # one round of news, then two of repeats
     requests = openai_server.chat_requests()
     assert len(requests) == 4 and not tools_offered(requests[-1])

@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from imprint_desktop.core.research.sources import written
 from tests.e2e.conftest import Imprint
 from tests.support.ask_command import of_type, tool_results
 from tests.support.ask_hostile import (
@@ -116,7 +115,7 @@ def test_an_event_stream_cut_inside_lines_and_characters_is_reassembled(
     openai_server.script(Reply.raw(*parts))
     result, payload = ask(imprint, openai_server, workspace)
     answered(result, payload)
-    assert written(payload["answer"]) == "Ada Quill — gardienne, née à Brest [1]."
+    assert payload["answer"] == "Ada Quill — gardienne, née à Brest [1]."
 
 
 def test_only_the_first_choice_is_used_and_odd_field_types_do_not_crash(
@@ -196,7 +195,7 @@ def test_a_server_that_ignores_stream_true_with_tool_calls_then_text(
     trace = tmp_path / "trace.jsonl"
     result, payload = ask(imprint, openai_server, workspace, "--trace", str(trace))
     answered(result, payload)
-    assert written(payload["answer"]) == "Ada Quill [1]; two blasts a minute [2]."
+    assert payload["answer"] == "Ada Quill [1]; two blasts a minute [2]."
     requests = openai_server.chat_requests()
     assert all(r.json["stream"] is True for r in requests)
     results = tool_results(requests[1])
@@ -245,7 +244,7 @@ def test_keepalive_comments_empty_choices_and_unknown_fields_are_ignored(
     trace = tmp_path / "trace.jsonl"
     result, payload = ask(imprint, openai_server, workspace, "--trace", str(trace))
     answered(result, payload)
-    assert written(payload["answer"]) == "Ada Quill kept the light."
+    assert payload["answer"] == "Ada Quill kept the light."
     assert "SECRET THOUGHTS" not in result.stdout
     (request,) = of_type(read_trace_strictly(trace), "request")
     assert request["estimated"] is False and request["output_tokens"] == 6
@@ -266,7 +265,7 @@ def test_blank_data_lines_are_not_chunks(
     )
     result, payload = ask(imprint, openai_server, workspace)
     answered(result, payload)
-    assert written(payload["answer"]) == "Ada Quill."
+    assert payload["answer"] == "Ada Quill."
 
 
 def test_a_stream_without_done_or_with_crlf_and_cr_line_ends_is_complete(
@@ -291,7 +290,7 @@ def test_a_stream_without_done_or_with_crlf_and_cr_line_ends_is_complete(
     )
     result, payload = ask(imprint, openai_server, workspace)
     answered(result, payload)
-    assert written(payload["answer"]) == "Ada Quill [1]."
+    assert payload["answer"] == "Ada Quill [1]."
     assert "Ada Quill" in tool_results(openai_server.chat_requests()[1])["cr_1"]
 
 
@@ -309,7 +308,7 @@ def test_finish_reason_length_keeps_the_text_and_cut_arguments_become_an_error(
     )
     result, payload = ask(imprint, openai_server, workspace)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert written(payload["answer"]) == "Ada Quill was the last keeper of Greyness Point [1]."
+    assert payload["answer"] == "Ada Quill was the last keeper of Greyness Point [1]."
     assert payload["stop_reason"] == "answered" and payload["final_mode"] == "model"
     _research, cut, final = openai_server.chat_requests()
     results = tool_results(cut)

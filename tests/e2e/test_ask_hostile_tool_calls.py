@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from imprint_desktop.core.providers.base import ToolCall
-from imprint_desktop.core.research.sources import written
 from tests.e2e.conftest import Imprint
 from tests.support.ask_command import of_type, search, tool_results
 from tests.support.ask_hostile import (
@@ -59,7 +58,7 @@ def test_malformed_arguments_each_get_their_own_error_and_the_valid_call_runs(
     trace = tmp_path / "trace.jsonl"
     result, payload = ask(imprint, openai_server, workspace, "--trace", str(trace))
     answered(result, payload)
-    assert written(payload["answer"]) == "The last keeper was Ada Quill [1]."
+    assert payload["answer"] == "The last keeper was Ada Quill [1]."
 
     second = openai_server.chat_requests()[1]
     assert [c["id"] for c in last_assistant_calls(second)] == list(calls)

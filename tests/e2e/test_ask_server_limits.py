@@ -26,6 +26,7 @@ import pytest
 
 from imprint_desktop.core.providers.base import ToolCall
 from tests.e2e.conftest import Imprint
+from tests.support import ask_command
 from tests.support.openai_server import MODELS_PATH, OpenAIServer, RecordedRequest, Reply, Usage
 
 pytestmark = pytest.mark.e2e
@@ -39,9 +40,10 @@ SCRIPTED = ("--set", "chat.research_first=false")  # these scenarios script ever
 def ask(
     imprint: Imprint, server: OpenAIServer, workspace: Path, trace: Path, *extra: str
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], list[dict[str, Any]]]:
-    args = ["ask", QUESTION, "--workspace", str(workspace), "--base-url", server.base_url]
-    result = imprint(*args, "--json", "--trace", str(trace), "--no-history", *extra, timeout=90)
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    result = ask_command.ask(
+        imprint, server, workspace, "--trace", str(trace), "--no-history", *extra,
+        question=QUESTION, timeout=90,
+    )  # fmt: skip
     payload = json.loads(result.stdout)
     records = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
     return result, payload, records

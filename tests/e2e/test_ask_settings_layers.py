@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from imprint_desktop.core.research.sources import written
 from tests.e2e.conftest import Imprint
 from tests.support.ask_command import ANSWER, ask, read_trace, search, the_json_result
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
@@ -69,7 +68,7 @@ def test_a_settings_file_that_does_not_parse_is_reported_and_left_alone(
     trace = tmp_path / "trace.jsonl"
     result = ask(imprint, openai_server, workspace, "--config", str(config), "--trace", str(trace))
     assert result.returncode == 0, result.stderr[-2000:]
-    assert written(the_json_result(result.stdout)["answer"]) == ANSWER
+    assert the_json_result(result.stdout)["answer"] == ANSWER
     assert "broken.toml" in result.stderr and "TOML" in result.stderr, result.stderr
     assert config.read_bytes() == before
     assert read_trace(trace)[0]["settings"]["chat.research_timeout_sec"] == 300

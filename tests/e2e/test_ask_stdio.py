@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from imprint_desktop.core.research.sources import written
 from tests.e2e.conftest import Imprint
 from tests.support.ask_command import (
     ANSWER,
@@ -45,8 +44,8 @@ def test_without_json_the_answer_alone_is_on_stdout_and_the_status_on_stderr(
     )
     result = ask(imprint, openai_server, workspace, json_mode=False, stdin="Greyness Point\n")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert written(result.stdout.strip()) == ANSWER, result.stdout
-    assert "Sources:\n- [1] keepers.md" in result.stdout  # under the answer, as in the window
+    # The answer, then its sources under it, as in the window.
+    assert result.stdout.startswith(f"{ANSWER}\n\nSources:\n- [1] keepers.md"), result.stdout
     assert "Which lighthouse?" in result.stderr and "Which lighthouse?" not in result.stdout
     assert "answered" in result.stderr, result.stderr
 
@@ -94,10 +93,7 @@ def test_answers_are_taken_in_order_then_stdin_then_end_of_file_says_no_answer(
     )
     assert result.returncode == 0, result.stderr[-2000:]
     payload = the_json_result(result.stdout)  # the questions did not reach stdout
-    assert (
-        written(payload["answer"]) == "Thanks for all four."
-        and payload["stop_reason"] == "answered"
-    )
+    assert payload["answer"] == "Thanks for all four." and payload["stop_reason"] == "answered"
     results = tool_results(openai_server.chat_requests()[-1])
     assert "from argv one" in results["q1"] and "from argv two" in results["q2"], results
     assert "from stdin three" in results["q3"], results
@@ -134,7 +130,7 @@ def test_time_waiting_for_the_person_is_user_wait_not_research_time(
         process.stdin.flush()
         assert process.wait(timeout=60) == 0, err.text()[-2000:]
         payload = the_json_result(out.text())
-    assert written(payload["answer"]) == ANSWER
+    assert payload["answer"] == ANSWER
     assert payload["user_wait_seconds"] >= delay - 0.01, (payload, delay)
     # The wait covered at least `delay`; research itself (two instant requests) took far less.
     assert payload["research_seconds"] < delay, (payload, delay)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,10 +35,14 @@ def test_window_opens_and_closes_cleanly(imprint: Imprint, display: str, tmp_pat
     assert result.returncode == 0, result.stderr
     image = QImage(str(picture))
     assert image.width() >= 600 and image.height() >= 400
-    colours = {
-        image.pixel(x, y) for x in range(0, image.width(), 17) for y in range(0, image.height(), 17)
-    }
-    assert len(colours) > 3, "the window drew something, not a blank rectangle"
+    # The window's three panes (conversations, the chat, the research panel) each stand out from
+    # the window's own colour (its left margin's) down most of its height: each is drawn, and
+    # they are laid out side by side.
+    backdrop = Counter(image.pixel(1, y) for y in range(image.height())).most_common(1)[0][0]
+    for share in (0.1, 0.5, 0.9):
+        x = int(image.width() * share)
+        drawn = sum(image.pixel(x, y) != backdrop for y in range(image.height()))
+        assert drawn > image.height() / 2, f"nothing drawn down the window at x={x}"
 
 
 def test_broken_settings_do_not_stop_the_window(

@@ -9,68 +9,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from imprint_desktop.core import assistant
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import ToolCall
-from imprint_desktop.core.providers.remote import RemoteProvider
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.workspace import Workspace
 from tests.support.llama_server import LlamaServer
 from tests.support.openai_server import OpenAIServer, Reply, Usage
-from tests.support.remote_reply import settings
+from tests.support.remote_reply import run_reply
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[Workspace]:
-    root = tmp_path / "docs"
-    root.mkdir()
-    (root / "harbour.md").write_text(
-        "# Harbour light\n\nThe harbour light was first lit on 3 March 1862.\n\n"
-        "Its lens came from a Paris workshop and weighed two tonnes.\n",
-        encoding="utf-8",
-    )
-    (root / "keepers.md").write_text(
-        "# Keepers\n\nFour keepers served in shifts until automation in 1971.\n", encoding="utf-8"
-    )
-    with Workspace(root) as opened:
-        opened.index.update()
-        yield opened
-
-
-def run_reply(
-    server_url: str,
-    workspace: Workspace,
-    *,
-    cancel: CancelToken | None = None,
-    model: str = "",
-    on_event: Any = None,
-    **overrides: Any,
-) -> ev.ReplyResult:
-    config = settings(overrides)
-
-    async def reply() -> ev.ReplyResult:
-        async with make_async_client(config.network) as http:
-            provider = RemoteProvider(http, server_url, model, None, 4096)
-            return await assistant.research(
-                "When was the harbour light first lit?",
-                provider=provider,
-                config=config,
-                workspace=workspace,
-                http=http,
-                cancel=cancel or CancelToken(),
-                sink=on_event,
-            )
-
-    return asyncio.run(reply())
 
 
 def search(call_id: str, query: str) -> ToolCall:
@@ -87,7 +37,7 @@ def test_rounds_over_http_answer_every_call_and_charge_the_reported_usage(
         Reply.tool_calls(search("b1", "keepers automation"), usage=Usage(1400, 30, cached=1000)),
         Reply.text("It was first lit on 3 March 1862 [1].", usage=Usage(1700, 15, cached=1400)),
     )
-    result = run_reply(openai_server.base_url, workspace)
+    result = run_reply(openai_server, workspace, context_window=4096).result
     assert result.stop_reason == "answered" and result.rounds == 2
     assert result.tokens.charged == (1000 + 40) + (400 + 30) + (300 + 15)
     assert {item.source for item in result.evidence} == {"harbour.md", "keepers.md"}
@@ -110,12 +60,12 @@ def test_stop_while_a_stream_is_open_finishes_the_reply_fast(
 
     async def scenario() -> tuple[ev.ReplyResult, float]:
         stopper = asyncio.create_task(asyncio.to_thread(press_stop_on_stall))
-        result = await asyncio.to_thread(
-            run_reply, openai_server.base_url, workspace, cancel=cancel
+        run = await asyncio.to_thread(
+            run_reply, openai_server, workspace, cancel=cancel, context_window=4096
         )
         finished = time.monotonic()
         await stopper
-        return result, finished
+        return run.result, finished
 
     result, finished = asyncio.run(scenario())
     latency = finished - stopped_at[0]
@@ -128,25 +78,25 @@ def test_a_retry_after_within_the_deadline_is_honoured(
     openai_server: OpenAIServer, workspace: Workspace
 ) -> None:
     openai_server.script(Reply.error(429, retry_after="0.2"), Reply.text("Lit in 1862."))
-    result = run_reply(openai_server.base_url, workspace)
+    result = run_reply(openai_server, workspace, context_window=4096).result
     assert result.stop_reason == "answered" and len(openai_server.chat_requests()) == 2
 
 
 def test_one_reply_against_the_real_llama_cpp_server(
     real_llama_server: LlamaServer, workspace: Workspace
 ) -> None:
-    events: list[ev.Event] = []
-    result = run_reply(
-        real_llama_server.base_url,
+    run = run_reply(
+        real_llama_server,
         workspace,
         model=real_llama_server.model,
-        on_event=events.append,
-        **{
+        context_window=4096,
+        config={
             "chat.research_timeout_sec": 60,
             "chat.research_max_output_tokens": 128,
             "chat.max_tokens": 128,
         },
     )
+    result, events = run.result, run.events
     assert result.stop_reason in (
         "answered",
         "no_progress",

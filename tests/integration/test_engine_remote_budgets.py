@@ -19,7 +19,6 @@ import pytest
 
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
-from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.workspace import Workspace
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, Usage
 from tests.support.remote_reply import (
@@ -108,7 +107,7 @@ def test_token_stop_charges_net_of_the_reused_prefix_and_the_refund_is_in_the_tr
     assert needed > left == research[-1]["budget_left"], stopped.detail
     assert requests[-1]["phase"] == "final"
     assert result.tokens.final_charged == requests[-1]["charged"] > 0
-    assert result.final_mode == "model" and written(result.answer) == "Everything the logs say [1]."
+    assert result.final_mode == "model" and result.answer == "Everything the logs say [1]."
     check_requests(openai_server, research_max_tokens=400, final_max_tokens=500)
 
 
@@ -147,7 +146,7 @@ def test_time_stop_cuts_an_in_flight_request_at_the_deadline_then_a_final(
     assert result.stop_reason == "time_budget"
     assert timeout - 0.01 <= result.research_seconds < timeout + 0.5
     assert elapsed < timeout + 2, "the endless stream was cut at the deadline"
-    assert result.final_mode == "model" and written(result.answer) == "Lit on 3 March 1862 [1]."
+    assert result.final_mode == "model" and result.answer == "Lit on 3 March 1862 [1]."
     assert stops(run, "research") == ["tool_calls", "deadline"]
     research_lines = run.lines("request", phase="research")
     assert research_lines[1]["charged"] > 0, "the work of a cut request is still charged"
@@ -266,7 +265,7 @@ def test_waiting_for_the_person_is_not_research_time_and_the_answer_is_progress(
     result = run.result
     assert questions == ["Which lights?"]
     assert result.stop_reason == "answered", "the answer reset the no-progress count"
-    assert result.rounds == 4 and written(result.answer) == "About the northern lights [1]."
+    assert result.rounds == 4 and result.answer == "About the northern lights [1]."
     assert [e.progress for e in run.of(ev.RoundEnded)] == [True, False, True, False]
     assert [e.no_progress_rounds for e in run.of(ev.RoundEnded)] == [0, 1, 0, 1]
     assert result.user_wait_seconds >= thinking and result.research_seconds < 30

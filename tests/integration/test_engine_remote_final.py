@@ -16,7 +16,6 @@ import pytest
 
 from imprint_desktop.core.history import HistoryStore
 from imprint_desktop.core.research.final import FALLBACK_LABEL
-from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.workspace import Workspace
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 from tests.support.remote_reply import (
@@ -54,7 +53,7 @@ def test_context_full_stops_research_and_the_final_fits(
     )
     result = run.result
     assert result.stop_reason == "context_full"
-    assert result.final_mode == "model" and written(result.answer) == "Final within the window [1]."
+    assert result.final_mode == "model" and result.answer == "Final within the window [1]."
     assert result.rounds >= 2
     requests = run.lines("request")
     for line in requests:
@@ -106,7 +105,7 @@ def test_evidence_condensing_is_charged_to_the_research_budget_when_the_final_ca
     )
     result = run.result
     assert result.stop_reason == "context_full"
-    assert result.final_mode == "model" and written(result.answer) == "Answer from the notes [1]."
+    assert result.final_mode == "model" and result.answer == "Answer from the notes [1]."
     by_phase = check_requests(openai_server, research_max_tokens=200, final_max_tokens=1800)
     condense = by_phase.get("condense", [])
     assert condense, "the evidence was condensed"
@@ -187,7 +186,7 @@ def test_the_labelled_fallback_when_the_final_request_fails_is_persisted(
                 "chat.max_tokens": 900,
             },
         )
-        stored = history.reply(recorder.reply_id)
+        stored = history.reply(recorder.stored_id)
     finally:
         history.close()
     result = run.result
@@ -199,6 +198,6 @@ def test_the_labelled_fallback_when_the_final_request_fails_is_persisted(
     assert len(by_phase["research"]) == 3 and len(by_phase["final"]) >= 1
     assert len({final.body for final in by_phase["final"]}) == 1, "only retries of the one final"
     assert [line["mode"] for line in run.lines("final")] == ["fallback"]
-    assert stored.final_mode == "fallback" and written(stored.answer) == result.answer
+    assert stored.final_mode == "fallback" and stored.answer == result.answer
     assert stored.stop_reason == "no_progress"
     assert [item.source for item in stored.evidence] == ["harbour.md"]

@@ -12,18 +12,27 @@ The reply, the scripted model and the checks of every request: ``tests/support/r
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 import pytest
 
 from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
-from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.workspace import Workspace
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
+from tests.support.progress_scenarios import (
+    ALTERNATING,
+    ERRORS_AND_EMPTY,
+    SAME_PASSAGES,
+    UNCHANGED,
+    WRITES,
+    Call,
+    ProgressScenario,
+)
 from tests.support.remote_reply import (
     LIGHTS,
+    Model,
+    Run,
     call,
     check_requests,
     research_then_final,
@@ -36,6 +45,29 @@ from tests.support.remote_reply import (
 )
 
 pytestmark = pytest.mark.integration
+
+
+def scripted(scenario: ProgressScenario, final: str = "Final from the evidence [1].") -> Model:
+    """The model playing ``scenario``'s rounds; the final request answers ``final``."""
+
+    def research(request: RecordedRequest) -> Reply:
+        planned = scenario.calls(turn(request))
+        return Reply.tool_calls(*[_tool_call(request, i, one) for i, one in enumerate(planned)])
+
+    return research_then_final(research, final)
+
+
+def _tool_call(request: RecordedRequest, index: int, planned: Call) -> ToolCall:
+    kind, what = planned
+    if kind == "search":
+        return search(request, what, index)
+    if kind == "read":
+        return call(request, index, "read_document", path=what)
+    return call(request, index, "write_note", title="Summary", content="Same note.")
+
+
+def judged(run: Run) -> list[tuple[bool, bool]]:
+    return [(event.progress, event.excluded) for event in run.of(ev.RoundEnded)]
 
 
 # --- 1. no round limit ---------------------------------------------------------------------------
@@ -62,7 +94,7 @@ def test_research_continues_past_twelve_rounds_while_evidence_is_new(
     )
     result = run.result
     assert result.stop_reason == "answered" and result.final_mode == "model"
-    assert result.rounds == 15 and written(result.answer) == "Fifteen lights, fifteen logs [1]."
+    assert result.rounds == 15 and result.answer == "Fifteen lights, fifteen logs [1]."
     assert [item.source for item in result.evidence] == [f"{n.lower()}.md" for n in LIGHTS[:15]]
     assert [event.progress for event in run.of(ev.RoundEnded)] == [True] * 15
     by_phase = check_requests(openai_server, research_max_tokens=300)
@@ -80,29 +112,20 @@ def test_research_continues_past_twelve_rounds_while_evidence_is_new(
 def test_unchanged_evidence_stops_after_patience_then_a_tools_free_final(
     openai_server: OpenAIServer, workspace: Workspace
 ) -> None:
-    serve(
-        openai_server,
-        research_then_final(
-            lambda request: Reply.tool_calls(search(request, "harbour light")),
-            "It was first lit on 3 March 1862 [1].",
-        ),
-    )
+    serve(openai_server, scripted(UNCHANGED, "It was first lit on 3 March 1862 [1]."))
     run = run_reply(
         openai_server,
         workspace,
         config={
-            "chat.research_no_progress_rounds": 3,
+            "chat.research_no_progress_rounds": UNCHANGED.patience,
             "chat.max_tokens": 777,
             "chat.research_max_output_tokens": 300,
         },
     )
     result = run.result
     assert result.stop_reason == "no_progress" and result.rounds == 4
-    assert (
-        result.final_mode == "model"
-        and written(result.answer) == "It was first lit on 3 March 1862 [1]."
-    )
-    assert [event.progress for event in run.of(ev.RoundEnded)] == [True, False, False, False]
+    assert result.final_mode == "model" and result.answer == "It was first lit on 3 March 1862 [1]."
+    assert judged(run) == list(UNCHANGED.judged)
     assert [item.source for item in result.evidence] == ["harbour.md"]
     by_phase = check_requests(openai_server, research_max_tokens=300, final_max_tokens=777)
     assert len(by_phase["research"]) == 4 and len(by_phase["final"]) == 1
@@ -130,19 +153,17 @@ def test_alternating_queries_with_alternating_results_are_caught(
     openai_server: OpenAIServer, workspace: Workspace
 ) -> None:
     queries = ["harbour lens", "keepers shifts"]
-    serve(
-        openai_server,
-        research_then_final(
-            lambda request: Reply.tool_calls(search(request, queries[turn(request) % 2]))
-        ),
-    )
+    serve(openai_server, scripted(ALTERNATING))
     run = run_reply(
         openai_server,
         workspace,
-        config={"chat.research_no_progress_rounds": 4, "chat.research_max_output_tokens": 300},
+        config={
+            "chat.research_no_progress_rounds": ALTERNATING.patience,
+            "chat.research_max_output_tokens": 300,
+        },
     )
     assert run.result.stop_reason == "no_progress" and run.result.rounds == 6
-    assert [event.progress for event in run.of(ev.RoundEnded)] == [True, True] + [False] * 4
+    assert judged(run) == list(ALTERNATING.judged)
     by_phase = check_requests(
         openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
@@ -163,20 +184,18 @@ def test_different_queries_returning_the_same_passages_are_not_progress(
 ) -> None:
     # Two queries find one passage each; then other words find the same passages, one at a time
     # and both together (in the order the index ranks them).
-    queries = ["keepers", "harbour lens", "shifts", "automation paris", "served workshop"]
-    serve(
-        openai_server,
-        research_then_final(
-            lambda request: Reply.tool_calls(search(request, queries[turn(request)]))
-        ),
-    )
+    queries = [planned[0][1] for planned in SAME_PASSAGES.rounds]
+    serve(openai_server, scripted(SAME_PASSAGES))
     run = run_reply(
         openai_server,
         workspace,
-        config={"chat.research_no_progress_rounds": 3, "chat.research_max_output_tokens": 300},
+        config={
+            "chat.research_no_progress_rounds": SAME_PASSAGES.patience,
+            "chat.research_max_output_tokens": 300,
+        },
     )
     assert run.result.stop_reason == "no_progress" and run.result.rounds == 5
-    assert [event.progress for event in run.of(ev.RoundEnded)] == [True, True, False, False, False]
+    assert judged(run) == list(SAME_PASSAGES.judged)
     assert [item.source for item in run.result.evidence] == ["keepers.md", "harbour.md"]
     by_phase = check_requests(
         openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
@@ -203,19 +222,13 @@ def test_different_queries_returning_the_same_passages_are_not_progress(
 def test_changing_errors_and_empty_results_are_not_progress(
     openai_server: OpenAIServer, workspace: Workspace
 ) -> None:
-    def research(request: RecordedRequest) -> Reply:
-        done = turn(request)
-        if done % 2:
-            return Reply.tool_calls(search(request, f"zeppelin{done} quasar{done}"))
-        return Reply.tool_calls(call(request, 0, "read_document", path=f"missing-{done}.md"))
-
-    serve(openai_server, research_then_final(research, "I could not find it."))
+    serve(openai_server, scripted(ERRORS_AND_EMPTY, "I could not find it."))
     run = run_reply(
         openai_server,
         workspace,
         config={
             # Four rounds, so that the last research request shows both errors.
-            "chat.research_no_progress_rounds": 4,
+            "chat.research_no_progress_rounds": ERRORS_AND_EMPTY.patience,
             "chat.research_max_output_tokens": 300,
             "chat.answer_without_evidence": True,  # nothing is found: still ask for a final
         },
@@ -225,7 +238,7 @@ def test_changing_errors_and_empty_results_are_not_progress(
     assert result.evidence == ()
     statuses = [event.status for event in run.of(ev.ToolFinished)]
     assert statuses == ["error", "empty", "error", "empty"]
-    assert [event.progress for event in run.of(ev.RoundEnded)] == [False] * 4
+    assert judged(run) == list(ERRORS_AND_EMPTY.judged)
     by_phase = check_requests(
         openai_server, research_max_tokens=300, final_max_tokens=settings().chat.max_tokens
     )
@@ -243,37 +256,17 @@ def test_changing_errors_and_empty_results_are_not_progress(
 def test_write_rounds_are_excluded_and_writes_never_deduplicated(
     openai_server: OpenAIServer, workspace: Workspace
 ) -> None:
-    def note(request: RecordedRequest, index: int = 0) -> ToolCall:
-        return call(request, index, "write_note", title="Summary", content="Same note.")
-
-    rounds: list[Callable[[RecordedRequest], list[ToolCall]]] = [
-        lambda r: [search(r, "harbour")],
-        lambda r: [note(r)],
-        lambda r: [note(r)],
-        lambda r: [note(r), search(r, "harbour", 1)],
-        lambda r: [search(r, "harbour")],
-        lambda r: [note(r)],
-        lambda r: [search(r, "harbour")],
-    ]
-    serve(
-        openai_server,
-        research_then_final(lambda request: Reply.tool_calls(*rounds[turn(request)](request))),
-    )
+    serve(openai_server, scripted(WRITES))
     run = run_reply(
         openai_server,
         workspace,
-        config={"chat.research_no_progress_rounds": 2, "chat.research_max_output_tokens": 300},
+        config={
+            "chat.research_no_progress_rounds": WRITES.patience,
+            "chat.research_max_output_tokens": 300,
+        },
     )
     assert run.result.stop_reason == "no_progress" and run.result.rounds == 7
-    assert [(e.progress, e.excluded) for e in run.of(ev.RoundEnded)] == [
-        (True, False),
-        (False, True),
-        (False, True),
-        (False, True),
-        (False, False),
-        (False, True),
-        (False, False),
-    ]
+    assert judged(run) == list(WRITES.judged)
     notes = sorted(path.name for path in (workspace.root / workspace.notes_folder).iterdir())
     assert notes == ["summary-2.md", "summary-3.md", "summary-4.md", "summary.md"]
     for path in (workspace.root / workspace.notes_folder).iterdir():

@@ -13,7 +13,6 @@ import json
 import pytest
 
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.workspace import Workspace
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply, Usage
 from tests.support.remote_reply import (
@@ -56,7 +55,7 @@ def test_every_section_worker_request_is_reserved_and_charged(
     serve(openai_server, model)
     run = run_reply(openai_server, library, config={"chat.research_max_output_tokens": 300})
     result = run.result
-    assert result.stop_reason == "answered" and written(result.answer) == "Combined answer [1]."
+    assert result.stop_reason == "answered" and result.answer == "Combined answer [1]."
     assert [item.source for item in result.evidence] == [
         f"{name.lower()}.md" for name in LIGHTS[:4]
     ]

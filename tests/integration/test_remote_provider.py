@@ -34,8 +34,8 @@ from imprint_desktop.core.errors import (
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, Message, ToolCall
 from imprint_desktop.core.providers.estimate import estimate_tokens
-from imprint_desktop.core.providers.remote import RemoteProvider
-from imprint_desktop.core.providers.remote_failures import RetryPolicy
+from imprint_desktop.core.providers.remote.client import RemoteProvider
+from imprint_desktop.core.providers.remote.failures import RetryPolicy
 from imprint_desktop.core.resources import resource
 from tests.support.llama_server import LlamaServer
 from tests.support.openai_server import OpenAIServer, Reply, Usage, chunk, closed_port, sse
@@ -377,7 +377,7 @@ def test_retries_stop_at_the_deadline(openai_server: OpenAIServer) -> None:
 
 
 def test_connection_refused_is_retried_then_unavailable(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="imprint_desktop.core.providers.remote")
+    caplog.set_level(logging.INFO, logger="imprint_desktop.core.providers.remote.client")
     base_url = f"http://127.0.0.1:{closed_port()}/v1"
     with pytest.raises(
         ProviderUnavailableError, match="Could not connect to the server at"

@@ -28,16 +28,16 @@ from imprint_desktop.core.errors import (
     ProviderUnavailableError,
 )
 from imprint_desktop.core.net import make_async_client
-from imprint_desktop.core.providers import bodies
-from imprint_desktop.core.providers import sse as framing
 from imprint_desktop.core.providers.base import Completion, ToolCall
-from imprint_desktop.core.providers.bodies import parse_json
-from imprint_desktop.core.providers.chunks import ChunkAssembler
 from imprint_desktop.core.providers.estimate import estimate_tokens
-from imprint_desktop.core.providers.remote import RemoteProvider
-from imprint_desktop.core.providers.remote_failures import RetryPolicy
-from imprint_desktop.core.providers.remote_request import output_limit
-from imprint_desktop.core.providers.wire import StreamProtocolError, error_text, try_json
+from imprint_desktop.core.providers.remote import bodies
+from imprint_desktop.core.providers.remote import sse as framing
+from imprint_desktop.core.providers.remote.bodies import parse_json
+from imprint_desktop.core.providers.remote.chunks import ChunkAssembler
+from imprint_desktop.core.providers.remote.client import RemoteProvider
+from imprint_desktop.core.providers.remote.failures import RetryPolicy
+from imprint_desktop.core.providers.remote.request import output_limit
+from imprint_desktop.core.providers.remote.wire import StreamProtocolError, error_text, try_json
 from tests.integration.test_remote_provider import FAST, KEY, ask, check, run
 from tests.support.openai_server import SSE, OpenAIServer, Reply, chunk, sse
 from tests.support.settings import make_config
@@ -903,7 +903,7 @@ def test_a_request_stopped_while_waiting_to_retry_charges_no_prompt(
                     loop.call_soon_threadsafe(waiting.set)
 
         handler = Backoff(logging.INFO)
-        logging.getLogger("imprint_desktop.core.providers.remote").addHandler(handler)
+        logging.getLogger("imprint_desktop.core.providers.remote.client").addHandler(handler)
         try:
             async with make_async_client(make_config().network) as client:
                 provider = RemoteProvider(client, openai_server.base_url, "", None, 8192)
@@ -912,9 +912,9 @@ def test_a_request_stopped_while_waiting_to_retry_charges_no_prompt(
                 cancel.cancel()
                 return await asyncio.wait_for(task, 30)
         finally:
-            logging.getLogger("imprint_desktop.core.providers.remote").removeHandler(handler)
+            logging.getLogger("imprint_desktop.core.providers.remote.client").removeHandler(handler)
 
-    with caplog.at_level(logging.INFO, logger="imprint_desktop.core.providers.remote"):
+    with caplog.at_level(logging.INFO, logger="imprint_desktop.core.providers.remote.client"):
         completion = asyncio.run(main())
     assert completion.stop == "cancelled"
     assert completion.prompt_evaluated == 0 and completion.output_tokens == 0

@@ -27,9 +27,9 @@ from imprint_desktop.core.errors import (
 )
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, Message, ToolCall
-from imprint_desktop.core.providers.remote import RemoteProvider
-from imprint_desktop.core.providers.remote_config import DEFAULT_CONTEXT_WINDOW
-from imprint_desktop.core.providers.remote_failures import RetryPolicy
+from imprint_desktop.core.providers.remote.client import RemoteProvider
+from imprint_desktop.core.providers.remote.failures import RetryPolicy
+from imprint_desktop.core.providers.remote.server import DEFAULT_CONTEXT_WINDOW
 from tests.support.openai_server import MODELS_PATH, OpenAIServer, Reply, Usage, closed_port
 from tests.support.settings import make_config
 

@@ -20,7 +20,7 @@ from llama_cpp import Llama
 from imprint_desktop.core.providers.base import CompletionRequest, Message, ToolCall
 from imprint_desktop.core.providers.estimate import chars_for_tokens, estimate_tokens
 from imprint_desktop.core.providers.local.provider import load_local_provider
-from imprint_desktop.core.providers.remote import RemoteProvider
+from imprint_desktop.core.providers.remote.client import RemoteProvider
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.resources import starter_model_path
 from imprint_desktop.core.tools.specs import SPECS

@@ -53,5 +53,14 @@ def store(config_path: Path) -> SettingsStore:
 
 
 @pytest.fixture
+def research_store(store: SettingsStore, tmp_path: Path) -> SettingsStore:
+    """The settings with a small corpus of documents as the workspace."""
+    from tests.qt.research_harness import write_corpus
+
+    store.set("workspace.path", str(write_corpus(tmp_path / "corpus")))
+    return store
+
+
+@pytest.fixture
 def secrets() -> SecretStore:
     return SecretStore()  # the autouse in-memory keyring

@@ -17,7 +17,7 @@ from imprint_desktop.core.providers.base import CompletionRequest, Provider
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
-from imprint_desktop.ui.research_panel import TICK_MS
+from imprint_desktop.ui.research_panel.panel import TICK_MS
 from tests.support.scripted_provider import ScriptedProvider, Step
 
 Script = Sequence[Step] | Callable[[CompletionRequest], Step]

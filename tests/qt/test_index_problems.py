@@ -9,7 +9,7 @@ from pytestqt.qtbot import QtBot
 
 from imprint_desktop.engine import payloads as p
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.toolbar import ResearchToolbar
+from imprint_desktop.ui.chat.toolbar import ResearchToolbar
 from tests.qt.research_harness import open_window, write_corpus
 from tests.support import documents
 

@@ -33,8 +33,8 @@ def test_fifty_thousand_void_calls_do_not_kill_the_process() -> None:
 TRANSCRIPT = """
 from PySide6.QtWidgets import QApplication
 app = QApplication([])
-from imprint_desktop.ui.chat_markdown import ChatMessage
-from imprint_desktop.ui.chat_view import ChatView
+from imprint_desktop.ui.chat.markdown import ChatMessage
+from imprint_desktop.ui.chat.view import ChatView
 view = ChatView()
 view.resize(600, 400)
 view.show()

@@ -109,6 +109,7 @@ def ask(
     stdin: str = "",
     env: dict[str, str] | None = None,
     json_mode: bool = True,
+    timeout: float = 60,
 ) -> subprocess.CompletedProcess[str]:
     """Run `imprint ask QUESTION --workspace DIR [--base-url URL] [--json] EXTRA` to its end; never
     a Python traceback."""
@@ -117,7 +118,7 @@ def ask(
         args += ["--base-url", server.base_url]
     if json_mode:
         args.append("--json")
-    result = imprint(*args, *extra, stdin=stdin, env=env, timeout=60)
+    result = imprint(*args, *extra, stdin=stdin, env=env, timeout=timeout)
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
     return result
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from keyring.backend import KeyringBackend
-from keyring.errors import PasswordDeleteError
+from keyring.errors import KeyringError, KeyringLocked, PasswordDeleteError
 
 
 class MemoryKeyring(KeyringBackend):
@@ -26,3 +26,18 @@ class MemoryKeyring(KeyringBackend):
             del self.passwords[(service, username)]
         except KeyError:
             raise PasswordDeleteError(username) from None
+
+
+class LockedKeyring(MemoryKeyring):
+    """A keyring whose collection is locked (its prompt dismissed): every write is refused, and
+    every read with ``read_error``."""
+
+    def __init__(self, read_error: KeyringError | None = None) -> None:
+        super().__init__()
+        self.read_error = read_error or KeyringLocked("the collection is locked")
+
+    def get_password(self, service: str, username: str) -> str | None:
+        raise self.read_error
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        raise KeyringLocked("the collection is locked")

@@ -31,13 +31,14 @@ from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import ToolCall
-from imprint_desktop.core.providers.remote import RemoteProvider
+from imprint_desktop.core.providers.remote.client import RemoteProvider
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.engine import ResearchEngine, ResearchSettings
 from imprint_desktop.core.research.trace import TraceWriter, fan_out, read_trace
 from imprint_desktop.core.tools.toolbox import Toolbox
 from imprint_desktop.core.workspace import Workspace
+from tests.support.llama_server import LlamaServer
 from tests.support.openai_server import OpenAIServer, RecordedRequest, Reply
 from tests.support.settings import make_config
 
@@ -122,9 +123,10 @@ class Run:
 
 
 def run_reply(
-    server: OpenAIServer,
+    server: OpenAIServer | LlamaServer,
     workspace: Workspace,
     *,
+    model: str = "",
     context_window: int = 32_768,
     cancel: CancelToken | None = None,
     ask: Callable[[str, str], Any] | None = None,
@@ -143,7 +145,7 @@ def run_reply(
 
     async def reply() -> ev.ReplyResult:
         async with make_async_client(chosen.network) as http:
-            provider = RemoteProvider(http, server.base_url, "", None, context_window)
+            provider = RemoteProvider(http, server.base_url, model, None, context_window)
             if clock is None:
                 return await assistant.research(
                     QUESTION,

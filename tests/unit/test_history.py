@@ -6,12 +6,14 @@ import asyncio
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 from imprint_desktop.core.history import HistoryStore
+from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.final import FALLBACK_LABEL
 from tests.support.fake_tools import FakeTools, passage
@@ -45,8 +47,9 @@ def test_conversations_and_replies_round_trip(tmp_path: Path) -> None:
 
     [reply] = store.replies(first)
     assert (reply.status, reply.stop_reason, reply.final_mode) == ("finished", "answered", "model")
-    # The history keeps the reply as the person read it, Sources block included.
-    assert reply.answer == "Keepers rowed out [1].\n\nSources:\n- [1] doc.md, lines 1-3"
+    # The history keeps the answer and its sources apart, as the reply gave them.
+    assert reply.answer == "Keepers rowed out [1]."
+    assert reply.sources == (ev.SourceView(1, "doc.md", "lines 1-3", "", cited=True),)
     assert [item.id for item in reply.evidence] == [1]
     assert store.trace(reply.id)[0]["type"] == "run_start"
     assert [m.role for m in store.chat_messages(first)] == ["user", "assistant"]
@@ -57,6 +60,33 @@ def test_conversations_and_replies_round_trip(tmp_path: Path) -> None:
     store.close()
     again = HistoryStore(tmp_path / "history.sqlite3")
     assert [c.title for c in again.conversations()] == ["Sirens"]
+    again.close()
+
+
+def test_an_older_history_keeps_its_answers_without_the_sources_written_in(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "history.sqlite3"
+    store = HistoryStore(path)
+    conversation = store.create_conversation("Lighthouses")
+    script = [Step(calls=[("search_workspace", {"query": "keepers"})]), Step("Keepers rowed out.")]
+    record_reply(store, conversation, script, "Who kept the light?")
+    store.close()
+    # As an older Imprint kept it: the Sources block written into the answer.
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "UPDATE replies SET answer = ?",
+            ("Keepers rowed out.\n\nPassages found (not cited):\n- [1] doc.md, lines 1-3: “K”",),
+        )
+        db.execute("PRAGMA user_version = 1")
+    db.close()
+    again = HistoryStore(path)
+    [reply] = again.replies(conversation)
+    assert reply.answer == "Keepers rowed out."
+    # Its sources are the result's: the passage found, uncited, with what of it is quoted.
+    [source] = reply.sources
+    assert (source.cited, source.excerpt) == (False, "Evidence for keepers.")
+    assert again.chat_messages(conversation)[1].content == "Keepers rowed out."
     again.close()
 
 

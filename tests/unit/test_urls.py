@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from imprint_desktop.core.errors import FetchError
-from imprint_desktop.core.providers.remote_config import address_problem
+from imprint_desktop.core.providers.remote.server import address_problem
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools.fetch import check_url
 from imprint_desktop.core.tools.words import short_url

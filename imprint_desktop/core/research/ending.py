@@ -1,10 +1,11 @@
-"""How a reply ends once research is over: its answer, with its sources, as one ReplyResult.
+"""How a reply ends once research is over: its answer and its sources, as one ReplyResult.
 
 Research ends in one of four ways (DESIGN §1): the model answered; it answered but was cut at its
 research allowance (the final request completes the answer); a budget, Stop or a failure stopped
 it (the final answer, the labelled evidence fallback, or — with nothing found — the engine's own
 "not found" reply); or the engine itself failed (the fallback). Each way ends in exactly one
-``stop`` line, one ``final`` line and one ``reply_finished`` event, and the answer gets its Sources.
+``stop`` line, one ``final`` line and one ``reply_finished`` event, and the answer gets its
+sources (a field beside the answer's text, never written into it).
 
 The reply has one stop reason, the same in the ``stop`` line and the result. When a final stage
 follows, the ``stop`` line is written with its ``final`` line, just before it
@@ -34,7 +35,6 @@ class Ending:
         self.requests = requests
         self.scope = scope
         self.final = FinalStage(reply, requests)
-        self._final_charged = 0  # what the final request was charged, outside the research budget
 
     def answered(self, answer: str, coordinator: Conversation) -> ev.ReplyResult:
         """The model answered: its research answer is the final answer."""
@@ -58,7 +58,6 @@ class Ending:
             return self._finish(self._not_found(stop), stop.reason)
         reply.stop_with_final(stop.reason, stop.detail)
         answer = await self.final.run(stop.reason)
-        self._final_charged = answer.charged
         reason = reply.stopped_as or stop.reason
         if reason == "cancelled":  # Cancellation wins, also during the final stage.
             return self._finish(answer, "cancelled")
@@ -72,7 +71,6 @@ class Ending:
         self.final.cut_answer = cut_text  # a fallback shows it, labelled, with the evidence
         reply.stop_with_final("answered")
         rest = await self.final.complete(coordinator.messages, coordinator.tool_schemas)
-        self._final_charged = rest.charged
         reason = reply.stopped_as or "answered"
         if rest.mode == "model" and rest.condensed:
             # Written from condensed notes, it is a whole answer of its own, not the rest.
@@ -118,8 +116,7 @@ class Ending:
             citable = ledger.citable
             cited = sources.sources_for(answer, ledger.items, citable)
             texts = {s.id: ledger.text_of(s.id) or citable[s.id].excerpt for s in cited}
-            excerpts = sources.snippets(cited, texts, reply.question)
-            answer = sources.with_sources(answer, cited, excerpts)
+            cited = sources.with_snippets(cited, texts, reply.question)
         elif final.mode == "model" and reason != "answered":
             answer = f"{sources.without_evidence_label(self.scope)}\n\n{answer}"
         result = ev.ReplyResult(
@@ -132,7 +129,7 @@ class Ending:
                 reply.tokens.total,
                 reply.tokens.charged,
                 reply.tokens.refunded,
-                self._final_charged,
+                self.requests.final_charged,
             ),
             research_seconds=reply.clock.elapsed,
             user_wait_seconds=reply.clock.user_wait,

@@ -10,11 +10,11 @@ before the next request is sent, including the calls that were never started (``
 The engine puts a reply together and runs it top-down; each part works on the reply's shared state
 (:mod:`.reply`) and calls only the parts below it::
 
-    engine ─┬─ rounds ─┬─ requests ──────── provider
-            │          ├─ calls ─┬─ toolbox (workspace and web tools)
+    engine ─┬─ rounds ─┬─ calls ─┬─ toolbox (workspace and web tools)
             │          │         └─ person (ask_user, consent to fetch)
-            │          ├─ seed, sections, conversation
-            └─ ending ─── final ─── requests
+            │          └─ seed, sections, conversation
+            └─ ending ─── final, sources
+    rounds and final ─── requests (the one door to the provider) ─── provider
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from imprint_desktop.core.research.ending import Ending
 from imprint_desktop.core.research.person import AskPerson, Person
 from imprint_desktop.core.research.reply import EventSink, Reply, ResearchSettings
 from imprint_desktop.core.research.requests import Requests
-from imprint_desktop.core.research.rounds import AnswerCut, Rounds
+from imprint_desktop.core.research.rounds import Rounds
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.tools.base import ToolKind
 
@@ -125,9 +125,9 @@ class ResearchEngine:
                 answer = await Rounds(reply, requests, calls).research(coordinator)
             except ResearchStop as stop:
                 return await ending.after_stop(stop, coordinator)
-            except AnswerCut as cut:
-                return await ending.complete_cut(cut.text, coordinator)
-            return ending.answered(answer, coordinator)
+            if answer.cut:
+                return await ending.complete_cut(answer.text, coordinator)
+            return ending.answered(answer.text, coordinator)
         except Exception as error:  # a defect must still end the reply with what it has
             log.exception("the research engine failed")
             return ending.failed(error)

@@ -202,18 +202,23 @@ class TokenTotals:
 
 @dataclass(frozen=True, slots=True)
 class SourceView:
-    """One entry of the Sources block under an answer: a cited item, or a top passage found."""
+    """One entry of the Sources under an answer: a cited item, or a top passage found (with the
+    part of it that best matches the question)."""
 
     id: int
     source: str
     location: str
     title: str
     cited: bool
+    excerpt: str = ""  # for a passage found but not cited: what of it is quoted
 
 
 @dataclass(frozen=True, slots=True)
 class ReplyResult:
-    """The end of a reply, whatever ended it (also for ``imprint ask --json``)."""
+    """The end of a reply, whatever ended it (also for ``imprint ask --json``).
+
+    ``answer`` is the answer's text alone; its ``sources`` are a field of their own, which each
+    view renders (:func:`~.sources.with_sources` as text)."""
 
     answer: str
     final_mode: FinalMode
@@ -260,6 +265,7 @@ class ReplyResult:
                     "location": item.location,
                     "title": item.title,
                     "cited": item.cited,
+                    "excerpt": item.excerpt,
                 }
                 for item in self.sources
             ],

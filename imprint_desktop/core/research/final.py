@@ -6,36 +6,31 @@ deadline (120 s), outside the research budgets. If the final prompt does not fit
 evidence is first condensed by requests charged to what is left of the research budgets. If it still
 does not fit, or the final request fails, the answer is the labelled evidence fallback.
 
-The stage reads the reply it ends through a narrow protocol (:class:`FinalReply`, what it reads of
-the reply), sends through the budgeted requests below it (:class:`~.requests.Requests`, which
-condensing is charged to) and returns what the final request was charged with its answer
-(:class:`FinalAnswer`); it changes nothing else.
+The stage reads the reply it ends, sends every request through the one door below it
+(:class:`~.requests.Requests`: condensing in its budgeted mode, the final request in its final
+mode, which keeps the final request's accounting) and returns the answer (:class:`FinalAnswer`);
+it changes nothing else.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
-from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import ProviderError
 from imprint_desktop.core.providers.base import (
     Completion,
     CompletionRequest,
     Message,
-    Phase,
-    Provider,
 )
 from imprint_desktop.core.providers.estimate import chars_for_tokens
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts, seed
-from imprint_desktop.core.research.budgets import ResearchClock, Settlement, TokenBudget
-from imprint_desktop.core.research.ledger import EvidenceLedger
-from imprint_desktop.core.research.reply import ResearchSettings
-from imprint_desktop.core.research.requests import Requests, failed_partial
+from imprint_desktop.core.research.reply import Reply
+from imprint_desktop.core.research.requests import Requests
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.research.wording import stop_words
 from imprint_desktop.core.workspace.passages import focus, query_terms
@@ -137,40 +132,12 @@ class FinalAnswer:
     text: str
     mode: ev.FinalMode
     error: str | None = None  # why there is no model answer, when it failed
-    charged: int = 0  # tokens of the final request, outside the research budget
     # Written from condensed notes: a whole answer of its own, never the rest of a cut one.
     condensed: bool = False
 
 
-class FinalReply(Protocol):
-    """What the final stage reads of the reply it ends (a :class:`~.reply.Reply`)."""
-
-    @property
-    def question(self) -> str: ...
-    @property
-    def earlier(self) -> tuple[str, ...]: ...
-    @property
-    def provider(self) -> Provider: ...
-    @property
-    def settings(self) -> ResearchSettings: ...
-    @property
-    def ledger(self) -> EvidenceLedger: ...
-    @property
-    def cancel(self) -> CancelToken: ...
-    @property
-    def clock(self) -> ResearchClock: ...  # reopened while condensing, which is research
-    @property
-    def tokens(self) -> TokenBudget: ...  # what is left of it, for the request line
-    @property
-    def rounds(self) -> int: ...
-    def clock_now(self) -> float: ...
-    def now_t(self) -> float: ...
-    def emit(self, event: ev.Event) -> None: ...
-    def text_sink(self, phase: Phase) -> Callable[[str], None]: ...
-
-
 class FinalStage:
-    def __init__(self, reply: FinalReply, requests: Requests) -> None:
+    def __init__(self, reply: Reply, requests: Requests) -> None:
         self.reply = reply
         self.requests = requests
         self._tools: tuple[Mapping[str, Any], ...] = ()
@@ -233,21 +200,22 @@ class FinalStage:
         request = self._request(messages, allowance)
         from_notes = False
         try:
-            prompt_tokens = await reply.provider.count_prompt(request)
+            prompt_tokens = await self.requests.count(request)
         except Exception as error:
             log.exception("counting the final prompt failed")
             return self._fallback(reason, f"the final request failed: {error}")
-        if prompt_tokens + allowance > reply.provider.context_window:
+        if prompt_tokens + allowance > self.requests.context_window:
             # Condensing is research work: its requests and its time come out of what is left.
-            reply.clock.reopen()
             try:
-                condensed = await self._condense()
-            finally:
-                reply.clock.stop()
-            if isinstance(condensed, ResearchStop):
-                if condensed.reason == "cancelled":
+                reply.clock.reopen()
+                try:
+                    condensed = await self._condense()
+                finally:
+                    reply.clock.stop()
+            except ResearchStop as stop:  # a budget ran out, the model failed, or Stop
+                if stop.reason == "cancelled":
                     return self._fallback("cancelled", "")
-                why = stop_words(condensed.reason).why
+                why = stop_words(stop.reason).why
                 return self._fallback(
                     reason,
                     "the evidence could not be condensed to fit the model's context window "
@@ -256,11 +224,11 @@ class FinalStage:
             self._tools = ()  # a new, short prompt: nothing to reuse, so no room spent on tools
             request = self._request(condensed, allowance)
             try:
-                prompt_tokens = await reply.provider.count_prompt(request)
+                prompt_tokens = await self.requests.count(request)
             except Exception as error:
                 log.exception("counting the condensed final prompt failed")
                 return self._fallback(reason, f"the final request failed: {error}")
-            if prompt_tokens + allowance > reply.provider.context_window:
+            if prompt_tokens + allowance > self.requests.context_window:
                 return self._fallback(
                     reason, "even the condensed evidence does not fit the model's context window"
                 )
@@ -276,69 +244,14 @@ class FinalStage:
         reply.emit(
             ev.FinalStarted(reply.now_t(), request.max_tokens, reply.settings.final_deadline_sec)
         )
-        reply.emit(
-            ev.RequestStarted(
-                reply.now_t(),
-                "final",
-                reply.rounds,
-                prompt_tokens,
-                prompt_tokens + request.max_tokens,
-            )
-        )
-        allowed = prompt_tokens + request.max_tokens  # outside the research budget: not reserved
         try:
-            completion = await reply.provider.complete(
-                request, reply.cancel, reply.text_sink("final")
-            )
+            completion = await self.requests.final(request, prompt_tokens)
         except Exception as error:  # a provider defect must not lose the evidence either
             if not isinstance(error, ProviderError):
                 log.exception("the final request failed")
-            # What arrived before the failure is charged, as for any request.
-            partial = failed_partial(error)
-            prompt = partial.prompt_evaluated if partial else 0
-            output = partial.output_tokens if partial else 0
-            self.requests.finished(  # the failed request still has its trace line
-                "final",
-                reply.rounds,
-                prompt_tokens,
-                Settlement(
-                    reserved=allowed,
-                    charged_prompt=prompt,
-                    output_tokens=output,
-                    charged=prompt + output,
-                    refunded=max(0, allowed - prompt - output),
-                    budget_left=reply.tokens.left,
-                ),
-                reused_prefix=partial.reused_prefix if partial else 0,
-                estimated=partial.estimated if partial else not reply.provider.exact_counts,
-                usage=partial.provider_usage if partial else None,
-                stop="error",
-                prefix_source=partial.prefix_source if partial else None,
-            )
             shown = str(error) if isinstance(error, ProviderError) else repr(error)
-            fallback = self._fallback(reason, f"the final request failed: {shown}", started)
-            return replace(fallback, charged=prompt + output)
-        charged = completion.prompt_evaluated + completion.output_tokens
-        self.requests.finished(
-            "final",
-            reply.rounds,
-            prompt_tokens,  # one rule for every request line: the engine's count (usage keeps
-            # the server's)
-            Settlement(
-                reserved=allowed,
-                charged_prompt=completion.prompt_evaluated,
-                output_tokens=completion.output_tokens,
-                charged=charged,
-                refunded=max(0, allowed - charged),
-                budget_left=reply.tokens.left,
-            ),
-            reused_prefix=completion.reused_prefix,
-            estimated=completion.estimated,
-            usage=completion.provider_usage,
-            stop=completion.stop,
-            prefix_source=completion.prefix_source,
-        )
-        return replace(self._answer(request, completion, reason, started), charged=charged)
+            return self._fallback(reason, f"the final request failed: {shown}", started)
+        return self._answer(request, completion, reason, started)
 
     def _answer(
         self,
@@ -379,13 +292,13 @@ class FinalStage:
             phase="final",
         )
 
-    async def _condense(self) -> list[Message] | ResearchStop:
-        """Notes from the evidence, made by requests charged to the research budgets, or the stop
-        that ended condensing (a budget ran out, the model failed, or Stop was pressed)."""
+    async def _condense(self) -> list[Message]:
+        """Notes from the evidence, made by requests charged to the research budgets; raises the
+        stop that ended condensing (a budget ran out, the model failed, or Stop was pressed)."""
         reply = self.reply
         notes: list[str] = []
         items = list(reply.ledger.items)
-        window = reply.provider.context_window
+        window = self.requests.context_window
         step_output = reply.settings.research_max_output_tokens
         # Characters per chunk: generous room for the instructions and the output allowance.
         evidence = "\n\n".join(reply.ledger.text_of(item.id) for item in items)
@@ -410,12 +323,9 @@ class FinalStage:
                 Message("system", prompts.CONDENSE),
                 Message("user", f"Passages:\n\n{body}\n\nQuestion: {reply.question}"),
             ]
-            try:
-                completion = await self.requests.send(
-                    messages, "condense", max_tokens=step_output, check_context=True
-                )
-            except ResearchStop as stop:
-                return stop
+            completion = await self.requests.send(
+                messages, "condense", max_tokens=step_output, check_context=True
+            )
             notes.append(completion.text.strip())
         ask = prompts.question_block(reply.question, reply.earlier)
         return [

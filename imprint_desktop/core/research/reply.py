@@ -185,15 +185,9 @@ class Reply:
 
     # --- Stop and the research time ---------------------------------------------------------
 
-    def pending_stop(self) -> ResearchStop | None:
-        """The stop that Stop or the research time calls for now, if any."""
-        if self.cancel.cancelled:
-            return ResearchStop("cancelled")
-        if self.clock.expired:
-            return ResearchStop("time_budget", "the research time ran out between tool calls")
-        return None
-
     def check_cancel_and_time(self) -> None:
-        stop = self.pending_stop()
-        if stop is not None:
-            raise stop
+        """Raise the stop that Stop or the research time calls for now, if any."""
+        if self.cancel.cancelled:
+            raise ResearchStop("cancelled")
+        if self.clock.expired:
+            raise ResearchStop("time_budget", "the research time ran out between tool calls")

@@ -1,15 +1,20 @@
-"""Model requests under the token budget (DESIGN §1): check, reserve, send, charge, refund.
+"""The one door to the model (DESIGN §1): every prompt count and every request of a reply.
 
-Every request of research — the coordinator's, a section worker's, a condensing one — goes through
-:meth:`Requests.send`, and every request of the reply, the final one included, has its one trace
-line (:meth:`Requests.finished`) with what it reserved, charged and refunded. A failed provider
-call is a stop of research with the reason of DESIGN §1, never an exception of its own.
+Two modes. A research request — the coordinator's, a section worker's, a condensing one — goes
+through :meth:`Requests.send`: check, reserve from the research token budget, send, charge,
+refund; a failed provider call is a stop of research with the reason of DESIGN §1. The final
+request goes through :meth:`Requests.final`: outside the research budgets, with its own allowance,
+reserved and settled by the same rules on a budget of its own; its failure is the provider's, for
+the final stage to fall back on. Every request has its one trace line (:meth:`Requests.finished`)
+with what it reserved, charged and refunded.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from imprint_desktop.core.errors import (
@@ -20,7 +25,7 @@ from imprint_desktop.core.errors import (
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, Message, Phase
 from imprint_desktop.core.providers.estimate import estimate_tokens
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research.budgets import Reservation, Settlement
+from imprint_desktop.core.research.budgets import Reservation, Settlement, TokenBudget
 from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.vocabulary import PrefixSource, RequestEnd
@@ -31,11 +36,20 @@ _T = TypeVar("_T")
 
 
 class Requests:
-    """The reply's budgeted model requests and their accounting."""
+    """The reply's model requests and their accounting (see the module docstring)."""
 
     def __init__(self, reply: Reply) -> None:
         self.reply = reply
         self.sent = 0  # research requests sent (a budget too small for one is said so)
+        self.final_charged = 0  # what the final request was charged, outside the research budget
+
+    @property
+    def context_window(self) -> int:
+        return self.reply.provider.context_window
+
+    async def count(self, request: CompletionRequest) -> int:
+        """The prompt tokens of ``request``, by the provider's own count; its failure is raised."""
+        return await self.reply.provider.count_prompt(request)
 
     async def send(
         self,
@@ -62,7 +76,7 @@ class Requests:
             phase=phase,
             answer_max_tokens=answer_max_tokens,
         )
-        prompt_tokens = await _provider_call(provider.count_prompt(request))
+        prompt_tokens = await _provider_call(self.count(request))
         if check_context and prompt_tokens + max_tokens > provider.context_window:
             raise ResearchStop(
                 "context_full",
@@ -114,6 +128,56 @@ class Requests:
         if completion.stop == "deadline":
             raise ResearchStop("time_budget", "the research time ran out during a model request")
         return completion
+
+    async def final(self, request: CompletionRequest, prompt_tokens: int) -> Completion:
+        """The final request (DESIGN §1), of ``prompt_tokens`` counted before: nothing of the
+        research budget is reserved or charged. A failure of the provider is raised as it came,
+        after the request's line charged what arrived before it."""
+        reply = self.reply
+        outside = TokenBudget(sys.maxsize)  # the final request's own allowance, never refused
+        reservation = outside.reserve(prompt_tokens, request.max_tokens)
+        assert reservation is not None
+        reply.emit(
+            ev.RequestStarted(
+                reply.now_t(), "final", reply.rounds, prompt_tokens, reservation.tokens
+            )
+        )
+        try:
+            completion = await reply.provider.complete(
+                request, reply.cancel, reply.text_sink("final")
+            )
+        except Exception as error:  # what arrived before the failure is charged, if known
+            self._settle_final(outside, reservation, prompt_tokens, failed_partial(error), "error")
+            raise
+        self._settle_final(outside, reservation, prompt_tokens, completion, completion.stop)
+        return completion
+
+    def _settle_final(
+        self,
+        outside: TokenBudget,
+        reservation: Reservation,
+        prompt_tokens: int,
+        completion: Completion | None,
+        stop: RequestEnd,
+    ) -> None:
+        """Charge the final request what ``completion`` (None: nothing known) used."""
+        evaluated = completion.prompt_evaluated if completion else 0
+        settlement = outside.settle(
+            reservation, evaluated, completion.output_tokens if completion else 0
+        )
+        self.final_charged += settlement.charged
+        self.finished(
+            "final",
+            self.reply.rounds,
+            prompt_tokens,  # one rule for every request line: the engine's count (usage keeps
+            # the server's)
+            replace(settlement, budget_left=self.reply.tokens.left),
+            reused_prefix=completion.reused_prefix if completion else 0,
+            estimated=completion.estimated if completion else not self.reply.provider.exact_counts,
+            usage=completion.provider_usage if completion else None,
+            stop=stop,
+            prefix_source=completion.prefix_source if completion else None,
+        )
 
     def _failed(
         self,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from imprint_desktop.core.providers.base import (
     MAX_CALLS_PER_REPLY,
@@ -45,12 +46,14 @@ log = logging.getLogger(__name__)
 MAX_BATCH_CALLS = MAX_CALLS_PER_REPLY
 
 
-class AnswerCut(Exception):  # noqa: N818 - control flow inside the engine, never escapes it
-    """A research answer cut at the research output allowance (``finish_reason: length``)."""
+@dataclass(frozen=True, slots=True)
+class ResearchAnswer:
+    """What the model answered when it stopped calling tools."""
 
-    def __init__(self, text: str) -> None:
-        super().__init__("answer cut")
-        self.text = text
+    text: str
+    # Cut at the research output allowance (``finish_reason: length``), short of the answer
+    # allowance: the final request completes it.
+    cut: bool = False
 
 
 class Rounds:
@@ -63,9 +66,9 @@ class Rounds:
         # A reply-wide stop met inside a section worker, carried out to the coordinator's batch.
         self._worker_stop: ResearchStop | None = None
 
-    async def research(self, conversation: Conversation) -> str:
-        """Rounds until the model answers (returned) or a budget stops it (:class:`ResearchStop`;
-        :class:`AnswerCut` when the coordinator's answer was cut at its length)."""
+    async def research(self, conversation: Conversation) -> ResearchAnswer:
+        """Rounds until the model answers (returned, and whether the coordinator's answer was cut
+        at its length) or a budget stops it (:class:`ResearchStop`, raised)."""
         settings = self.reply.settings
         # The coordinator's answer is the reply's answer: it has the person's answer allowance.
         answer_tokens = settings.max_tokens if conversation.worker is None else None
@@ -109,9 +112,9 @@ class Rounds:
                     # request completes it. (Cut at the answer allowance, it is the answer, as
                     # long as the person allows.)
                     conversation.messages.append(Message("assistant", text))
-                    raise AnswerCut(text)
+                    return ResearchAnswer(text, cut=True)
                 if text:
-                    return text
+                    return ResearchAnswer(text)
                 # An empty reply is a round of its own, and a stagnant one: it found nothing.
                 self._next_round(conversation)
                 conversation.messages += [
@@ -173,12 +176,7 @@ class Rounds:
             tools=conversation.tool_schemas,
             phase=conversation.phase,
         )
-        max_chars = await seed.planned_chars(
-            reply.provider,
-            first_request,
-            cap=reply.settings.max_result_chars,
-            question=conversation.seed,
-        )
+        max_chars = await self._seed_chars(first_request, conversation.seed)
         first = reply.ledger.next_citation
         result, progress = await self._run_call(
             conversation, call, ToolKind.READ, origin="engine", max_chars=max_chars
@@ -197,6 +195,22 @@ class Rounds:
         )
         self._end_round(conversation, progress=progress, excluded=False)
         return bool(passages)
+
+    async def _seed_chars(self, first_request: CompletionRequest, question: str) -> int:
+        """:func:`~.seed.seed_chars` for the prompt of the first request, before the seed."""
+        cap = self.reply.settings.max_result_chars
+        try:
+            prompt_tokens = await self.requests.count(first_request)
+        except Exception:  # the first request will meet the same failure and report it
+            log.warning("counting the prompt before the first search failed", exc_info=True)
+            return cap
+        return seed.seed_chars(
+            context_window=self.requests.context_window,
+            prompt_tokens=prompt_tokens,
+            output_tokens=first_request.max_tokens,
+            cap=cap,
+            question=question,
+        )
 
     def _end_round(self, conversation: Conversation, *, progress: bool, excluded: bool) -> None:
         conversation.patience.record(progress=progress, excluded=excluded)
@@ -228,7 +242,10 @@ class Rounds:
         for call in calls:
             kind = self.calls.kind(call.name)
             if stop is None:
-                stop = self._take_worker_stop() or self.reply.pending_stop()
+                try:
+                    self._check_stop()
+                except ResearchStop as met:  # the calls left get their results first
+                    stop = met
             if stop is not None:
                 result = ToolResult.not_executed(call.name, stop_words(stop.reason).to_model)
                 self._report_unrun(conversation, call, kind, result)
@@ -248,10 +265,9 @@ class Rounds:
             conversation.messages.append(
                 Message("tool", content, tool_call_id=call.id, name=call.name)
             )
-        if stop is None:
-            stop = self._take_worker_stop()
         if stop is not None:
             raise stop
+        self._check_stop(time=False)
 
     def _report_unrun(
         self, conversation: Conversation, call: ToolCall, kind: ToolKind | None, result: ToolResult
@@ -324,7 +340,7 @@ class Rounds:
             found_before = len(reply.ledger.items)
             share = reply.settings.max_result_chars // max(1, len(names))
             try:
-                text = await self.research(worker)
+                text = (await self.research(worker)).text
                 summaries.append(sections.summary(section, text, reply.ledger, found_before, share))
             except ResearchStop as stop:
                 # Whatever ended the worker, what it found reaches the coordinator and, through
@@ -337,9 +353,14 @@ class Rounds:
                 break
         return ToolResult("research_sections", "ok", "\n\n".join(summaries))
 
-    def _take_worker_stop(self) -> ResearchStop | None:
+    def _check_stop(self, *, time: bool = True) -> None:
+        """Raise the stop a section worker carried out, else (with ``time``) the one that Stop or
+        the research time calls for."""
         stop, self._worker_stop = self._worker_stop, None
-        return stop
+        if stop is not None:
+            raise stop
+        if time:
+            self.reply.check_cancel_and_time()
 
 
 def _dropped_note(dropped: int) -> str:

@@ -18,7 +18,7 @@ import logging
 import re
 from collections.abc import Sequence
 
-from imprint_desktop.core.providers.base import CompletionRequest, Provider, ToolCall
+from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.providers.estimate import chars_for_tokens
 
 log = logging.getLogger(__name__)
@@ -286,24 +286,6 @@ def seed_call(
         call_id += "_"
     used.add(call_id)
     return ToolCall(call_id, "search_workspace", seed_arguments(seed_query(text, earlier)))
-
-
-async def planned_chars(
-    provider: Provider, request: CompletionRequest, *, cap: int, question: str
-) -> int:
-    """:func:`seed_chars` for the prompt of ``request`` (the first request, before the seed)."""
-    try:
-        prompt_tokens = await provider.count_prompt(request)
-    except Exception:  # the first request will meet the same failure and report it
-        log.warning("counting the prompt before the first search failed", exc_info=True)
-        return cap
-    return seed_chars(
-        context_window=provider.context_window,
-        prompt_tokens=prompt_tokens,
-        output_tokens=request.max_tokens,
-        cap=cap,
-        question=question,
-    )
 
 
 def seed_chars(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.seed import content_words
@@ -79,6 +79,17 @@ def sources_for(
     return tuple(_view(item, cited=False) for item in top)
 
 
+def with_snippets(
+    sources: Sequence[ev.SourceView], texts: Mapping[int, str], question: str
+) -> tuple[ev.SourceView, ...]:
+    """``sources`` found but not cited, each with its excerpt: the part of its text (``texts``
+    by id) that matches ``question`` best, short. Cited sources are returned as they are."""
+    if not sources or sources[0].cited:
+        return tuple(sources)
+    quoted = snippets(sources, texts, question)
+    return tuple(replace(s, excerpt=quoted.get(s.id, "")) for s in sources)
+
+
 def snippets(
     sources: Sequence[ev.SourceView], texts: Mapping[int, str], question: str
 ) -> dict[int, str]:
@@ -95,16 +106,15 @@ def snippets(
     }
 
 
-def with_sources(answer: str, sources: Sequence[ev.SourceView], excerpts: Mapping[int, str]) -> str:
-    """``answer`` followed by its Sources block (nothing added when there are no sources).
-
-    ``excerpts`` are shown for passages found but not cited (see :func:`snippets`)."""
+def with_sources(answer: str, sources: Sequence[ev.SourceView]) -> str:
+    """``answer`` followed by its Sources block, as text (nothing added when there are none):
+    how the command line, the transcript and the export show an answer with its sources."""
     if not sources:
         return answer
     if sources[0].cited:
         lines = [f"- [{s.id}] {_where(s)}" for s in sources]
         return f"{answer.rstrip()}\n\n{SOURCES_HEADING}\n" + "\n".join(lines)
-    lines = [f"- [{s.id}] {_where(s)}: “{_short(excerpts.get(s.id, ''))}”" for s in sources]
+    lines = [f"- [{s.id}] {_where(s)}: “{_short(s.excerpt)}”" for s in sources]
     return f"{answer.rstrip()}\n\n{UNCITED_HEADING}\n" + "\n".join(lines)
 
 
@@ -130,13 +140,6 @@ def without_repeats(answer: str) -> str:
         seen.add(key)
         kept.append(unit)
     return "".join(kept).strip() or answer.strip()
-
-
-def written(answer: str) -> str:
-    """``answer`` without the Sources block the engine added: what the model wrote."""
-    for heading in (SOURCES_HEADING, UNCITED_HEADING):
-        answer = answer.split(f"\n\n{heading}\n", 1)[0]
-    return answer
 
 
 def not_found_message(scope: str, looked: LookedAt, reason: str) -> str:

@@ -1,4 +1,8 @@
-"""The internal signal that research must stop, with the reason of DESIGN §1."""
+"""The internal signal that research must stop, with the reason of DESIGN §1.
+
+A stop is always raised (where it is met) and caught (by the engine, or by the part that carries
+it out: a batch, a section worker, condensing); it is never returned as a value.
+"""
 
 from __future__ import annotations
 

@@ -124,7 +124,7 @@ def phase_words(phase: Phase) -> PhaseWords:
         case "worker":
             return PhaseWords(request="section request", now="Working on a section…")
         case "condense":
-            return PhaseWords(request="condensing request", now="Working on a section…")
+            return PhaseWords(request="condensing request", now="Condensing the evidence…")
         case "final":
             return PhaseWords(request="final answer request", now="Writing the final answer…")
         case _:

@@ -6,97 +6,44 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.errors import (
+    ProviderUnavailableError,
+)
 from imprint_desktop.core.providers.base import CompletionRequest
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.final import FALLBACK_LABEL
-from imprint_desktop.core.research.sources import written
 from imprint_desktop.core.research.trace import TraceWriter, read_trace, trace_line
-from imprint_desktop.core.tools.base import ToolResult
+from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools, passage
+from tests.support.progress_scenarios import (
+    ALTERNATING,
+    ERRORS_AND_EMPTY,
+    FOUND,
+    SAME_PASSAGES,
+    UNCHANGED,
+    WRITES,
+    Call,
+    ProgressScenario,
+)
+from tests.support.research_run import (
+    Recorder,
+    assert_protocol_complete,
+    make,
+    research_then_final,
+    run,
+    search,
+)
 from tests.support.scripted_provider import ScriptedProvider, Step
 from tests.support.settings import make_config, research_settings
-
-T = TypeVar("T")
-
-
-def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coroutine)
-
-
-def search(query: str) -> tuple[str, dict[str, Any]]:
-    return ("search_workspace", {"query": query})
-
-
-class Recorder:
-    def __init__(self, also: Callable[[ev.Event], None] | None = None) -> None:
-        self.events: list[ev.Event] = []
-        self._also = also  # another listener, such as a trace writer
-
-    def __call__(self, event: ev.Event) -> None:
-        self.events.append(event)
-        if self._also is not None:
-            self._also(event)
-
-    def of(self, kind: type[ev.Event]) -> list[Any]:
-        return [event for event in self.events if isinstance(event, kind)]
-
-
-def make(
-    script: list[Step] | Callable[[CompletionRequest], Step],
-    respond: Callable[[str, dict[str, Any]], Any],
-    *,
-    ask: Callable[[str, str], Any] | None = None,
-    cancel: CancelToken | None = None,
-    context_window: int = 32_768,
-    also: Callable[[ev.Event], None] | None = None,
-    settings: Mapping[str, object] | None = None,
-    timeout_sec: float | None = None,
-) -> tuple[ResearchEngine, FakeTools, ScriptedProvider, Recorder]:
-    """The engine under ``settings`` (by key), its scripted tools and model, and what it reports
-    (also to ``also``)."""
-    # The stopping scenarios script every request themselves: the engine's own first search
-    # (chat.research_first) is tested on its own in test_seed.py.
-    given = {"chat.research_timeout_sec": 60, "chat.research_first": False, **(settings or {})}
-    chosen = research_settings(given, timeout_sec=timeout_sec)
-    provider = ScriptedProvider(script, context_window=context_window)
-    recorder = Recorder(also)
-    engine = ResearchEngine(provider, chosen, cancel=cancel, ask=ask, sink=recorder)
-    tools = FakeTools(respond)
-    return engine, tools, provider, recorder
-
-
-def assert_protocol_complete(request: CompletionRequest) -> None:
-    """Every tool call in the request's history has exactly one result after it."""
-    pending: list[str] = []
-    for message in request.messages:
-        if message.role == "assistant" and message.tool_calls:
-            assert not pending, f"calls without results: {pending}"
-            pending = [call.id for call in message.tool_calls]
-        elif message.role == "tool":
-            assert message.tool_call_id in pending, message.tool_call_id
-            pending.remove(message.tool_call_id)
-    assert not pending, f"calls without results: {pending}"
-
-
-def research_then_final(
-    research: Callable[[int], Step], final: str
-) -> Callable[[CompletionRequest], Step]:
-    """A script by phase: research requests call ``research(n)``, the final request answers."""
-    count = iter(range(10_000))
-
-    def script(request: CompletionRequest) -> Step:
-        return Step(final) if request.phase == "final" else research(next(count))
-
-    return script
 
 
 def new_passage_each_time() -> Callable[[str, dict[str, Any]], ToolResult]:
@@ -118,44 +65,67 @@ def test_research_continues_past_twelve_rounds_while_evidence_is_new() -> None:
     engine, tools, provider, _recorder = make(script, new_passage_each_time())
     result = run(engine.run("When was the light built?", tools))
     assert result.stop_reason == "answered" and result.final_mode == "model"
-    assert result.rounds == 15 and written(result.answer) == "Done [1]."
+    assert result.rounds == 15 and result.answer == "Done [1]."
     assert len(result.evidence) == 15
     assert all(request.phase == "research" for request in provider.requests)  # no final request
     for request in provider.requests:
         assert_protocol_complete(request)
 
 
-def test_every_request_samples_with_the_seed_of_the_settings() -> None:
-    same = passage("The light was built in 1862 by the Harbour Board.")
-    script = research_then_final(lambda n: Step(calls=[search("when built")]), "Built in 1862 [1].")
-    engine, tools, provider, _ = make(
-        script,
-        lambda name, values: same,
-        settings={"chat.research_no_progress_rounds": 1, "chat.seed": 1234},
+def play(
+    scenario: ProgressScenario, final: str = "From the evidence [1].", **settings: object
+) -> tuple[ev.ReplyResult, FakeTools, ScriptedProvider, Recorder]:
+    """``scenario`` on scripted tools: its rounds' calls, what :data:`FOUND` says each search
+    finds; the final request answers ``final``. Checks how the engine judged every round."""
+
+    def step(request: CompletionRequest) -> Step:
+        if request.phase == "final":
+            return Step(final)
+        number = sum(1 for message in request.messages if message.role == "assistant")
+        return Step(calls=[_tool_call(c) for c in scenario.calls(number)])
+
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        if name == "search_workspace":
+            found = FOUND[values["query"]]
+            items = tuple(EvidenceItem(source, "lines 3-3", text) for source, text in found)
+            return ToolResult(name, "ok" if items else "empty", "Passages.", items)
+        if name == "read_document":
+            return ToolResult.error(name, f"no document {values['path']} in the workspace")
+        return ToolResult(name, "ok", "Saved.")
+
+    engine, tools, provider, recorder = make(
+        step, respond, settings={"chat.research_no_progress_rounds": scenario.patience, **settings}
     )
-    run(engine.run("When?", tools))
+    result = run(engine.run("When?", tools))
+    judged = [(event.progress, event.excluded) for event in recorder.of(ev.RoundEnded)]
+    assert judged == list(scenario.judged)
+    assert result.stop_reason == "no_progress" and result.rounds == len(scenario.judged)
+    return result, tools, provider, recorder
+
+
+def _tool_call(call: Call) -> tuple[str, dict[str, Any]]:
+    kind, what = call
+    if kind == "search":
+        return search(what)
+    if kind == "read":
+        return ("read_document", {"path": what})
+    return ("write_note", {"title": "Summary", "content": "Same note."})
+
+
+def test_every_request_samples_with_the_seed_of_the_settings() -> None:
+    _, _, provider, _ = play(UNCHANGED, **{"chat.seed": 1234})
     assert {request.phase for request in provider.requests} == {"research", "final"}
     assert {request.seed for request in provider.requests} == {1234}
 
 
 def test_unchanged_evidence_stops_after_patience_with_a_tools_free_final() -> None:
-    same = passage("The light was built in 1862 by the Harbour Board.")
-    script = research_then_final(lambda n: Step(calls=[search("when built")]), "Built in 1862 [1].")
-    engine, tools, provider, recorder = make(
-        script,
-        lambda name, values: same,
-        settings={"chat.research_no_progress_rounds": 3, "chat.max_tokens": 777},
-    )
-    result = run(engine.run("When?", tools))
-    assert result.stop_reason == "no_progress"
-    assert result.rounds == 4  # one round of progress, then three without
-    assert result.final_mode == "model" and written(result.answer) == "Built in 1862 [1]."
+    result, _, provider, _ = play(UNCHANGED, "Lit in 1862 [1].", **{"chat.max_tokens": 777})
+    assert result.final_mode == "model" and result.answer == "Lit in 1862 [1]."
     final = provider.requests[-1]
     assert final.phase == "final" and not final.offers_tools and final.max_tokens == 777
     # Its own 120 s, not what was left of the research time (60 s here).
     assert 119 < final.deadline - time.monotonic() <= 120
     assert_protocol_complete(final)
-    assert [event.progress for event in recorder.of(ev.RoundEnded)] == [True, False, False, False]
     # The final request is laid out to be answered from: its own short instructions, then the
     # evidence as numbered passages with their sources, and the question restated last. It
     # carries no instruction in the person's turn for the model to echo as its answer.
@@ -163,83 +133,36 @@ def test_unchanged_evidence_stops_after_patience_with_a_tools_free_final() -> No
     assert final.messages[0].content == prompts.FINAL_SYSTEM
     turn = final.messages[1].content
     assert turn.startswith("Passages from the documents:\n\n[1] ")
-    assert "The light was built in 1862 by the Harbour Board." in turn
+    assert "The harbour light was first lit on 3 March 1862." in turn
     assert turn.endswith("\n\nQuestion: When?")
 
 
 def test_alternating_queries_with_alternating_results_are_caught() -> None:
-    pages = {
-        "A": passage("Keepers were paid quarterly in coin."),
-        "B": passage("The fog signal used compressed air."),
-    }
-    script = [Step(calls=[search("A" if index % 2 == 0 else "B")]) for index in range(12)]
-    engine, tools, _, _recorder = make(
-        script,
-        lambda name, values: pages[values["query"]],
-        settings={"chat.research_no_progress_rounds": 4},
-    )
-    result = run(engine.run("Pay and fog?", tools))
-    assert result.stop_reason == "no_progress" and result.rounds == 6
+    result, tools, _, _ = play(ALTERNATING)
+    assert [values["query"] for _, values in tools.calls] == ["harbour lens", "keepers shifts"] * 3
+    assert [item.source for item in result.evidence] == ["harbour.md", "keepers.md"]
 
 
 def test_different_queries_returning_the_same_passages_are_not_progress() -> None:
-    same = passage("The lantern room was glazed with curved panes from Birmingham.")
-    script = [Step(calls=[search(f"different words {index}")]) for index in range(8)]
-    engine, tools, _, _ = make(
-        script, lambda name, values: same, settings={"chat.research_no_progress_rounds": 2}
-    )
-    assert run(engine.run("Glazing?", tools)).rounds == 3
+    result, tools, _, _ = play(SAME_PASSAGES)
+    assert len({values["query"] for _, values in tools.calls}) == 5, "five different queries"
+    assert [item.source for item in result.evidence] == ["keepers.md", "harbour.md"]
 
 
 def test_changing_errors_and_empty_results_are_not_progress() -> None:
-    count = iter(range(100))
-
-    def respond(name: str, values: dict[str, Any]) -> ToolResult:
-        index = next(count)
-        if index % 2:
-            return ToolResult(name, "empty", "No passages match.")
-        return ToolResult.error(name, f"index busy (attempt {index}, code {index * 13})")
-
-    script = [Step(calls=[search(f"x{index}")]) for index in range(10)]
-    engine, tools, provider, _ = make(
-        script, respond, settings={"chat.research_no_progress_rounds": 3}
-    )
-    result = run(engine.run("?", tools))
-    assert result.stop_reason == "no_progress" and result.rounds == 3
+    result, _, provider, recorder = play(ERRORS_AND_EMPTY)
+    assert [event.status for event in recorder.of(ev.ToolFinished)] == [
+        "error", "empty", "error", "empty",
+    ]  # fmt: skip
     assert result.evidence == ()
     # With nothing found, the model is not asked to answer: the engine says so (DESIGN §1).
     assert result.final_mode == "no_evidence"
-    assert [request.phase for request in provider.requests] == ["research"] * 3
+    assert [request.phase for request in provider.requests] == ["research"] * 4
 
 
 def test_write_rounds_are_excluded_and_writes_never_deduplicated() -> None:
-    same = passage("Nothing new here about the keepers.")
-    note = ("write_note", {"title": "Summary", "content": "Same note."})
-    script = [
-        Step(calls=[search("a")]),
-        Step(calls=[note]),
-        Step(calls=[note]),
-        Step(calls=[note, search("b")]),
-        Step(calls=[search("c")]),
-        Step(calls=[note]),
-        Step(calls=[search("d")]),
-    ]
-    engine, tools, _, recorder = make(
-        script, lambda name, values: same, settings={"chat.research_no_progress_rounds": 2}
-    )
-    result = run(engine.run("?", tools))
+    _, tools, _, _ = play(WRITES)
     assert len(tools.writes) == 4, "every write is carried out, however alike"
-    rounds = recorder.of(ev.RoundEnded)
-    assert [(r.progress, r.excluded) for r in rounds] == [
-        (True, False),
-        (False, True),
-        (False, True),
-        (False, True),
-        (False, False),
-        (False, True),
-        (False, False),
-    ]
-    assert result.stop_reason == "no_progress" and result.rounds == 7
 
 
 def test_token_budget_stop_charges_net_of_reused_prefix_and_refunds(tmp_path: Path) -> None:
@@ -277,7 +200,7 @@ def test_time_budget_cuts_an_in_flight_request() -> None:
     assert result.stop_reason == "time_budget"
     assert 0.3 <= result.research_seconds < 0.6, "the final stage is not research time"
     assert provider.requests[-1].phase == "final"
-    assert written(result.answer) == "Final from evidence [1]." and result.final_mode == "model"
+    assert result.answer == "Final from evidence [1]." and result.final_mode == "model"
 
 
 def test_calls_not_started_when_time_runs_out_are_answered_not_executed() -> None:
@@ -420,7 +343,7 @@ def test_context_full_stops_research_and_the_final_still_fits() -> None:
     assert result.stop_reason == "context_full"
     final = provider.requests[-1]
     assert final.phase == "final" and final.max_tokens == 256
-    assert result.final_mode == "model" and written(result.answer) == "Final."
+    assert result.final_mode == "model" and result.answer == "Final."
     assert run(provider.count_prompt(final)) + final.max_tokens <= 3000
 
 
@@ -453,7 +376,7 @@ def test_final_that_cannot_fit_is_condensed_with_charged_requests() -> None:
         e.charged for e in recorder.of(ev.RequestFinished) if e.phase != "final"
     )
     assert result.tokens.charged == research_and_condense
-    assert written(result.answer) == "Answer from notes [1]."
+    assert result.answer == "Answer from notes [1]."
 
 
 def test_labelled_fallback_when_the_final_request_fails() -> None:
@@ -489,7 +412,7 @@ def test_section_workers_share_budgets_and_every_worker_request_is_charged() -> 
 
     engine, tools, _provider, recorder = make(script, new_passage_each_time())
     result = run(engine.run("History and technology of the lights?", tools))
-    assert result.stop_reason == "answered" and written(result.answer) == "Combined answer."
+    assert result.stop_reason == "answered" and result.answer == "Combined answer."
     worker_requests = [e for e in recorder.of(ev.RequestFinished) if e.phase == "worker"]
     assert len(worker_requests) == 6  # two workers, three requests each
     assert all(event.charged > 0 for event in worker_requests)
@@ -884,3 +807,112 @@ def test_an_ending_that_fails_after_its_stop_line_writes_no_second_one(
     assert len(recorder.of(ev.FinalFinished)) == 1
     assert result.stop_reason == "answered" and result.final_mode == "fallback"
     assert result.error is not None and "broken after the stop line" in result.error
+
+
+# --- workers, progress, waits, sources and charges, case by case -----------------------------
+
+
+def test_a_worker_stopped_by_time_hands_its_passages_to_the_final_request() -> None:
+    now = [0.0]
+
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        now[0] += 0.6  # each search takes 0.6 s of a 1 s budget: the worker's second one ends it
+        return passage(f"Ada Quill kept the light until 1971 ({values['query']}).", "keepers.md")
+
+    def script(request: CompletionRequest) -> Step:
+        if request.phase == "final":
+            return Step("Ada Quill [1].")
+        if request.phase == "worker":
+            return Step(calls=[search("keeper"), search("keeper again")])
+        return Step(calls=[("research_sections", {"sections": ["the keepers"]})])
+
+    provider = ScriptedProvider(script)
+    settings = research_settings({"chat.research_timeout_sec": 1.0, "chat.research_first": False})
+    engine = ResearchEngine(provider, settings, clock=lambda: now[0])
+    tools = FakeTools(respond)
+    result = run(engine.run("Who kept the light?", tools))
+    assert result.stop_reason == "time_budget"
+    final = provider.requests[-1]
+    assert final.phase == "final"
+    # The final request reads the evidence itself, numbered, whoever found it.
+    assert "[1] keepers.md, lines 1-3\nAda Quill kept the light until 1971" in (
+        final.messages[-1].content
+    )
+
+
+def test_a_person_s_answer_in_a_batch_with_a_write_is_progress() -> None:
+    note = ("write_note", {"title": "Plan", "content": "Ask about the light."})
+    ask = ("ask_user", {"question": "Which light?"})
+    # Three rounds of a note and a question, then an answer: no budget cuts a round short (a
+    # research time ran out mid-batch on a busy machine, leaving the question not asked).
+    script = [Step(calls=[note, ask])] * 3 + [Step("Done.")]
+
+    async def person(call_id: str, question: str) -> str:
+        return "Greyness Point"
+
+    engine, tools, _, recorder = make(
+        script,
+        lambda n, v: passage("unused"),
+        ask=person,
+        settings={"chat.research_no_progress_rounds": 2},
+    )
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "answered"
+    ends = recorder.of(ev.RoundEnded)
+    assert [e.round for e in ends] == [1, 2, 3]
+    assert all(e.progress and not e.excluded for e in ends)
+    assert all(e.no_progress_rounds == 0 for e in ends)
+
+
+def test_a_cancelled_question_still_has_its_user_wait_line() -> None:
+    cancel = CancelToken()
+
+    async def person(call_id: str, question: str) -> str:
+        cancel.cancel()
+        raise asyncio.CancelledError
+
+    script = [Step(calls=[("ask_user", {"question": "Which light?"})])]
+    engine, tools, _, recorder = make(script, lambda n, v: passage("x"), ask=person, cancel=cancel)
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "cancelled"
+    assert [trace_line(e)["type"] for e in recorder.of(ev.UserWait)] == ["user_wait"]  # type: ignore[index]
+
+
+def test_a_cited_repeat_names_its_source() -> None:
+    same = passage("The light was lit in 1862.", "harbour.md", "lines 4-5")
+    script = research_then_final(lambda n: Step(calls=[search("lit")]), "Lit in 1862 [2].")
+    engine, tools, _, _ = make(
+        script, lambda n, v: same, settings={"chat.research_no_progress_rounds": 2}
+    )
+    result = run(engine.run("When?", tools))
+    assert [item.id for item in result.evidence] == [1]  # [2] repeated [1]
+    assert result.answer == "Lit in 1862 [2]."
+    assert result.sources == (ev.SourceView(2, "harbour.md", "lines 4-5", "", cited=True),)
+
+
+def test_a_page_whose_only_change_is_a_counter_is_not_new_evidence() -> None:
+    visits = iter(range(1000, 2000))
+
+    def page(name: str, values: dict[str, Any]) -> ToolResult:
+        text = f"Welcome to the harbour trust. You are visitor {next(visits)} today."
+        item = EvidenceItem("https://harbour.example/", "part 1", text)
+        return ToolResult(name, "ok", text, (item,))
+
+    script = research_then_final(
+        lambda n: Step(calls=[("fetch_url", {"url": "https://harbour.example/"})]), "Done [1]."
+    )
+    engine, tools, _, _ = make(script, page, settings={"chat.research_no_progress_rounds": 3})
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "no_progress" and result.rounds == 4
+    assert len(result.evidence) == 1
+
+
+def test_a_request_that_streamed_before_failing_is_charged() -> None:
+    lost = ProviderUnavailableError("The connection was lost.")
+    script = [Step("A long answer that was cut by the network " * 20, error=lost)]
+    engine, tools, _, recorder = make(script, lambda n, v: passage("x"))
+    result = run(engine.run("?", tools))
+    assert result.stop_reason == "error"
+    [line] = recorder.of(ev.RequestFinished)
+    assert line.charged_prompt == line.prompt_tokens and line.output_tokens > 0
+    assert result.tokens.charged == line.charged > 0

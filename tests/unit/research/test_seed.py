@@ -17,9 +17,9 @@ from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools
+from tests.support.research_run import Recorder, assert_protocol_complete
 from tests.support.scripted_provider import ScriptedProvider, Step
 from tests.support.settings import research_settings
-from tests.unit.research.test_engine import Recorder, assert_protocol_complete
 
 GANNET = EvidenceItem(
     "stations/gannet-point.md", "lines 7-9", "Lit: 1 November 1857.", "Gannet Point lighthouse"
@@ -390,11 +390,16 @@ def test_a_token_budget_too_small_for_one_request_is_said_so() -> None:
 # --- sources under the answer -----------------------------------------------------------------
 
 
+def shown(result: ev.ReplyResult) -> str:
+    """The answer as every view shows it: its text, then its sources."""
+    return sources.with_sources(result.answer, result.sources)
+
+
 def test_an_answer_that_cites_ends_with_its_sources() -> None:
     engine, tools, _p, _r = make([Step("Lit in 1857 [1].")], lambda n, v: found(GANNET, ROSTER))
     result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
-    body, block = result.answer.split(f"\n\n{sources.SOURCES_HEADING}\n")
-    assert body == "Lit in 1857 [1]."
+    body, block = shown(result).split(f"\n\n{sources.SOURCES_HEADING}\n")
+    assert body == result.answer == "Lit in 1857 [1]."
     assert block == "- [1] stations/gannet-point.md, lines 7-9 — Gannet Point lighthouse"
     assert [(s.id, s.cited) for s in result.sources] == [(1, True)]
     assert json.loads(json.dumps(result.to_json()))["sources"][0]["title"] == GANNET.title
@@ -403,7 +408,7 @@ def test_an_answer_that_cites_ends_with_its_sources() -> None:
 def test_an_answer_that_cites_nothing_shows_the_passages_found() -> None:
     engine, tools, _p, _r = make([Step("It was 1857.")], lambda n, v: found(GANNET, ROSTER))
     result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
-    body, block = result.answer.split(f"\n\n{sources.UNCITED_HEADING}\n")
+    body, block = shown(result).split(f"\n\n{sources.UNCITED_HEADING}\n")
     assert body == "It was 1857."
     assert block.splitlines() == [
         "- [1] stations/gannet-point.md, lines 7-9 — Gannet Point lighthouse: "
@@ -438,7 +443,7 @@ def test_passages_shown_uncited_show_the_part_that_matches_the_question() -> Non
     )
     engine, tools, _p, _r = make([Step("It was someone.")], lambda n, v: found(long))
     result = asyncio.run(engine.run("Who was the engineer of the line?", tools))
-    block = result.answer.split(f"\n\n{sources.UNCITED_HEADING}\n")[1]
+    block = shown(result).split(f"\n\n{sources.UNCITED_HEADING}\n")[1]
     assert "The engineer was Margaret Holloway" in block
     assert block.startswith("- [1] history/opening.md, lines 7-14 — The opening of the line: “…")
 
@@ -460,7 +465,7 @@ def test_the_quote_is_the_sentence_holding_the_rare_word_of_the_question() -> No
     )
     engine, tools, _p, _r = make([Step("It is far.")], lambda n, v: found(light, other))
     result = asyncio.run(engine.run("What is the range of the Gannet Point light?", tools))
-    block = result.answer.split(f"\n\n{sources.UNCITED_HEADING}\n")[1]
+    block = shown(result).split(f"\n\n{sources.UNCITED_HEADING}\n")[1]
     first_line = block.splitlines()[0]
     assert "The nominal range is 24 nautical miles." in first_line
 
@@ -485,9 +490,7 @@ def test_a_looping_answer_reaches_the_person_once() -> None:
     loop = "The final answer to the person's question is: " * 5 + "1857 [1]."
     engine, tools, _p, _r = make([Step(loop)], lambda n, v: found(GANNET))
     result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
-    assert (
-        sources.written(result.answer) == "The final answer to the person's question is: 1857 [1]."
-    )
+    assert result.answer == "The final answer to the person's question is: 1857 [1]."
 
 
 def test_a_quoted_passage_leaves_out_heading_marks() -> None:
@@ -498,8 +501,8 @@ def test_a_quoted_passage_leaves_out_heading_marks() -> None:
     )  # fmt: skip
     engine, tools, _p, _r = make([Step("It was Brandt.")], lambda n, v: found(heading))
     result = asyncio.run(engine.run("Who was the first engineer?", tools))
-    assert "“The first engineer The commissioners appointed Elias Brandt" in result.answer
-    assert "##" not in result.answer
+    assert "“The first engineer The commissioners appointed Elias Brandt" in shown(result)
+    assert "##" not in shown(result)
 
 
 # --- answering first: small models read the passages without the tools ------------------------

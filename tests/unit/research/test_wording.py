@@ -103,9 +103,14 @@ def test_the_phases_say_what_they_always_said() -> None:
     said = {phase: w.phase_words(phase) for phase in get_args(Phase)}
     assert said["research"] == w.PhaseWords("model request", "Thinking…")
     assert said["worker"] == w.PhaseWords("section request", "Working on a section…")
-    assert said["condense"] == w.PhaseWords("condensing request", "Working on a section…")
+    assert said["condense"] == w.PhaseWords("condensing request", "Condensing the evidence…")
     assert said["final"] == w.PhaseWords("final answer request", "Writing the final answer…")
     assert w.request_words("planning") is None
+
+
+def test_each_phase_has_its_own_status_line() -> None:
+    lines = [w.phase_words(phase).now for phase in get_args(Phase)]
+    assert len(set(lines)) == len(lines)
 
 
 @pytest.mark.parametrize("status", get_args(CallStatus))

@@ -3,8 +3,8 @@
 :func:`load_local_provider` (blocking) or :func:`open_local_provider` (async) load a model file —
 the ``model.path`` setting or the starter model by default — and return a :class:`LocalProvider`.
 The modules, one job each: :mod:`.loader` (checks and loading), :mod:`.template` (the sandboxed chat
-template), :mod:`.sandbox` (the bounded Jinja environment it runs in, with :mod:`.sandbox_limits`,
-:mod:`.sandbox_operators` and :mod:`.sandbox_filters`), :mod:`.toolcalls` (native call formats and
+template), :mod:`.sandbox` (the bounded Jinja environment it runs in, its limits, operators and
+filters), :mod:`.toolcalls` (native call formats and
 the tool-call grammar), :mod:`.session` (prefix reuse, chunked prefill, generation, abort) and
 :mod:`.provider` (the async facade).
 """

@@ -9,7 +9,7 @@ piece of output is metered (see :mod:`.sandbox`): a template cannot hang the mod
 its memory, whether it prints or not, and a render stops within :data:`MAX_RENDER_SECONDS`. Every
 failure is a :class:`~imprint_desktop.core.errors.ChatTemplateError`; a sandbox violation or a
 template that asks for too much keeps the :class:`jinja2.sandbox.SecurityError` (for the latter a
-:class:`~.sandbox_limits.TemplateLimitError`) as its ``__cause__``, and the loader refuses such a
+:class:`~.sandbox.limits.TemplateLimitError`) as its ``__cause__``, and the loader refuses such a
 model.
 
 Tools reach the prompt in one of two ways:
@@ -63,8 +63,8 @@ from jinja2.parser import Parser
 
 from imprint_desktop.core.errors import ChatTemplateError
 from imprint_desktop.core.providers.base import Message
-from imprint_desktop.core.providers.local.sandbox import BoundedSandbox
-from imprint_desktop.core.providers.local.sandbox_limits import MAX_OUTPUT, TemplateLimitError
+from imprint_desktop.core.providers.local.sandbox.environment import BoundedSandbox
+from imprint_desktop.core.providers.local.sandbox.limits import MAX_OUTPUT, TemplateLimitError
 from imprint_desktop.core.providers.local.tool_history import (
     PROBE_HISTORY,
     PROBE_QUESTION,

@@ -1,0 +1,320 @@
+"""What every job on the engine thread shares: the HTTP client, the provider and the workspace.
+
+Each is made for a settings snapshot and kept while the settings it depends on stay the same, so a
+second question does not load the model again or reopen the workspace index. Loading the provider
+reports :class:`~.payloads.ModelStatus` (loading, ready, failed) through the ``emit`` it is given.
+
+:class:`EngineServices` belongs to the engine loop: every method but :meth:`stop_indexing` is
+called there, and :meth:`aclose` closes everything there when the thread stops. It knows nothing of
+replies or of the thread that hosts it; the host hands it to the jobs that need it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.chosen import chosen_model, workspace_root
+from imprint_desktop.core.config import Config
+from imprint_desktop.core.errors import ProviderError, SecretStoreError
+from imprint_desktop.engine import payloads as p
+from imprint_desktop.engine.error_words import sentence
+
+if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep startup fast
+    import httpx
+
+    from imprint_desktop.core.config import NetworkConfig
+    from imprint_desktop.core.providers.base import Provider
+    from imprint_desktop.core.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+ProviderFactory = Callable[
+    [Config, "httpx.AsyncClient", str | None, CancelToken], Awaitable["Provider"]
+]
+"""Builds the provider a settings snapshot chooses, on the engine loop (tests pass a scripted
+one)."""
+
+
+async def open_default_provider(
+    config: Config, http: httpx.AsyncClient, api_key: str | None, cancel: CancelToken
+) -> Provider:
+    from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
+
+    return await assistant.open_provider(config, http, api_key=api_key, cancel=cancel)
+
+
+def model_key(config: Config) -> tuple[object, ...]:
+    """The settings whose change needs the provider made again (a model reload)."""
+    return (config.model, config.remote)
+
+
+def workspace_key(root: Path, config: Config) -> tuple[object, ...]:
+    """The settings whose change needs the workspace opened again (``root`` is where
+    ``workspace.path`` leads)."""
+    return (
+        str(root),
+        config.workspace.notes_folder,
+        config.workspace.max_file_mb,
+        config.workspace.embedder,
+        config.workspace.ocr,
+        config.workspace.ocr_page_seconds,
+    )
+
+
+async def read_api_key(lookup: Callable[[], str | None]) -> str | None:
+    """The remote API key from the keyring, read off the loop (a keyring call may block)."""
+    try:
+        return await asyncio.to_thread(lookup)
+    except SecretStoreError as error:
+        log.warning("API key not available: %s", error)
+        return None  # a server without authentication needs none; one that does says 401
+
+
+class EngineServices:
+    """The client, provider and workspace the current settings choose, made once and kept."""
+
+    def __init__(
+        self,
+        emit: p.Emit,
+        provider_factory: ProviderFactory,
+        api_key: Callable[[], str | None],
+    ) -> None:
+        self._emit = emit
+        self._factory = provider_factory
+        self._api_key = api_key
+        self._model_lock = asyncio.Lock()
+        self._http: httpx.AsyncClient | None = None
+        self._network: NetworkConfig | None = None  # what the client was made for
+        self._closing: set[asyncio.Task[None]] = set()  # replaced clients, closing
+        self._provider: Provider | None = None
+        self._provider_key: tuple[object, ...] = ()
+        self._workspace: Workspace | None = None
+        self._workspace_key: tuple[object, ...] = ()
+        self._stop_indexing = threading.Event()
+        self._embedding: asyncio.Task[None] | None = None
+        self._embedding_for: Workspace | None = None
+        self._stop_embedding = threading.Event()
+
+    def stop_indexing(self) -> None:
+        """End an index update that no reply's Stop can end, and the background embedding,
+        because the app closes (any thread)."""
+        self._stop_indexing.set()
+        self._stop_embedding.set()
+
+    def http(self, config: Config) -> httpx.AsyncClient:
+        """The client for the network settings (made again when they change)."""
+        from imprint_desktop.core.net import make_async_client  # noqa: PLC0415 - engine thread
+
+        if self._http is None or config.network != self._network:
+            old, self._http = self._http, make_async_client(config.network)
+            self._network = config.network
+            if old is not None:
+                task = asyncio.get_running_loop().create_task(old.aclose())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
+        return self._http
+
+    async def provider(self, config: Config, cancel: CancelToken | None = None) -> Provider:
+        """The provider the settings choose, loaded once and kept while they stay the same."""
+        async with self._model_lock:
+            key = model_key(config)
+            http = self.http(config)
+            if self._provider is not None and key == self._provider_key and self._http is http:
+                return self._provider
+            await self._close_provider()
+            chosen = chosen_model(config)
+            description = chosen.describe()
+            self._emit(p.ModelStatus(p.ModelState.LOADING, description))
+            try:
+                api_key = await read_api_key(self._api_key) if chosen.remote else None
+                provider = await self._factory(config, http, api_key, cancel or CancelToken())
+            except BaseException as error:
+                message = str(error) if not isinstance(error, asyncio.CancelledError) else ""
+                self._emit(p.ModelStatus(p.ModelState.FAILED, description, message))
+                raise
+            self._provider, self._provider_key = provider, key
+            from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread
+
+            note = assistant.provider_note(provider)  # e.g. a context window the server hides
+            self._emit(p.ModelStatus(p.ModelState.READY, description, note))
+            return provider
+
+    async def warm_up(self, config: Config) -> None:
+        """Load the model the settings choose, then let it evaluate what every reply's first
+        request starts with, so the first question is answered as fast as the next ones."""
+        provider = await self.provider(config)
+        from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread
+
+        try:
+            await assistant.warm_up(
+                provider, config, self.workspace(config), self.http(config), ask=_asked_in_window
+            )
+        except Exception:  # only a head start is lost: the first reply evaluates it instead
+            log.warning("warming the model up failed", exc_info=True)
+
+    async def _close_provider(self) -> None:
+        provider, self._provider, self._provider_key = self._provider, None, ()
+        if provider is not None:
+            try:
+                await provider.aclose()
+            except Exception:
+                log.exception("closing the provider failed")
+
+    def workspace(self, config: Config) -> Workspace:
+        """The workspace the settings choose, opened once and kept while they stay the same."""
+        from imprint_desktop.core.workspace import Workspace  # noqa: PLC0415 - engine thread
+
+        root = workspace_root(config)
+        key = workspace_key(root, config)
+        if self._workspace is None or key != self._workspace_key:
+            if self._workspace is not None:
+                self._stop_embedding.set()  # ends at its next batch; close waits for that
+                self._workspace.close()
+                self._workspace = None
+            self._workspace = Workspace.from_config(root, config.workspace)
+            self._workspace_key = key
+        return self._workspace
+
+    async def ready_workspace(self, config: Config, cancel: CancelToken) -> Workspace:
+        """The workspace the settings choose, its index brought up to date for a reply (Stop,
+        ``cancel``, ends the update), with its progress reported."""
+        await self.update_index(config, self._emit, cancel)
+        return self.workspace(config)
+
+    async def update_index(
+        self,
+        config: Config,
+        progress: Callable[[p.IndexStatus], None],
+        cancel: CancelToken | None = None,
+    ) -> None:
+        """Bring the chosen workspace's index up to date, reporting progress (throttled).
+
+        ``cancel`` is the reply's Stop, which ends the update at once (a PDF being read
+        included); without it only closing the app does (:meth:`stop_indexing`)."""
+        workspace = self.workspace(config)
+        root = str(workspace.root)
+        loop = asyncio.get_running_loop()
+        last = [0.0]
+
+        def report(event: Any) -> None:
+            now = loop.time()
+            if now - last[0] >= 0.05 or event.done == event.total:
+                last[0] = now
+                progress(p.IndexStatus(root, event.done, event.total, event.path))
+
+        result = await asyncio.to_thread(
+            workspace.index.update,
+            progress=report,
+            cancel=cancel if cancel is not None else self._stop_indexing,
+            embed=False,
+        )
+        from imprint_desktop.core.workspace import problem_summary  # noqa: PLC0415 - engine thread
+
+        outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
+        progress(
+            p.IndexStatus(
+                root,
+                result.documents,
+                result.documents,
+                outcome=outcome,
+                problems=problem_summary(result.problems),
+                details=tuple(f"{item.path}: {item.reason}" for item in result.problems),
+            )
+        )
+        self._embed_in_background(workspace)
+
+    def _embed_in_background(self, workspace: Workspace) -> None:
+        """Give the passages of ``workspace`` their vectors, reporting progress, while replies
+        go on (they search by words what has no vector yet). One job at a time: a running one
+        also takes the passages a later update adds."""
+        running = self._embedding is not None and not self._embedding.done()
+        if (running and self._embedding_for is workspace) or self._stop_indexing.is_set():
+            return  # (one running for a workspace closed since has been told to stop)
+        self._stop_embedding = stop = threading.Event()
+        self._embedding_for = workspace
+        root, emit = str(workspace.root), self._emit
+        loop = asyncio.get_running_loop()
+        last = [0.0]
+        meaning = p.IndexStage.MEANING
+
+        def report(event: Any) -> None:  # on the worker thread; emit is thread-safe
+            now = loop.time()
+            if event.done < event.total and now - last[0] >= 0.05:
+                last[0] = now
+                emit(p.IndexStatus(root, event.done, event.total, stage=meaning))
+
+        async def embed() -> None:
+            try:
+                result = await asyncio.to_thread(
+                    workspace.index.embed, progress=report, cancel=stop
+                )
+            except Exception as error:  # the index is still searched by words
+                log.exception("embedding the workspace's passages failed")
+                failed = p.Outcome.FAILED
+                emit(p.IndexStatus(root, 0, 0, outcome=failed, message=str(error), stage=meaning))
+                return
+            outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
+            if result.embedder_problem:  # search goes on by words; the person is told why
+                outcome = p.Outcome.FAILED
+            emit(
+                p.IndexStatus(
+                    root,
+                    result.embedded,
+                    result.embedded,
+                    outcome=outcome,
+                    message=result.embedder_problem,
+                    stage=meaning,
+                )
+            )
+
+        self._embedding = asyncio.create_task(embed())
+
+    async def test_connection(self, config: Config) -> p.ConnectionTest:
+        """Try the remote server the settings name (chosen or not), with the key the keyring
+        keeps for it."""
+        api_key = await read_api_key(self._api_key)
+        return await test_remote(self.http(config), config, api_key)
+
+    async def aclose(self) -> None:
+        """Close the provider, the client and the workspace (on the loop, when it stops)."""
+        await self._close_provider()
+        self._stop_embedding.set()
+        if self._embedding is not None:
+            await asyncio.gather(self._embedding, return_exceptions=True)
+        await asyncio.gather(*self._closing, return_exceptions=True)
+        if self._http is not None:
+            await self._http.aclose()
+        if self._workspace is not None:
+            self._workspace.close()
+
+
+async def _asked_in_window(call_id: str, question: str) -> str:
+    """Stands for the window's way of asking the person (its replies offer ``ask_user``) in the
+    warm-up request, which is evaluated but never answered."""
+    raise AssertionError("a warm-up never runs tools")
+
+
+async def test_remote(
+    http: httpx.AsyncClient, config: Config, api_key: str | None
+) -> p.ConnectionTest:
+    """Try the remote server as research would: the provider's own connection check (address
+    and key checked before sending, the model list read bounded, errors in its words)."""
+    from imprint_desktop.core.providers.remote.client import RemoteProvider  # noqa: PLC0415 - httpx
+
+    chosen = chosen_model(config)
+    provider = RemoteProvider(
+        http, chosen.server, chosen.server_model, api_key, config.remote.context_window
+    )
+    try:
+        return p.ConnectionTest(True, await provider.check_connection())
+    except ProviderError as error:  # already a sentence naming the server without credentials
+        log.info("connection test failed: %s", type(error).__name__)
+        return p.ConnectionTest(False, str(error))
+    except Exception as error:
+        return p.ConnectionTest(False, sentence(error, config))

@@ -1,0 +1,1 @@
+"""The preferences dialog, generated from the settings' declarations, and its editors."""

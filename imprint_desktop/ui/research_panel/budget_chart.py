@@ -1,0 +1,115 @@
+"""The research record's chart: each budget used per round, as a share of that budget, with the
+stop marked — drawn with pyqtgraph from
+:func:`~imprint_desktop.core.research.record.chart.chart_series`, the same series the HTML report
+draws as SVG.
+
+pyqtgraph is imported when the first chart is made, not when the window starts: only the record
+needs it. Colours come from the window's palette, so the chart follows the light or dark theme.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from imprint_desktop.core.research.record.chart import STOP_COLOUR, chart_series, stop_label
+from imprint_desktop.core.research.record.report import Report
+
+log = logging.getLogger(__name__)
+
+
+class BudgetChart(QWidget):
+    """Time, tokens charged, tokens charged + reserved and patience per round (percent used)."""
+
+    def __init__(self, report: Report, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Budgets used per round")
+        self.series = chart_series(report)
+        self.setAccessibleDescription(_describe(report))
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        try:
+            import pyqtgraph as pg  # type: ignore[import-untyped]  # noqa: PLC0415 - docstring
+        except ImportError as error:  # a build without it (or without Qt's OpenGL module)
+            log.warning("the budget chart cannot be drawn: %s", error)
+            note = QLabel(f"The chart cannot be drawn here. {_describe(report)}.")
+            note.setTextFormat(Qt.TextFormat.PlainText)
+            note.setWordWrap(True)
+            layout.addWidget(note)
+            self.plot_widget: Any = None
+            return
+        palette = self.palette()
+        background = palette.color(QPalette.ColorRole.Base)
+        foreground = palette.color(QPalette.ColorRole.Text)
+        muted = palette.color(QPalette.ColorRole.PlaceholderText)
+
+        self.plot_widget = pg.PlotWidget(background=background)
+        self.plot_widget.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        plot = self.plot_widget.getPlotItem()
+        plot.setMenuEnabled(False)
+        plot.setMouseEnabled(x=False, y=False)
+        plot.hideButtons()
+        plot.showGrid(x=False, y=True, alpha=0.25)
+        for side, words in (("bottom", "round"), ("left", "share of each budget used")):
+            axis = plot.getAxis(side)
+            axis.setPen(pg.mkPen(muted))
+            axis.setTextPen(pg.mkPen(foreground))
+            plot.setLabel(side, words, color=foreground.name())
+        # The legend sits in a band above 100 %, where no line goes, so it never hides one.
+        legend = plot.addLegend(offset=(6, 2), colCount=2, labelTextColor=foreground)
+        legend.setPen(pg.mkPen(None))
+
+        last = max((r for line in self.series for r, _ in line.points), default=0)
+        last = max(last, report.stop_round or 0, 1)
+        top = max([100.0, *(value for line in self.series for _, value in line.points)])
+        top = 25.0 * -(-top // 25)  # up to the next quarter
+        for line in self.series:
+            style = Qt.PenStyle.DashLine if line.dashed else Qt.PenStyle.SolidLine
+            plot.plot(
+                [r for r, _ in line.points],
+                [v for _, v in line.points],
+                pen=pg.mkPen(QColor(line.colour), width=2, style=style),
+                symbol="o",
+                symbolSize=5,
+                symbolBrush=QColor(line.colour),
+                symbolPen=None,
+                name=line.name,
+            )
+        if report.stop_round is not None:
+            colour = QColor(STOP_COLOUR)
+            self.stop_line = pg.InfiniteLine(
+                pos=report.stop_round,
+                angle=90,
+                pen=pg.mkPen(colour, width=2, style=Qt.PenStyle.DotLine),
+                label=stop_label(report),
+                labelOpts={"position": 0.97, "color": colour, "anchors": [(1, 0), (1, 0)]},
+            )
+            plot.addItem(self.stop_line)
+        step = max(1, -(-last // 12))
+        plot.getAxis("bottom").setTicks([[(n, str(n)) for n in range(0, last + 1, step)], []])
+        quarters = [(p, f"{p}%") for p in range(0, int(top) + 1, 25)]
+        plot.getAxis("left").setTicks([quarters, []])
+        plot.setXRange(0, last, padding=0.04)
+        plot.setYRange(-top * 0.03, top * 1.32, padding=0)
+        layout.addWidget(self.plot_widget)
+
+    def sizeHint(self) -> QSize:
+        return QSize(560, 280)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(320, 220)
+
+
+def _describe(report: Report) -> str:
+    """The chart in words, for a screen reader: where each budget ended."""
+    parts = []
+    for line in chart_series(report):
+        if line.points:
+            parts.append(f"{line.name} {line.points[-1][1]:.0f}%")
+    where = f"; {stop_label(report)} in round {report.stop_round}" if report.stop_round else ""
+    return ", ".join(parts) + where
