@@ -27,6 +27,9 @@ sys.path.insert(0, str(ROOT))
 from tests.e2e.gui_driver import GuiProcess  # noqa: E402
 from tests.support.display import xvfb  # noqa: E402
 
+#: How long the window is given to paint a reply that has ended before its screenshot.
+SETTLE_SECONDS = 1.5
+
 QUESTIONS = (
     ("Why does the Carrick Spit light stand on piles?", "masonry"),
     ("What is the range of the Gannet Point light?", "24"),
@@ -76,6 +79,9 @@ def main() -> int:
                 )[0]
                 ok = _norm(fact) in _norm(written)
                 right += ok
+                # The event line comes as the reply ends; the window paints the answer on a
+                # later pass of its event loop, so the screenshot waits for that.
+                time.sleep(SETTLE_SECONDS)
                 gui.screenshot(args.out / f"question-{number}.png")
                 print(f"\n{number}. {question}  [{seconds:.1f} s, fact {'yes' if ok else 'no'}]")
                 print("   " + answer.strip().replace("\n", "\n   ")[:900])
