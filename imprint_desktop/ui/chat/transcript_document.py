@@ -43,6 +43,10 @@ def _new_block(cursor: QTextCursor) -> None:
         current.remove(cursor.block())
 
 
+#: How near the end of its scroll range (pixels) the view counts as at the bottom.
+_AT_BOTTOM = 4
+
+
 class TranscriptDocument:
     """Writes inert Markdown into ``view``'s document; the links in it are ``links``'."""
 
@@ -52,6 +56,19 @@ class TranscriptDocument:
         self._scratch = QTextDocument(view)  # where Markdown is parsed and made inert
         self._document: QTextDocument | None = None
         view.document().setDocumentMargin(MARGIN)
+        # A view at the bottom stays there as the document grows: Qt lays a document out in
+        # steps after an edit, so the scroll range keeps growing after the edit has returned.
+        self._following = True
+        bar = view.verticalScrollBar()
+        bar.valueChanged.connect(self._note_position)
+        bar.rangeChanged.connect(self._keep_following)
+
+    def _note_position(self, value: int) -> None:
+        self._following = value >= self._view.verticalScrollBar().maximum() - _AT_BOTTOM
+
+    def _keep_following(self, _minimum: int, maximum: int) -> None:
+        if self._following:
+            self._view.verticalScrollBar().setValue(maximum)
 
     def show(self, markdown: str) -> None:
         """Replace the whole document with ``markdown`` and scroll to its end.
@@ -70,6 +87,7 @@ class TranscriptDocument:
         view.setDocument(document)
         if previous is not None:
             previous.deleteLater()  # ours; the first, built-in document is the control's own
+        self._following = True
         view.moveCursor(QTextCursor.MoveOperation.End)
         view.ensureCursorVisible()
 
@@ -89,6 +107,7 @@ class TranscriptDocument:
         cursor.insertFragment(self._inert_fragment(markdown)[0])
         cursor.endEditBlock()
         self._shade_code(start)
+        self._following = True
         bar = self._view.verticalScrollBar()
         bar.setValue(bar.maximum())
 
@@ -96,7 +115,7 @@ class TranscriptDocument:
         """Replace the document from ``start`` to its end with ``markdown`` (nothing when empty),
         in a block of its own unless it starts the document."""
         bar = self._view.verticalScrollBar()
-        at_bottom = bar.value() >= bar.maximum() - 4
+        at_bottom = bar.value() >= bar.maximum() - _AT_BOTTOM
         cursor = QTextCursor(self._view.document())
         cursor.setPosition(start)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
@@ -117,7 +136,7 @@ class TranscriptDocument:
         to the list or table it opens with."""
         document = self._view.document()
         bar = self._view.verticalScrollBar()
-        at_bottom = bar.value() >= bar.maximum() - 4
+        at_bottom = bar.value() >= bar.maximum() - _AT_BOTTOM
         cursor = QTextCursor(document)
         cursor.setPosition(start)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)

@@ -1,0 +1,67 @@
+"""The transcript follows the end of the conversation while the person is at the end of it.
+
+Qt lays a document out in steps after each edit, so the scroll range goes on growing after the
+edit returns: a view moved to the end once, at the edit, is left above the end. A person who has
+scrolled up to read something is left where they are.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QScrollBar
+from pytestqt.qtbot import QtBot
+
+from imprint_desktop.ui.chat.markdown import ChatMessage
+from imprint_desktop.ui.chat.view import ChatView
+
+WAIT_MS = 5_000
+
+
+def conversation(turns: int) -> list[ChatMessage]:
+    messages = []
+    for turn in range(turns):
+        messages.append(ChatMessage("user", f"Question {turn}?"))
+        messages.append(ChatMessage("assistant", "A long answer. " * 80, turn + 1))
+    return messages
+
+
+def shown_view(qtbot: QtBot) -> tuple[ChatView, QScrollBar]:
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.resize(800, 600)
+    view.show()
+    view.show_messages(conversation(8))
+    bar = view.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=WAIT_MS)
+    return view, bar
+
+
+def at_end(bar: QScrollBar) -> bool:
+    return bar.maximum() > 0 and bar.value() == bar.maximum()
+
+
+def test_an_opened_conversation_shows_its_end_once_laid_out(qtbot: QtBot) -> None:
+    _, bar = shown_view(qtbot)
+    qtbot.wait(300)  # the layout's later steps
+    assert at_end(bar), (bar.value(), bar.maximum())
+
+
+def test_a_reply_that_ends_with_its_sources_is_shown_to_its_end(qtbot: QtBot) -> None:
+    view, bar = shown_view(qtbot)
+    view.add_message(ChatMessage("user", "When was it automated?"))
+    view.begin_live("Thinking…")
+    view.append_text("Gannet Point was automated in 1986 [1].")
+    answer = ChatMessage("assistant", "Gannet Point was automated in 1986 [1]. " * 20, 9)
+    view.end_live(answer)
+    qtbot.wait(300)
+    assert at_end(bar), (bar.value(), bar.maximum())
+    assert view.toPlainText().rstrip().endswith("1986 [1].")
+
+
+def test_a_person_who_scrolled_up_is_left_where_they_read(qtbot: QtBot) -> None:
+    view, bar = shown_view(qtbot)
+    view.begin_live("Thinking…")
+    bar.setValue(0)
+    view.append_text("Gannet Point was automated in 1986. " * 40)
+    qtbot.waitUntil(lambda: "automated" in view.toPlainText(), timeout=WAIT_MS)
+    qtbot.wait(300)
+    assert bar.value() == 0 and bar.maximum() > 0
