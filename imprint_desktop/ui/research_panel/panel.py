@@ -243,9 +243,10 @@ class ResearchPanel(QWidget, EventHandler):
         self.patience_text.setText(
             f"{update.no_progress_rounds} of {update.patience} rounds without new evidence"
         )
+        # Rounds done, not the round under way: the activity list names that one ("Round 1").
         self.counters.setText(
-            f"Round {update.rounds} · {update.evidence} piece"
-            f"{'' if update.evidence == 1 else 's'} of evidence"
+            f"{update.rounds} round{'' if update.rounds == 1 else 's'} done · "
+            f"{update.evidence} piece{'' if update.evidence == 1 else 's'} of evidence"
         )
 
     def on_request_started(self, event: ev.RequestStarted) -> None:

@@ -109,7 +109,7 @@ def test_a_reply_drives_every_widget(qtbot: QtBot, research_store: SettingsStore
     panel = window.panel
     assert panel.stop_label.text() == "The model answered."
     assert panel.evidence.count() == 3  # granite, quokka, and the person's answer
-    assert "Round 4" in panel.counters.text()
+    assert panel.counters.text() == "4 rounds done · 3 pieces of evidence"
     assert not window.card.isVisible()
     assert window.composer.button.text() == "&Send"
     assert "granite" in window.transcript.toPlainText()
