@@ -12,6 +12,9 @@ background Markdown import marks but does not paint; a view scrolled to the bott
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from PySide6.QtGui import (
     QColor,
     QPalette,
@@ -58,13 +61,29 @@ class TranscriptDocument:
         view.document().setDocumentMargin(MARGIN)
         # A view at the bottom stays there as the document grows: Qt lays a document out in
         # steps after an edit, so the scroll range keeps growing after the edit has returned.
+        # Whether the view was at the bottom is noted before an edit and held through it: text
+        # taken out while it is replaced must not clamp a reader a few lines up to the bottom.
         self._following = True
+        self._editing = False
         bar = view.verticalScrollBar()
         bar.valueChanged.connect(self._note_position)
         bar.rangeChanged.connect(self._keep_following)
 
     def _note_position(self, value: int) -> None:
-        self._following = value >= self._view.verticalScrollBar().maximum() - _AT_BOTTOM
+        if not self._editing:
+            self._following = value >= self._view.verticalScrollBar().maximum() - _AT_BOTTOM
+
+    @contextmanager
+    def _holding_position(self) -> Iterator[None]:
+        """An edit of the document, after which a view that was at the bottom is still there."""
+        self._editing = True
+        try:
+            yield
+        finally:
+            self._editing = False
+        if self._following:
+            bar = self._view.verticalScrollBar()
+            bar.setValue(bar.maximum())
 
     def _keep_following(self, _minimum: int, maximum: int) -> None:
         if self._following:
@@ -114,53 +133,47 @@ class TranscriptDocument:
     def replace_from(self, start: int, markdown: str) -> None:
         """Replace the document from ``start`` to its end with ``markdown`` (nothing when empty),
         in a block of its own unless it starts the document."""
-        bar = self._view.verticalScrollBar()
-        at_bottom = bar.value() >= bar.maximum() - _AT_BOTTOM
-        cursor = QTextCursor(self._view.document())
-        cursor.setPosition(start)
-        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
-        cursor.beginEditBlock()
-        cursor.removeSelectedText()
-        if markdown:
-            if start > 0:
-                _new_block(cursor)
-            cursor.insertFragment(self._inert_fragment(markdown)[0])
-        cursor.endEditBlock()
-        self._shade_code(start)
-        if at_bottom:
-            bar.setValue(bar.maximum())
+        with self._holding_position():
+            cursor = QTextCursor(self._view.document())
+            cursor.setPosition(start)
+            cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+            cursor.beginEditBlock()
+            cursor.removeSelectedText()
+            if markdown:
+                if start > 0:
+                    _new_block(cursor)
+                cursor.insertFragment(self._inert_fragment(markdown)[0])
+            cursor.endEditBlock()
+            self._shade_code(start)
 
     def replace_paragraphs_from(self, start: int, markdown: str) -> None:
         """Replace the document from ``start`` to its end with ``markdown`` in a new block, which
         takes the format Markdown gives its first paragraph (a code block, a heading) or gives way
         to the list or table it opens with."""
-        document = self._view.document()
-        bar = self._view.verticalScrollBar()
-        at_bottom = bar.value() >= bar.maximum() - _AT_BOTTOM
-        cursor = QTextCursor(document)
-        cursor.setPosition(start)
-        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
-        cursor.beginEditBlock()
-        cursor.removeSelectedText()
-        if markdown:
-            _new_block(cursor)
-            first = cursor.block()
-            fragment, first_format = self._inert_fragment(markdown)
-            cursor.insertFragment(fragment)
-            if first.length() == 1 and first.next().isValid() and first.position() > 0:
-                # Markdown that opens with a list or table leaves the new block empty above it.
-                gap = QTextCursor(document)
-                gap.setPosition(first.position() - 1)
-                gap.setPosition(first.position(), QTextCursor.MoveMode.KeepAnchor)
-                gap.removeSelectedText()
-            else:
-                # The first paragraph went into the plain block made for it: give it the block
-                # format Markdown gives it (a code block, a heading).
-                QTextCursor(first).setBlockFormat(first_format)
-        cursor.endEditBlock()
-        self._shade_code(start)
-        if at_bottom:
-            bar.setValue(bar.maximum())
+        with self._holding_position():
+            document = self._view.document()
+            cursor = QTextCursor(document)
+            cursor.setPosition(start)
+            cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+            cursor.beginEditBlock()
+            cursor.removeSelectedText()
+            if markdown:
+                _new_block(cursor)
+                first = cursor.block()
+                fragment, first_format = self._inert_fragment(markdown)
+                cursor.insertFragment(fragment)
+                if first.length() == 1 and first.next().isValid() and first.position() > 0:
+                    # Markdown that opens with a list or table leaves the new block empty above it.
+                    gap = QTextCursor(document)
+                    gap.setPosition(first.position() - 1)
+                    gap.setPosition(first.position(), QTextCursor.MoveMode.KeepAnchor)
+                    gap.removeSelectedText()
+                else:
+                    # The first paragraph went into the plain block made for it: give it the block
+                    # format Markdown gives it (a code block, a heading).
+                    QTextCursor(first).setBlockFormat(first_format)
+            cursor.endEditBlock()
+            self._shade_code(start)
 
     def _inert_fragment(self, markdown: str) -> tuple[QTextDocumentFragment, QTextBlockFormat]:
         """``markdown`` parsed and made inert, and the block format of its first paragraph."""

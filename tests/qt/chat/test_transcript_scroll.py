@@ -65,3 +65,20 @@ def test_a_person_who_scrolled_up_is_left_where_they_read(qtbot: QtBot) -> None:
     # The reply is drawn and laid out: the range grew below the place being read.
     qtbot.waitUntil(lambda: bar.maximum() > before, timeout=WAIT_MS)
     assert bar.value() == 0 and bar.maximum() > 0
+
+
+def test_a_person_reading_a_few_lines_up_in_a_streaming_reply_is_not_pulled_down(
+    qtbot: QtBot,
+) -> None:
+    view, bar = shown_view(qtbot)
+    view.begin_live("Thinking…")
+    renders = view.renders
+    view.append_text("Gannet Point was automated in 1986. " * 60)
+    qtbot.waitUntil(lambda: view.renders > renders and at_end(bar), timeout=WAIT_MS)
+    reading = bar.maximum() - 60
+    bar.setValue(reading)
+    before, renders = bar.maximum(), view.renders
+    # Each render takes the reply's text out and puts it back, longer.
+    view.append_text("The light was converted to solar power in 1989. " * 40)
+    qtbot.waitUntil(lambda: view.renders > renders and bar.maximum() > before, timeout=WAIT_MS)
+    assert bar.value() == reading
