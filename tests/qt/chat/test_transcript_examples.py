@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import QByteArray, QUrl
+from PySide6.QtCore import QUrl
 from pytestqt.qtbot import QtBot
 
 from imprint_desktop.ui.chat.markdown import ChatMessage
-from imprint_desktop.ui.chat.view import ChatView
 from imprint_desktop.ui.inert import is_web_link
+from tests.qt.chat.recording_view import RecordingView
 from tests.qt.transcript_links import anchors, tooltips
 
 EXAMPLES = Path(__file__).parent / "markdown_examples"
@@ -29,18 +29,6 @@ WAIT_MS = 10_000
 def examples(name: str) -> list[dict[str, Any]]:
     loaded: list[dict[str, Any]] = json.loads((EXAMPLES / name).read_text(encoding="utf-8"))
     return loaded
-
-
-class RecordingView(ChatView):
-    """The transcript, with every resource it is asked for written down (and none loaded)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.requests: list[str] = []
-
-    def loadResource(self, kind: int, name: QUrl | str, /) -> object:
-        self.requests.append(QUrl(name).toString())
-        return QByteArray()
 
 
 def check(view: RecordingView, where: str) -> None:

@@ -24,6 +24,7 @@ from imprint_desktop.ui.chat.markdown import ChatMessage
 from imprint_desktop.ui.chat.question_card import QuestionCard
 from imprint_desktop.ui.chat.toolbar import ResearchToolbar
 from imprint_desktop.ui.chat.view import ChatView
+from tests.qt.chat.recording_view import RecordingView
 from tests.qt.transcript_links import anchors, tooltips
 
 WAIT_MS = 10_000
@@ -39,18 +40,6 @@ HOSTILE = "\n\n".join(
         f"A [titled link](https://example.org/page \"<img src='{ZERO}'>\") ends here [1].",
     ]
 )
-
-
-class RecordingView(ChatView):
-    """The transcript, with every resource it is asked for written down (and none loaded)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.requests: list[str] = []
-
-    def loadResource(self, kind: int, name: QUrl | str, /) -> object:
-        self.requests.append(QUrl(name).toString())
-        return QByteArray()
 
 
 class RecordingDocument(QTextDocument):
