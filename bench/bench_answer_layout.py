@@ -117,9 +117,10 @@ async def _run(seeds: int, arms: tuple[str, ...]) -> int:
     print(f"starter model, {questions} questions, {seeds} seeds, output allowance 256")
     try:
         for seed in range(1, seeds + 1):
+            seeded = configs(seed)
             row = []
             for arm in arms:
-                facts, seconds = await _arm(arm, provider, configs(seed)[arm], workspaces)
+                facts, seconds = await _arm(arm, provider, seeded[arm], workspaces)
                 totals[arm] += facts
                 times[arm] += seconds
                 row.append(f"{arm} {facts:2d}/{questions}")

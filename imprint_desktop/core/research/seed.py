@@ -182,10 +182,8 @@ _YEAR = re.compile(r"\b(?:1[5-9]|20)\d\d\b")
 def _with_year(question: str, earlier: Sequence[str]) -> str:
     """``question`` with "that year" written as the year the latest earlier question names
     ("And what was leakage that year?" → "And what was leakage in 2022?")."""
-    years = [found for before in reversed(earlier) for found in _YEAR.findall(before)[-1:]]
-    if not years or not _THAT_YEAR.search(question):
-        return question
-    return _THAT_YEAR.sub(f"in {years[0]}", question, count=1)
+    year = next((found[-1] for found in map(_YEAR.findall, reversed(earlier)) if found), "")
+    return _THAT_YEAR.sub(f"in {year}", question, count=1) if year else question
 
 
 #: English words that stand for a subject, and what takes their place: the subject itself or its
