@@ -38,7 +38,7 @@ from gui_lag import LagProbe  # noqa: E402
 from PySide6.QtCore import QEventLoop, QObject, Qt, QTimer, Signal  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-import imprint_desktop.engine  # noqa: E402, F401 - guards None/True/False, as in the app
+import imprint_desktop.background  # noqa: E402, F401 - guards None/True/False, as in the app
 from imprint_desktop.core.research import events as ev  # noqa: E402
 from tests.support.settings import make_config  # noqa: E402
 

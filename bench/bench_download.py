@@ -36,6 +36,8 @@ import httpx  # noqa: E402
 from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
+from imprint_desktop.background.download_payloads import DownloadItem, DownloadState  # noqa: E402
+from imprint_desktop.background.downloads import DownloadManager  # noqa: E402
 from imprint_desktop.core.models import (  # noqa: E402
     DownloadControl,
     HubClient,
@@ -45,8 +47,6 @@ from imprint_desktop.core.models import (  # noqa: E402
     ModelLayout,
 )
 from imprint_desktop.core.resources import starter_model_path  # noqa: E402
-from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState  # noqa: E402
-from imprint_desktop.engine.downloads import DownloadManager  # noqa: E402
 from imprint_desktop.ui.model_manager.download_status import DownloadQueue, DownloadStatusWidget  # noqa: E402
 from tests.support.hub_server import HubServer  # noqa: E402
 

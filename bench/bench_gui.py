@@ -2,7 +2,7 @@
 
 In one run (offscreen by default, or on the display given by ``QT_QPA_PLATFORM``/``DISPLAY``):
 
-- **stall while streaming** — a reply streams 200 tokens a second through the real engine thread and
+- **stall while streaming** — a reply streams 200 tokens a second through the real loop thread and
   bridge while budget updates arrive 10 times a second; a timer-lag probe on the GUI thread (a 5 ms
   precise timer) records how late each tick is. Targets: worst < 50 ms, 99th percentile < 16 ms.
 - **opening a conversation of 500 messages** (250 questions and answers with citations, tables and
@@ -119,7 +119,7 @@ def startup_seconds(runs: int = 5) -> tuple[float, float]:
 class StreamingProvider:
     """Streams ``tokens`` tokens at 200 a second, then answers; no tools.
 
-    Every 20th token it also calls ``on_budget`` — on the engine thread, as the engine's own
+    Every 20th token it also calls ``on_budget`` — on the loop thread, as the engine's own
     budget events are sent — which makes the 10 budget updates a second.
     """
 
@@ -177,8 +177,8 @@ def measure_streaming(seconds: float) -> tuple[float, float, int, int]:
     from PySide6.QtWidgets import QApplication  # noqa: PLC0415
 
     from imprint_desktop.app import build_window  # noqa: PLC0415
+    from imprint_desktop.background import payloads as p  # noqa: PLC0415
     from imprint_desktop.core.research import events as ev  # noqa: PLC0415
-    from imprint_desktop.engine import payloads as p  # noqa: PLC0415
     from imprint_desktop.settings.secrets import SecretStore  # noqa: PLC0415
     from imprint_desktop.settings.store import SettingsStore  # noqa: PLC0415
 
@@ -196,7 +196,7 @@ def measure_streaming(seconds: float) -> tuple[float, float, int, int]:
     bridge = window.bridge
     reply_id = [0]
 
-    def budget(t: float) -> None:  # called on the engine thread
+    def budget(t: float) -> None:  # called on the loop thread
         update = ev.BudgetUpdate(t, t, 300.0, False, int(t * 100), 1024, 65536, 1, 4, 1, 3)
         bridge._relay.sig_payload.emit(p.ReplyEvent(reply_id[0], update))
 
@@ -206,7 +206,7 @@ def measure_streaming(seconds: float) -> tuple[float, float, int, int]:
 
     def reply_ended(payload: object) -> None:
         ended.append(payload)
-        # Stop measuring first: quitting closes the window, which joins the engine thread.
+        # Stop measuring first: quitting closes the window, which joins the loop thread.
         QTimer.singleShot(0, probe.stop)
         QTimer.singleShot(0, app.quit)
 

@@ -2,7 +2,7 @@
 
 Startup is ordered for a fast first paint: the window is built from light modules and shown; only
 then does the heavy part start — the model store (for the download manager) is imported on a
-helper thread and attached when ready, and the engine thread loads the model and indexes the
+helper thread and attached when ready, and the loop thread loads the model and indexes the
 workspace. Nothing of that runs on the GUI thread before the person sees the window.
 """
 
@@ -24,16 +24,16 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from imprint_desktop import APP_ID, APP_NAME, __version__
+from imprint_desktop.background.bridge import Bridge
+from imprint_desktop.background.services import ProviderFactory
 from imprint_desktop.core import resources
-from imprint_desktop.engine.bridge import EngineBridge
-from imprint_desktop.engine.services import ProviderFactory
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
 from imprint_desktop.ui.model_manager.welcome import maybe_show_welcome, needs_welcome
 from imprint_desktop.ui.theme import apply_theme
 
 if TYPE_CHECKING:
-    from imprint_desktop.engine.downloads import DownloadManager
+    from imprint_desktop.background.downloads import DownloadManager
     from imprint_desktop.settings.secrets import SecretStore
 
 
@@ -59,7 +59,7 @@ def create_application(argv: list[str] | None = None) -> QApplication:
 
 
 def _api_key_reader(secrets: SecretStore | Callable[[], SecretStore]) -> Callable[[], str | None]:
-    """Reads the remote API key on the engine's worker thread (a keyring call may block)."""
+    """Reads the remote API key on the loop thread (a keyring call may block)."""
 
     def read() -> str | None:
         store = secrets() if callable(secrets) else secrets
@@ -91,7 +91,7 @@ def build_window(
             apply_theme(app, store.config().ui.theme)
 
     store.subscribe(settings_changed)
-    bridge = EngineBridge(
+    bridge = Bridge(
         store.config,
         api_key=_api_key_reader(secrets),
         provider_factory=provider_factory,
@@ -113,7 +113,7 @@ def attach_downloads(
     window: MainWindow, store: SettingsStore, manager: DownloadManager | None = None
 ) -> None:
     """The download manager (``manager``, when the welcome made it), its menu and status widget."""
-    from imprint_desktop.engine.downloads import DownloadManager  # noqa: PLC0415 - heavy
+    from imprint_desktop.background.downloads import DownloadManager  # noqa: PLC0415 - heavy
 
     app = create_application()
     if manager is None:
@@ -153,7 +153,7 @@ class _FirstPaint(QObject):
         self._window.bridge.index_workspace()
 
         def preload() -> None:  # imports and a package scan; every object is made on the GUI thread
-            importlib.import_module("imprint_desktop.engine.downloads")
+            importlib.import_module("imprint_desktop.background.downloads")
             importlib.import_module("imprint_desktop.settings.secrets")
             self.sig_imported.emit(resources.starter_model_path())
 
@@ -176,8 +176,8 @@ def report(event: str, **fields: object) -> None:
 
 
 def _report_events(window: MainWindow) -> None:
+    from imprint_desktop.background import payloads as p  # noqa: PLC0415
     from imprint_desktop.core.research import events as ev  # noqa: PLC0415
-    from imprint_desktop.engine import payloads as p  # noqa: PLC0415
 
     bridge = window.bridge
 
@@ -276,7 +276,7 @@ def run(
     downloads = None
     if not scripted and needs_welcome(store):
         # The welcome offers recommended models and starts the chosen download at once.
-        from imprint_desktop.engine.downloads import DownloadManager  # noqa: PLC0415 - heavy
+        from imprint_desktop.background.downloads import DownloadManager  # noqa: PLC0415 - heavy
 
         downloads = DownloadManager(store.config)
     welcome = maybe_show_welcome(None, store, enabled=not scripted, downloads=downloads)

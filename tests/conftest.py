@@ -64,9 +64,9 @@ def no_leaked_threads() -> Iterator[None]:
         thread.join(timeout=5)
     still_running = [thread.name for thread in leaked if thread.is_alive()]
     assert not still_running, f"threads left running: {still_running}"
-    # Engine QThreads are not Python threads; the engine keeps a registry of the live ones. Only
-    # look when the engine was imported at all, so the tests without Qt never load it.
-    host = sys.modules.get("imprint_desktop.engine.host")
-    if host is not None:
-        engines = host.stop_running_hosts()  # stopped, so the next test starts clean
-        assert not engines, f"engine QThreads left running: {engines}"
+    # Loop threads are QThreads, not Python threads; their module keeps a registry of the live ones.
+    # Only look when it was imported at all, so the tests without Qt never load it.
+    loop_thread = sys.modules.get("imprint_desktop.background.loop_thread")
+    if loop_thread is not None:
+        names = loop_thread.stop_running_loop_threads()  # stopped, so the next test starts clean
+        assert not names, f"loop threads left running: {names}"

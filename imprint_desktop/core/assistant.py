@@ -1,6 +1,6 @@
 """Putting a reply together: the one reply runner, and the provider, workspace and engine it uses.
 
-:func:`run_reply` runs every reply, the window's (on its engine thread) and ``imprint ask``'s: its
+:func:`run_reply` runs every reply, the window's (on its loop thread) and ``imprint ask``'s: its
 history row (a new conversation, or the one it continues), the model and the workspace index made
 ready, the engine researching the question with the toolbox, every event recorded and passed on,
 and the row closed however the reply ends. What differs between the front ends is handed to it:

@@ -7,7 +7,7 @@ labelled fallback) and the stop reason. A process killed mid-reply therefore lea
 evidence found up to the kill.
 
 Each thread gets its own connection (SQLite connections are not shared across threads); WAL lets
-the window read while the engine thread writes.
+the window read while the loop thread writes.
 """
 
 from __future__ import annotations

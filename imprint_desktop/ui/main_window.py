@@ -3,7 +3,7 @@
 Layout, left to right: the conversation list; the chat column (transcript, the model's question
 card, the card asking before a web page is fetched, the composer); the research panel with the live
 budgets and the evidence. The toolbar chooses the model and the workspace. Everything slow goes
-through the :class:`EngineBridge`; the window only lays out, forwards and shows. Window geometry and
+through the :class:`Bridge`; the window only lays out, forwards and shows. Window geometry and
 the splitter are remembered in the data folder.
 """
 
@@ -28,10 +28,10 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop import APP_NAME, __version__
+from imprint_desktop.background import payloads as p
+from imprint_desktop.background.bridge import Bridge
 from imprint_desktop.core import paths
 from imprint_desktop.core.chosen import chosen_model
-from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.chat.banner import ProblemsBanner, welcome_html
 from imprint_desktop.ui.chat.chat_session import ChatSession
@@ -46,8 +46,8 @@ from imprint_desktop.ui.chat.view import ChatView
 from imprint_desktop.ui.research_panel.panel import ResearchPanel
 
 if TYPE_CHECKING:  # the model store and the dialogs load after the first paint, when needed
-    from imprint_desktop.engine.download_payloads import JobEnded
-    from imprint_desktop.engine.downloads import DownloadManager
+    from imprint_desktop.background.download_payloads import JobEnded
+    from imprint_desktop.background.downloads import DownloadManager
     from imprint_desktop.settings.secrets import SecretStore
     from imprint_desktop.ui.model_manager.manager import ModelManagerWindow
     from imprint_desktop.ui.preferences.dialog import PreferencesDialog
@@ -58,7 +58,7 @@ class MainWindow(QMainWindow):
         self,
         store: SettingsStore,
         secrets: SecretStore | Callable[[], SecretStore],
-        bridge: EngineBridge,
+        bridge: Bridge,
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
@@ -140,7 +140,7 @@ class MainWindow(QMainWindow):
         self.toolbar_row.model.sig_remote_settings_requested.connect(self.open_preferences)
         bridge.sig_model_status.connect(self.toolbar_row.show_model)
         bridge.sig_index_progress.connect(self._index_progress)
-        bridge.sig_engine_problem.connect(lambda problem: self.show_problem(problem.message))
+        bridge.sig_job_problem.connect(lambda problem: self.show_problem(problem.message))
         bridge.sig_file_saved.connect(self._saved)
         bridge.sig_connection_tested.connect(self._connection_tested)
         bridge.sig_reply_ended.connect(lambda _ended: self._show_summary())
@@ -390,7 +390,7 @@ class MainWindow(QMainWindow):
         self.panel.stop_clock()
         if self.downloads is not None:
             self.downloads.shutdown()  # pauses downloads (partials kept) and joins the workers
-        self.bridge.shutdown()  # cancels the reply and joins the engine thread
+        self.bridge.shutdown()  # cancels the reply and joins the loop thread
         self.opener.close()  # stops the viewer's document reader
         super().closeEvent(event)
 

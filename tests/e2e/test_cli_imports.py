@@ -28,7 +28,7 @@ ENGINE = {
     "imprint_desktop.core.providers",
     "imprint_desktop.core.models",
     "imprint_desktop.core.tools",
-    "imprint_desktop.engine",
+    "imprint_desktop.background",
     "imprint_desktop.ui",
     "imprint_desktop.app",
 }
@@ -127,7 +127,7 @@ def test_workspace_search_imports_no_model_no_window_no_network(
     assert "imprint_desktop.core.workspace" in names
     never = {"llama_cpp", "huggingface_hub", "PySide6", "qasync", "httpx", "keyring"}
     research = {"imprint_desktop.core.research", "imprint_desktop.core.providers"}
-    window = {"imprint_desktop.engine", "imprint_desktop.ui", "imprint_desktop.app"}
+    window = {"imprint_desktop.background", "imprint_desktop.ui", "imprint_desktop.app"}
     assert among(names, never | research | window) == set()
 
 
@@ -164,7 +164,7 @@ def test_ask_with_a_server_loads_neither_llama_cpp_nor_the_hub_nor_qt(
     )
     assert "imprint_desktop.core.research.engine" in names  # it did get as far as research
     assert among(names, {"llama_cpp", "huggingface_hub", "PySide6", "qasync"}) == set()
-    assert among(names, {"imprint_desktop.engine", "imprint_desktop.ui"}) == set()
+    assert among(names, {"imprint_desktop.background", "imprint_desktop.ui"}) == set()
 
 
 def test_searching_an_unchanged_workspace_parses_nothing_and_loads_no_parser(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pytestqt.qtbot import QtBot
 
-from imprint_desktop.engine import payloads as p
+from imprint_desktop.background import payloads as p
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.chat.toolbar import ResearchToolbar
 from tests.qt.research_harness import open_window, write_corpus

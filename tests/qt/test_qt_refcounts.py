@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 CALLS = """
-import imprint_desktop.engine  # the guard
+import imprint_desktop.background  # the guard
 from PySide6.QtWidgets import QApplication, QLabel
 app = QApplication([])
 label = QLabel()
@@ -51,8 +51,8 @@ print("alive")
 
 
 def test_the_transcript_alone_survives_thousands_of_renders() -> None:
-    """Only the transcript's modules are imported (no ``engine``, no window), as a test or a tool
-    that shows a conversation would: the guard comes with the widgets."""
+    """Only the transcript's modules are imported (no ``background``, no window), as a test or a
+    tool that shows a conversation would: the guard comes with the widgets."""
     result = subprocess.run(
         [sys.executable, "-c", TRANSCRIPT],
         env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},

@@ -1,6 +1,6 @@
 """The model store: find GGUF models on the hub, download and verify them, manage installed ones.
 
-Pure Python (no Qt), shared by the engine's download workers and the ``imprint models`` command:
+Pure Python (no Qt), shared by the window's download workers and the ``imprint models`` command:
 
 * :mod:`.hub` — search and file listings through huggingface-hub (:class:`HubClient`)
 * :mod:`.download` — resumable, verified downloads (:class:`ModelDownloader`)

@@ -1,6 +1,6 @@
 """The model hub, read through huggingface-hub: search GGUF repositories and list their models.
 
-Every call blocks on the network, so it runs on a worker thread (the engine's) or in the CLI. Errors
+Every call blocks on the network, so it runs on a download worker or in the CLI. Errors
 come out as :class:`HubNotFoundError` (no such repository, file or revision; gated or private) or
 :class:`HubUnavailableError` (the hub or the network failed), with sentences a person can act on.
 

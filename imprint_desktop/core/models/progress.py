@@ -2,7 +2,8 @@
 
 The downloader calls :meth:`RateMeter.advance` for every chunk; the meter turns that into at most
 ``max_rate`` :class:`DownloadProgress` events a second (plus every phase change), so a fast link
-never floods the callback, whatever runs behind it: the CLI's progress bar, or the engine's signal.
+never floods the callback, whatever runs behind it: the CLI's progress bar, or the download
+manager's signal.
 """
 
 from __future__ import annotations

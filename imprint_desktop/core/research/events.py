@@ -2,7 +2,7 @@
 
 The GUI (through the bridge), the trace writer and the history store all consume the same events,
 so the window, the trace and the saved conversation cannot disagree. Events are frozen dataclasses:
-safe to hand from the engine thread to the GUI thread as they are.
+safe to hand from the loop thread to the GUI thread as they are.
 
 ``t`` on every event is research-independent wall time since the reply started (seconds, from the
 monotonic clock), which is what the trace format records. Their words — why research stopped, a

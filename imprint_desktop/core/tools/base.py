@@ -59,7 +59,7 @@ class EvidenceItem:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The outcome of one tool call; frozen, so it can cross from the engine thread to the GUI."""
+    """The outcome of one tool call; frozen, so it can cross from the loop thread to the GUI."""
 
     name: str
     status: ToolStatus

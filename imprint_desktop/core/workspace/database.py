@@ -4,7 +4,7 @@ The index is a cache of the workspace, so it lives in Imprint's data directory (
 person's folder), one database per workspace, and a database that is corrupt or from an older
 extractor or schema is simply rebuilt: that is how the schema migrates (version 2 added each
 file's date and superseded reason, the ``notext`` status, and each passage's named place). WAL
-mode lets the engine thread search while an update writes.
+mode lets the loop thread search while an update writes.
 
 SQLite connections must not be used by two threads at once. Each thread gets its own (created on
 first use; ``check_same_thread=False`` only so that :meth:`Connections.close_all` may close them

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
+from imprint_desktop.background import payloads as p
+from imprint_desktop.background.bridge import Bridge
 from imprint_desktop.core.consent import DECISION_WORDS, Decision
 from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.wording import phase_words
-from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.ui.chat.composer import Composer
 from imprint_desktop.ui.chat.consent_card import ConsentCard
 from imprint_desktop.ui.chat.conversations import ConversationsPane
@@ -71,7 +71,7 @@ class ChatSession(QObject, EventHandler):
 
     def __init__(
         self,
-        bridge: EngineBridge,
+        bridge: Bridge,
         *,
         view: ChatView,
         panel: ResearchPanel,

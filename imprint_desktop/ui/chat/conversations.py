@@ -1,9 +1,9 @@
 """The conversation list: search, new, rename and delete (with confirmation).
 
-The pane only asks; the history lives on the engine thread. It emits what the person wants and shows
-the :class:`~imprint_desktop.engine.payloads.ConversationList` the bridge sends back. Dialogs are
-opened window-modal with ``open()`` rather than ``exec()``, so no nested event loop runs inside a
-slot and the tests can answer them like a person would.
+The pane only asks; the history lives on the loop thread. It emits what the person wants and
+shows the :class:`~imprint_desktop.background.payloads.ConversationList` the bridge sends back.
+Dialogs are opened window-modal with ``open()`` rather than ``exec()``, so no nested event loop
+runs inside a slot and the tests can answer them like a person would.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from imprint_desktop.engine.payloads import ConversationList
+from imprint_desktop.background.payloads import ConversationList
 from imprint_desktop.ui.inert import tooltip
 
 if TYPE_CHECKING:

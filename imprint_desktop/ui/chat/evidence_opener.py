@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, QUrl, Signal, Slot
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from imprint_desktop.background import payloads as p
+from imprint_desktop.background.bridge import Bridge
 from imprint_desktop.core.workspace.reader import DocumentReader
-from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.bridge import EngineBridge
 from imprint_desktop.ui.chat.document_viewer import SourceViewer, confirm_web_link
 from imprint_desktop.ui.chat.view import ChatView, Citation
 from imprint_desktop.ui.inert import is_web_link
@@ -46,7 +46,7 @@ class EvidenceOpener(QObject):
 
     def __init__(
         self,
-        bridge: EngineBridge,
+        bridge: Bridge,
         *,
         view: ChatView,
         panel: ResearchPanel,

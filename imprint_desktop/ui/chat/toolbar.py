@@ -1,7 +1,7 @@
 """The toolbar: which model answers, which folder is researched, and the indexing progress.
 
 Choosing here writes the settings (the same keys Preferences edits), and the window reacts to the
-settings change — a model reload or a workspace index update on the engine thread — so the toolbar,
+settings change — a model reload or a workspace index update on the loop thread — so the toolbar,
 the dialog and the command line can never disagree about what is in use.
 """
 
@@ -24,19 +24,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from imprint_desktop.background.payloads import (
+    IndexStage,
+    IndexStatus,
+    ModelState,
+    ModelStatus,
+    Outcome,
+)
 from imprint_desktop.core import resources
 from imprint_desktop.core.chosen import (
     chosen_model,
     chosen_workspace,
     model_file,
     sample_workspace,
-)
-from imprint_desktop.engine.payloads import (
-    IndexStage,
-    IndexStatus,
-    ModelState,
-    ModelStatus,
-    Outcome,
 )
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.inert import tooltip

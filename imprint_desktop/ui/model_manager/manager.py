@@ -32,6 +32,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from imprint_desktop.background.download_payloads import DownloadItem, DownloadState, JobEnded
+from imprint_desktop.background.downloads import DownloadManager
+from imprint_desktop.background.payloads import Outcome
 from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.models import (
     InstalledModel,
@@ -43,9 +46,6 @@ from imprint_desktop.core.models import (
     Sort,
     human_size,
 )
-from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, JobEnded
-from imprint_desktop.engine.downloads import DownloadManager
-from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.model_manager.download_status import DownloadQueue
 from imprint_desktop.ui.model_manager.model_rows import hub_model_row, installed_row, repository_row

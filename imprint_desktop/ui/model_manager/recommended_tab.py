@@ -6,7 +6,7 @@ to its end by a :class:`~.model_switch.ModelSwitchOffer`, which asks whether to 
 is verified; the page only says what happens, on the window's status line.
 
 Everything slow (judging the computer, finding the file on the hub, the download) is a job of the
-:class:`~imprint_desktop.engine.downloads.DownloadManager`; this page only asks and shows.
+:class:`~imprint_desktop.background.downloads.DownloadManager`; this page only asks and shows.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from imprint_desktop.background.download_payloads import DownloadItem, DownloadState, JobEnded
+from imprint_desktop.background.downloads import DownloadManager
+from imprint_desktop.background.payloads import Outcome
 from imprint_desktop.core.chosen import chosen_model, embedder_file
 from imprint_desktop.core.models import Recommendation, Recommendations, Verdict, human_size
 from imprint_desktop.core.models.embedders import EmbedderRecommendation
 from imprint_desktop.core.workspace.embedding import ENCODER, encoder_installed
-from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, JobEnded
-from imprint_desktop.engine.downloads import DownloadManager
-from imprint_desktop.engine.payloads import Outcome
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.model_manager.download_status import describe
 from imprint_desktop.ui.model_manager.model_rows import embedder_row, recommendation_row

@@ -1,5 +1,5 @@
 """The window asks before the model fetches a web page (DESIGN §2), through the real bridge and
-engine thread with a scripted model and a real page server on 127.0.0.1 that records requests.
+loop thread with a scripted model and a real page server on 127.0.0.1 that records requests.
 
 What is checked is what the person sees and what leaves the machine: the card with the full
 address and its host highlighted, whether the page server was asked, what the model was told, and
@@ -15,8 +15,8 @@ import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
+from imprint_desktop.background import payloads as p
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.engine import payloads as p
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.chat.consent_card import ConsentCard
 from imprint_desktop.ui.main_window import MainWindow

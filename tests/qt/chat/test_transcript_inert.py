@@ -17,7 +17,7 @@ from PySide6.QtGui import Qt as QtGuiNamespace
 from PySide6.QtGui import QTextDocument
 from pytestqt.qtbot import QtBot
 
-from imprint_desktop.engine import payloads as p
+from imprint_desktop.background import payloads as p
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.chat.conversations import ConversationsPane
 from imprint_desktop.ui.chat.markdown import ChatMessage

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pytestqt.qtbot import QtBot
 
+from imprint_desktop.background import payloads as p
 from imprint_desktop.core.providers.base import CompletionRequest
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.engine import payloads as p
 from imprint_desktop.settings.store import SettingsStore
 from tests.qt.research_harness import open_window, search, type_question
 from tests.support.scripted_provider import Step

@@ -1,4 +1,4 @@
-"""The research chat through the real bridge and engine thread, with a scripted model.
+"""The research chat through the real bridge and loop thread, with a scripted model.
 
 Each test drives the window with keyboard and mouse and watches the widgets, not the engine: what
 the person sees is what is checked.
@@ -13,10 +13,10 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
+from imprint_desktop.background import payloads as p
+from imprint_desktop.background.loop_thread import running_loop_threads
 from imprint_desktop.core.history import HistoryStore
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.host import running_hosts
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
 from imprint_desktop.ui.research_panel.panel import NOW_CHARS
@@ -207,7 +207,7 @@ def test_history_is_restored_after_a_restart(qtbot: QtBot, research_store: Setti
     with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
         type_question(qtbot, window, "What did the master keep?")
     window.close()
-    assert not running_hosts()
+    assert not running_loop_threads()
 
     again = open_window(qtbot, research_store).window
     conversations = again.conversations.list

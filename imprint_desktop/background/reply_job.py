@@ -1,4 +1,4 @@
-"""One reply, from the question to the saved answer, as one object on the engine loop.
+"""One reply, from the question to the saved answer, as one object on the loop thread.
 
 A :class:`ReplyJob` holds everything one reply has: its id, question, settings and Stop token, the
 conversation it belongs to (made when its question starts a new one), its history row, and what it
@@ -11,8 +11,8 @@ card, a reply already over) is dropped.
 window's one error policy: whatever happens, the reply ends with exactly one
 :class:`~.payloads.ReplyEnded` — finished, failed or cancelled.
 
-The host gives a reply what it uses — the history store, the engine's shared services, the memory
-of conversations — and a reply calls nothing above it.
+The loop thread gives a reply what it uses — the history store, the services kept between replies,
+the memory of conversations — and a reply calls nothing above it.
 """
 
 from __future__ import annotations
@@ -21,17 +21,17 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from imprint_desktop.background import payloads as p
+from imprint_desktop.background.error_words import sentence
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.consent import AllowedSites, Consent, Decision, remembering, site_of
 from imprint_desktop.core.errors import Cancelled
-from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.error_words import sentence
 
-if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep startup fast
+if TYPE_CHECKING:  # imported on the loop thread, where they are used, to keep startup fast
+    from imprint_desktop.background.services import KeptServices
     from imprint_desktop.core.config import Config
     from imprint_desktop.core.history import HistoryStore
     from imprint_desktop.core.research import events as ev
-    from imprint_desktop.engine.services import EngineServices
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ T = TypeVar("T")
 
 
 class Waiting(Generic[T]):
-    """What a reply waits for from the person, one future per tool call id (engine loop only)."""
+    """What a reply waits for from the person, one future per tool call id (loop thread only)."""
 
     def __init__(self) -> None:
         self._futures: dict[str, asyncio.Future[T]] = {}
@@ -63,7 +63,7 @@ class Waiting(Generic[T]):
 
 
 class ConversationMemory:
-    """What this process remembers of each conversation between its replies (engine loop only):
+    """What this process remembers of each conversation between its replies (loop thread only):
     the sites the person allowed in it. Its questions and answers are the history's."""
 
     def __init__(self) -> None:
@@ -121,7 +121,7 @@ class ReplyJob:
     async def run(
         self,
         history: HistoryStore | None,
-        services: EngineServices,
+        services: KeptServices,
         memory: ConversationMemory,
     ) -> None:
         """Research the question and report how the reply ended: the reply's one error policy."""
@@ -150,9 +150,9 @@ class ReplyJob:
             self._end(p.Outcome.FINISHED, result)
 
     async def _research(
-        self, history: HistoryStore, services: EngineServices, memory: ConversationMemory
+        self, history: HistoryStore, services: KeptServices, memory: ConversationMemory
     ) -> ev.ReplyResult:
-        from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
+        from imprint_desktop.core import assistant  # noqa: PLC0415 - loop thread, not startup
 
         def opened(row: assistant.ReplyKept) -> None:
             self.conversation_id, self._stored_id = row.conversation, row.stored_id

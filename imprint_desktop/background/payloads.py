@@ -1,8 +1,8 @@
-"""The immutable payloads the engine bridge's signals carry to the GUI thread.
+"""The immutable payloads the bridge's signals carry to the GUI thread.
 
 Each ``sig_<subject>_<event>`` signal of
-:class:`~imprint_desktop.engine.bridge.EngineBridge` carries exactly one of these frozen
-dataclasses, built on the engine thread and read on the GUI thread, so nothing is shared mutably
+:class:`~imprint_desktop.background.bridge.Bridge` carries exactly one of these frozen
+dataclasses, built on the loop thread and read on the GUI thread, so nothing is shared mutably
 across threads. Research events themselves (:mod:`imprint_desktop.core.research.events`) are
 already frozen and travel inside :class:`ReplyEvent` unchanged.
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # imported where used (engine thread, event handlers): startup stays light
+if TYPE_CHECKING:  # imported where used (loop thread, event handlers): startup stays light
     from imprint_desktop.core.history import ConversationSummary, StoredReply
     from imprint_desktop.core.research import events as ev
 
@@ -160,7 +160,7 @@ class ConnectionTest:
 
 
 @dataclass(frozen=True, slots=True)
-class EngineProblem:
+class JobProblem:
     """Something that went wrong outside a reply, as a sentence the person can act on."""
 
     message: str
@@ -186,9 +186,9 @@ Payload = (
     | TraceRecord
     | FileSaved
     | ConnectionTest
-    | EngineProblem
+    | JobProblem
 )
-"""Everything the engine thread sends the GUI thread."""
+"""Everything the loop thread sends the GUI thread."""
 
 Emit = Callable[[Payload], None]
-"""How engine-thread work hands a payload to the bridge (thread-safe)."""
+"""How loop-thread work hands a payload to the bridge (thread-safe)."""

@@ -2,7 +2,7 @@
 
 :class:`DownloadBook` holds one :class:`~.download_payloads.DownloadItem` per download and the
 journal record it resumes from. Each method applies one event to a row and returns the row as it
-now is; the :class:`~imprint_desktop.engine.downloads.DownloadManager` announces it. The words a
+now is; the :class:`~imprint_desktop.background.downloads.DownloadManager` announces it. The words a
 row shows for each state ("Verified", "Paused", "Paused; resume to continue") are chosen here.
 
 Kept apart from the manager so the life of a row reads without the threads, the locks and the
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from imprint_desktop.background.download_payloads import DownloadItem, DownloadState, DownloadTotals
 from imprint_desktop.core.models import DownloadProgress, DownloadRecord, Phase
-from imprint_desktop.engine.download_payloads import DownloadItem, DownloadState, DownloadTotals
 
 
 class DownloadBook:

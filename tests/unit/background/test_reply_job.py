@@ -1,4 +1,4 @@
-"""One reply on the engine loop, without the thread: it ends once whatever happens, and the
+"""One reply on the loop thread, without the thread: it ends once whatever happens, and the
 person's answer reaches only the call that asked (a real history store, workspace and index, a
 scripted model)."""
 
@@ -10,15 +10,15 @@ from pathlib import Path
 
 import httpx
 
+from imprint_desktop.background import payloads as p
+from imprint_desktop.background.reply_job import ConversationMemory, ReplyJob, Waiting
+from imprint_desktop.background.services import KeptServices
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.consent import Decision
 from imprint_desktop.core.errors import ModelFileError
 from imprint_desktop.core.history import HistoryStore
 from imprint_desktop.core.providers.base import Provider
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.reply_job import ConversationMemory, ReplyJob, Waiting
-from imprint_desktop.engine.services import EngineServices
 from tests.support.scripted_provider import ScriptedProvider, Step
 from tests.support.settings import make_config
 
@@ -45,7 +45,7 @@ class Reply:
         self.payloads: list[p.Payload] = []
         self.asked = asyncio.Event()
         self.history = HistoryStore(tmp_path / "history.sqlite3")
-        self.resources = EngineServices(self._emit, factory, lambda: None)
+        self.resources = KeptServices(self._emit, factory, lambda: None)
         self.job = ReplyJob(
             7,
             question="What is the wall made of?",

@@ -1,20 +1,20 @@
-"""The engine thread: a QThread owning an asyncio loop and, on it, the history and the services.
+"""The loop thread: a QThread owning an asyncio loop and, on it, the history and the services.
 
 Everything slow happens here, never on the GUI thread: loading a model, updating the workspace
 index, research itself, and every history read and write (SQLite connections belong to the thread
 that opened them, so the whole :class:`HistoryStore` lives on this thread).
 
-The GUI talks to it only through :class:`~imprint_desktop.engine.bridge.EngineBridge`, which calls
+The GUI talks to it only through :class:`~imprint_desktop.background.bridge.Bridge`, which calls
 the methods under "called from the GUI thread" (each thread-safe: it queues work on the loop) and
-receives frozen payloads through ``emit``. The host hands each job what it uses — a
-:class:`~.reply_job.ReplyJob` the history store, the shared :class:`~.services.EngineServices`
+receives frozen payloads through ``emit``. The thread hands each job what it uses — a
+:class:`~.reply_job.ReplyJob` the history store, the shared :class:`~.services.KeptServices`
 and the :class:`~.reply_job.ConversationMemory`; a history job the store — and no job calls back
-into the host. Replies run one at a time, each ending through :meth:`~.reply_job.ReplyJob.run`;
-every other job runs under :meth:`EngineHost._submit`, where an exception becomes the payload that
+into the thread. Replies run one at a time, each ending through :meth:`~.reply_job.ReplyJob.run`;
+every other job runs under :meth:`LoopThread._submit`, where an exception becomes the payload that
 words its failure.
 
-The loop is created with the host so work can be queued before the thread has started; the HTTP
-client is created and closed inside the loop. :meth:`EngineHost.stop` asks the loop to finish:
+The loop is created with the thread so work can be queued before the thread has started; the HTTP
+client is created and closed inside the loop. :meth:`LoopThread.stop` asks the loop to finish:
 running jobs are cancelled (each still reports its one terminal payload), the provider, client,
 workspace and history are closed there, and the thread returns — ``QThread.terminate()`` is never
 needed.
@@ -31,43 +31,43 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QThread
 
+from imprint_desktop.background import jobs
+from imprint_desktop.background import payloads as p
+from imprint_desktop.background.reply_job import ConversationMemory, ReplyJob, require
+from imprint_desktop.background.services import KeptServices, ProviderFactory, open_default_provider
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.consent import Decision
-from imprint_desktop.engine import jobs
-from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.reply_job import ConversationMemory, ReplyJob, require
-from imprint_desktop.engine.services import EngineServices, ProviderFactory, open_default_provider
 
-if TYPE_CHECKING:  # imported on the engine thread, where it is used, to keep startup fast
+if TYPE_CHECKING:  # imported on the loop thread, where it is used, to keep startup fast
     from imprint_desktop.core.config import Config
     from imprint_desktop.core.history import HistoryStore
 
 log = logging.getLogger(__name__)
 
 # Strong references: a QThread object destroyed while its thread runs aborts the process, so a
-# forgotten engine stays alive here until its thread ends — and the tests can report it.
-_live: set[EngineHost] = set()
+# forgotten loop thread stays alive here until its thread ends — and the tests can report it.
+_live: set[LoopThread] = set()
 _live_lock = threading.Lock()
 
 
-def running_hosts() -> list[EngineHost]:
-    """Engine threads still running (the tests fail when one outlives its test)."""
+def running_loop_threads() -> list[LoopThread]:
+    """Loop threads still running (the tests fail when one outlives its test)."""
     with _live_lock:
-        return [host for host in _live if host.isRunning()]
+        return [thread for thread in _live if thread.isRunning()]
 
 
-def stop_running_hosts(timeout_ms: int = 15_000) -> list[str]:
-    """Stop and join every engine thread still running; returns their names (for the tests)."""
+def stop_running_loop_threads(timeout_ms: int = 15_000) -> list[str]:
+    """Stop and join every loop thread still running; returns their names (for the tests)."""
     names = []
-    for host in running_hosts():
-        names.append(host.objectName())
-        host.stop()
-        host.wait(timeout_ms)
+    for thread in running_loop_threads():
+        names.append(thread.objectName())
+        thread.stop()
+        thread.wait(timeout_ms)
     return names
 
 
-class EngineHost(QThread):
-    """Hosts the research engine on its own thread and event loop."""
+class LoopThread(QThread):
+    """The one thread, with its own event loop, where replies and history jobs run."""
 
     def __init__(
         self,
@@ -78,14 +78,14 @@ class EngineHost(QThread):
         api_key: Callable[[], str | None] = lambda: None,
     ) -> None:
         super().__init__()
-        self.setObjectName("imprint-engine")
+        self.setObjectName("imprint-loop")
         self._emit = emit
         self._history_path = history_path
         self._loop = asyncio.new_event_loop()
         self._stopping = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._history: HistoryStore | None = None
-        self._services = EngineServices(emit, provider_factory or open_default_provider, api_key)
+        self._services = KeptServices(emit, provider_factory or open_default_provider, api_key)
         self._memory = ConversationMemory()
         self._replies: dict[int, ReplyJob] = {}  # started and not yet ended, by reply id
         self._reply_lock = asyncio.Lock()
@@ -216,7 +216,7 @@ class EngineHost(QThread):
                 _live.discard(self)
 
     async def _serve(self) -> None:
-        from imprint_desktop.core.history import HistoryStore  # noqa: PLC0415 - engine thread
+        from imprint_desktop.core.history import HistoryStore  # noqa: PLC0415 - loop thread
 
         try:
             self._history = HistoryStore(self._history_path)
@@ -225,7 +225,7 @@ class EngineHost(QThread):
                 log.info("%d reply(s) of an earlier run marked interrupted", interrupted)
         except Exception as error:  # the window still opens; replies will say what is wrong
             log.exception("history store could not be opened")
-            self._emit(p.EngineProblem(f"The chat history could not be opened: {error}"))
+            self._emit(p.JobProblem(f"The chat history could not be opened: {error}"))
         await self._stopping.wait()
         tasks = list(self._tasks)
         for task in tasks:

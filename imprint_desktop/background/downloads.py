@@ -28,6 +28,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
 
+from imprint_desktop.background.download_book import DownloadBook
+from imprint_desktop.background.download_payloads import DownloadItem, DownloadTotals, JobEnded
+from imprint_desktop.background.payloads import Outcome
+from imprint_desktop.background.relay import Relay
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import Cancelled, ImprintError
 from imprint_desktop.core.models import (
@@ -49,10 +53,6 @@ from imprint_desktop.core.models import (
 from imprint_desktop.core.models.embedders import RecommendedEmbedder
 from imprint_desktop.core.models.journal import Journal
 from imprint_desktop.core.models.recommended import MachineProbe
-from imprint_desktop.engine.download_book import DownloadBook
-from imprint_desktop.engine.download_payloads import DownloadItem, DownloadTotals, JobEnded
-from imprint_desktop.engine.payloads import Outcome
-from imprint_desktop.engine.relay import Relay
 
 log = logging.getLogger(__name__)
 

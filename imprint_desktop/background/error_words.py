@@ -1,4 +1,4 @@
-"""Errors in words: what went wrong on the engine thread, as a sentence the person can act on."""
+"""Errors in words: what went wrong on the loop thread, as a sentence the person can act on."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def sentence(  # noqa: PLR0911 - one sentence per kind of error
         return f"{text} Choose another folder with the workspace button in the toolbar."
     if isinstance(error, ProviderError | ImprintError) and text:
         return text
-    log.error("unexpected engine error", exc_info=error)
+    log.error("unexpected error on the loop thread", exc_info=error)
     return (
         f"Something went wrong inside Imprint ({type(error).__name__}). Try again; if it keeps "
         "happening, save the trace (Chat → Save Trace…) and report it."

@@ -1,9 +1,9 @@
 """The GUI thread's one door to the research engine.
 
-:class:`EngineBridge` lives on the GUI thread. Its methods are the whole API the window uses; each
-returns at once and queues work on the engine thread (:class:`~.host.EngineHost`). Results come back
-as frozen payloads (:mod:`.payloads`) on these signals, each declared with its payload's type and
-always delivered on the GUI thread:
+:class:`Bridge` lives on the GUI thread. Its methods are the whole API the window uses; each
+returns at once and queues work on the loop thread (:class:`~.loop_thread.LoopThread`). Results
+come back as frozen payloads (:mod:`.payloads`) on these signals, each declared with its payload's
+type and always delivered on the GUI thread:
 
 =============================  =================================================================
 signal                         payload
@@ -11,9 +11,9 @@ signal                         payload
 ``sig_reply_opened``           :class:`ReplyOpened` — question saved, conversation id known
 ``sig_reply_preparing``        :class:`ReplyPreparing` — loading the model, updating the index
 ``sig_reply_event``            :class:`ReplyEvent` — one research event (budgets, text, tools…;
-                               answer a ``QuestionAsked`` with :meth:`EngineBridge.answer_question`)
+                               answer a ``QuestionAsked`` with :meth:`Bridge.answer_question`)
 ``sig_consent_requested``      :class:`ConsentRequest` — may the model fetch this URL? (answer
-                               with :meth:`EngineBridge.answer_consent`)
+                               with :meth:`Bridge.answer_consent`)
 ``sig_reply_ended``            :class:`ReplyEnded` — one per reply: finished/failed/cancelled
 ``sig_model_status``           :class:`ModelStatus` — loading / ready / failed
 ``sig_index_progress``         :class:`IndexStatus` — workspace indexing progress and its end
@@ -22,17 +22,18 @@ signal                         payload
 ``sig_trace_loaded``           :class:`TraceRecord`
 ``sig_file_saved``             :class:`FileSaved` — an export or a saved trace was written
 ``sig_connection_tested``      :class:`ConnectionTest`
-``sig_engine_problem``         :class:`EngineProblem` — a failure outside a reply, in words
+``sig_job_problem``         :class:`JobProblem` — a failure outside a reply, in words
 =============================  =================================================================
 
 "Latest wins": every reply gets a new id; starting a reply cancels the one before, and payloads of
 a superseded reply are dropped here, so a slow old reply can never paint over the new one. The
-person's answers go back the same way: :meth:`EngineBridge.answer_question` and
-:meth:`EngineBridge.answer_consent` name the reply and the tool call they answer, and one for a
+person's answers go back the same way: :meth:`Bridge.answer_question` and
+:meth:`Bridge.answer_consent` name the reply and the tool call they answer, and one for a
 call that no longer waits is dropped.
 
 The bridge only numbers replies, takes the settings snapshot each job starts from and routes
-payloads; the work itself is the host's (:mod:`.host`), which runs each job with what it needs.
+payloads; the work itself is the loop thread's (:mod:`.loop_thread`), which runs each job with what
+it needs.
 """
 
 from __future__ import annotations
@@ -45,18 +46,18 @@ from typing import assert_never
 
 from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
 
+from imprint_desktop.background import payloads as p
+from imprint_desktop.background.loop_thread import LoopThread
+from imprint_desktop.background.relay import Relay
+from imprint_desktop.background.services import ProviderFactory
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.consent import Decision
-from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.host import EngineHost
-from imprint_desktop.engine.relay import Relay
-from imprint_desktop.engine.services import ProviderFactory
 
 log = logging.getLogger(__name__)
 
 
-class EngineBridge(QObject):
+class Bridge(QObject):
     sig_reply_opened = Signal(p.ReplyOpened)
     sig_reply_preparing = Signal(p.ReplyPreparing)
     sig_reply_event = Signal(p.ReplyEvent)
@@ -69,7 +70,7 @@ class EngineBridge(QObject):
     sig_trace_loaded = Signal(p.TraceRecord)
     sig_file_saved = Signal(p.FileSaved)
     sig_connection_tested = Signal(p.ConnectionTest)
-    sig_engine_problem = Signal(p.EngineProblem)
+    sig_job_problem = Signal(p.JobProblem)
 
     def __init__(
         self,
@@ -84,7 +85,7 @@ class EngineBridge(QObject):
         self._settings = settings
         self._relay = Relay()
         self._relay.sig_payload.connect(self._dispatch)
-        self._host = EngineHost(
+        self._thread = LoopThread(
             self._relay.sig_payload.emit,
             provider_factory=provider_factory,
             history_path=history_path,
@@ -96,7 +97,7 @@ class EngineBridge(QObject):
         self._cancel: CancelToken | None = None  # the running reply's Stop; None when none runs
         self._search = ""
         self._closed = False
-        self._host.start()
+        self._thread.start()
 
     # --- replies ------------------------------------------------------------------------------
 
@@ -118,7 +119,7 @@ class EngineBridge(QObject):
         reply_id = next(self._ids)
         cancel = CancelToken()
         self._reply_id, self._cancel = reply_id, cancel
-        self._host.start_reply(
+        self._thread.start_reply(
             reply_id,
             conversation_id=conversation_id,
             question=question,
@@ -136,66 +137,66 @@ class EngineBridge(QObject):
         """Answer ``ask_user`` call ``call_id`` of reply ``reply_id`` (both from its
         ``QuestionAsked`` event); research time resumes. An answer for a call that no longer
         waits — the reply was stopped or superseded — is dropped."""
-        self._host.answer_question(reply_id, call_id, text)
+        self._thread.answer_question(reply_id, call_id, text)
 
     def answer_consent(self, reply_id: int, call_id: str, decision: Decision) -> None:
         """Decide ``fetch_url`` call ``call_id`` of reply ``reply_id`` (both from its
         :class:`ConsentRequest`); research time resumes. A late decision is dropped."""
-        self._host.answer_consent(reply_id, call_id, decision)
+        self._thread.answer_consent(reply_id, call_id, decision)
 
     def shutdown(self, timeout_ms: int = 15_000) -> bool:
-        """Cancel everything, close the engine's resources on its thread and join it.
+        """Cancel everything, close the loop thread's resources on it and join it.
 
         Returns False only when the thread did not end in time (it is never terminated).
         """
         if self._closed:
-            return not self._host.isRunning()
+            return not self._thread.isRunning()
         self._closed = True
         if self._cancel is not None:
             self._cancel.cancel()
-        self._host.stop()
-        finished = self._host.wait(timeout_ms)
+        self._thread.stop()
+        finished = self._thread.wait(timeout_ms)
         if not finished:
-            log.error("the engine thread did not stop within %d ms", timeout_ms)
+            log.error("the loop thread did not stop within %d ms", timeout_ms)
         return bool(finished)
 
     # --- model, workspace, connection ------------------------------------------------------
 
     def load_model(self) -> None:
         """Load (or reload) the model the settings choose, outside any reply's research time."""
-        self._host.load_model(self._settings())
+        self._thread.load_model(self._settings())
 
     def index_workspace(self) -> None:
         """Bring the chosen workspace's index up to date, reporting progress and its end."""
-        self._host.index_workspace(self._settings())
+        self._thread.index_workspace(self._settings())
 
     def test_connection(self) -> None:
-        self._host.test_connection(self._settings())
+        self._thread.test_connection(self._settings())
 
     # --- history --------------------------------------------------------------------------------
 
     def list_conversations(self, search: str = "") -> None:
         self._search = search
-        self._host.list_conversations(search)
+        self._thread.list_conversations(search)
 
     def load_conversation(self, conversation_id: int) -> int:
         """Read one conversation; returns the request number its ConversationRecord carries."""
         request = next(self._requests)
-        self._host.load_conversation(conversation_id, request)
+        self._thread.load_conversation(conversation_id, request)
         return request
 
     def rename_conversation(self, conversation_id: int, title: str) -> None:
-        self._host.rename_conversation(conversation_id, title, self._search)
+        self._thread.rename_conversation(conversation_id, title, self._search)
 
     def delete_conversation(self, conversation_id: int) -> None:
-        self._host.delete_conversation(conversation_id, self._search)
+        self._thread.delete_conversation(conversation_id, self._search)
 
     def load_trace(self, stored_id: int, save_to: Path | None = None) -> None:
         """The reply's trace on ``sig_trace_loaded``, or written to ``save_to`` (JSON Lines)."""
-        self._host.load_trace(stored_id, save_to)
+        self._thread.load_trace(stored_id, save_to)
 
     def export_conversation(self, conversation_id: int, path: Path) -> None:
-        self._host.export_conversation(conversation_id, path)
+        self._thread.export_conversation(conversation_id, path)
 
     # --- delivery on the GUI thread --------------------------------------------------------
 
@@ -234,7 +235,7 @@ class EngineBridge(QObject):
                 return self.sig_file_saved
             case p.ConnectionTest():
                 return self.sig_connection_tested
-            case p.EngineProblem():
-                return self.sig_engine_problem
+            case p.JobProblem():
+                return self.sig_job_problem
             case _:
                 assert_never(payload)

@@ -7,11 +7,11 @@ import socket
 
 import httpx
 
+from imprint_desktop.background import services  # its test_remote is not a test of this module
+from imprint_desktop.background.error_words import sentence
 from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import ProviderAuthError, ProviderUnavailableError
-from imprint_desktop.engine import services  # its test_remote is not a test of this module
-from imprint_desktop.engine.error_words import sentence
 from tests.support.settings import make_config
 
 SECRET = "hunter2"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from imprint_desktop.background.download_book import DownloadBook
+from imprint_desktop.background.download_payloads import DownloadState, DownloadTotals
 from imprint_desktop.core.models import DownloadProgress, DownloadRecord, Phase
 from imprint_desktop.core.models.journal import FileRecord
-from imprint_desktop.engine.download_book import DownloadBook
-from imprint_desktop.engine.download_payloads import DownloadState, DownloadTotals
 
 MB = 1 << 20
 

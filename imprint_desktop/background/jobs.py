@@ -1,9 +1,10 @@
-"""The engine-thread jobs outside a reply — history reads and writes, exports — and the words for
+"""The loop-thread jobs outside a reply — history reads and writes, exports — and the words for
 each kind of job's failure.
 
 Each job takes exactly what it uses (the history store, a path) and reports through ``emit`` with
-frozen payloads (:mod:`.payloads`). The host runs every job under one error policy: an exception
-becomes the payload the job's ``*_failed`` function words, so each job ends in a payload either way.
+frozen payloads (:mod:`.payloads`). The loop thread runs every job under one error policy: an
+exception becomes the payload the job's ``*_failed`` function words, so each job ends in a payload
+either way.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from imprint_desktop.background import payloads as p
+from imprint_desktop.background.error_words import sentence
 from imprint_desktop.core.research.sources import with_sources
-from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.error_words import sentence
 
 if TYPE_CHECKING:
+    from imprint_desktop.background.reply_job import ConversationMemory
     from imprint_desktop.core.config import Config
     from imprint_desktop.core.history import HistoryStore, StoredReply
-    from imprint_desktop.engine.reply_job import ConversationMemory
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +64,9 @@ async def delete_conversation(
     await list_conversations(history, emit, search)
 
 
-def history_failed(error: Exception) -> p.EngineProblem:
+def history_failed(error: Exception) -> p.JobProblem:
     log.exception("history job failed")
-    return p.EngineProblem(f"The chat history could not be read or saved: {error}")
+    return p.JobProblem(f"The chat history could not be read or saved: {error}")
 
 
 # --- files ----------------------------------------------------------------------------------------
@@ -84,8 +85,8 @@ async def save_trace(
     emit(p.FileSaved(str(path), "trace"))
 
 
-def trace_failed(error: Exception) -> p.EngineProblem:
-    return p.EngineProblem(f"The trace could not be saved: {sentence(error)}")
+def trace_failed(error: Exception) -> p.JobProblem:
+    return p.JobProblem(f"The trace could not be saved: {sentence(error)}")
 
 
 def conversation_markdown(title: str, replies: tuple[StoredReply, ...]) -> str:
@@ -110,10 +111,10 @@ async def export_conversation(
 
 
 def export_failed(path: Path) -> Failed:
-    def failed(error: Exception) -> p.EngineProblem:
+    def failed(error: Exception) -> p.JobProblem:
         if not isinstance(error, OSError):  # reading the conversation failed, not the file
             return history_failed(error)
-        return p.EngineProblem(
+        return p.JobProblem(
             f"The conversation could not be saved to {path}: {error.strerror}. "
             "Choose another folder."
         )
@@ -132,7 +133,7 @@ def _title(history: HistoryStore, conversation_id: int) -> str:
 
 def model_failed(config: Config) -> Failed:
     # ModelStatus(FAILED) already went out; this is the sentence to show.
-    return lambda error: p.EngineProblem(sentence(error, config))
+    return lambda error: p.JobProblem(sentence(error, config))
 
 
 def index_failed(config: Config) -> Failed:

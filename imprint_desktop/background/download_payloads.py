@@ -1,11 +1,11 @@
 """The frozen values the download manager's signals carry to the GUI thread.
 
-:class:`~imprint_desktop.engine.downloads.DownloadManager` announces a download as a
+:class:`~imprint_desktop.background.downloads.DownloadManager` announces a download as a
 :class:`DownloadItem` (one row of the queue), everything in flight as :class:`DownloadTotals` (the
 status bar) and the end of every job on its workers as a :class:`JobEnded`. They live apart from
 the manager so the queue's bookkeeping (:mod:`.download_book`) and the widgets that show them read
 the same types without importing the threads that make them — as :mod:`.payloads` does for the
-engine bridge.
+bridge.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from imprint_desktop.background.payloads import Outcome
 from imprint_desktop.core.models import Phase
-from imprint_desktop.engine.payloads import Outcome
 
 
 class DownloadState(enum.Enum):

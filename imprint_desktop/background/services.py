@@ -1,12 +1,12 @@
-"""What every job on the engine thread shares: the HTTP client, the provider and the workspace.
+"""What every job on the loop thread shares: the HTTP client, the provider and the workspace.
 
 Each is made for a settings snapshot and kept while the settings it depends on stay the same, so a
 second question does not load the model again or reopen the workspace index. Loading the provider
 reports :class:`~.payloads.ModelStatus` (loading, ready, failed) through the ``emit`` it is given.
 
-:class:`EngineServices` belongs to the engine loop: every method but :meth:`stop_indexing` is
+:class:`KeptServices` belongs to the loop thread: every method but :meth:`stop_indexing` is
 called there, and :meth:`aclose` closes everything there when the thread stops. It knows nothing of
-replies or of the thread that hosts it; the host hands it to the jobs that need it.
+replies or of the thread that hosts it; the loop thread hands it to the jobs that need it.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from imprint_desktop.background import payloads as p
+from imprint_desktop.background.error_words import sentence
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.chosen import chosen_model, workspace_root
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import ProviderError, SecretStoreError
-from imprint_desktop.engine import payloads as p
-from imprint_desktop.engine.error_words import sentence
 
-if TYPE_CHECKING:  # imported on the engine thread, where they are used, to keep startup fast
+if TYPE_CHECKING:  # imported on the loop thread, where they are used, to keep startup fast
     import httpx
 
     from imprint_desktop.core.config import NetworkConfig
@@ -37,14 +37,14 @@ log = logging.getLogger(__name__)
 ProviderFactory = Callable[
     [Config, "httpx.AsyncClient", str | None, CancelToken], Awaitable["Provider"]
 ]
-"""Builds the provider a settings snapshot chooses, on the engine loop (tests pass a scripted
+"""Builds the provider a settings snapshot chooses, on the loop thread (tests pass a scripted
 one)."""
 
 
 async def open_default_provider(
     config: Config, http: httpx.AsyncClient, api_key: str | None, cancel: CancelToken
 ) -> Provider:
-    from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread, not startup
+    from imprint_desktop.core import assistant  # noqa: PLC0415 - loop thread, not startup
 
     return await assistant.open_provider(config, http, api_key=api_key, cancel=cancel)
 
@@ -76,7 +76,7 @@ async def read_api_key(lookup: Callable[[], str | None]) -> str | None:
         return None  # a server without authentication needs none; one that does says 401
 
 
-class EngineServices:
+class KeptServices:
     """The client, provider and workspace the current settings choose, made once and kept."""
 
     def __init__(
@@ -109,7 +109,7 @@ class EngineServices:
 
     def http(self, config: Config) -> httpx.AsyncClient:
         """The client for the network settings (made again when they change)."""
-        from imprint_desktop.core.net import make_async_client  # noqa: PLC0415 - engine thread
+        from imprint_desktop.core.net import make_async_client  # noqa: PLC0415 - loop thread
 
         if self._http is None or config.network != self._network:
             old, self._http = self._http, make_async_client(config.network)
@@ -139,7 +139,7 @@ class EngineServices:
                 self._emit(p.ModelStatus(p.ModelState.FAILED, description, message))
                 raise
             self._provider, self._provider_key = provider, key
-            from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread
+            from imprint_desktop.core import assistant  # noqa: PLC0415 - loop thread
 
             note = assistant.provider_note(provider)  # e.g. a context window the server hides
             self._emit(p.ModelStatus(p.ModelState.READY, description, note))
@@ -149,7 +149,7 @@ class EngineServices:
         """Load the model the settings choose, then let it evaluate what every reply's first
         request starts with, so the first question is answered as fast as the next ones."""
         provider = await self.provider(config)
-        from imprint_desktop.core import assistant  # noqa: PLC0415 - engine thread
+        from imprint_desktop.core import assistant  # noqa: PLC0415 - loop thread
 
         try:
             await assistant.warm_up(
@@ -168,7 +168,7 @@ class EngineServices:
 
     def workspace(self, config: Config) -> Workspace:
         """The workspace the settings choose, opened once and kept while they stay the same."""
-        from imprint_desktop.core.workspace import Workspace  # noqa: PLC0415 - engine thread
+        from imprint_desktop.core.workspace import Workspace  # noqa: PLC0415 - loop thread
 
         root = workspace_root(config)
         key = workspace_key(root, config)
@@ -214,7 +214,7 @@ class EngineServices:
             cancel=cancel if cancel is not None else self._stop_indexing,
             embed=False,
         )
-        from imprint_desktop.core.workspace import problem_summary  # noqa: PLC0415 - engine thread
+        from imprint_desktop.core.workspace import problem_summary  # noqa: PLC0415 - loop thread
 
         outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
         progress(

@@ -1,8 +1,8 @@
 """The one way a payload made on another thread reaches the GUI thread.
 
-A :class:`Relay` is created on the GUI thread; work on the engine thread or a worker pool emits
+A :class:`Relay` is created on the GUI thread; work on the loop thread or a worker pool emits
 ``sig_payload`` from there, and Qt delivers it queued, on the GUI thread, to whatever the owner
-connected (the engine bridge, the download manager). The payloads are frozen dataclasses, so
+connected (the bridge, the download manager). The payloads are frozen dataclasses, so
 nothing is shared mutably across the threads.
 """
 
