@@ -38,7 +38,7 @@ from imprint_desktop.core.research.novelty import (  # noqa: E402
     EvidenceStore,
 )
 from imprint_desktop.core.research.trace import TraceWriter, fan_out  # noqa: E402
-from imprint_desktop.core.tools.base import EvidenceItem, ToolResult  # noqa: E402
+from imprint_desktop.core.tools.tool import EvidenceItem, ToolResult  # noqa: E402
 from tests.support.fake_tools import FakeTools  # noqa: E402
 from tests.support.openai_server import OpenAIServer, Reply  # noqa: E402
 from tests.support.scripted_provider import ScriptedProvider, Step  # noqa: E402

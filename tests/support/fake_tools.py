@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from imprint_desktop.core.consent import Decision, RedirectConsent
-from imprint_desktop.core.tools.base import EvidenceItem, ToolKind, ToolResult
+from imprint_desktop.core.tools.tool import EvidenceItem, ToolKind, ToolResult
 
 #: The toolbox's tools (``ask_user`` and ``research_sections`` are the engine's own).
 KINDS = {

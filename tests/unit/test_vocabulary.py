@@ -9,7 +9,7 @@ import pytest
 from imprint_desktop.core import vocabulary as v
 from imprint_desktop.core.providers import base as providers_base
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.tools import base as tools_base
+from imprint_desktop.core.tools import tool as tools_tool
 
 
 def test_the_call_statuses_are_the_tool_statuses_and_the_two_of_the_activity() -> None:
@@ -19,7 +19,7 @@ def test_the_call_statuses_are_the_tool_statuses_and_the_two_of_the_activity() -
 def test_events_providers_and_tools_name_the_vocabulary_not_a_copy() -> None:
     assert (ev.StopReason, ev.FinalMode, ev.ToolOrigin) == (v.StopReason, v.FinalMode, v.ToolOrigin)
     assert (ev.Phase, ev.ToolStatus) == (v.Phase, v.ToolStatus)
-    assert providers_base.Phase is v.Phase and tools_base.ToolStatus is v.ToolStatus
+    assert providers_base.Phase is v.Phase and tools_tool.ToolStatus is v.ToolStatus
 
 
 @pytest.mark.parametrize(

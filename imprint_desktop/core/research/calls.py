@@ -4,7 +4,7 @@ A reply offers the toolbox's workspace and web tools (:class:`ResearchTools`) an
 ``ask_user`` when someone can be asked, and ``research_sections``, whose section workers the round
 loop runs (:mod:`.rounds`). :class:`ToolCalls` carries out one call at a time — the person asked
 first when a fetch needs their consent — and reports it as a ``tool`` line. A call never raises:
-whatever fails is a result the model reads (:func:`~imprint_desktop.core.tools.base.carried_out`),
+whatever fails is a result the model reads (:func:`~imprint_desktop.core.tools.tool.carried_out`),
 and Stop abandons any call but a write.
 """
 
@@ -21,7 +21,8 @@ from imprint_desktop.core.research.ledger import Judged
 from imprint_desktop.core.research.person import Person
 from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.tools.arguments import loose_arguments, parse_arguments
-from imprint_desktop.core.tools.base import (
+from imprint_desktop.core.tools.specs import SPECS, describe_call
+from imprint_desktop.core.tools.tool import (
     OUT_OF_TIME,
     EvidenceItem,
     Output,
@@ -31,7 +32,6 @@ from imprint_desktop.core.tools.base import (
     render,
     unknown_tool,
 )
-from imprint_desktop.core.tools.specs import SPECS, describe_call
 
 
 class ResearchTools(Protocol):

@@ -14,7 +14,7 @@ from typing import Any
 
 from imprint_desktop.core.providers.base import Message, Phase, ToolCall
 from imprint_desktop.core.research.budgets import Patience
-from imprint_desktop.core.tools.base import ToolKind
+from imprint_desktop.core.tools.tool import ToolKind
 
 
 @dataclass

@@ -36,7 +36,7 @@ from imprint_desktop.core.research.reply import EventSink, Reply, ResearchSettin
 from imprint_desktop.core.research.requests import Requests
 from imprint_desktop.core.research.rounds import Rounds
 from imprint_desktop.core.research.stop import ResearchStop
-from imprint_desktop.core.tools.base import ToolKind
+from imprint_desktop.core.tools.tool import ToolKind
 
 __all__ = ["AskPerson", "EventSink", "ResearchEngine", "ResearchSettings", "ResearchTools"]
 

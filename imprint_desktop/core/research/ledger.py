@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from imprint_desktop.core.research.events import EvidenceItemView
 from imprint_desktop.core.research.novelty import EvidenceStore
-from imprint_desktop.core.tools.base import EvidenceItem
+from imprint_desktop.core.tools.tool import EvidenceItem
 
 EXCERPT_CHARS = 400
 

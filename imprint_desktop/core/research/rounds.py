@@ -38,8 +38,8 @@ from imprint_desktop.core.research.requests import Requests
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.research.wording import stop_words
 from imprint_desktop.core.tools.arguments import loose_arguments, parse_arguments
-from imprint_desktop.core.tools.base import ToolKind, ToolResult, carried_out
 from imprint_desktop.core.tools.specs import SPECS
+from imprint_desktop.core.tools.tool import ToolKind, ToolResult, carried_out
 
 log = logging.getLogger(__name__)
 

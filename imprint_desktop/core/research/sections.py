@@ -19,7 +19,7 @@ from imprint_desktop.core.research.conversation import Conversation
 from imprint_desktop.core.research.ledger import EvidenceLedger
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.research.wording import stop_words
-from imprint_desktop.core.tools.base import ToolKind
+from imprint_desktop.core.tools.tool import ToolKind
 
 
 def worker(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, assert_never
 
-from imprint_desktop.core.tools.base import OUT_OF_TIME
+from imprint_desktop.core.tools.tool import OUT_OF_TIME
 from imprint_desktop.core.vocabulary import (
     CALL_STATUSES,
     CallStatus,

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from imprint_desktop.core.tools.base import (
+from imprint_desktop.core.tools.specs import SPECS
+from imprint_desktop.core.tools.tool import (
     EvidenceItem,
     ToolKind,
     ToolResult,
     ToolSpec,
     ToolStatus,
 )
-from imprint_desktop.core.tools.specs import SPECS
 
 if TYPE_CHECKING:
     from imprint_desktop.core.tools.toolbox import Toolbox

@@ -1,6 +1,6 @@
 """Checking a tool call's arguments against its declaration, with errors the model can act on.
 
-The same :class:`~imprint_desktop.core.tools.base.ToolSpec` properties that the model sees as JSON
+The same :class:`~imprint_desktop.core.tools.tool.ToolSpec` properties that the model sees as JSON
 schema drive the checks, so the two cannot drift apart. Only the small part of JSON schema the tools
 use is understood: ``string``, ``integer``, ``array`` of strings, a nullable integer, ``minimum``,
 ``maximum``, ``minLength``, ``maxLength``, ``minItems`` and ``maxItems``.
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from imprint_desktop.core.errors import ToolArgumentError
-from imprint_desktop.core.tools.base import ToolSpec
+from imprint_desktop.core.tools.tool import ToolSpec
 
 
 def loose_arguments(arguments: object) -> Mapping[str, object]:

@@ -24,7 +24,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from imprint_desktop.core.errors import PathOutsideWorkspaceError, ToolError
-from imprint_desktop.core.tools.base import Output
+from imprint_desktop.core.tools.tool import Output
 from imprint_desktop.core.workspace import Workspace
 
 _MAX_SLUG = 60

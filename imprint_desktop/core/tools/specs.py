@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from imprint_desktop.core.tools.arguments import loose_arguments
-from imprint_desktop.core.tools.base import ToolKind, ToolSpec
+from imprint_desktop.core.tools.tool import ToolKind, ToolSpec
 from imprint_desktop.core.tools.words import (
     CallWords,
     line_range,

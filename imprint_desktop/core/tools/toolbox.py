@@ -39,7 +39,9 @@ from imprint_desktop.core.consent import Decision, RedirectConsent, denied_messa
 from imprint_desktop.core.errors import ToolError, UnknownToolError
 from imprint_desktop.core.tools import notes, workspace_tools
 from imprint_desktop.core.tools.arguments import parse_arguments
-from imprint_desktop.core.tools.base import (
+from imprint_desktop.core.tools.fetch import MAX_BYTES, check_target, fetch_page
+from imprint_desktop.core.tools.specs import SPECS
+from imprint_desktop.core.tools.tool import (
     OUT_OF_TIME,
     EvidenceItem,
     Output,
@@ -50,8 +52,6 @@ from imprint_desktop.core.tools.base import (
     render,
     unknown_tool,
 )
-from imprint_desktop.core.tools.fetch import MAX_BYTES, check_target, fetch_page
-from imprint_desktop.core.tools.specs import SPECS
 from imprint_desktop.core.workspace import Workspace
 from imprint_desktop.core.workspace.extract import split_lines
 from imprint_desktop.core.workspace.passages import split_passages

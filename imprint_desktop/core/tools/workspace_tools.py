@@ -8,7 +8,7 @@ thread. Sizes are planned against the result cap here, where it is known what ca
 from __future__ import annotations
 
 from imprint_desktop.core.errors import ToolArgumentError
-from imprint_desktop.core.tools.base import EvidenceItem, Output
+from imprint_desktop.core.tools.tool import EvidenceItem, Output
 from imprint_desktop.core.workspace import Workspace, clean_relative
 from imprint_desktop.core.workspace.passages import (
     focus,

@@ -22,7 +22,7 @@ from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.final import FALLBACK_LABEL
 from imprint_desktop.core.research.trace import TraceWriter, read_trace, trace_line
-from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
+from imprint_desktop.core.tools.tool import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools, passage
 from tests.support.progress_scenarios import (
     ALTERNATING,

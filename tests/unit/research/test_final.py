@@ -18,7 +18,7 @@ from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.final import FinalAnswer, FinalStage, without_call_markup
 from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.research.requests import Requests
-from imprint_desktop.core.tools.base import EvidenceItem
+from imprint_desktop.core.tools.tool import EvidenceItem
 from tests.support.fake_tools import passage
 from tests.support.growth import growth
 from tests.support.research_run import (

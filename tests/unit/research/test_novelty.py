@@ -209,7 +209,7 @@ def test_evidence_as_text_says_how_each_document_stands() -> None:
     """The fallback and section results show a passage's date and superseded mark, as the
     search result did, so an answer written from them can prefer the current document."""
     from imprint_desktop.core.research.ledger import EvidenceLedger
-    from imprint_desktop.core.tools.base import EvidenceItem
+    from imprint_desktop.core.tools.tool import EvidenceItem
 
     ledger = EvidenceLedger()
     ledger.record(

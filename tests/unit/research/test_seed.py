@@ -15,7 +15,7 @@ from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import seed, sources
 from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.trace import trace_line
-from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
+from imprint_desktop.core.tools.tool import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools
 from tests.support.research_run import Recorder, assert_protocol_complete
 from tests.support.scripted_provider import ScriptedProvider, Step

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from imprint_desktop.core.tools import SPECS, Toolbox, ToolKind, ToolResult
-from imprint_desktop.core.tools.base import carried_out
+from imprint_desktop.core.tools.tool import carried_out
 from imprint_desktop.core.workspace import Workspace
 from tests.support.settings import make_config
 from tests.unit.workspace.conftest import run_tool, write

@@ -27,7 +27,7 @@ from imprint_desktop.core.research.record.rows import (
 )
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.research.wording import stop_sentence
-from imprint_desktop.core.tools.base import EvidenceItem, ToolResult
+from imprint_desktop.core.tools.tool import EvidenceItem, ToolResult
 from imprint_desktop.core.tools.words import plain
 from tests.support.fake_tools import FakeTools
 from tests.support.scripted_provider import ScriptedProvider, Step

@@ -1,4 +1,5 @@
-"""What every tool shares: kinds, results, evidence, the size cap, and one error policy.
+"""What a tool is and returns, for every tool: kinds, specs, results, evidence, the size cap, and
+one error policy.
 
 A tool result has two faces. ``content`` is what the model reads: already capped to
 ``tools.max_result_chars``, each piece of evidence numbered ``[n]`` so an answer can cite it, and
