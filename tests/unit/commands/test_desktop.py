@@ -12,7 +12,7 @@ import pytest
 
 from imprint_desktop.commands import desktop
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _cli(data_home: Path, *args: str) -> subprocess.CompletedProcess[str]:
