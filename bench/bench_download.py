@@ -36,8 +36,8 @@ import httpx  # noqa: E402
 from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from imprint_desktop.background.download_payloads import DownloadItem, DownloadState  # noqa: E402
-from imprint_desktop.background.downloads import DownloadManager  # noqa: E402
+from imprint_desktop.background.downloads.book import DownloadItem, DownloadState  # noqa: E402
+from imprint_desktop.background.downloads.manager import DownloadManager  # noqa: E402
 from imprint_desktop.core.models import (  # noqa: E402
     DownloadControl,
     HubClient,

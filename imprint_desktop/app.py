@@ -33,7 +33,7 @@ from imprint_desktop.ui.model_manager.welcome import maybe_show_welcome, needs_w
 from imprint_desktop.ui.theme import apply_theme
 
 if TYPE_CHECKING:
-    from imprint_desktop.background.downloads import DownloadManager
+    from imprint_desktop.background.downloads.manager import DownloadManager
     from imprint_desktop.settings.secrets import SecretStore
 
 
@@ -113,7 +113,7 @@ def attach_downloads(
     window: MainWindow, store: SettingsStore, manager: DownloadManager | None = None
 ) -> None:
     """The download manager (``manager``, when the welcome made it), its menu and status widget."""
-    from imprint_desktop.background.downloads import DownloadManager  # noqa: PLC0415 - heavy
+    from imprint_desktop.background.downloads.manager import DownloadManager  # noqa: PLC0415 - heavy
 
     app = create_application()
     if manager is None:
@@ -153,7 +153,7 @@ class _FirstPaint(QObject):
         self._window.bridge.index_workspace()
 
         def preload() -> None:  # imports and a package scan; every object is made on the GUI thread
-            importlib.import_module("imprint_desktop.background.downloads")
+            importlib.import_module("imprint_desktop.background.downloads.manager")
             importlib.import_module("imprint_desktop.settings.secrets")
             self.sig_imported.emit(resources.starter_model_path())
 
@@ -276,7 +276,7 @@ def run(
     downloads = None
     if not scripted and needs_welcome(store):
         # The welcome offers recommended models and starts the chosen download at once.
-        from imprint_desktop.background.downloads import DownloadManager  # noqa: PLC0415 - heavy
+        from imprint_desktop.background.downloads.manager import DownloadManager  # noqa: PLC0415 - heavy
 
         downloads = DownloadManager(store.config)
     welcome = maybe_show_welcome(None, store, enabled=not scripted, downloads=downloads)

@@ -46,8 +46,8 @@ from imprint_desktop.ui.chat.view import ChatView
 from imprint_desktop.ui.research_panel.panel import ResearchPanel
 
 if TYPE_CHECKING:  # the model store and the dialogs load after the first paint, when needed
-    from imprint_desktop.background.download_payloads import JobEnded
-    from imprint_desktop.background.downloads import DownloadManager
+    from imprint_desktop.background.downloads.book import JobEnded
+    from imprint_desktop.background.downloads.manager import DownloadManager
     from imprint_desktop.settings.secrets import SecretStore
     from imprint_desktop.ui.model_manager.manager import ModelManagerWindow
     from imprint_desktop.ui.preferences.dialog import PreferencesDialog

@@ -1,8 +1,8 @@
 """Download progress widgets: the status-bar summary and the queue of the model manager.
 
-Both only listen to :class:`~imprint_desktop.background.downloads.DownloadManager` signals, which
-arrive coalesced (about ten a second), so they repaint little and never touch the network or the
-disk.
+Both only listen to the signals of
+:class:`~imprint_desktop.background.downloads.manager.DownloadManager`, which arrive coalesced
+(about ten a second), so they repaint little and never touch the network or the disk.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from imprint_desktop.background.download_payloads import DownloadItem, DownloadState, DownloadTotals
-from imprint_desktop.background.downloads import DownloadManager
+from imprint_desktop.background.downloads.book import DownloadItem, DownloadState, DownloadTotals
+from imprint_desktop.background.downloads.manager import DownloadManager
 from imprint_desktop.core.models import human_size
 from imprint_desktop.ui.inert import tooltip
 from imprint_desktop.ui.tables import cell, chosen_data, list_table

@@ -32,8 +32,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from imprint_desktop.background.download_payloads import DownloadItem, DownloadState, JobEnded
-from imprint_desktop.background.downloads import DownloadManager
+from imprint_desktop.background.downloads.book import DownloadItem, DownloadState, JobEnded
+from imprint_desktop.background.downloads.manager import DownloadManager
 from imprint_desktop.background.payloads import Outcome
 from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.models import (

@@ -8,7 +8,8 @@ first run (:mod:`.welcome`) both start one, so both places behave alike. Making 
 used for research is written here once for both (:func:`use_file`).
 
 Everything slow (finding the file on the hub, the download) is a job of the
-:class:`~imprint_desktop.background.downloads.DownloadManager`; the offer only asks and listens.
+:class:`~imprint_desktop.background.downloads.manager.DownloadManager`; the offer only asks and
+listens.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtWidgets import QAbstractButton, QApplication, QMainWindow, QMessageBox, QWidget
 
-from imprint_desktop.background.download_payloads import DownloadItem, DownloadState, JobEnded
-from imprint_desktop.background.downloads import DownloadManager
+from imprint_desktop.background.downloads.book import DownloadItem, DownloadState, JobEnded
+from imprint_desktop.background.downloads.manager import DownloadManager
 from imprint_desktop.background.payloads import Outcome
 from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.models import Recommendation, RecommendedModel

@@ -6,7 +6,8 @@ to its end by a :class:`~.model_switch.ModelSwitchOffer`, which asks whether to 
 is verified; the page only says what happens, on the window's status line.
 
 Everything slow (judging the computer, finding the file on the hub, the download) is a job of the
-:class:`~imprint_desktop.background.downloads.DownloadManager`; this page only asks and shows.
+:class:`~imprint_desktop.background.downloads.manager.DownloadManager`; this page only asks and
+shows.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from imprint_desktop.background.download_payloads import DownloadItem, DownloadState, JobEnded
-from imprint_desktop.background.downloads import DownloadManager
+from imprint_desktop.background.downloads.book import DownloadItem, DownloadState, JobEnded
+from imprint_desktop.background.downloads.manager import DownloadManager
 from imprint_desktop.background.payloads import Outcome
 from imprint_desktop.core.chosen import chosen_model, embedder_file
 from imprint_desktop.core.models import Recommendation, Recommendations, Verdict, human_size

@@ -48,8 +48,8 @@ from imprint_desktop.ui.model_manager.welcome_picks import (
 )
 
 if TYPE_CHECKING:  # the model store loads only when the welcome offers downloads
-    from imprint_desktop.background.download_payloads import JobEnded
-    from imprint_desktop.background.downloads import DownloadManager
+    from imprint_desktop.background.downloads.book import JobEnded
+    from imprint_desktop.background.downloads.manager import DownloadManager
     from imprint_desktop.core.models import Recommendation, RecommendedModel
     from imprint_desktop.ui.model_manager.model_switch import ModelSwitchOffer
 

@@ -9,8 +9,8 @@ import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
-from imprint_desktop.background.download_payloads import DownloadItem, DownloadState
-from imprint_desktop.background.downloads import DownloadManager
+from imprint_desktop.background.downloads.book import DownloadItem, DownloadState
+from imprint_desktop.background.downloads.manager import DownloadManager
 from imprint_desktop.core.models import DownloadOptions, Machine, Verdict, load_catalogue
 from imprint_desktop.core.models.embedders import load_embedders
 from imprint_desktop.settings.secrets import SecretStore

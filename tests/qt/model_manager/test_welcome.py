@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 from pytestqt.qtbot import QtBot
 
-from imprint_desktop.background.downloads import DownloadManager
+from imprint_desktop.background.downloads.manager import DownloadManager
 from imprint_desktop.core.models import DownloadOptions, Machine, ModelLayout, ModelLibrary
 from imprint_desktop.core.resources import starter_model_path
 from imprint_desktop.settings.secrets import SecretStore

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from imprint_desktop.background.download_book import DownloadBook
-from imprint_desktop.background.download_payloads import DownloadState, DownloadTotals
+from imprint_desktop.background.downloads.book import DownloadBook, DownloadState, DownloadTotals
 from imprint_desktop.core.models import DownloadProgress, DownloadRecord, Phase
 from imprint_desktop.core.models.journal import FileRecord
 

@@ -1,20 +1,89 @@
-"""The download queue's rows: what each download shows as it is queued, runs, pauses, fails or ends.
+"""The download queue's rows: the frozen values the download manager's signals carry, and what
+each download shows as it is queued, runs, pauses, fails or ends.
 
-:class:`DownloadBook` holds one :class:`~.download_payloads.DownloadItem` per download and the
-journal record it resumes from. Each method applies one event to a row and returns the row as it
-now is; the :class:`~imprint_desktop.background.downloads.DownloadManager` announces it. The words a
-row shows for each state ("Verified", "Paused", "Paused; resume to continue") are chosen here.
+:class:`~.manager.DownloadManager` announces a download as a :class:`DownloadItem` (one row of the
+queue), everything in flight as :class:`DownloadTotals` (the status bar) and the end of every job on
+its workers as a :class:`JobEnded`. :class:`DownloadBook` holds one :class:`DownloadItem` per
+download and the journal record it resumes from; each of its methods applies one event to a row
+and returns the row as it now is, for the manager to announce. The words a row shows for each state
+("Verified", "Paused", "Paused; resume to continue") are chosen here.
 
 Kept apart from the manager so the life of a row reads without the threads, the locks and the
-progress timer around it. It is used on the GUI thread only, and has no Qt in it.
+progress timer around it, and so the widgets that show the rows read these types without importing
+those threads. It is used on the GUI thread only, and has no Qt in it.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import enum
+from dataclasses import dataclass, replace
 
-from imprint_desktop.background.download_payloads import DownloadItem, DownloadState, DownloadTotals
+from imprint_desktop.background.payloads import Outcome
 from imprint_desktop.core.models import DownloadProgress, DownloadRecord, Phase
+
+
+class DownloadState(enum.Enum):
+    QUEUED = "queued"
+    DOWNLOADING = "downloading"
+    PAUSED = "paused"
+    FAILED = "failed"
+    DONE = "done"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class DownloadItem:
+    """One row of the download queue, as the UI shows it."""
+
+    download_id: str
+    repo_id: str
+    name: str
+    total_bytes: int
+    done_bytes: int = 0
+    state: DownloadState = DownloadState.QUEUED
+    phase: Phase = Phase.QUEUED
+    rate: float = 0.0
+    eta: float | None = None
+    message: str = ""
+    path: str = ""
+
+    @property
+    def fraction(self) -> float:
+        return self.done_bytes / self.total_bytes if self.total_bytes else 0.0
+
+    @property
+    def active(self) -> bool:
+        return self.state in (DownloadState.QUEUED, DownloadState.DOWNLOADING)
+
+
+@dataclass(frozen=True)
+class DownloadTotals:
+    """Everything in flight, summed: what the status bar shows."""
+
+    active: int
+    done_bytes: int
+    total_bytes: int
+    rate: float
+
+    @property
+    def fraction(self) -> float:
+        return self.done_bytes / self.total_bytes if self.total_bytes else 0.0
+
+
+@dataclass(frozen=True)
+class JobEnded:
+    """The one terminal event of a job on the download manager's workers.
+
+    ``kind`` says which: a hub job (``search``, ``files``, ``installed``, ``remove``, ``import``,
+    ``recommended``, ``resolve``, ``restore``, ``discard``) or a ``download``, whose ``job_id`` is
+    its download id and whose ``value`` is ``(download id, partial discarded, verified path)``.
+    """
+
+    job_id: str
+    kind: str
+    outcome: Outcome
+    value: object = None  # the result when finished
+    message: str = ""  # a sentence for a person when failed
 
 
 class DownloadBook:

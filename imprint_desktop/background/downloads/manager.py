@@ -3,8 +3,8 @@ through signals.
 
 :class:`DownloadManager` lives on the GUI thread. Every network request, disk scan and header
 check runs on its private :class:`QThreadPool`; results come back as frozen dataclasses
-(:mod:`.download_payloads`) on ``sig_<subject>_<event>`` signals, delivered on the GUI thread. What
-each download's row shows is the queue's bookkeeping, :mod:`.download_book`; this module owns the
+(:mod:`.book`) on ``sig_<subject>_<event>`` signals, delivered on the GUI thread. What each
+download's row shows is the queue's bookkeeping, :class:`~.book.DownloadBook`; this module owns the
 threads around it.
 
 Progress is coalesced: workers only overwrite the latest :class:`DownloadProgress` of their download
@@ -28,8 +28,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal, Slot
 
-from imprint_desktop.background.download_book import DownloadBook
-from imprint_desktop.background.download_payloads import DownloadItem, DownloadTotals, JobEnded
+from imprint_desktop.background.downloads.book import (
+    DownloadBook,
+    DownloadItem,
+    DownloadTotals,
+    JobEnded,
+)
 from imprint_desktop.background.payloads import Outcome
 from imprint_desktop.background.relay import Relay
 from imprint_desktop.core.config import Config
