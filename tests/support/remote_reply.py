@@ -244,6 +244,11 @@ def serve(server: OpenAIServer, model: Model, count: int = 80) -> None:
 
 
 def research_then_final(research: Model, final: str = "Final from the evidence [1].") -> Model:
+    """A model by phase over HTTP: the final request answers ``final``, every other request is
+    ``research(request)`` (which reads the turn from the request). The in-process scripts have
+    their own, :func:`tests.support.research_run.research_then_final`, which numbers the research
+    requests instead: the two differ in request, reply and what the research side is given."""
+
     def model(request: RecordedRequest) -> Reply:
         if phase_of(request) == "final":
             return Reply.text(final)

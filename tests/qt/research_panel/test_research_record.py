@@ -9,10 +9,10 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from imprint_desktop.background import payloads as p
-from imprint_desktop.core.providers.base import CompletionRequest
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.settings.store import SettingsStore
 from tests.qt.research_harness import open_window, search, type_question
+from tests.support.research_run import research_then_final
 from tests.support.scripted_provider import Step
 
 WAIT_MS = 10_000
@@ -24,16 +24,13 @@ def research_store(research_store: SettingsStore) -> SettingsStore:
     return research_store
 
 
-def same_search_then_final(request: CompletionRequest) -> Step:
-    if request.phase == "final":
-        return Step("From what was found: granite [1].")
-    return Step(calls=[search("granite")])
-
-
 def test_patience_runs_out_and_the_final_stage_is_shown_apart(
     qtbot: QtBot, research_store: SettingsStore
 ) -> None:
-    window = open_window(qtbot, research_store, same_search_then_final).window
+    script = research_then_final(
+        lambda n: Step(calls=[search("granite")]), "From what was found: granite [1]."
+    )
+    window = open_window(qtbot, research_store, script).window
     panel = window.panel
     during_final: list[tuple[bool, str, str]] = []
     warned: list[bool] = []

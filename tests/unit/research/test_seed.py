@@ -17,7 +17,7 @@ from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools.tool import EvidenceItem, ToolResult
 from tests.support.fake_tools import FakeTools
-from tests.support.research_run import Recorder, assert_protocol_complete
+from tests.support.research_run import Recorder, assert_protocol_complete, research_then_final
 from tests.support.scripted_provider import ScriptedProvider, Step
 from tests.support.settings import research_settings
 
@@ -350,10 +350,9 @@ def test_no_evidence_on_a_budget_stop_is_said_without_asking_the_model() -> None
 
 
 def test_answer_without_evidence_asks_the_model_and_labels_its_answer() -> None:
-    def script(request: CompletionRequest) -> Step:
-        if request.phase == "final":
-            return Step("Probably in the 1850s.")
-        return Step(calls=[("search_workspace", {"query": "lamp"})])
+    script = research_then_final(
+        lambda n: Step(calls=[("search_workspace", {"query": "lamp"})]), "Probably in the 1850s."
+    )
 
     engine, tools, provider, _ = make(
         script,
