@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_quality as quality  # noqa: E402
 
-from imprint_desktop.core import assistant  # noqa: E402
+from imprint_desktop.core import assistant, reply_services  # noqa: E402
 from imprint_desktop.core.cancel import CancelToken  # noqa: E402
 from imprint_desktop.core.config import Config  # noqa: E402
 from imprint_desktop.core.providers.base import CompletionRequest, Message  # noqa: E402
@@ -105,12 +105,12 @@ async def _run(seeds: int, arms: tuple[str, ...]) -> int:
             for arm, layout in layouts.items()
         }
 
-    provider = await assistant.open_provider(configs(1)["answer first"], None)  # type: ignore[arg-type]
+    provider = await reply_services.open_provider(configs(1)["answer first"], None)  # type: ignore[arg-type]
     assert isinstance(provider, LocalProvider)
     workspaces = {}
     for root in (quality.RAILWAY, quality.UTILITY):
         workspaces[root] = Workspace.from_config(root, configs(1)["one-shot"].workspace)
-        await assistant.prepare_workspace(workspaces[root])
+        await reply_services.prepare_workspace(workspaces[root])
     totals: dict[str, int] = dict.fromkeys(arms, 0)
     times: dict[str, list[float]] = {arm: [] for arm in arms}
     questions = len(quality.RAILWAY_CASES) + len(quality.utility_cases()[0])

@@ -44,9 +44,9 @@ one)."""
 async def open_default_provider(
     config: Config, http: httpx.AsyncClient, api_key: str | None, cancel: CancelToken
 ) -> Provider:
-    from imprint_desktop.core import assistant  # noqa: PLC0415 - loop thread, not startup
+    from imprint_desktop.core import reply_services  # noqa: PLC0415 - loop thread, not startup
 
-    return await assistant.open_provider(config, http, api_key=api_key, cancel=cancel)
+    return await reply_services.open_provider(config, http, api_key=api_key, cancel=cancel)
 
 
 def model_key(config: Config) -> tuple[object, ...]:
@@ -139,9 +139,9 @@ class KeptServices:
                 self._emit(p.ModelStatus(p.ModelState.FAILED, description, message))
                 raise
             self._provider, self._provider_key = provider, key
-            from imprint_desktop.core import assistant  # noqa: PLC0415 - loop thread
+            from imprint_desktop.core import reply_services  # noqa: PLC0415 - loop thread
 
-            note = assistant.provider_note(provider)  # e.g. a context window the server hides
+            note = reply_services.provider_note(provider)  # e.g. a context window the server hides
             self._emit(p.ModelStatus(p.ModelState.READY, description, note))
             return provider
 
@@ -149,10 +149,10 @@ class KeptServices:
         """Load the model the settings choose, then let it evaluate what every reply's first
         request starts with, so the first question is answered as fast as the next ones."""
         provider = await self.provider(config)
-        from imprint_desktop.core import assistant  # noqa: PLC0415 - loop thread
+        from imprint_desktop.core import reply_services  # noqa: PLC0415 - loop thread
 
         try:
-            await assistant.warm_up(
+            await reply_services.warm_up(
                 provider, config, self.workspace(config), self.http(config), ask=_asked_in_window
             )
         except Exception:  # only a head start is lost: the first reply evaluates it instead

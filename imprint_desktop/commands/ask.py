@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
 from imprint_desktop.commands.fetch_consent import is_terminal, terminal_consent
-from imprint_desktop.core import assistant
+from imprint_desktop.core import assistant, reply_services
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.chosen import chosen_model, workspace_root
 from imprint_desktop.core.config import Config
@@ -337,20 +337,20 @@ class _OneRun:
 
     async def provider(self, config: Config, cancel: CancelToken) -> Provider:
         self._provider = await _unless_stopped(
-            assistant.open_provider(
+            reply_services.open_provider(
                 config, self.http(config), api_key=self._api_key, cancel=cancel
             ),
             cancel,
             # A local model's loading thread watches the token itself and ends soon after it.
             stop_the_wait=chosen_model(config).remote,
         )
-        if note := assistant.provider_note(self._provider):
+        if note := reply_services.provider_note(self._provider):
             print(f"imprint: {terminal_safe(note)}", file=self._err, flush=True)
         return self._provider
 
     async def ready_workspace(self, config: Config, cancel: CancelToken) -> Workspace:
         self._workspace = Workspace.from_config(self._root, config.workspace)
-        await assistant.prepare_workspace(self._workspace, cancel)
+        await reply_services.prepare_workspace(self._workspace, cancel)
         return self._workspace
 
     async def aclose(self) -> None:

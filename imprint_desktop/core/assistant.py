@@ -1,12 +1,12 @@
-"""Putting a reply together: the one reply runner, and the provider, workspace and engine it uses.
+"""Putting a reply together: the one reply runner, and the research it runs.
 
 :func:`run_reply` runs every reply, the window's (on its loop thread) and ``imprint ask``'s: its
 history row (a new conversation, or the one it continues), the model and the workspace index made
 ready, the engine researching the question with the toolbox, every event recorded and passed on,
 and the row closed however the reply ends. What differs between the front ends is handed to it:
-where the model, the client and the workspace come from (:class:`ReplyServices`: kept between
-replies in the window, opened for one run on the terminal) and how the person is asked and told
-(:class:`ReplyFront`).
+where the model, the client and the workspace come from
+(:class:`~.reply_services.ReplyServices`: kept between replies in the window, opened for one run on
+the terminal) and how the person is asked and told (:class:`ReplyFront`).
 """
 
 from __future__ import annotations
@@ -15,16 +15,17 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import httpx
 
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.core.chosen import chosen_model, researched_folder
+from imprint_desktop.core.chosen import researched_folder
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.consent import Consent
 from imprint_desktop.core.errors import Cancelled
 from imprint_desktop.core.providers.base import Message, Provider
+from imprint_desktop.core.reply_services import ReplyServices
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.engine import (
     AskPerson,
@@ -40,62 +41,6 @@ if TYPE_CHECKING:
     from imprint_desktop.core.history import HistoryStore, ReplyRecorder
 
 log = logging.getLogger(__name__)
-
-
-async def open_provider(
-    config: Config,
-    http: httpx.AsyncClient,
-    *,
-    api_key: str | None = None,
-    cancel: CancelToken | None = None,
-) -> Provider:
-    """The provider the settings choose; a local model is loaded here, a server is asked for its
-    context window here (both outside research time)."""
-    chosen = chosen_model(config)
-    if chosen.remote:
-        from imprint_desktop.core.providers.remote.client import RemoteProvider  # noqa: PLC0415
-
-        remote = RemoteProvider(
-            http, chosen.server, chosen.server_model, api_key, config.remote.context_window
-        )
-        await remote.discover_context_window()
-        return remote
-    from imprint_desktop.core.providers.local.provider import (  # noqa: PLC0415 - loads llama.cpp
-        open_local_provider,
-    )
-
-    return await open_local_provider(chosen.file, config.model, cancel=cancel)
-
-
-def provider_note(provider: Provider) -> str:
-    """What the person should know about the provider before the reply, in a sentence (a server
-    that does not say its context window, for instance), or "" when there is nothing to say."""
-    return str(getattr(provider, "context_window_note", ""))
-
-
-async def prepare_workspace(workspace: Workspace, cancel: CancelToken | None = None) -> None:
-    """Bring the workspace index up to date before research time starts counting; Stop
-    (``cancel``) ends it at once, keeping what was indexed."""
-    await asyncio.to_thread(workspace.index.update, cancel=cancel)
-
-
-async def warm_up(
-    provider: Provider,
-    config: Config,
-    workspace: Workspace,
-    http: httpx.AsyncClient | None,
-    *,
-    ask: AskPerson | None = None,
-) -> int:
-    """Let a local model evaluate what every reply's first request starts with (its
-    instructions and tools) while the person is still typing; a question that comes first ends
-    it at once and keeps what it did. Returns the tokens evaluated (0 for a remote provider)."""
-    warm = getattr(provider, "warm", None)
-    if warm is None:
-        return 0
-    engine = ResearchEngine(provider, ResearchSettings.from_config(config), ask=ask)
-    tokens: int = await warm(engine.opening(Toolbox(workspace, config.tools, http)))
-    return tokens
 
 
 async def research(
@@ -126,20 +71,6 @@ async def research(
     )
     toolbox = Toolbox(workspace, config.tools, http)
     return await engine.run(question, toolbox, history)
-
-
-class ReplyServices(Protocol):
-    """Where a reply gets what outlives it: the HTTP client, the model and the workspace."""
-
-    def http(self, config: Config) -> httpx.AsyncClient: ...
-
-    async def provider(self, config: Config, cancel: CancelToken) -> Provider:
-        """The model the settings choose, ready (loaded, or its server asked)."""
-        ...
-
-    async def ready_workspace(self, config: Config, cancel: CancelToken) -> Workspace:
-        """The workspace the settings choose, its index brought up to date (Stop ends that)."""
-        ...
 
 
 def _nothing(*_: object) -> None:

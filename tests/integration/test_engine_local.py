@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from imprint_desktop.core import assistant
+from imprint_desktop.core import reply_services
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.local.provider import LocalProvider
@@ -70,13 +70,13 @@ def test_a_deadline_inside_prefill_ends_research_on_time(tmp_path: Path) -> None
     async def reply() -> ev.ReplyResult:
         config = make_config(settings)
         async with make_async_client(config.network) as http:
-            provider = await assistant.open_provider(config, http)
+            provider = await reply_services.open_provider(config, http)
             assert isinstance(provider, LocalProvider)
             provider.clock = clock
             provider.on_prefill = first_batch_done
             try:
                 with Workspace(root) as workspace:
-                    await assistant.prepare_workspace(workspace)
+                    await reply_services.prepare_workspace(workspace)
                     engine = ResearchEngine(
                         provider,
                         research_settings(settings),

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from imprint_desktop.core import assistant
+from imprint_desktop.core import reply_services
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import (
     ContextOverflowError,
@@ -548,15 +548,15 @@ def test_a_server_that_never_answers_is_given_up_on(openai_server: OpenAIServer)
 
 
 def test_the_provider_the_settings_open_has_asked_the_server(openai_server: OpenAIServer) -> None:
-    """assistant.open_provider: the window is known before research time starts."""
+    """reply_services.open_provider: the window is known before research time starts."""
     openai_server.script(listing({"id": "m", "max_model_len": 6000}), path=MODELS_PATH)
     config = make_config({"model.provider": "remote", "remote.base_url": openai_server.base_url})
     assert config.remote.context_window == 0, "asking the server is the default"
 
     async def main() -> tuple[int, str]:
         async with make_async_client(make_config().network) as client:
-            provider = await assistant.open_provider(config, client)
-            return provider.context_window, assistant.provider_note(provider)
+            provider = await reply_services.open_provider(config, client)
+            return provider.context_window, reply_services.provider_note(provider)
 
     window, note = asyncio.run(main())
     assert window == 6000 and "6,000 tokens" in note

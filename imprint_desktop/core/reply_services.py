@@ -1,0 +1,95 @@
+"""Where a reply gets what outlives it — the HTTP client, the model, the workspace — and how each
+is made ready.
+
+:class:`ReplyServices` is what :func:`~.assistant.run_reply` asks for them. The window keeps its
+services between replies (``background/services.py``); ``imprint ask`` opens them for one run
+(``commands/ask.py``). Both make them ready with the functions here: the provider the settings
+choose (:func:`open_provider`, outside research time), the workspace index brought up to date
+(:func:`prepare_workspace`), and a local model warmed while the person types (:func:`warm_up`).
+The runner calls the services and the services call these, so a reply passes each module once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+import httpx
+
+from imprint_desktop.core.cancel import CancelToken
+from imprint_desktop.core.chosen import chosen_model
+from imprint_desktop.core.config import Config
+from imprint_desktop.core.providers.base import Provider
+from imprint_desktop.core.research.engine import AskPerson, ResearchEngine, ResearchSettings
+from imprint_desktop.core.tools.toolbox import Toolbox
+from imprint_desktop.core.workspace import Workspace
+
+
+class ReplyServices(Protocol):
+    """Where a reply gets what outlives it: the HTTP client, the model and the workspace."""
+
+    def http(self, config: Config) -> httpx.AsyncClient: ...
+
+    async def provider(self, config: Config, cancel: CancelToken) -> Provider:
+        """The model the settings choose, ready (loaded, or its server asked)."""
+        ...
+
+    async def ready_workspace(self, config: Config, cancel: CancelToken) -> Workspace:
+        """The workspace the settings choose, its index brought up to date (Stop ends that)."""
+        ...
+
+
+async def open_provider(
+    config: Config,
+    http: httpx.AsyncClient,
+    *,
+    api_key: str | None = None,
+    cancel: CancelToken | None = None,
+) -> Provider:
+    """The provider the settings choose; a local model is loaded here, a server is asked for its
+    context window here (both outside research time)."""
+    chosen = chosen_model(config)
+    if chosen.remote:
+        from imprint_desktop.core.providers.remote.client import RemoteProvider  # noqa: PLC0415
+
+        remote = RemoteProvider(
+            http, chosen.server, chosen.server_model, api_key, config.remote.context_window
+        )
+        await remote.discover_context_window()
+        return remote
+    from imprint_desktop.core.providers.local.provider import (  # noqa: PLC0415 - loads llama.cpp
+        open_local_provider,
+    )
+
+    return await open_local_provider(chosen.file, config.model, cancel=cancel)
+
+
+def provider_note(provider: Provider) -> str:
+    """What the person should know about the provider before the reply, in a sentence (a server
+    that does not say its context window, for instance), or "" when there is nothing to say."""
+    return str(getattr(provider, "context_window_note", ""))
+
+
+async def prepare_workspace(workspace: Workspace, cancel: CancelToken | None = None) -> None:
+    """Bring the workspace index up to date before research time starts counting; Stop
+    (``cancel``) ends it at once, keeping what was indexed."""
+    await asyncio.to_thread(workspace.index.update, cancel=cancel)
+
+
+async def warm_up(
+    provider: Provider,
+    config: Config,
+    workspace: Workspace,
+    http: httpx.AsyncClient | None,
+    *,
+    ask: AskPerson | None = None,
+) -> int:
+    """Let a local model evaluate what every reply's first request starts with (its
+    instructions and tools) while the person is still typing; a question that comes first ends
+    it at once and keeps what it did. Returns the tokens evaluated (0 for a remote provider)."""
+    warm = getattr(provider, "warm", None)
+    if warm is None:
+        return 0
+    engine = ResearchEngine(provider, ResearchSettings.from_config(config), ask=ask)
+    tokens: int = await warm(engine.opening(Toolbox(workspace, config.tools, http)))
+    return tokens
