@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # the model store and the dialogs load after the first paint,
     from imprint_desktop.background.downloads.book import JobEnded
     from imprint_desktop.background.downloads.manager import DownloadManager
     from imprint_desktop.settings.secrets import SecretStore
-    from imprint_desktop.ui.model_manager.manager import ModelManagerWindow
+    from imprint_desktop.ui.model_manager.window import ModelManagerWindow
     from imprint_desktop.ui.preferences.dialog import PreferencesDialog
 
 
@@ -251,7 +251,7 @@ class MainWindow(QMainWindow):
         """Show the model manager (one per window; closing it leaves downloads running)."""
         if self.downloads is None:
             return None
-        from imprint_desktop.ui.model_manager.manager import ModelManagerWindow  # noqa: PLC0415
+        from imprint_desktop.ui.model_manager.window import ModelManagerWindow  # noqa: PLC0415
 
         if self.model_manager is None:
             self.model_manager = ModelManagerWindow(self.downloads, self._store, self)

@@ -1,6 +1,6 @@
 """What a row of the model windows' lists says about a model, and the colour that says how it fits.
 
-The Find and Installed tabs (:mod:`.manager`) and the Recommended tab (:mod:`.recommended_tab`)
+The Find and Installed tabs (:mod:`.window`) and the Recommended tab (:mod:`.recommended_tab`)
 each list models of another kind: a repository found on the hub, one of its models, a model on
 this computer, a recommended model. Each function here gives one row's cells, the first holding
 what the row stands for (:mod:`imprint_desktop.ui.tables`), so how a model reads in a list is

@@ -16,7 +16,7 @@ from imprint_desktop.core.models.embedders import load_embedders
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.model_manager.download_status import DownloadStatusWidget
-from imprint_desktop.ui.model_manager.manager import ModelManagerWindow
+from imprint_desktop.ui.model_manager.window import ModelManagerWindow
 from tests.support.hub_server import STARTER_REPO, HubServer, serve_recommended, starter_hub
 
 MB = 1 << 20
