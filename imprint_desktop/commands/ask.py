@@ -25,10 +25,10 @@ import sqlite3
 import sys
 import threading
 import traceback
-from collections.abc import Awaitable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, TypeVar
+from typing import TYPE_CHECKING, TextIO
 
 from imprint_desktop.commands.fetch_consent import is_terminal, terminal_consent
 from imprint_desktop.core import assistant, reply_services
@@ -43,7 +43,6 @@ from imprint_desktop.core.errors import (
     WorkspaceMissingError,
 )
 from imprint_desktop.core.history import HistoryStore
-from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.record.page import report_writer
@@ -52,22 +51,17 @@ from imprint_desktop.core.research.trace import TraceWriter, fan_out
 from imprint_desktop.core.research.wording import phase_words, stop_words
 from imprint_desktop.core.shown_text import terminal_safe
 from imprint_desktop.core.tools.words import plain
-from imprint_desktop.core.workspace import Workspace
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 
 if TYPE_CHECKING:
-    import httpx
-
-    from imprint_desktop.core.providers.base import Provider
+    pass
 
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
-
-T = TypeVar("T")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -301,7 +295,11 @@ async def _ask(
         ask=ask,
         consent=lambda _conversation: consent,
     )
-    services = _OneRun(prepared.root, api_key, err)
+    services = reply_services.OneRunServices(
+        prepared.root,
+        api_key,
+        lambda note: print(f"imprint: {terminal_safe(note)}", file=err, flush=True),
+    )
     try:
         with _history(args, err) as (history, conversation):
             result = await assistant.run_reply(
@@ -318,72 +316,6 @@ async def _ask(
     if args.trace:
         result = _with_trace(result, str(args.trace))
     return result
-
-
-class _OneRun:
-    """The client, the model and the workspace of one ``imprint ask``: opened for it, closed
-    after it (:meth:`aclose`)."""
-
-    def __init__(self, root: Path, api_key: str | None, err: TextIO) -> None:
-        self._root, self._api_key, self._err = root, api_key, err
-        self._http: httpx.AsyncClient | None = None
-        self._provider: Provider | None = None
-        self._workspace: Workspace | None = None
-
-    def http(self, config: Config) -> httpx.AsyncClient:
-        if self._http is None:
-            self._http = make_async_client(config.network)
-        return self._http
-
-    async def provider(self, config: Config, cancel: CancelToken) -> Provider:
-        self._provider = await _unless_stopped(
-            reply_services.open_provider(
-                config, self.http(config), api_key=self._api_key, cancel=cancel
-            ),
-            cancel,
-            # A local model's loading thread watches the token itself and ends soon after it.
-            stop_the_wait=chosen_model(config).remote,
-        )
-        if note := reply_services.provider_note(self._provider):
-            print(f"imprint: {terminal_safe(note)}", file=self._err, flush=True)
-        return self._provider
-
-    async def ready_workspace(self, config: Config, cancel: CancelToken) -> Workspace:
-        self._workspace = Workspace.from_config(self._root, config.workspace)
-        await reply_services.prepare_workspace(self._workspace, cancel)
-        return self._workspace
-
-    async def aclose(self) -> None:
-        try:
-            if self._workspace is not None:
-                self._workspace.close()
-            if self._provider is not None:
-                await self._provider.aclose()
-        finally:
-            if self._http is not None:
-                await self._http.aclose()
-
-
-async def _unless_stopped(work: Awaitable[T], cancel: CancelToken, *, stop_the_wait: bool) -> T:
-    """``work``, but with ``stop_the_wait`` given up on as soon as Ctrl+C sets ``cancel`` (a
-    server asked for its context window may take long to answer, or never answer)."""
-    if not stop_the_wait:
-        return await work
-    task = asyncio.ensure_future(work)
-    loop = asyncio.get_running_loop()
-
-    def stop() -> None:
-        loop.call_soon_threadsafe(task.cancel)
-
-    remove = cancel.on_cancel(stop)
-    try:
-        return await task
-    except asyncio.CancelledError:
-        if cancel.cancelled:
-            raise Cancelled("stopped before research began") from None
-        raise
-    finally:
-        remove()
 
 
 @contextlib.contextmanager

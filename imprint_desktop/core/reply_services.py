@@ -3,7 +3,7 @@ is made ready.
 
 :class:`ReplyServices` is what :func:`~.assistant.run_reply` asks for them. The window keeps its
 services between replies (``background/services.py``); ``imprint ask`` opens them for one run
-(``commands/ask.py``). Both make them ready with the functions here: the provider the settings
+(:class:`OneRunServices`). Both make them ready with the functions here: the provider the settings
 choose (:func:`open_provider`, outside research time), the workspace index brought up to date
 (:func:`prepare_workspace`), and a local model warmed while the person types (:func:`warm_up`).
 The runner calls the services and the services call these, so a reply passes each module once.
@@ -12,17 +12,23 @@ The runner calls the services and the services call these, so a reply passes eac
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Protocol, TypeVar
 
 import httpx
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.config import Config
+from imprint_desktop.core.errors import Cancelled
+from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import Provider
 from imprint_desktop.core.research.engine import AskPerson, ResearchEngine, ResearchSettings
 from imprint_desktop.core.tools.toolbox import Toolbox
 from imprint_desktop.core.workspace import Workspace
+
+T = TypeVar("T")
 
 
 class ReplyServices(Protocol):
@@ -93,3 +99,68 @@ async def warm_up(
     engine = ResearchEngine(provider, ResearchSettings.from_config(config), ask=ask)
     tokens: int = await warm(engine.opening(Toolbox(workspace, config.tools, http)))
     return tokens
+
+
+class OneRunServices:
+    """The client, the model and the workspace of one ``imprint ask``: opened for it, closed
+    after it (:meth:`aclose`). ``tell`` shows the person what they should know of the provider
+    before the reply (:func:`provider_note`)."""
+
+    def __init__(self, root: Path, api_key: str | None, tell: Callable[[str], None]) -> None:
+        self._root, self._api_key, self._tell = root, api_key, tell
+        self._http: httpx.AsyncClient | None = None
+        self._provider: Provider | None = None
+        self._workspace: Workspace | None = None
+
+    def http(self, config: Config) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = make_async_client(config.network)
+        return self._http
+
+    async def provider(self, config: Config, cancel: CancelToken) -> Provider:
+        self._provider = await _unless_stopped(
+            open_provider(config, self.http(config), api_key=self._api_key, cancel=cancel),
+            cancel,
+            # A local model's loading thread watches the token itself and ends soon after it.
+            stop_the_wait=chosen_model(config).remote,
+        )
+        if note := provider_note(self._provider):
+            self._tell(note)
+        return self._provider
+
+    async def ready_workspace(self, config: Config, cancel: CancelToken) -> Workspace:
+        self._workspace = Workspace.from_config(self._root, config.workspace)
+        await prepare_workspace(self._workspace, cancel)
+        return self._workspace
+
+    async def aclose(self) -> None:
+        try:
+            if self._workspace is not None:
+                self._workspace.close()
+            if self._provider is not None:
+                await self._provider.aclose()
+        finally:
+            if self._http is not None:
+                await self._http.aclose()
+
+
+async def _unless_stopped(work: Awaitable[T], cancel: CancelToken, *, stop_the_wait: bool) -> T:
+    """``work``, but with ``stop_the_wait`` given up on as soon as Ctrl+C sets ``cancel`` (a
+    server asked for its context window may take long to answer, or never answer)."""
+    if not stop_the_wait:
+        return await work
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        loop.call_soon_threadsafe(task.cancel)
+
+    remove = cancel.on_cancel(stop)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if cancel.cancelled:
+            raise Cancelled("stopped before research began") from None
+        raise
+    finally:
+        remove()
