@@ -10,14 +10,9 @@ addresses are refused even with ``--allow-fetch``: a recording proxy is configur
 from __future__ import annotations
 
 import json
-import os
-import pty
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
@@ -181,35 +176,16 @@ def test_a_redirect_to_a_link_local_address_is_refused(
 # --- on a terminal -------------------------------------------------------------------------------
 
 
-class Stderr:
-    """The process's stderr, read on a thread, so the test can wait for a prompt."""
-
-    def __init__(self, pipe: IO[bytes]) -> None:
-        self._pipe = pipe
-        self._data = bytearray()
-        self._changed = threading.Condition()
-        self._done = False
-        self._thread = threading.Thread(target=self._read, name="stderr-reader")
-        self._thread.start()
-
-    def _read(self) -> None:
-        while piece := os.read(self._pipe.fileno(), 4096):
-            with self._changed:
-                self._data += piece
-                self._changed.notify_all()
-        with self._changed:
-            self._done = True
-            self._changed.notify_all()
-
-    def wait_for_count(self, text: str, count: int, timeout: float = 60) -> bool:
-        needle = text.encode()
-        with self._changed:
-            self._changed.wait_for(lambda: self._data.count(needle) >= count or self._done, timeout)
-            return self._data.count(needle) >= count
-
-    def text(self) -> str:
-        self._thread.join(timeout=30)
-        return bytes(self._data).decode("utf-8", errors="replace")
+def on_terminal(
+    openai_server: OpenAIServer, workspace: Path, trace: Path, env: dict[str, str]
+) -> ask_command.TerminalRun:
+    """``imprint ask --json`` with stdin on a terminal, so the person is asked; stderr on a pipe
+    of its own."""
+    args = [
+        "ask", QUESTION, "--workspace", str(workspace), "--base-url", openai_server.base_url,
+        "--json", "--trace", str(trace),
+    ]  # fmt: skip
+    return ask_command.TerminalRun(args, env, stderr_on_terminal=False)
 
 
 def test_on_a_terminal_the_person_is_asked_and_a_site_stays_allowed_for_the_run(
@@ -228,32 +204,13 @@ def test_on_a_terminal_the_person_is_asked_and_a_site_stays_allowed_for_the_run(
         Reply.text("High water is at noon [1]."),
     )
     trace = workspace.parent / "trace.jsonl"
-    args = ["ask", QUESTION, "--workspace", str(workspace), "--base-url", openai_server.base_url]
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "imprint_desktop", *args, "--json", "--trace", str(trace)],
-        env=imprint_env,
-        stdin=terminal,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    os.close(terminal)
-    assert process.stdout is not None and process.stderr is not None
-    err = Stderr(process.stderr)
-    try:
-        assert err.wait_for_count(PROMPT, 1), err.text()[-2000:]
+    with on_terminal(openai_server, workspace, trace, imprint_env) as run:
+        run.wait_for(PROMPT)
         assert web.requests == [], "fetched before the person answered"
-        os.write(controller, b"s\n")  # this site, for the rest of the run
-        assert err.wait_for_count(PROMPT, 2), err.text()[-2000:]
-        os.write(controller, b"d\n")  # the other site: no
-        stdout, _ = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=30)
-        os.close(controller)
-        stderr = err.text()
-    assert process.returncode == 0, stderr[-2000:]
+        run.type(b"s\n")  # this site, for the rest of the run
+        run.answer(PROMPT, b"d\n")  # the other site: no
+        code, stdout, stderr = run.finish()
+    assert code == 0, stderr[-2000:]
     assert stderr.count(PROMPT) == 2, stderr
     assert f"{web.url}/a" in stderr and f"{other.url}/c" in stderr
     assert f"{web.url}/b" not in stderr, "asked again about a site allowed for the run"
@@ -280,32 +237,13 @@ def test_on_a_terminal_a_redirect_to_another_site_is_asked_about_with_both_addre
     other.script(page(), path="/collect")
     openai_server.script(Reply.tool_calls(fetch("f1", start)), Reply.text("Nothing."))
     trace = workspace.parent / "trace.jsonl"
-    args = ["ask", QUESTION, "--workspace", str(workspace), "--base-url", openai_server.base_url]
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "imprint_desktop", *args, "--json", "--trace", str(trace)],
-        env=imprint_env,
-        stdin=terminal,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    os.close(terminal)
-    assert process.stdout is not None and process.stderr is not None
-    err = Stderr(process.stderr)
-    try:
-        assert err.wait_for_count(PROMPT, 1), err.text()[-2000:]
-        os.write(controller, b"s\n")  # this site, for the rest of the run
-        assert err.wait_for_count(PROMPT, 2), err.text()[-2000:]
+    with on_terminal(openai_server, workspace, trace, imprint_env) as run:
+        run.answer(PROMPT, b"s\n")  # this site, for the rest of the run
+        run.wait_for(PROMPT)
         assert other.requests == [], "sent on before the person was asked"
-        os.write(controller, b"d\n")  # but not the site it redirects to
-        stdout, _ = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=30)
-        os.close(controller)
-        stderr = err.text()
-    assert process.returncode == 0, stderr[-2000:]
+        run.type(b"d\n")  # but not the site it redirects to
+        code, stdout, stderr = run.finish()
+    assert code == 0, stderr[-2000:]
     second = stderr[stderr.index(PROMPT) + len(PROMPT) :]
     assert "redirects to another site" in second and start in second and target in second
     assert other.requests == []

@@ -11,18 +11,14 @@ right-to-left override as the escape that is sent, so it cannot read like anothe
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
-import subprocess
-import sys
-import threading
 from pathlib import Path
 
 import pytest
 
 from imprint_desktop.core.providers.base import ToolCall
 from tests.e2e.conftest import Imprint
+from tests.support.ask_command import TerminalRun
 from tests.support.openai_server import OpenAIServer, Reply
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("scripted_first_step")]
@@ -37,75 +33,16 @@ HOSTILE = f"{CLIPBOARD}Ada {TITLE}Quill{CLEAR} kept{EIGHT_BIT} the\x07 light\r [
 CONTROL = re.compile(rb"\x1b|\xc2[\x80-\x9f]|\x07")
 
 
-class Terminal:
-    """The terminal's side of a pty, read on a thread, so the test can wait for a prompt."""
-
-    def __init__(self, controller: int) -> None:
-        self._controller = controller
-        self._data = bytearray()
-        self._changed = threading.Condition()
-        self._done = False
-        self._thread = threading.Thread(target=self._read, name="terminal-reader")
-        self._thread.start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                piece = os.read(self._controller, 4096)
-            except OSError:  # EIO: every process holding the other side has exited
-                piece = b""
-            with self._changed:
-                self._data += piece
-                self._done = not piece
-                self._changed.notify_all()
-            if not piece:
-                return
-
-    def wait_for_count(self, text: str, count: int, timeout: float = 60) -> bool:
-        needle = text.encode()
-        with self._changed:
-            self._changed.wait_for(lambda: self._data.count(needle) >= count or self._done, timeout)
-            return self._data.count(needle) >= count
-
-    def text(self) -> str:
-        self._thread.join(timeout=30)
-        return bytes(self._data).decode("utf-8", errors="replace")
-
-
 def run_on_terminal(
     args: list[str], env: dict[str, str], answers: list[tuple[str, bytes]]
 ) -> tuple[int, bytes, str]:
     """Run ``imprint`` with stdin and stderr on a terminal; for each (prompt, line) of
     ``answers`` wait until stderr shows ``prompt`` once more, then type ``line``. Returns the exit
     code, stdout, and what the terminal received on stderr."""
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "imprint_desktop", *args],
-        env=env,
-        stdin=terminal,
-        stdout=subprocess.PIPE,
-        stderr=terminal,
-    )
-    os.close(terminal)
-    err = Terminal(controller)
-    try:
-        seen: dict[str, int] = {}
+    with TerminalRun(args, env) as run:
         for prompt, line in answers:
-            seen[prompt] = seen.get(prompt, 0) + 1
-            assert err.wait_for_count(prompt, seen[prompt]), err.text()[-2000:]
-            os.write(controller, line)
-        assert process.stdout is not None
-        stdout = process.stdout.read()
-        code = process.wait(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
-    text = err.text()
-    os.close(controller)
-    return code, stdout, text
+            run.answer(prompt, line)
+        return run.finish()
 
 
 def test_the_printed_answer_carries_no_control_sequence(

@@ -6,8 +6,9 @@ private config and data folders, against scripted OpenAI-compatible servers on 1
 only what a person or a script sees: the exit code, stdout and stderr, the ``--json`` result, the
 trace file and the HTTP requests the server received. This module holds what they share: the
 question and answer they script, the tool calls a scripted model makes, :func:`ask` (one run to
-its end) and :func:`spawn` (a run to signal or feed while it works), and the checks of the
-``--json`` result and of the trace against every field DESIGN §4 and §5 name.
+its end), :func:`spawn` (a run to signal or feed while it works) and :class:`TerminalRun` (a run
+with stdin on a terminal, answering its prompts), and the checks of the ``--json`` result and of
+the trace against every field DESIGN §4 and §5 name.
 
 Nothing here sleeps: runs are synchronised on the servers' stalls and on what the process prints.
 """
@@ -17,13 +18,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pty
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO, Any
+from types import TracebackType
+from typing import Any
 
 from imprint_desktop.core.providers.base import ToolCall
 from tests.e2e.conftest import Imprint
@@ -335,33 +338,36 @@ def assert_trace_matches_result(
 
 
 class Watched:
-    """A pipe read on a thread into a buffer, so a test can wait for what the process printed."""
+    """A pipe, or the terminal's side of a pty, read on a thread into a buffer to its end, so a
+    test can wait for what the process printed."""
 
-    def __init__(self, pipe: IO[bytes]) -> None:
-        self._pipe = pipe
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
         self._data = bytearray()
         self._changed = threading.Condition()
         self._done = False
-        self._thread = threading.Thread(target=self._read, name="watched-pipe")
+        self._thread = threading.Thread(target=self._read, name="watched-output")
         self._thread.start()
 
     def _read(self) -> None:
         while True:
-            piece = os.read(self._pipe.fileno(), 4096)
+            try:
+                piece = os.read(self._fd, 4096)
+            except OSError:  # EIO: every process holding the other side of the pty has exited
+                piece = b""
             with self._changed:
-                if not piece:
-                    self._done = True
-                    self._changed.notify_all()
-                    return
                 self._data += piece
+                self._done = not piece
                 self._changed.notify_all()
+            if not piece:
+                return
 
-    def wait_for(self, text: str, timeout: float = 60) -> bool:
+    def wait_for(self, text: str, count: int = 1, timeout: float = 60) -> bool:
+        """Whether ``text`` came ``count`` times (or more) before ``timeout`` or the end."""
         needle = text.encode()
         with self._changed:
-            return self._changed.wait_for(lambda: needle in self._data or self._done, timeout) and (
-                needle in self._data
-            )
+            self._changed.wait_for(lambda: self._data.count(needle) >= count or self._done, timeout)
+            return self._data.count(needle) >= count
 
     def text(self) -> str:
         self._thread.join(timeout=30)
@@ -382,7 +388,7 @@ def spawn(
         stderr=subprocess.PIPE,
     )
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    out, err = Watched(process.stdout), Watched(process.stderr)
+    out, err = Watched(process.stdout.fileno()), Watched(process.stderr.fileno())
     try:
         yield process, out, err
     finally:
@@ -394,3 +400,64 @@ def spawn(
         for pipe in (process.stdin, process.stdout, process.stderr):
             with suppress(OSError):
                 pipe.close()
+
+
+class TerminalRun:
+    """``imprint ARGS`` with its stdin on a terminal (a pty), as a person runs it: the test waits
+    for each prompt on stderr and types the answer. Stderr goes to the same terminal, or
+    (``stderr_on_terminal=False``) to a pipe of its own. A context manager that kills the process
+    if the test leaves it running."""
+
+    def __init__(
+        self, args: list[str], env: dict[str, str], *, stderr_on_terminal: bool = True
+    ) -> None:
+        self._controller, terminal = pty.openpty()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "imprint_desktop", *args],
+            env=env,
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=terminal if stderr_on_terminal else subprocess.PIPE,
+        )
+        os.close(terminal)
+        self._stderr_pipe = self.process.stderr  # read by the thread alone:
+        self.process.stderr = None  # communicate() reads stdout only
+        pipe = self._stderr_pipe
+        self.stderr = Watched(self._controller if pipe is None else pipe.fileno())
+        self._seen: dict[str, int] = {}
+
+    def wait_for(self, prompt: str) -> None:
+        """Wait until stderr shows ``prompt`` once more than before."""
+        self._seen[prompt] = self._seen.get(prompt, 0) + 1
+        assert self.stderr.wait_for(prompt, self._seen[prompt]), self.stderr.text()[-2000:]
+
+    def type(self, line: bytes) -> None:
+        os.write(self._controller, line)
+
+    def answer(self, prompt: str, line: bytes) -> None:
+        """Wait for ``prompt`` once more, then type ``line``."""
+        self.wait_for(prompt)
+        self.type(line)
+
+    def finish(self, timeout: float = 60) -> tuple[int, bytes, str]:
+        """The exit code, stdout, and all that came on stderr, once the process has ended."""
+        stdout, _ = self.process.communicate(timeout=timeout)
+        return self.process.returncode, stdout, self.stderr.text()
+
+    def __enter__(self) -> TerminalRun:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        self.stderr.text()  # the reader has seen the end
+        for pipe in (self.process.stdout, self._stderr_pipe):
+            if pipe is not None:
+                pipe.close()
+        os.close(self._controller)
