@@ -28,7 +28,7 @@ import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from imprint_desktop.commands.fetch_consent import is_terminal, terminal_consent
 from imprint_desktop.core import assistant, reply_services
@@ -54,9 +54,6 @@ from imprint_desktop.core.tools.words import plain
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
-
-if TYPE_CHECKING:
-    pass
 
 EXIT_OK = 0
 EXIT_ERROR = 1
