@@ -13,6 +13,7 @@ the one whose function words the question uses most; a question in none of them 
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
@@ -128,10 +129,11 @@ def subject_words(question: str) -> list[str]:
 
 def subject_phrase(question: str) -> str:
     """What ``question`` is about, as written: its longest run of capitalised words past the
-    first word ("Gannet Point" in "What is the range of the Gannet Point light?"), with the thing
-    it is the place of ("the turbidity incident at Marl Lane"); without one, an
-    English question's closing "the …" phrase of up to four words after its verb ("the smart
-    metering pilot" in "Who led the smart metering pilot?"); or ""."""
+    first word ("Gannet Point" in "Who kept Gannet Point?"), with what the question says it is
+    (:func:`_named_thing`: "the Gannet Point light", "Thornbeck water treatment works", "the
+    turbidity incident at Marl Lane in August 2024"); without one, an English question's closing
+    "the …" phrase of up to four words after its verb ("the smart metering pilot" in "Who led the
+    smart metering pilot?"); or ""."""
     words = [word.strip(_PUNCTUATION) for word in question.split()]
     lowered = [word.lower() for word in words]
     best: list[str] = []
@@ -146,7 +148,7 @@ def subject_phrase(question: str) -> str:
         else:
             run = []
     if best:
-        return _thing_at(lowered, best_start) + " ".join(best)
+        return _named_thing(words, best_start, best_start + len(best))
     if "the" not in lowered[1:]:
         return ""
     start = len(lowered) - 1 - lowered[::-1].index("the")
@@ -156,6 +158,48 @@ def subject_phrase(question: str) -> str:
     if after_verb and 1 <= len(tail) <= 4 and not any(map(_is_function_word, tail)):
         return " ".join(["the", *tail])
     return ""
+
+
+#: Words that come before the subject of an English question ("When *did* Lakeside station
+#: open?"), whose verb follows the subject bare: the subject runs from there to that verb. ("Was"
+#: and "is" are left out: "When was Gannet Point first lit?" has no noun after the name.)
+_AUXILIARIES = _words("do does did can could will would should")
+#: Words between a subject and its verb that are not part of the subject ("When did Crag Halt
+#: *first* open?"); so is any word ending in "-ly".
+_ADVERBS = _words("first last ever still also never always already once again even just")
+_MONTHS = _words(
+    "january february march april may june july august september october november december"
+)
+#: The most common words a name is followed by in the thing it names ("water treatment works").
+_MAX_HEAD_WORDS = 3
+
+
+def _named_thing(words: Sequence[str], start: int, end: int) -> str:
+    """The name ``words[start:end]`` with what the question says it is:
+
+    - the nouns after it, when an auxiliary comes before it and the question's verb after them
+      ("Lakeside station" in "When did Lakeside station open?", "Thornbeck water treatment works"
+      in "What does Thornbeck water treatment works use to …?");
+    - "the" and the noun closing the question ("the Gannet Point light" in "What is the range of
+      the Gannet Point light?");
+    - the noun before it ("the locomotive Curlew" in "Who built the locomotive Curlew?");
+    - the thing at the place, and when it was ("the turbidity incident at Marl Lane in August
+      2024" in "What caused the turbidity incident at Marl Lane in August 2024?").
+    """
+    lowered = [word.lower() for word in words]
+    name = " ".join(words[start:end])
+    before = lowered[start - 1] if start > 0 else ""
+    tail = list(itertools.takewhile(lambda word: not _is_function_word(word), lowered[end:]))
+    if any(word in _ADVERBS or word.endswith("ly") for word in tail):
+        tail = []
+    if before in _AUXILIARIES and 2 <= len(tail) <= _MAX_HEAD_WORDS + 1:
+        return " ".join([name, *tail[:-1]])  # the last word is the question's verb
+    if before == "the" and 1 <= len(tail) <= 2 and end + len(tail) == len(lowered):
+        return " ".join(["the", name, *tail])
+    if start >= 3 and lowered[start - 2] == "the" and not _is_function_word(before):
+        return f"the {before} {name}"  # "the locomotive Curlew"
+    thing = _thing_at(lowered, start)
+    return thing + name + _when(lowered, end) if thing else name
 
 
 def _thing_at(lowered: Sequence[str], name_start: int) -> str:
@@ -169,6 +213,18 @@ def _thing_at(lowered: Sequence[str], name_start: int) -> str:
             if any(map(_is_function_word, head)):
                 return ""
             return " ".join(["the", *head, "at", ""])
+    return ""
+
+
+def _when(lowered: Sequence[str], end: int) -> str:
+    """ " in August 2024" or " in 1912" when the words from ``end`` say when, or ""."""
+    after = list(lowered[end : end + 3])
+    if after[:1] != ["in"]:
+        return ""
+    if len(after) == 3 and after[1] in _MONTHS and _YEAR.fullmatch(after[2]):
+        return f" in {after[1].capitalize()} {after[2]}"
+    if len(after) >= 2 and _YEAR.fullmatch(after[1]):
+        return f" in {after[1]}"
     return ""
 
 
@@ -195,6 +251,24 @@ _STANDS_FOR = {
 }
 
 
+_POSSESSIVE = _words("its his their")
+
+
+def _closing_noun_phrase(before: str, after: str) -> str:
+    """The one to three words ending a question after a possessive ("maximum output" in "What
+    is its maximum output?"), or "" when the question goes on past them or ends on its verb
+    ("When did its line close?")."""
+    verb_last = before.split()[-1:] in (["do"], ["does"], ["did"])
+    words = after.rstrip(" ?!.").split()
+    if (
+        not verb_last
+        and 1 <= len(words) <= _MAX_HEAD_WORDS
+        and not any(_is_function_word(word.lower()) or not word.isalpha() for word in words)
+    ):
+        return " ".join(words)
+    return ""
+
+
 def resolved_question(question: str, earlier: Sequence[str]) -> str:
     """``question`` with the subject it refers to named: the English word that stands for it is
     replaced ("When was it automated?" → "When was Gannet Point automated?", "How long is the
@@ -210,6 +284,10 @@ def resolved_question(question: str, earlier: Sequence[str]) -> str:
         if word not in REFERRING:
             continue
         before, after = question[: match.start()], question[match.end() :]
+        if word in _POSSESSIVE and (owned := _closing_noun_phrase(before, after)):
+            # "What is its maximum output?" → "What is the maximum output of Thornbeck water
+            # treatment works?": no "works's" or "the smart metering pilot's".
+            return f"{before}the {owned} of {subject}{after[len(after.rstrip(' ?!.')) :]}"
         if word in _STANDS_FOR:
             return before + _STANDS_FOR[word].format(subject) + after
         if word == "there" and not after.strip(" ?!.").strip():  # "… the platform there?"

@@ -163,7 +163,7 @@ def test_a_follow_up_keeps_its_subject_without_replaying_the_earlier_answer() ->
     turn = messages[1].content
     # The subject "its" refers to is named in the question; neither the earlier question (a small
     # model answered it again) nor the earlier answer (copied) is shown.
-    assert turn.endswith("\n\nQuestion: Who were Gannet Point's keepers?")
+    assert turn.endswith("\n\nQuestion: Who were the keepers of Gannet Point?")
     assert "1857" not in turn and "first lit" not in turn
 
 
@@ -171,8 +171,12 @@ def test_a_follow_up_keeps_its_subject_without_replaying_the_earlier_answer() ->
     ("question", "earlier", "resolved"),
     [
         ("When was it automated?", "What is the range of the Gannet Point light?",
+         "When was the Gannet Point light automated?"),
+        ("When was it automated?", "When was Gannet Point first lit?",
          "When was Gannet Point automated?"),
         ("How long is the platform there?", "When did Lakeside station open?",
+         "How long is the platform at Lakeside station?"),
+        ("How long is the platform there?", "When did Lakeside first open?",
          "How long is the platform at Lakeside?"),
         ("Is there a car park?", "Where is Crag Halt?", "Is there (Crag Halt) a car park?"),
         ("What did rebuilding it cost?", "What happened to Beck Viaduct in 1912?",
@@ -184,7 +188,15 @@ def test_a_follow_up_keeps_its_subject_without_replaying_the_earlier_answer() ->
          "Which engine was that (Curlew) built by?"),
         ("How many properties did it affect?",
          "What caused the turbidity incident at Marl Lane in August 2024?",
-         "How many properties did the turbidity incident at Marl Lane affect?"),
+         "How many properties did the turbidity incident at Marl Lane in August 2024 affect?"),
+        ("How many properties did it affect?", "What caused the flood at Marl Lane in 1912?",
+         "How many properties did the flood at Marl Lane in 1912 affect?"),
+        ("What is its maximum output?",
+         "What process does Thornbeck water treatment works use to remove the floc?",
+         "What is the maximum output of Thornbeck water treatment works?"),
+        ("When did its line close?", "Where is Crag Halt?", "When did Crag Halt's line close?"),
+        ("In which year was it restored?", "Which company built the locomotive Curlew?",
+         "In which year was the locomotive Curlew restored?"),
         ("How much water does it hold?", "Who is the supervising engineer for Askridge Reservoir?",
          "How much water does Askridge Reservoir hold?"),
         ("How long is it?", "When was the platform at Lakeside built?",
