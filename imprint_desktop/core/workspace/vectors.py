@@ -48,6 +48,9 @@ CREATE TABLE IF NOT EXISTS passage_vectors (
     passage_id INTEGER PRIMARY KEY,   -- passages.id
     vector BLOB NOT NULL              -- float16, unit length
 );
+-- Every update counts the vectors (are any missing?), and count(*) reads the smallest b-tree of
+-- a table: without this index, every page of the vectors (3 ms at 6,000 passages: issue 28).
+CREATE INDEX IF NOT EXISTS passage_vectors_ids ON passage_vectors (passage_id);
 INSERT OR IGNORE INTO meta (key, value)
     VALUES ('vectors_generation', lower(hex(randomblob(8)))), ('embedder', '');
 CREATE TRIGGER IF NOT EXISTS passage_vectors_gone AFTER DELETE ON passages BEGIN

@@ -4,7 +4,9 @@ model file can reach (a fault of Imprint's own)."""
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,20 @@ def test_a_commands_own_help_shows_its_arguments(capsys: pytest.CaptureFixture[s
         cli.main(["workspace", "--help"])
     shown = capsys.readouterr().out
     assert "index" in shown and "search" in shown and "full-text index" in shown
+
+
+def test_a_command_run_in_a_callers_process_leaves_the_process_as_it_was(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only ``imprint`` run as the process sets it up for a short life (one BLAS thread, the
+    cycle collector spared what was loaded): a caller's collector and environment are its own."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    frozen = gc.get_freeze_count()
+    assert cli.main(["settings", "get", "chat.max_tokens"]) == 0
+    assert capsys.readouterr().out.strip() == "2048"
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
 
 
 def test_an_unexpected_fault_still_ends_in_one_json_object(

@@ -5,6 +5,7 @@ is made again, never trusted."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 
@@ -334,6 +335,24 @@ def test_an_index_whose_generation_counted_changes_gets_random_generations(
     assert {"passage_vectors_ai", "passage_vectors_ad"}.isdisjoint(triggers)
     assert {"passage_vectors_added", "passage_vectors_deleted"} <= triggers
     assert len(generation) == 16 and generation not in {"5", "6", "7"}
+
+
+def test_counting_the_vectors_reads_an_index_of_them_not_every_vector(tmp_path: Path) -> None:
+    """Every update counts the vectors to know whether a passage lacks one; count(*) over their
+    own table would read all of them (issue 28). An index made before has its index added."""
+    root = topics(tmp_path / "w")
+    with WorkspaceIndex(root) as index:
+        index.update()
+        db_path = index.db_path
+    with sqlite3.connect(db_path) as db:  # as an index made before
+        db.execute("DROP INDEX passage_vectors_ids")
+    with WorkspaceIndex(root) as index:
+        index.update()
+    with contextlib.closing(sqlite3.connect(db_path)) as db:
+        embedded, total = vectors.counts(db)
+        plan = db.execute("EXPLAIN QUERY PLAN SELECT count(*) FROM passage_vectors").fetchall()
+    assert embedded == total > 0
+    assert "COVERING INDEX passage_vectors_ids" in plan[0][-1]
 
 
 def test_kept_words_start_again_when_there_are_too_many(
