@@ -165,8 +165,13 @@ def _one_reply_round_costs(rounds: int, evidence_kb: int) -> list[float]:
         if isinstance(event, ev.RoundEnded | ev.ReplyStarted):
             marks.append((time.perf_counter(), outside[0]))
 
+    # The scripted rounds are the whole reply: no search of the engine's own before them.
     settings = research_settings(
-        {"chat.research_token_budget": 2_000_000_000, "chat.research_timeout_sec": 3600}
+        {
+            "chat.research_token_budget": 2_000_000_000,
+            "chat.research_timeout_sec": 3600,
+            "chat.research_first": False,
+        }
     )
     engine = ResearchEngine(provider, settings, sink=fan_out([writer, events.append, mark]))
     asyncio.run(engine.run("Benchmark question?", tools))
