@@ -110,7 +110,8 @@ class Ending:
         ledger = reply.ledger
         answer = final.text
         if final.mode == "model":
-            answer = sources.without_repeats(answer)
+            heads = {item.source for item in ledger.items}
+            answer = sources.without_repeats(sources.without_prompt_echo(answer, sorted(heads)))
         cited: tuple[ev.SourceView, ...] = ()
         if final.mode == "model" and ledger.items:
             citable = ledger.citable

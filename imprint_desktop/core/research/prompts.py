@@ -101,12 +101,18 @@ def question_block(question: str, earlier: Sequence[str] = ()) -> str:
     place ("When was Gannet Point automated?"): a small model shown the earlier question
     answered that one again. Without a named subject, the earlier questions are shown before it."""
     if not earlier:
-        return f"Question: {question.strip()}"
+        return f"{QUESTION_LABEL} {question.strip()}"
     resolved = seed.resolved_question(question.strip(), earlier)
     if resolved != question.strip():
-        return f"Question: {resolved}"
+        return f"{QUESTION_LABEL} {resolved}"
     follows = "".join(f"Earlier question: {before}\n" for before in earlier)
-    return f"{follows}Question: {question.strip()}"
+    return f"{follows}{QUESTION_LABEL} {question.strip()}"
+
+
+#: The line that opens the passages in a user turn (:func:`with_passages`).
+PASSAGES_INTRO = "Passages from the documents:"
+#: The label of the question, the last line of a user turn (:func:`question_block`).
+QUESTION_LABEL = "Question:"
 
 
 def with_passages(ask: str, passages: Sequence[Passage], searched: str = "") -> str:
@@ -115,7 +121,7 @@ def with_passages(ask: str, passages: Sequence[Passage], searched: str = "") -> 
     With no passages, it says what was searched for, so the model knows to look further.
     """
     if passages:
-        return f"Passages from the documents:\n\n{passages_block(passages)}\n\n{ask}"
+        return f"{PASSAGES_INTRO}\n\n{passages_block(passages)}\n\n{ask}"
     if searched:
         return f"The documents were searched for “{searched}”: nothing matched.\n\n{ask}"
     return ask

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research import prompts
 from imprint_desktop.core.research.seed import content_words
 from imprint_desktop.core.workspace.passages import focus, query_terms, term_weights
 
@@ -140,6 +141,28 @@ def without_repeats(answer: str) -> str:
         seen.add(key)
         kept.append(unit)
     return "".join(kept).strip() or answer.strip()
+
+
+def without_prompt_echo(answer: str, sources: Sequence[str]) -> str:
+    """``answer`` without the lines in which a small model copies its request's scaffolding
+    instead of answering: the question's label line ("Question: How deep is …?"), the line that
+    opens the passages, and a passage's head ("[4] assets/askridge.md, lines 1-5 — Askridge
+    Reservoir", whatever its number) for any of ``sources``. What the model wrote beside them
+    stays; an answer that is nothing but such lines is kept whole, so there is always one."""
+    heads = [f"] {source}" for source in sources if source]
+    kept = [
+        line
+        for line in answer.splitlines(keepends=True)
+        if not _is_scaffolding(line.strip(), heads)
+    ]
+    return "".join(kept).strip() if "".join(kept).strip() else answer.strip()
+
+
+def _is_scaffolding(line: str, heads: Sequence[str]) -> bool:
+    if line.startswith(prompts.QUESTION_LABEL) or line == prompts.PASSAGES_INTRO:
+        return True
+    number = re.match(r"\[\d{1,4}\]", line)
+    return number is not None and any(line[number.end() - 1 :].startswith(head) for head in heads)
 
 
 def not_found_message(scope: str, looked: LookedAt, reason: str) -> str:

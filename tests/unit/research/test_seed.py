@@ -504,6 +504,39 @@ def test_a_looping_answer_reaches_the_person_once() -> None:
     assert result.answer == "The final answer to the person's question is: 1857 [1]."
 
 
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        ("Question: When was Gannet Point first lit?\n\nThe answer: in 1857 [1].",
+         "The answer: in 1857 [1]."),
+        ("[4] stations/gannet-point.md, lines 7-9 — Gannet Point lighthouse\nLit: 1 November 1857.",
+         "Lit: 1 November 1857."),
+        ("Passages from the documents:\n\n[1] people/keepers-roster.md, lines 3-4\nKeepers: Alder.",
+         "Keepers: Alder."),
+        # Only the request's own lines go: a cited number, or a passage of another source, stays.
+        ("[1] 1857\n[2] stations/skerry-rock.md, lines 1-2",
+         "[1] 1857\n[2] stations/skerry-rock.md, lines 1-2"),
+        # Nothing but scaffolding: kept, so the person sees what the model wrote.
+        ("Question: When was it lit?", "Question: When was it lit?"),
+    ],
+)  # fmt: skip
+def test_lines_copied_from_the_request_are_left_out_of_the_answer(text: str, answer: str) -> None:
+    shown = sources.without_prompt_echo(text, [GANNET.source, ROSTER.source])
+    assert shown == answer
+
+
+def test_an_answer_that_copies_its_request_reaches_the_person_without_the_copy() -> None:
+    echo = (
+        "Question: When was Gannet Point first lit?\n\n"
+        "[2] stations/gannet-point.md, lines 7-9 — Gannet Point lighthouse\n"
+        "It was first lit on 1 November 1857 [1]."
+    )
+    engine, tools, _p, _r = make([Step(echo)], lambda n, v: found(GANNET))
+    result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
+    assert result.answer == "It was first lit on 1 November 1857 [1]."
+    assert [source.id for source in result.sources] == [1]
+
+
 def test_a_quoted_passage_leaves_out_heading_marks() -> None:
     heading = EvidenceItem(
         "history/founding-1852.md", "lines 16-21",
