@@ -1,7 +1,8 @@
 """Ranked passage search: whatever the model types, as words ranked by BM25, fused with meaning.
 
 Search runs on SQLite FTS5 with BM25 ranking (title and section words weigh double: the ``rank``
-set in :mod:`.database`'s schema). The query is treated as words, never as FTS syntax, so whatever
+set in :mod:`.database`'s schema); :mod:`.keyword_rank` finds the best rows without scoring those
+it can show could not be among them. The query is treated as words, never as FTS syntax, so whatever
 the model types is safe; "quoted phrases" are kept. One file gives at most a few passages of a
 result list, so one long document cannot crowd out the rest, and a document that looks superseded
 (:mod:`.dating`) ranks a little below a current one that matches about as well.
