@@ -21,9 +21,10 @@ Ties between rows of equal score may come in another order, as they may from the
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 #: FTS5's BM25 parameter k1: one word adds less than ``(k1 + 1) × IDF`` to a row's score, however
 #: often the row has it.
@@ -50,11 +51,11 @@ def best_by_words(
     if not terms or count < 1:
         return []
     whole = " OR ".join(terms)
-    if len(terms) > 1:
+    if len(terms) == 1:
+        return _ranked(db, whole, count)
+    with _one_snapshot(db):  # the counts, the bound and the rows of one state of the index
         found = _with_the_rarer_words(db, terms, count)
-        if found is not None:
-            return found
-    return _ranked(db, whole, count)
+        return _ranked(db, whole, count) if found is None else found
 
 
 def most_added(rows: int, having: int) -> float:
@@ -79,6 +80,7 @@ def _with_the_rarer_words(
     # Ids are distinct and positive: there are at most as many rows as the largest id, so the
     # IDF, and the bound made of it, are never underestimated.
     rows = int(db.execute("SELECT max(id) FROM passages").fetchone()[0] or 0)
+    rows = max(rows, having[common])  # an index whose words and passages disagree is no crash
     either = " OR ".join(rarer)
     found = _ranked(db, f"({either}) AND {common}", count)
     found += _ranked(db, f"({either}) NOT {common}", count)
@@ -86,6 +88,20 @@ def _with_the_rarer_words(
     if len(best) < count or -best[-1][1] < most_added(rows, having[common]):
         return None
     return best
+
+
+@contextlib.contextmanager
+def _one_snapshot(db: sqlite3.Connection) -> Iterator[None]:
+    """The statements inside read one state of the database, whatever an update commits
+    meanwhile (a transaction already open is that state)."""
+    if db.in_transaction:
+        yield
+        return
+    db.execute("BEGIN")
+    try:
+        yield
+    finally:
+        db.execute("COMMIT")
 
 
 def _ranked(db: sqlite3.Connection, match: str, count: int) -> list[tuple[int, float]]:

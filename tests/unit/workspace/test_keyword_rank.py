@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import sqlite3
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -150,3 +151,45 @@ def test_a_word_adds_at_most_its_bound_however_often_a_row_has_it(
     (best,) = db.execute(WHOLE, ('"common"', 1)).fetchall()
     assert 0 < -best[1] < most_added(rows, having)
     assert most_added(10, 9) == pytest.approx(2.2e-6)  # FTS5's floor for a word in most rows
+
+
+@pytest.mark.usefixtures("few_rows_are_many")
+def test_a_ranking_reads_one_state_of_the_index(tmp_path: Path) -> None:
+    """Passages an update commits while a ranking runs are not half seen by it."""
+    connections = Connections(tmp_path / "index.sqlite3", tmp_path)
+    db = connections.get()
+    db.execute(
+        "INSERT INTO files (id, path, size, mtime_ns, digest, format, title, lines, status, note)"
+        " VALUES (1, 'a.md', 1, 1, 'x', 'md', '', 1, 'ok', '')"
+    )
+    texts = ["common filler"] * 60 + ["rare common"] * 3 + ["rare"] * 3
+    db.executemany(
+        "INSERT INTO passages (file_id, start_line, end_line, section, heading, text)"
+        " VALUES (1, 1, 1, '', '', ?)",
+        [(text,) for text in texts],
+    )
+    terms = ['"rare"', '"common"']
+    before = whole_query(db, terms, 4)
+    writer = sqlite3.connect(tmp_path / "index.sqlite3", isolation_level=None)
+
+    def write_once(statement: str) -> None:
+        # Once the ranking has read (its first count), before it ranks.
+        if 'AND "common"' in statement and not added:
+            writer.executemany(
+                "INSERT INTO passages (file_id, start_line, end_line, section, heading, text)"
+                " VALUES (1, 1, 1, '', 'rare rare', 'rare rare rare common')",
+                [()] * 5,
+            )
+            added.append(True)
+
+    added: list[bool] = []
+    db.set_trace_callback(write_once)
+    try:
+        found = best_by_words(db, terms, 4)
+    finally:
+        db.set_trace_callback(None)
+        writer.close()
+    assert added
+    assert found == before
+    assert whole_query(db, terms, 4) != before  # the update is seen by the next ranking
+    connections.close_all()
