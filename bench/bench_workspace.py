@@ -48,6 +48,15 @@ meaning 0.5, 1 or 2 (25-26 / 25), the constant K 20 instead of 60 (no gain held 
 passage's nearness without its document's (23 / 24 against 25 / 25); the built-in embedder's
 top 20 to 80 passages reordered by the encoder (21-22 / 22-23, and a query would embed them);
 the encoder through llama.cpp as a GGUF file (the same vectors, 6 to 10 times slower here).
+Measured later and not kept either (paraphrase / held-out, hybrid; built-in embedder 21 / 21,
+encoder 25 / 25 as kept): the whole question for the meaning half instead of its content words
+(built-in 21 / 21, encoder 27 / 25); K 20 (built-in 20 / 23, encoder 26 / 25) or 30 (built-in
+20 / 23) or 100 (21 / 21); the built-in's weight 0.35, 0.75 or 1 (21 / 21 each); the query vector
+moved towards the first 3 or 5 fused passages' (built-in 19-20 / 21-23, encoder 24 / 25, and a
+Spanish question lost); each query word's nearest words among the index's own (by the built-in
+embedder, similarity 0.6 to 0.7, one or two a word) as a third ranking (16-20 / 21-23) or in the
+keyword query (20-21 / 21); documents ranked by the sum of their best 2, 3 or 5 passages' fused
+scores (built-in 22 / 21, 18 / 21, 15 / 20; encoder 26 / 24, 27 / 24, 25 / 22).
 
 Run ``python bench/bench_workspace.py`` (``--docs``, ``--large-docs`` to change the corpus sizes,
 ``--large-docs 0`` to skip the memory run, ``--pdfs 0`` to skip the PDFs, ``--per-format 0`` to

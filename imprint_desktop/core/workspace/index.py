@@ -33,7 +33,7 @@ from imprint_desktop.core.workspace.search import (
     SearchMode,
     best_passages,
     candidates,
-    fts_query,
+    fts_terms,
     fuse,
     keyword_ranking,
     passages_by_score,
@@ -206,11 +206,11 @@ class WorkspaceIndex:
             return []
         try:
             db = self._connections.get()
-            match = fts_query(query) if mode is not SearchMode.MEANING else None
+            terms = fts_terms(query) if mode is not SearchMode.MEANING else []
             if mode is SearchMode.KEYWORD:
-                return [] if match is None else best_passages(db, match, limit)
+                return best_passages(db, terms, limit)
             count = candidates(limit)
-            by_words = [] if match is None else keyword_ranking(db, match, count)
+            by_words = keyword_ranking(db, terms, count)
             by_meaning, weight = self._by_meaning(
                 db, query, count, required=mode is SearchMode.MEANING
             )

@@ -1,7 +1,8 @@
 """Ranked passage search: whatever the model types, as words ranked by BM25, fused with meaning.
 
 Search runs on SQLite FTS5 with BM25 ranking (title and section words weigh double: the ``rank``
-set in :mod:`.database`'s schema). The query is treated as words, never as FTS syntax, so whatever
+set in :mod:`.database`'s schema); :mod:`.keyword_rank` finds the best rows without scoring those
+it can show could not be among them. The query is treated as words, never as FTS syntax, so whatever
 the model types is safe; "quoted phrases" are kept. One file gives at most a few passages of a
 result list, so one long document cannot crowd out the rest, and a document that looks superseded
 (:mod:`.dating`) ranks a little below a current one that matches about as well.
@@ -20,8 +21,10 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from imprint_desktop.core.workspace.dating import currency
+from imprint_desktop.core.workspace.keyword_rank import best_by_words
 
 #: Search diversity: at most this many passages of one file in one result list.
 _PER_FILE = 3
@@ -33,15 +36,6 @@ _STOPWORD_TEXT = """a an and are as at be by for from has have in is it its of o
     this to was were what when where which who why how with do does did about into than then there
     these those"""
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-
-_SEARCH = """
-SELECT f.path, p.start_line, p.end_line, f.title, p.section, p.page, hit.rank, p.text,
-    f.date, f.dated, f.superseded, p.place
-FROM (SELECT rowid, rank FROM passages_fts WHERE passages_fts MATCH ? ORDER BY rank LIMIT ?) AS hit
-JOIN passages p ON p.id = hit.rowid
-JOIN files f ON f.id = p.file_id
-ORDER BY hit.rank
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,20 +74,25 @@ class SearchHit:
         return currency(self.date, self.dated, self.superseded)
 
 
-def fts_query(query: str) -> str | None:
-    """``query`` as a safe FTS5 expression: its words (and "phrases") joined with OR.
+def fts_terms(query: str) -> list[str]:
+    """``query``'s words (and "phrases") as safe FTS5 strings, each once.
 
-    OR lets BM25 do the ranking — passages with more of the rarer words come first — so a long
-    natural-language question still finds passages that share only a few of its words. Common
-    function words are dropped unless nothing else is left.
+    Searched joined with OR (:func:`fts_query`), which lets BM25 do the ranking — passages with
+    more of the rarer words come first — so a long natural-language question still finds passages
+    that share only a few of its words. Common function words are dropped unless nothing else is
+    left.
     """
     phrases = [phrase for phrase in re.findall(r'"([^"]+)"', query) if re.search(r"\w", phrase)]
     words = re.findall(r"\w+", re.sub(r'"[^"]+"', " ", query).lower())
     content = [word for word in words if word not in _STOPWORDS] or words
     terms = list(dict.fromkeys([*phrases, *content]))[:_MAX_QUERY_TERMS]
-    if not terms:
-        return None
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return ['"' + term.replace('"', '""') + '"' for term in terms]
+
+
+def fts_query(query: str) -> str | None:
+    """``query`` as a safe FTS5 expression: its :func:`fts_terms` joined with OR; None when it has
+    no words."""
+    return " OR ".join(fts_terms(query)) or None
 
 
 def _score(rank: float, superseded: str) -> float:
@@ -121,15 +120,19 @@ def _best_first(ranked: list[SearchHit], limit: int) -> list[SearchHit]:
     return hits
 
 
-def best_passages(db: sqlite3.Connection, match: str, limit: int) -> list[SearchHit]:
-    """The ``limit`` best passages for the FTS expression ``match`` (from :func:`fts_query`),
-    best first, at most :data:`_PER_FILE` of one file."""
-    rows = db.execute(_SEARCH, (match, limit * _PER_FILE)).fetchall()
-    ranked = [
-        SearchHit(path, start, end, title, section, page, _score(rank, facts[2]), text, *facts)
-        for path, start, end, title, section, page, rank, text, *facts in rows
-    ]
-    return _best_first(ranked, limit)
+def best_passages(db: sqlite3.Connection, terms: Sequence[str], limit: int) -> list[SearchHit]:
+    """The ``limit`` best passages by BM25 for ``terms`` (from :func:`fts_terms`), best first, at
+    most :data:`_PER_FILE` of one file."""
+    ranked = best_by_words(db, terms, limit * _PER_FILE)
+    rows = _passages(db, [passage for passage, _ in ranked])
+    hits = []
+    for passage, rank in ranked:
+        row = rows.get(passage)
+        if row is not None:
+            path, start, end, title, section, page, text, *facts = row
+            score = _score(rank, facts[2])
+            hits.append(SearchHit(path, start, end, title, section, page, score, text, *facts))
+    return _best_first(hits, limit)
 
 
 class SearchMode(enum.StrEnum):
@@ -142,10 +145,6 @@ class SearchMode(enum.StrEnum):
 
 #: Reciprocal rank fusion's constant: how much the first few ranks count more than the rest.
 RRF_K = 60
-
-_KEYWORD_IDS = """
-SELECT rowid FROM passages_fts WHERE passages_fts MATCH ? ORDER BY rank LIMIT ?
-"""
 
 _PASSAGES = """
 SELECT p.id, f.path, p.start_line, p.end_line, f.title, p.section, p.page, p.text,
@@ -165,9 +164,10 @@ def quotes_words(query: str) -> bool:
     return any(re.search(r"\w", phrase) for phrase in re.findall(r'"([^"]+)"', query))
 
 
-def keyword_ranking(db: sqlite3.Connection, match: str, count: int) -> list[int]:
-    """The ids of the ``count`` best passages for the FTS expression ``match``, best first."""
-    return [row[0] for row in db.execute(_KEYWORD_IDS, (match, count))]
+def keyword_ranking(db: sqlite3.Connection, terms: Sequence[str], count: int) -> list[int]:
+    """The ids of the ``count`` best passages by BM25 for ``terms`` (from :func:`fts_terms`), best
+    first."""
+    return [passage for passage, _ in best_by_words(db, terms, count)]
 
 
 def fuse(
@@ -190,11 +190,7 @@ def passages_by_score(
     scored = scored[: limit * _PER_FILE * 4]
     if not scored or limit < 1:
         return []
-    marks = ",".join("?" * len(scored))
-    rows = {
-        row[0]: row[1:]
-        for row in db.execute(_PASSAGES.format(marks=marks), [passage for passage, _ in scored])
-    }
+    rows = _passages(db, [passage for passage, _ in scored])
     ranked: list[SearchHit] = []
     for passage, score in scored:
         row = rows.get(passage)
@@ -204,3 +200,12 @@ def passages_by_score(
         weighed = round(score * _currency_weight(facts[2]), 6)
         ranked.append(SearchHit(path, start, end, title, section, page, weighed, text, *facts))
     return _best_first(ranked, limit)
+
+
+def _passages(db: sqlite3.Connection, ids: Sequence[int]) -> dict[int, tuple[Any, ...]]:
+    """The rows of the passages ``ids`` (those not deleted since), by id: path, start and end
+    line, title, section, page, text, date, dated, superseded, place."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    return {row[0]: row[1:] for row in db.execute(_PASSAGES.format(marks=marks), list(ids))}
