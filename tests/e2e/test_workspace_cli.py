@@ -102,7 +102,9 @@ def test_a_pdf_that_reads_for_minutes_is_skipped_with_its_reason_and_not_retried
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "note.md").write_text("# Note\n\nThe tide tables.\n")
-    (corpus / "endless.pdf").write_bytes(slow_pdf())
+    # Minutes of PDFium's time on any machine (about half a second a page here), so it cannot
+    # finish inside the 15 s limit on a fast one either.
+    (corpus / "endless.pdf").write_bytes(slow_pdf(pages=200))
 
     started = time.monotonic()
     first = imprint("workspace", "index", str(corpus), timeout=120)
