@@ -302,11 +302,14 @@ def seed_query(question: str, earlier: Sequence[str] = ()) -> str:
     """The engine's search query for ``question``: its content words, or the question itself.
 
     A follow-up that refers back to the questions ``earlier`` (see :func:`earlier_questions`)
-    searches for their subject too: "When was it automated?" after a question about Gannet Point
-    searches for "automated gannet point".
+    searches for the question as written out (:func:`resolved_question`), and for their names
+    too: "What population equivalent does it serve?" after a question about "Kelham Sands
+    wastewater works" searches for "population equivalent kelham sands wastewater works serve",
+    as a person who wrote the question out would.
     """
     words = content_words(question)
     if earlier and refers_back(question):
+        words = content_words(resolved_question(question, earlier))
         words = [word for word in words if not _is_function_word(word)]
         for before in earlier:
             words = list(dict.fromkeys([*words, *subject_words(before)]))

@@ -251,11 +251,11 @@ def test_a_follow_up_follows_the_last_question_that_names_a_subject(
     ("question", "earlier", "query"),
     [
         ("When was it automated?", ("What is the range of the Gannet Point light?",),
-         "automated gannet point"),
+         "gannet point light automated"),
         ("How long is the platform there?", ("When did Lakeside station open?",),
-         "long platform lakeside"),
+         "long platform lakeside station"),
         ("What did rebuilding it cost?", ("What happened to Beck Viaduct in the 1912 flood?",),
-         "rebuilding cost beck viaduct 1912"),
+         "rebuilding beck viaduct cost 1912"),
         # No proper names: every content word of the earlier question.
         ("And why?", ("why did the harbour light fail",), "harbour light fail"),
         # A question that names its own subject does not borrow one.
