@@ -3,12 +3,14 @@
 Starts ``imprint`` as a person would (a fresh config and data folder, the sample workspace, the
 starter model), types each question on the keyboard, waits for the reply to end and saves a
 screenshot after each. Prints, per question, the seconds from Enter to the reply's end, whether
-the expected fact is in the model's own words, and the answer; and, for the first question, where
-its time went (model ready, index, first request). The questions are the ones a person asked in a
-review: a why-question, then a follow-up pair where "it" must keep its subject.
+the expected fact is in the model's own words, and the answer; then, from each reply's trace in
+the history, where its time went (the engine's search, the model request with the prompt prefix
+it reused, the final answer). The questions are the ones a person asked in a review: a
+why-question, then a follow-up pair where "it" must keep its subject.
 
-Run ``python bench/window_questions.py --out DIR`` (needs Xvfb and xdotool:
-``scripts/system-deps.sh test``).
+Run ``python bench/window_questions.py --out DIR [--pause SECONDS]`` (needs Xvfb and xdotool:
+``scripts/system-deps.sh test``). ``--pause`` waits before the first question as a person reading
+the window would; without it the first question arrives while the model is still warming up.
 """
 
 from __future__ import annotations
@@ -41,10 +43,45 @@ def _norm(text: str) -> str:
     return re.sub(r"[\s,]+", "", text.lower())
 
 
+def _where_time_went(history: Path) -> None:
+    """Each reply's clock from its trace, kept in the history: when its first model request
+    ended, and that request's prompt, the prefix it reused, and its output."""
+    import json  # noqa: PLC0415
+    import sqlite3  # noqa: PLC0415
+
+    if not history.exists():
+        return
+    print("\nWhere each reply's time went (seconds on the reply's own clock):")
+    with sqlite3.connect(history) as db:
+        replies = db.execute("SELECT id, question FROM replies ORDER BY id").fetchall()
+        for reply_id, question in replies:
+            lines = [
+                json.loads(line)
+                for (line,) in db.execute(
+                    "SELECT line FROM reply_trace WHERE reply_id = ? ORDER BY seq", (reply_id,)
+                )
+            ]
+            steps = []
+            for line in lines:
+                if line.get("type") == "tool" and line.get("origin") == "engine":
+                    steps.append(f"search done {line['t']:.2f}")
+                elif line.get("type") == "request":
+                    steps.append(
+                        f"request done {line['t']:.2f} ({line['prompt_tokens']} prompt tokens, "
+                        f"{line['reused_prefix']} reused, {line['output_tokens']} out)"
+                    )
+                elif line.get("type") == "final":
+                    steps.append(f"final {line['t']:.2f}")
+            print(f"  {question[:50]}: " + "; ".join(steps))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("window-questions"))
     parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument(
+        "--pause", type=float, default=0.0, help="seconds before the first question is typed"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     assert shutil.which("Xvfb") and shutil.which("xdotool"), "scripts/system-deps.sh test"
@@ -67,6 +104,7 @@ def main() -> int:
             gui.wait_for("model", timeout=300, state="ready")
             print(f"window ready, model loaded: {time.monotonic() - opened:.1f} s after start")
             gui.focus_window()
+            time.sleep(args.pause)  # a person reading the window before typing
             for number, (question, fact) in enumerate(QUESTIONS, start=1):
                 started = time.monotonic()
                 gui.type_line(question)
@@ -88,6 +126,7 @@ def main() -> int:
             gui.quit()
         finally:
             gui.close()
+        _where_time_went(Path(home) / "data" / "history.sqlite3")
     print(f"\n{right}/{len(QUESTIONS)} right; screenshots in {args.out}")
     return 0 if right == len(QUESTIONS) else 1
 
