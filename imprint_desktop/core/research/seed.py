@@ -170,7 +170,8 @@ _ADVERBS = _words("first last ever still also never always already once again ev
 _MONTHS = _words(
     "january february march april may june july august september october november december"
 )
-#: The most common words a name is followed by in the thing it names ("water treatment works").
+#: At most this many nouns follow a name in the thing it names ("water treatment works"), or
+#: end a question after a possessive ("maximum output").
 _MAX_HEAD_WORDS = 3
 
 
