@@ -308,12 +308,13 @@ def seed_query(question: str, earlier: Sequence[str] = ()) -> str:
     wastewater works" searches for "population equivalent kelham sands wastewater works serve",
     as a person who wrote the question out would.
     """
-    words = content_words(question)
     if earlier and refers_back(question):
-        words = content_words(resolved_question(question, earlier))
-        words = [word for word in words if not _is_function_word(word)]
-        for before in earlier:
-            words = list(dict.fromkeys([*words, *subject_words(before)]))
+        written_out = content_words(resolved_question(question, earlier))
+        named = itertools.chain.from_iterable(map(subject_words, earlier))
+        own = (word for word in written_out if not _is_function_word(word))
+        words = list(dict.fromkeys(itertools.chain(own, named)))
+    else:
+        words = content_words(question)
     return " ".join(words) if words else question.strip()
 
 

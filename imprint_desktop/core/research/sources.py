@@ -149,20 +149,24 @@ def without_prompt_echo(answer: str, sources: Sequence[str]) -> str:
     opens the passages, and a passage's head ("[4] assets/askridge.md, lines 1-5 — Askridge
     Reservoir", whatever its number) for any of ``sources``. What the model wrote beside them
     stays; an answer that is nothing but such lines is kept whole, so there is always one."""
-    heads = [f"] {source}" for source in sources if source]
-    kept = [
+    heads = tuple(source for source in sources if source)
+    kept = "".join(
         line
         for line in answer.splitlines(keepends=True)
         if not _is_scaffolding(line.strip(), heads)
-    ]
-    return "".join(kept).strip() if "".join(kept).strip() else answer.strip()
+    ).strip()
+    return kept or answer.strip()
 
 
-def _is_scaffolding(line: str, heads: Sequence[str]) -> bool:
+#: The number a passage's head starts with in the request ("[4] ").
+_PASSAGE_NUMBER = re.compile(r"\[\d{1,4}\] ")
+
+
+def _is_scaffolding(line: str, heads: tuple[str, ...]) -> bool:
     if line.startswith(prompts.QUESTION_LABEL) or line == prompts.PASSAGES_INTRO:
         return True
-    number = re.match(r"\[\d{1,4}\]", line)
-    return number is not None and any(line[number.end() - 1 :].startswith(head) for head in heads)
+    number = _PASSAGE_NUMBER.match(line)
+    return number is not None and line[number.end() :].startswith(heads)
 
 
 def not_found_message(scope: str, looked: LookedAt, reason: str) -> str:
