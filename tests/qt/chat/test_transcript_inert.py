@@ -12,7 +12,7 @@ import base64
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QByteArray, Qt, QUrl
+from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import Qt as QtGuiNamespace
 from PySide6.QtGui import QTextDocument
 from pytestqt.qtbot import QtBot
@@ -24,7 +24,7 @@ from imprint_desktop.ui.chat.markdown import ChatMessage
 from imprint_desktop.ui.chat.question_card import QuestionCard
 from imprint_desktop.ui.chat.toolbar import ResearchToolbar
 from imprint_desktop.ui.chat.view import ChatView
-from tests.qt.chat.recording_view import RecordingView
+from tests.qt.chat.recording_view import RecordingDocument, RecordingView
 from tests.qt.transcript_links import anchors, tooltips
 
 WAIT_MS = 10_000
@@ -40,16 +40,6 @@ HOSTILE = "\n\n".join(
         f"A [titled link](https://example.org/page \"<img src='{ZERO}'>\") ends here [1].",
     ]
 )
-
-
-class RecordingDocument(QTextDocument):
-    def __init__(self) -> None:
-        super().__init__()
-        self.requests: list[str] = []
-
-    def loadResource(self, kind: int, name: QUrl | str, /) -> object:
-        self.requests.append(QUrl(name).toString())
-        return QByteArray()
 
 
 def requests_when_shown(
