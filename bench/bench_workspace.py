@@ -36,7 +36,7 @@ Spanish and Dutch:
   search returns for them, show whether a choice fitted the first thirty: a ranking setting is
   kept only when it pays on both sets;
 - indexing with the default embedder, documents per second, as a share of indexing by words only
-  (>= 0.5) in the same run; index size per 1,000 passages, with and without vectors, and the
+  (>= 0.5) in the same run (the faster of two alternating runs of each); index size per 1,000 passages, with and without vectors, and the
   vectors kept beside the index for searches (``.vector_file``); the same for the Flask documents
   with the embedder chosen (``--embedder``, a ``workspace.embedder`` value: ``all-minilm-l6-v2``
   for the sentence encoder);
@@ -258,13 +258,21 @@ def measure_speed(
         hybrid = hybrid_p95(index, asked)
         with_vectors_bytes = database_bytes(index.db_path)
         kept_bytes = kept_vectors_bytes(index.db_path)
-    embedded_rate = embedded.documents / embedded.seconds
-    speed_share = embedded_rate / rate
+    # The share is of two runs of a few seconds on a shared machine: each kind is timed once
+    # more, the two alternating, and the faster of each pair is compared.
+    with WorkspaceIndex(corpus, db_path=scratch / "words-again.sqlite3") as index:
+        words_seconds = min(first.seconds, index.update(embed=False).seconds)
+    with WorkspaceIndex(corpus, db_path=scratch / "again.sqlite3", embedder=embedder) as index:
+        index.embedder()
+        embedded_seconds = min(embedded.seconds, index.update().seconds)
+    embedded_rate = embedded.documents / embedded_seconds
+    speed_share = words_seconds / embedded_seconds
     per_thousand = 1000 / embedded.embedded
     print(
         f"index with meaning: {embedded.documents} documents ({embedded.embedded} passages) in "
-        f"{embedded.seconds:.2f} s = {embedded_rate:.0f} docs/s, {speed_share:.2f}x of by words "
-        f"alone (target >= {TARGET_EMBEDDED_SPEED_SHARE}x)"
+        f"{embedded_seconds:.2f} s = {embedded_rate:.0f} docs/s, {speed_share:.2f}x of by words "
+        f"alone in {words_seconds:.2f} s (faster of two runs each; target >= "
+        f"{TARGET_EMBEDDED_SPEED_SHARE}x)"
     )
     print(
         f"index size:         {words_only_bytes * per_thousand / 2**20:.2f} MB per 1,000 passages "

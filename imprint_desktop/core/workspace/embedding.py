@@ -167,13 +167,18 @@ class StaticEmbedder:
             size = max(_WORD_CACHE, len(new))
             if len(self._word_vectors) < size:
                 self._word_vectors = np.zeros((size, self.dimensions), dtype=np.float32)
-        last = self._table.shape[0] - 1
         tokens = self._tokens(new, query=query)
-        start = len(rows)
-        for offset, word in enumerate(new):
-            ids = np.clip(np.asarray(tokens[word], dtype=np.intp), 0, last)
-            self._word_vectors[start + offset] = self._table[ids].sum(axis=0, dtype=np.float32)
-            rows[word] = start + offset
+        lengths = np.fromiter((len(tokens[word]) for word in new), np.intp, len(new))
+        ids = np.fromiter(
+            itertools.chain.from_iterable(tokens[word] for word in new), np.intp, lengths.sum()
+        )
+        np.clip(ids, 0, self._table.shape[0] - 1, out=ids)  # once, not a numpy call a word
+        ends = np.cumsum(lengths)
+        spans = zip((ends - lengths).tolist(), ends.tolist(), strict=True)
+        table, vectors, start = self._table, self._word_vectors, len(rows)
+        for offset, (begin, end) in enumerate(spans):
+            vectors[start + offset] = table[ids[begin:end]].sum(axis=0, dtype=np.float32)
+        rows.update(zip(new, range(start, start + len(new)), strict=True))
 
     def _tokens(self, words: list[str], *, query: bool) -> dict[str, Sequence[int]]:
         """Each word's token ids: kept ones from :attr:`_known`, the rest from the tokenizer
@@ -244,9 +249,10 @@ def mapped_tensor(path: Path, name: str) -> npt.NDArray[np.floating]:
     begin, end = (int(n) for n in entry["data_offsets"])
     if end - begin != rows * columns * dtype.itemsize or 8 + size + end > path.stat().st_size:
         raise ValueError(f"{path.name}: tensor {name!r} does not match its header")
-    table: npt.NDArray[np.floating] = np.memmap(
-        path, dtype=dtype, mode="r", offset=8 + size + begin, shape=(rows, columns)
-    )
+    mapped = np.memmap(path, dtype=dtype, mode="r", offset=8 + size + begin, shape=(rows, columns))
+    # A plain array over the same pages: indexing a memmap runs Python code of its class each
+    # time, which was most of the time to embed a word.
+    table: npt.NDArray[np.floating] = mapped.view(np.ndarray)
     return table
 
 

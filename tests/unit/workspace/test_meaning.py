@@ -243,6 +243,29 @@ def test_the_built_in_embedder_forgets_words_when_its_cache_is_full(
     assert np.allclose(first, again, atol=1e-6)
 
 
+def test_a_text_vector_is_the_sum_of_its_words_tokens_however_the_words_were_learned() -> None:
+    """Words learned together in one batch (of one token and of many, repeated, and a text of no
+    words) give the sums of the rows the tokenizer names, read one by one from the table."""
+    from tokenizers import Tokenizer
+
+    embedder = StaticEmbedder()
+    tokenizer = Tokenizer.from_file(str(embedder._tokenizer_file))
+    texts = [
+        "Lighthouse keepers logged weather twice daily.",
+        "Keepers keepers keepers: Überwachungsstation 1986-03-03 lighthouse",
+        "",
+    ]
+    got = embedder.embed(texts)
+    table = np.asarray(embedder._table, dtype=np.float32)
+    for text, row in zip(texts, got, strict=True):
+        ids = [
+            i for word in text.split() for i in tokenizer.encode(word, add_special_tokens=False).ids
+        ]
+        expected = table[ids].sum(axis=0) if ids else np.zeros(table.shape[1], np.float32)
+        norm = np.linalg.norm(expected)
+        assert np.allclose(row, expected / norm if norm else expected, atol=1e-5)
+
+
 # --- the built-in table, mapped from its file -------------------------------------------------
 
 
