@@ -36,10 +36,10 @@ Spanish and Dutch:
   search returns for them, show whether a choice fitted the first thirty: a ranking setting is
   kept only when it pays on both sets;
 - indexing with the default embedder, documents per second, as a share of indexing by words only
-  (>= 0.5) in the same run (the faster of two alternating runs of each); index size per 1,000 passages, with and without vectors, and the
-  vectors kept beside the index for searches (``.vector_file``); the same for the Flask documents
-  with the embedder chosen (``--embedder``, a ``workspace.embedder`` value: ``all-minilm-l6-v2``
-  for the sentence encoder);
+  (>= 0.5) in the same run (the faster of two alternating runs of each); index size per 1,000
+  passages, with and without vectors, and the vectors kept beside the index for searches
+  (``.vector_file``); the same for the Flask documents with the embedder chosen (``--embedder``,
+  a ``workspace.embedder`` value: ``all-minilm-l6-v2`` for the sentence encoder);
 - a hybrid query's 95th percentile at ``--large-docs`` documents (<= 50 ms).
 
 Measured for issue 26 and not kept, because it did not pay on both question sets (recall@5
@@ -191,6 +191,22 @@ def hybrid_p95(index: Any, asked: list[str]) -> float:
     return statistics.quantiles(latencies, n=20)[-1]
 
 
+def index_again(
+    corpus: Path, scratch: Path, embedder: Path | None, words: float, embedded: float
+) -> tuple[float, float]:
+    """The seconds to index ``corpus`` by words alone and with vectors: the faster of the runs
+    already timed (``words``, ``embedded``) and one more of each, the two alternating. The share
+    compares runs of a few seconds on a shared machine, and a single pair of them swung by half."""
+    from imprint_desktop.core.workspace import WorkspaceIndex  # noqa: PLC0415
+
+    with WorkspaceIndex(corpus, db_path=scratch / "words-again.sqlite3") as index:
+        words = min(words, index.update(embed=False).seconds)
+    with WorkspaceIndex(corpus, db_path=scratch / "again.sqlite3", embedder=embedder) as index:
+        index.embedder()
+        embedded = min(embedded, index.update().seconds)
+    return words, embedded
+
+
 def measure_speed(
     corpus: Path, words: list[str], scratch: Path, queries: int, embedder: Path | None = None
 ) -> list[str]:
@@ -258,13 +274,9 @@ def measure_speed(
         hybrid = hybrid_p95(index, asked)
         with_vectors_bytes = database_bytes(index.db_path)
         kept_bytes = kept_vectors_bytes(index.db_path)
-    # The share is of two runs of a few seconds on a shared machine: each kind is timed once
-    # more, the two alternating, and the faster of each pair is compared.
-    with WorkspaceIndex(corpus, db_path=scratch / "words-again.sqlite3") as index:
-        words_seconds = min(first.seconds, index.update(embed=False).seconds)
-    with WorkspaceIndex(corpus, db_path=scratch / "again.sqlite3", embedder=embedder) as index:
-        index.embedder()
-        embedded_seconds = min(embedded.seconds, index.update().seconds)
+    words_seconds, embedded_seconds = index_again(
+        corpus, scratch, embedder, first.seconds, embedded.seconds
+    )
     embedded_rate = embedded.documents / embedded_seconds
     speed_share = words_seconds / embedded_seconds
     per_thousand = 1000 / embedded.embedded
