@@ -96,27 +96,21 @@ def available_memory() -> int | None:
 
 
 def physical_cores() -> int:
-    """Physical cores this process may run on (llama.cpp's default thread count)."""
+    """Physical cores this process may run on, hyper-threads of one core counted once (Linux
+    sysfs; elsewhere every CPU the system reports): llama.cpp's thread count, and the machine a
+    model's fit is judged for."""
     try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = os.cpu_count() or 1
-    cores: set[tuple[str, str]] = set()
-    try:
-        physical = core = ""
-        for line in (
-            Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines()
-        ):
-            key, _, value = line.partition(":")
-            key = key.strip()
-            if key == "physical id":
-                physical = value.strip()
-            elif key == "core id":
-                core = value.strip()
-                cores.add((physical, core))
-    except OSError:
-        pass
-    return max(1, min(usable, len(cores))) if cores else max(1, usable)
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+    siblings = set()
+    for cpu in cpus:
+        topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+        try:
+            siblings.add(topology.read_text().strip())
+        except OSError:
+            return max(1, len(cpus))
+    return max(1, len(siblings))
 
 
 def disk_free(folder: Path) -> int | None:

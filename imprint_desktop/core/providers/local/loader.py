@@ -49,6 +49,7 @@ from imprint_desktop.core.errors import (
 )
 from imprint_desktop.core.models.fit import WORKING_MEMORY, available_memory, human_size
 from imprint_desktop.core.models.gguf import GgufInfo, inspect_gguf
+from imprint_desktop.core.models.machine import physical_cores
 from imprint_desktop.core.providers.local.template import ChatTemplate
 
 log = logging.getLogger(__name__)
@@ -91,22 +92,6 @@ class LoadedModel:
         if self.model is not None:
             llama_cpp.llama_model_free(self.model)
             self.model = None
-
-
-def physical_cores() -> int:
-    """CPU cores this process may use, counting hyper-threads of one core once (Linux sysfs)."""
-    try:
-        cpus = sorted(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-    siblings = set()
-    for cpu in cpus:
-        topology = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
-        try:
-            siblings.add(topology.read_text().strip())
-        except OSError:
-            return max(1, len(cpus))
-    return max(1, len(siblings))
 
 
 #: How often, and how far apart, the run queue is read to learn how busy the machine is.
