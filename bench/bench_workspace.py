@@ -551,7 +551,9 @@ def measure_recall(scratch: Path, embedder: Path | None = None) -> list[str]:
                     query = seed_query(text)
                     paths = [hit.path for hit in index.search(query, 20, mode)]
                     found += recall_at(paths, answers, 5)
-                    seeded += bool(set(paths[:SEED_LIMIT]) & set(answers))
+                    # The engine's own search before the model, as it asks it.
+                    seed = [hit.path for hit in index.search(query, SEED_LIMIT, mode)]
+                    seeded += bool(set(seed) & set(answers))
                 results[wording, mode] = found / len(questions)
                 cells.append(f"{mode.value} {found:2d}/{len(questions)} ({seeded:2d} seeded)")
             print(f"recall@5 {wording + ':':<21} " + ", ".join(cells))

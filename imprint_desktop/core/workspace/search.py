@@ -106,14 +106,22 @@ def _currency_weight(superseded: str) -> float:
     return SUPERSEDED_WEIGHT if superseded else 1.0
 
 
+def per_file(limit: int) -> int:
+    """At most this many passages of one file in a result of ``limit``: :data:`_PER_FILE`, and
+    no more than half a short result (rounded up), so that the engine's three passages before
+    the model come from two documents at least."""
+    return max(1, min(_PER_FILE, (limit + 1) // 2))
+
+
 def _best_first(ranked: list[SearchHit], limit: int) -> list[SearchHit]:
-    """``ranked`` best first, at most ``limit``, at most :data:`_PER_FILE` of one file."""
+    """``ranked`` best first, at most ``limit``, at most :func:`per_file` of one file."""
     hits: list[SearchHit] = []
-    per_file: dict[str, int] = {}
+    per_file_cap = per_file(limit)
+    per_file_count: dict[str, int] = {}
     for hit in sorted(ranked, key=lambda hit: -hit.score):
-        if per_file.get(hit.path, 0) >= _PER_FILE:
+        if per_file_count.get(hit.path, 0) >= per_file_cap:
             continue
-        per_file[hit.path] = per_file.get(hit.path, 0) + 1
+        per_file_count[hit.path] = per_file_count.get(hit.path, 0) + 1
         hits.append(hit)
         if len(hits) == limit:
             break

@@ -12,7 +12,7 @@ import pytest
 
 from imprint_desktop.core.errors import DocumentError
 from imprint_desktop.core.workspace import SearchHit, Workspace, WorkspaceIndex, reader, update
-from imprint_desktop.core.workspace.search import fts_query
+from imprint_desktop.core.workspace.search import SearchMode, fts_query
 from tests.unit.workspace.conftest import SAMPLE, write
 
 
@@ -30,6 +30,31 @@ def test_the_only_document_with_a_rare_word_ranks_first(tmp_path: Path) -> None:
         hits = built.search("harbour narwhal keeper", 5)
     assert hits[0].path == "odd.md"
     assert hits[0].score > hits[1].score
+
+
+@pytest.mark.parametrize("mode", list(SearchMode))
+def test_a_short_result_holds_two_documents_and_a_long_one_three_passages_of_one(
+    tmp_path: Path, mode: SearchMode
+) -> None:
+    """The engine's three passages before the model: the best document gives two, the next
+    document the third; a model's search of eight keeps at most three of one file."""
+    root = tmp_path / "w"
+    sections = [
+        f"## Reservoir {number}\n\n" + "The reservoir storage capacity and its dam spillway.\n" * 3
+        for number in range(6)
+    ]
+    write(root, "reservoirs.md", "# Reservoirs\n\n" + "\n".join(sections))
+    write(
+        root,
+        "minutes.md",
+        "# Minutes\n\nThe board noted the reservoir storage capacity and the spillway.\n",
+    )
+    with WorkspaceIndex(root) as built:
+        built.update()
+        short = [hit.path for hit in built.search("reservoir storage capacity spillway", 3, mode)]
+        long = [hit.path for hit in built.search("reservoir storage capacity spillway", 8, mode)]
+    assert short.count("reservoirs.md") == 2 and "minutes.md" in short
+    assert long.count("reservoirs.md") == 3
 
 
 def test_passages_carry_their_line_ranges(tmp_path: Path) -> None:
