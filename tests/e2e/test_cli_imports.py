@@ -10,12 +10,11 @@ change cannot slide back. (``bench/bench_cli.py`` measures the time.)
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.exit_report import run_reporting
 from tests.support.openai_server import closed_port
 
 pytestmark = pytest.mark.e2e
@@ -34,28 +33,16 @@ ENGINE = {
 }
 
 
-#: Runs `python -m imprint_desktop ARGS` and writes the modules it imported when it exits.
-_LISTING = """
-import atexit, json, runpy, sys
-listing, sys.argv = sys.argv[1], ["imprint", *sys.argv[2:]]
-def listed():
-    with open(listing, "w", encoding="utf-8") as out:
-        json.dump(sorted(sys.modules), out)
-atexit.register(listed)
-runpy.run_module("imprint_desktop", run_name="__main__", alter_sys=True)
+#: Every module the process imported, as it exits (:func:`.exit_report.run_reporting`).
+_STATE = """
+def state():
+    return sorted(sys.modules)
 """
 
 
 def imported(env: dict[str, str], listing: Path, *args: str) -> set[str]:
     """Every module `imprint ARGS` imported."""
-    done = subprocess.run(
-        [sys.executable, "-c", _LISTING, str(listing), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    done = run_reporting(env, listing, _STATE, *args)
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     names = set(json.loads(listing.read_text(encoding="utf-8")))
     assert "imprint_desktop.cli" in names, done.stderr[-2000:]

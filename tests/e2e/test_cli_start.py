@@ -17,24 +17,20 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.exit_report import run_reporting
+
 pytestmark = pytest.mark.e2e
 
-#: Runs `python -m imprint_desktop ARGS` and writes, as it exits, what the process holds.
-_REPORTING = """
-import atexit, gc, json, runpy, sys
-import threadpoolctl
-report, sys.argv = sys.argv[1], ["imprint", *sys.argv[2:]]
-def reported():
+#: What the process holds as it exits (:func:`.exit_report.run_reporting`).
+_STATE = """
+import gc, threadpoolctl
+def state():
     pools = threadpoolctl.threadpool_info()
-    state = {
+    return {
         "blas_threads": [pool["num_threads"] for pool in pools if pool["user_api"] == "blas"],
         "tracked": len(gc.get_objects()),
         "frozen": gc.get_freeze_count(),
     }
-    with open(report, "w", encoding="utf-8") as out:
-        json.dump(state, out)
-atexit.register(reported)
-runpy.run_module("imprint_desktop", run_name="__main__", alter_sys=True)
 """
 
 
@@ -65,14 +61,7 @@ def searched(env: dict[str, str], tmp_path: Path, folder: Path) -> dict[str, Any
     """What `imprint workspace search FOLDER "Quill kept" --json` held as it ended."""
     report = tmp_path / "report.json"
     search = ["workspace", "search", str(folder), "Quill kept", "--json"]
-    done = subprocess.run(
-        [sys.executable, "-c", _REPORTING, str(report), *search],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    done = run_reporting(env, report, _STATE, *search)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout)[0]["path"] == "keepers.md"
     state: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
