@@ -111,7 +111,7 @@ class Ending:
         answer = final.text
         if final.mode == "model":
             heads = {item.source for item in ledger.items}
-            answer = sources.without_repeats(sources.without_prompt_echo(answer, sorted(heads)))
+            answer = sources.without_repeats(sources.without_prompt_echo(answer, heads))
         cited: tuple[ev.SourceView, ...] = ()
         if final.mode == "model" and ledger.items:
             citable = ledger.citable

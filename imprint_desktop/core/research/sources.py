@@ -10,7 +10,7 @@ this module's message naming where it looked, what it searched and read, and wha
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from imprint_desktop.core.research import events as ev
@@ -143,7 +143,7 @@ def without_repeats(answer: str) -> str:
     return "".join(kept).strip() or answer.strip()
 
 
-def without_prompt_echo(answer: str, sources: Sequence[str]) -> str:
+def without_prompt_echo(answer: str, sources: Iterable[str]) -> str:
     """``answer`` without the lines in which a small model copies its request's scaffolding
     instead of answering: the question's label line ("Question: How deep is …?"), the line that
     opens the passages, and a passage's head ("[4] assets/askridge.md, lines 1-5 — Askridge

@@ -130,7 +130,7 @@ def _best_first(ranked: list[SearchHit], limit: int) -> list[SearchHit]:
 
 def best_passages(db: sqlite3.Connection, terms: Sequence[str], limit: int) -> list[SearchHit]:
     """The ``limit`` best passages by BM25 for ``terms`` (from :func:`fts_terms`), best first, at
-    most :data:`_PER_FILE` of one file."""
+    most :func:`per_file` of one file."""
     ranked = best_by_words(db, terms, limit * _PER_FILE)
     rows = _passages(db, [passage for passage, _ in ranked])
     hits = []
@@ -194,7 +194,7 @@ def passages_by_score(
     db: sqlite3.Connection, scored: Sequence[tuple[int, float]], limit: int
 ) -> list[SearchHit]:
     """The passages of ``scored`` (id, score; best first) as hits: at most ``limit``, at most
-    :data:`_PER_FILE` of one file."""
+    :func:`per_file` of one file."""
     scored = scored[: limit * _PER_FILE * 4]
     if not scored or limit < 1:
         return []

@@ -252,7 +252,7 @@ class _Loaded:
         # or other work holds the cores, and one thread is fast enough here.
         by_document = np.einsum("ij,j->i", self.documents, query)[self.document_of]
         if self.matrix is not None:
-            rows = np.arange(len(self.ids))
+            ids = self.ids
             scores = self._blend(np.einsum("ij,j->i", self.matrix, query), by_document)
         else:
             assert self.leading is not None and self.stored is not None
@@ -264,9 +264,10 @@ class _Loaded:
             rows = np.argpartition(-rough, keep - 1)[:keep]
             whole = np.einsum("ij,j->i", self.stored[rows].astype(np.float32), query)
             scores = self._blend(whole, by_document[rows])
+            ids = self.ids[rows]
         best = np.argpartition(-scores, count - 1)[:count]
         best = best[np.argsort(-scores[best], kind="stable")]
-        return [(int(self.ids[rows[at]]), float(scores[at])) for at in best]
+        return [(int(ids[at]), float(scores[at])) for at in best]
 
     @staticmethod
     def _blend(passages: Vectors, documents: Vectors) -> Vectors:
