@@ -12,6 +12,14 @@ give every passage its vector from the ``workspace.embedder`` first. ``--mode`` 
 ranking: ``hybrid`` (the default, as everywhere in Imprint) fuses ``keyword`` (BM25) and
 ``meaning`` (the vectors).
 
+Whatever comes from a file reaches the terminal shown, never obeyed: paths, titles, places,
+reasons and errors through :func:`~imprint_desktop.core.shown_text.terminal_line` (a name holding
+``ESC [ 2 J`` or a line break is printed with its escapes, on its one line), passage text through
+:func:`~imprint_desktop.core.shown_text.terminal_safe`, and ``--json`` through
+:func:`~imprint_desktop.core.shown_text.terminal_json` (every value exact once parsed). A path is
+in the workspace's text form (:mod:`imprint_desktop.core.workspace.files`): a name that is not
+valid UTF-8 is indexed, with ``:E9`` for each byte that is not text.
+
 Exit codes: 0 done (also when nothing matched), 1 the index could not be built or read, 2 bad usage
 (DIR is not a folder).
 """
@@ -19,12 +27,12 @@ Exit codes: 0 done (also when nothing matched), 1 the index could not be built o
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TextIO
 
 from imprint_desktop.core.errors import WorkspaceError
+from imprint_desktop.core.shown_text import terminal_json, terminal_line, terminal_safe
 from imprint_desktop.core.workspace import IndexProgress, IndexReport, Workspace, problem_counts
 from imprint_desktop.core.workspace.search import SearchMode
 from imprint_desktop.core.workspace.vectors import EmbedProgress
@@ -78,11 +86,11 @@ def _positive(text: str) -> int:
 def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     folder: Path = args.dir.expanduser()
     if not folder.is_dir():
-        print(f"imprint: {folder} is not a folder.", file=err)
+        print(f"imprint: {terminal_line(str(folder))} is not a folder.", file=err)
         return EXIT_USAGE
     store = SettingsStore(args.config) if args.config else SettingsStore()
     for problem in store.problems:
-        print(f"warning: {problem.message}", file=err)
+        print(f"warning: {terminal_line(problem.message)}", file=err)
     try:
         with Workspace.from_config(folder, store.config().workspace) as workspace:
             progress = _ProgressLine(err) if err.isatty() else None
@@ -97,7 +105,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
                 return EXIT_OK
             hits = workspace.index.search(args.query, args.limit, args.mode)
     except WorkspaceError as error:
-        print(f"imprint: {error}", file=err)
+        print(f"imprint: {terminal_line(str(error))}", file=err)
         return EXIT_ERROR
     if args.json:
         rows = [
@@ -118,17 +126,17 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
             }
             for hit in hits
         ]
-        json.dump(rows, out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        print(terminal_json(rows), file=out)
         return EXIT_OK
     if not hits:
         print(f"No passages match {args.query!r}.", file=out)
     for number, hit in enumerate(hits, start=1):
-        print(f"[{number}] {hit.path}:{hit.start_line}-{hit.end_line}  {hit.title}", file=out)
+        path, title = terminal_line(hit.path), terminal_line(hit.title)
+        print(f"[{number}] {path}:{hit.start_line}-{hit.end_line}  {title}", file=out)
         where = f", {hit.location.rsplit(', lines ', 1)[0]}" if hit.page or hit.place else ""
         standing = f" · {hit.currency}" if hit.currency else ""
-        print(f"    score {hit.score:.3f}{where}{standing}", file=out)
-        for line in hit.text.splitlines()[:6]:
+        print(f"    score {hit.score:.3f}{terminal_line(where + standing)}", file=out)
+        for line in terminal_safe(hit.text).splitlines()[:6]:
             print(f"    {line[:116]}", file=out)
         print(file=out)
     return EXIT_OK
@@ -154,21 +162,21 @@ def _print_report(
             "embedded_passages": report.embedded,
             "embedder_problem": report.embedder_problem or None,
         }
-        json.dump(data, out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        print(terminal_json(data), file=out)
         return
     skipped = "".join(f", {count}" for count in problem_counts(report.problems))
     print(
-        f"{report.documents} documents indexed in {workspace.root} "
+        f"{report.documents} documents indexed in {terminal_line(str(workspace.root))} "
         f"({report.added} added, {report.updated} updated, {report.renamed} renamed, "
         f"{report.removed} removed, {report.unchanged} unchanged{skipped}) in "
         f"{report.seconds:.2f} s.",
         file=out,
     )
     for problem in report.problems:
-        print(f"{_PROBLEM_WORDS[problem.kind]} {problem.path}: {problem.reason}", file=err)
+        path, reason = terminal_line(problem.path), terminal_line(problem.reason)
+        print(f"{_PROBLEM_WORDS[problem.kind]} {path}: {reason}", file=err)
     if report.embedder_problem:
-        print(f"search by meaning is off: {report.embedder_problem}", file=err)
+        print(f"search by meaning is off: {terminal_line(report.embedder_problem)}", file=err)
 
 
 _PROBLEM_WORDS = {"skipped": "skipped", "no_text": "no text in", "partial": "partly read"}
@@ -187,7 +195,7 @@ class _ProgressLine:
         width = 30
         filled = width * progress.done // progress.total
         bar = "#" * filled + "-" * (width - filled)
-        name = progress.path[-40:]
+        name = terminal_line(progress.path)[-40:]
         self._stream.write(f"\r[{bar}] {progress.done}/{progress.total} {name:<40}")
         self._stream.flush()
         self._drawn = True

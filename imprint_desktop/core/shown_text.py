@@ -5,7 +5,13 @@ Two places take text literally and act on some of it:
 * **A terminal** acts on control sequences: an answer, a question or a status line that carries
   ``ESC ] 52`` writes the clipboard, ``ESC ] 0`` retitles the window, ``ESC [ 2 J`` clears the
   screen, and a lone carriage return overwrites what was printed. :func:`terminal_safe` takes every
-  escape sequence and control character out (line breaks and tabs stay), in one linear pass.
+  escape sequence and control character out (line breaks and tabs stay), in one linear pass. What
+  names a thing on one line (a file's path, a document's title, a reason given for a file) is
+  shown whole instead: :func:`terminal_line` writes every character that is not drawn as itself
+  as its JSON escape (``\\u001b``, ``\\n``), so a name holding ``ESC [ 2 J`` or a line break is
+  shown and cannot clear the screen or forge a line of its own; :func:`terminal_json` is JSON that
+  keeps every value exactly and escapes what JSON itself lets through (C1 controls, lone
+  surrogates).
 * **An address shown for a decision** (may this page be fetched?) is read by its shape: a
   right-to-left override (U+202E) makes ``https://evil.example/?moc.elpmaxe//:sptth`` read like
   another site, a zero-width or look-alike character hides in a host. :func:`shown_address` writes
@@ -16,6 +22,7 @@ Two places take text literally and act on some of it:
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -32,6 +39,15 @@ _TERMINAL_CONTROL = re.compile(
     r"|\x1b[ -/]*[0-~]?"
     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 )
+#: What JSON writes as itself but a terminal may act on or a UTF-8 stream cannot carry: DEL, C1
+#: controls, the line and paragraph separators, the characters that change the direction text is
+#: drawn in, and lone surrogates (a name's undecodable bytes).
+_UNDRAWN = "\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff"
+_NOT_IN_JSON = re.compile(f"[{_UNDRAWN}]")
+#: What cannot stand in one line of a terminal as itself: the C0 controls (tab and line feed
+#: too) as well.
+_NOT_IN_A_LINE = re.compile(f"[\x00-\x1f{_UNDRAWN}]")
+_SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 #: Characters that are drawn as nothing, as white space of another kind, or that change the
 #: direction text is drawn in: controls, format characters (bidi controls, zero-width joiners),
 #: line and paragraph separators, spaces other than U+0020, and code points with no glyph.
@@ -51,6 +67,26 @@ def terminal_safe(text: str) -> str:
     """``text`` without escape sequences or control characters; line breaks and tabs stay (a
     CR LF is a line break, a lone CR goes: it would overwrite the line)."""
     return _TERMINAL_CONTROL.sub("", text.replace("\r\n", "\n"))
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    character = match.group()
+    return _SHORT_ESCAPES.get(character) or f"\\u{ord(character):04x}"
+
+
+def terminal_line(text: str) -> str:
+    """``text`` for one line of a terminal, whole: every control, separator, direction-changing
+    character and lone surrogate in it written as its JSON escape (``\\n``, ``\\u001b``)."""
+    return _NOT_IN_A_LINE.sub(_json_escape, text)
+
+
+def terminal_json(value: object) -> str:
+    """``value`` as indented JSON a terminal can show: every string exactly as it is once parsed,
+    with what JSON writes as itself but a terminal may act on (C1 controls such as the 8-bit CSI,
+    DEL, separators, direction changes) or a UTF-8 stream cannot carry (lone surrogates) escaped.
+    JSON escapes the C0 controls itself, and outside its strings it is ASCII, so these escapes
+    land only inside them."""
+    return _NOT_IN_JSON.sub(_json_escape, json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def _escaped(character: str) -> str:

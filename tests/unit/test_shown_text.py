@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -10,6 +11,8 @@ from imprint_desktop.core.consent import redirect_leaves_site
 from imprint_desktop.core.shown_text import (
     mixes_scripts,
     shown_address,
+    terminal_json,
+    terminal_line,
     terminal_safe,
 )
 
@@ -110,3 +113,34 @@ def test_mixed_scripts_are_told_from_scripts_written_together() -> None:
 )
 def test_which_redirects_leave_the_site(from_url: str, to_url: str, leaves: bool) -> None:
     assert redirect_leaves_site(from_url, to_url) is leaves
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("clear\x1b[2Jscreen.md", "clear\\u001b[2Jscreen.md"),
+        ("t\x1b]0;owned\x07.md", "t\\u001b]0;owned\\u0007.md"),
+        ("forge\n[2] fake.md", "forge\\n[2] fake.md"),  # cannot start a line of its own
+        ("c1\x9b2J and \x85 NEL", "c1\\u009b2J and \\u0085 NEL"),
+        ("tab\tcr\rdel\x7f", "tab\\tcr\\rdel\\u007f"),
+        ("sep\u2028par\u2029", "sep\\u2028par\\u2029"),
+        ("cod\u202egpj.exe", "cod\\u202egpj.exe"),  # the right-to-left override
+        ("caf\udce9.md", "caf\\udce9.md"),  # an undecodable byte: no UTF-8 stream holds it
+        ("café 中文 🙂 עברית", "café 中文 🙂 עברית"),
+    ],
+)
+def test_a_name_on_one_line_is_shown_whole_with_its_controls_escaped(name: str, shown: str) -> None:
+    assert terminal_line(name) == shown
+
+
+def test_json_for_a_terminal_keeps_every_value_and_escapes_what_json_lets_through() -> None:
+    value = {"path\x9b": ["a\x1b[2J\nb\t\x9b2J\x7f\u2028\udce9\u202e\\ é 中文", 1, None]}
+    text = terminal_json(value)
+    assert json.loads(text) == value
+    assert "é 中文" in text  # readable: only what a terminal may act on is escaped
+    assert all(
+        character in "\n" or not (ord(character) < 0x20 or 0x7F <= ord(character) <= 0x9F)
+        for character in text
+    )
+    text.encode("utf-8")  # no lone surrogate left: would raise
+    assert "\\u009b2J" in text and "\\udce9" in text and "\\u2028" in text

@@ -12,6 +12,17 @@ Links are never followed: symbolic links, and on Windows directory junctions and
 name-surrogate reparse points (:func:`is_link`), are not walked, and :func:`read_inside` opens a
 file so that a link swapped in after the scan is refused rather than read (see there).
 
+Names that are not text are kept whole. A POSIX name is bytes, and one that is not UTF-8 (common
+from old ZIP archives and Windows shares: ``caf\\xe9.md``) reaches Python with the bytes it cannot
+decode as lone surrogates (``surrogateescape``); on Windows a name may hold a lone UTF-16 surrogate
+itself. Neither can be stored in SQLite, shown or given to the model, so every path this module
+hands out is written in the workspace's *text form* (:func:`name_text`): each lone surrogate as a
+``:`` escape, ``:E9`` for an undecodable byte (U+DC80-U+DCFF) and ``:uD800`` for any other. No
+workspace name has a ``:`` (see above), so the form is unambiguous, and :func:`disk_name` maps it
+back: :func:`read_inside`, :func:`clean_relative` and :func:`resolve_inside` take it, and
+``read_document`` given ``caf:E9.md`` reads ``caf\\xe9.md``. Every other name (a newline in it,
+names that differ only in Unicode normalisation) is text already and kept as it is.
+
 Hard links are names too, and no platform says where a file's other names are: a hard link
 inside the workspace to ``~/.ssh/id_ed25519`` or another person's file looks like any document.
 So a regular file with more than one name (``st_nlink`` above 1, as ``fstat`` of the opened file
@@ -37,6 +48,9 @@ from imprint_desktop.core.errors import DocumentError, PathOutsideWorkspaceError
 SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages"})
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
+#: A lone surrogate, and the text form's escape of one (see the module docstring).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPE = re.compile(r":(?:u(D[89A-F][0-9A-F]{2})|([89A-F][0-9A-F]))", re.IGNORECASE)
 #: Windows reparse tags with this bit set stand for another name (symbolic links, junctions);
 #: others (OneDrive placeholders, deduplicated files) are ordinary files and folders.
 _NAME_SURROGATE = 0x20000000
@@ -48,9 +62,19 @@ _WALK_BY_FOLDER = bool(_NO_FOLLOW) and os.open in os.supports_dir_fd
 class FileEntry:
     """One candidate file found by :func:`scan`, with what the incremental index compares."""
 
-    path: str  # workspace-relative, "/"-separated
+    path: str  # workspace-relative, "/"-separated, in the text form (see the module docstring)
     size: int
     mtime_ns: int
+    #: Why the file is not offered to the extractor although it is a document ("" when it is):
+    #: for the index report, which lists it as skipped.
+    skipped: str = ""
+
+
+def size_limit_words(max_bytes: int) -> str:
+    """The file size limit as a person set it (``workspace.max_file_mb``): "20 MB"."""
+    if max_bytes % 2**20 == 0:
+        return f"{max_bytes // 2**20} MB"
+    return f"{max_bytes:,} bytes"
 
 
 def is_hidden(name: str) -> bool:
@@ -60,6 +84,39 @@ def is_hidden(name: str) -> bool:
 def is_stream_name(name: str) -> bool:
     """A name with ``:``: on NTFS ``x.md:stream`` is an alternate data stream of ``x.md``."""
     return ":" in name
+
+
+def _escaped(match: re.Match[str]) -> str:
+    point = ord(match.group())
+    return f":{point - 0xDC00:02X}" if 0xDC80 <= point <= 0xDCFF else f":u{point:04X}"
+
+
+def name_text(name: str) -> str:
+    """A name or path as the OS gave it, in the workspace's text form: each lone surrogate (an
+    undecodable byte, or on Windows a lone UTF-16 unit) as its ``:`` escape. Text that holds none
+    comes back as it is."""
+    return _SURROGATE.sub(_escaped, name)
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    wide, byte = match.groups()
+    return chr(int(wide, 16) if wide else 0xDC00 + int(byte, 16))
+
+
+def disk_name(text: str) -> str:
+    """The name or path the OS knows for ``text`` in the workspace's text form (the inverse of
+    :func:`name_text`). A ``:`` that begins no escape is left as it is."""
+    return _ESCAPE.sub(_unescaped, text) if ":" in text else text
+
+
+def _on_this_system(name: str) -> bool:
+    """Can a file here be called ``name``? On POSIX only the lone surrogates that stand for a
+    byte can (``os.fsencode``); Windows takes any."""
+    try:
+        os.fsencode(name)
+    except UnicodeError:
+        return False
+    return True
 
 
 def is_link(info: os.stat_result) -> bool:
@@ -74,10 +131,13 @@ def scan(root: Path, *, max_file_bytes: int, skip_suffixes: frozenset[str]) -> I
     """Every regular file under ``root`` worth offering to the extractor.
 
     Skips hidden names, names with ``:``, tooling folders, links and junctions (a link could lead
-    out of the workspace, index a file twice, or loop), files over ``max_file_bytes`` and files
-    whose suffix is known to be binary. Folders that cannot be listed are skipped silently: a
-    permission problem in one corner must not stop the rest. Order is stable — by name, a folder's
-    files before its subfolders — so progress and reports read the same from run to run.
+    out of the workspace, index a file twice, or loop) and files whose suffix is known to be
+    binary. A file over ``max_file_bytes`` is yielded with the reason it is not read
+    (:attr:`FileEntry.skipped`), so the index report can say so. Folders that cannot be listed are
+    skipped silently: a permission problem in one corner must not stop the rest. Order is stable —
+    by name, a folder's files before its subfolders — so progress and reports read the same from
+    run to run. Paths are in the text form (:func:`name_text`), below a folder whose name is not
+    text as well.
     """
     stack = [(root, "")]
     while stack:
@@ -92,7 +152,7 @@ def scan(root: Path, *, max_file_bytes: int, skip_suffixes: frozenset[str]) -> I
             name = entry.name
             if is_hidden(name) or is_stream_name(name):
                 continue
-            relative = f"{prefix}{name}"
+            relative = f"{prefix}{name_text(name)}"
             try:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
@@ -103,12 +163,16 @@ def scan(root: Path, *, max_file_bytes: int, skip_suffixes: frozenset[str]) -> I
                 if name not in SKIPPED_FOLDERS:
                     folders.append((Path(entry.path), f"{relative}/"))
                 continue
-            if not stat.S_ISREG(info.st_mode) or info.st_size > max_file_bytes:
+            if not stat.S_ISREG(info.st_mode):
                 continue
             dot = name.rfind(".")  # the suffix as PurePosixPath(name).suffix has it, cheaper
             if 0 < dot < len(name) - 1 and name[dot:].lower() in skip_suffixes:
                 continue
-            yield FileEntry(relative, info.st_size, info.st_mtime_ns)
+            skipped = ""
+            if info.st_size > max_file_bytes:
+                limit = size_limit_words(max_file_bytes)
+                skipped = f"larger than the {limit} limit (workspace.max_file_mb)"
+            yield FileEntry(relative, info.st_size, info.st_mtime_ns, skipped)
         stack.extend(reversed(folders))  # popped in name order, after this folder's files
 
 
@@ -118,8 +182,10 @@ def clean_relative(user_path: str) -> str:
     Refuses before touching the disk: empty paths, NUL bytes, absolute POSIX paths, Windows drive
     and UNC paths (``C:\\x``, ``C:x``, ``\\\\server\\share``), any ``..`` component, home shortcuts,
     hidden components and any ``:`` in a component (an NTFS alternate data stream such as
-    ``notes.md:hidden``). Backslashes count as separators, since a model trained on Windows paths
-    may send them.
+    ``notes.md:hidden``) but the text form's escapes, and a name no file on this system can have.
+    Backslashes count as separators, since a model trained on Windows paths may send them. The
+    result is in the text form, its escapes as :func:`name_text` writes them (a lone surrogate
+    sent as such is written so too), so it is the index's key for the file.
     """
     if not isinstance(user_path, str) or not user_path.strip():
         raise PathOutsideWorkspaceError("The path is empty; give a path inside the workspace.")
@@ -127,7 +193,8 @@ def clean_relative(user_path: str) -> str:
     if "\x00" in text:
         raise PathOutsideWorkspaceError("The path contains a NUL character.")
     text = text.replace("\\", "/")
-    if text.startswith(("/", "~")) or _DRIVE.match(text):
+    name = disk_name(text)  # "a:E9.md" is a name, "C:x" a drive
+    if text.startswith(("/", "~")) or _DRIVE.match(name):
         raise PathOutsideWorkspaceError(
             f"{user_path!r} is not a workspace path: use a path relative to the workspace, "
             "such as 'notes/plan.md'."
@@ -141,12 +208,17 @@ def clean_relative(user_path: str) -> str:
         raise PathOutsideWorkspaceError(
             f"{user_path!r} is a hidden file or folder, which is not part of the workspace."
         )
-    if any(is_stream_name(part) for part in parts):
+    if any(is_stream_name(disk_name(part)) for part in parts):
         raise PathOutsideWorkspaceError(
             f"{user_path!r} has a ':' in a name, which workspace paths never have (on Windows it "
             "names a hidden alternate data stream); use the path as list_documents shows it."
         )
-    return "/".join(parts)
+    if not _on_this_system(name):
+        raise PathOutsideWorkspaceError(
+            f"{user_path!r} names no file this system can hold (its name is not valid text); use "
+            "the path as list_documents shows it."
+        )
+    return name_text(disk_name("/".join(parts)))
 
 
 def resolve_inside(root: Path, user_path: str) -> Path:
@@ -156,7 +228,7 @@ def resolve_inside(root: Path, user_path: str) -> Path:
     every symlink on the way is followed, and the result must still be inside ``root``.
     """
     relative = clean_relative(user_path)
-    candidate = (root / relative).resolve(strict=False)
+    candidate = (root / disk_name(relative)).resolve(strict=False)
     if not candidate.is_relative_to(root):
         raise PathOutsideWorkspaceError(
             f"{user_path!r} leads outside the workspace (through a symbolic link)."
@@ -169,12 +241,14 @@ def resolve_inside(root: Path, user_path: str) -> Path:
 
 
 def relative_posix(root: Path, path: Path) -> str:
-    """``path`` (inside the resolved ``root``) as a workspace-relative POSIX path."""
-    return path.relative_to(root).as_posix()
+    """``path`` (inside the resolved ``root``) as a workspace-relative POSIX path, in the text
+    form."""
+    return name_text(path.relative_to(root).as_posix())
 
 
 def read_inside(root: Path, relative: str, *, max_bytes: int) -> tuple[bytes, os.stat_result]:
-    """The bytes of the regular file at ``relative`` under the resolved ``root``, and its ``fstat``.
+    """The bytes of the regular file at ``relative`` (in the text form, as :func:`scan` and
+    :func:`clean_relative` give it) under the resolved ``root``, and its ``fstat``.
 
     Nothing on the way is followed: where the platform allows (Linux, macOS, the BSDs) the path is
     opened one folder at a time relative to the one before, each with ``O_NOFOLLOW``, so a link or
@@ -185,7 +259,7 @@ def read_inside(root: Path, relative: str, *, max_bytes: int) -> tuple[bytes, os
     ``max_bytes`` are read, and only files with one name (no hard link: see the module docstring).
     Raises :class:`DocumentError` (with the reason) or ``OSError``.
     """
-    parts = relative.split("/")
+    parts = disk_name(relative).split("/")
     descriptor = _open_walking(root, parts) if _WALK_BY_FOLDER else _open_checked(root, parts)
     try:
         info = os.fstat(descriptor)
@@ -197,7 +271,9 @@ def read_inside(root: Path, relative: str, *, max_bytes: int) -> tuple[bytes, os
                 "outside the workspace: it is not read (copy it into the workspace instead)"
             )
         if info.st_size > max_bytes:
-            raise DocumentError(f"{relative} is larger than the {max_bytes // 2**20} MB limit")
+            raise DocumentError(
+                f"{relative} is larger than the {size_limit_words(max_bytes)} limit"
+            )
         chunks = []
         left = info.st_size + 1  # one byte more tells a file still growing
         while left > 0:
@@ -208,7 +284,9 @@ def read_inside(root: Path, relative: str, *, max_bytes: int) -> tuple[bytes, os
             left -= len(chunk)
         data = b"".join(chunks)
         if len(data) > max_bytes:
-            raise DocumentError(f"{relative} is larger than the {max_bytes // 2**20} MB limit")
+            raise DocumentError(
+                f"{relative} is larger than the {size_limit_words(max_bytes)} limit"
+            )
         return data, info
     finally:
         os.close(descriptor)
@@ -243,7 +321,8 @@ def _open_at(folder: int, name: str, flags: int) -> int:
         # A link refused by O_NOFOLLOW: ELOOP on Linux and macOS, EMLINK on FreeBSD, and ENOTDIR
         # when a folder was asked for (O_DIRECTORY is checked first).
         if error.errno in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR) and _is_link_at(folder, name):
-            raise DocumentError(f"{name} is a link, and links are not followed") from error
+            shown = name_text(name)
+            raise DocumentError(f"{shown} is a link, and links are not followed") from error
         raise
 
 
@@ -259,11 +338,11 @@ def _open_checked(root: Path, parts: list[str]) -> int:
     for part in parts:
         path = path / part
         if is_link(os.lstat(path)):
-            raise DocumentError(f"{part} is a link, and links are not followed")
+            raise DocumentError(f"{name_text(part)} is a link, and links are not followed")
     descriptor = os.open(path, _READ_FLAGS)
     if not _still_at(descriptor, path, root):
         os.close(descriptor)
-        raise DocumentError(f"{'/'.join(parts)} changed while it was opened")
+        raise DocumentError(f"{name_text('/'.join(parts))} changed while it was opened")
     return descriptor
 
 

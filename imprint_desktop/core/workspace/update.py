@@ -98,9 +98,14 @@ class IndexUpdate:
         """Bring the index up to date; ``started`` is when the caller asked (``perf_counter``)."""
         db = self._db
         stamps = records.file_stamps(db)
-        entries = list(
-            scan(self._root, max_file_bytes=self._max_file_bytes, skip_suffixes=BINARY_SUFFIXES)
-        )
+        entries: list[FileEntry] = []
+        for entry in scan(
+            self._root, max_file_bytes=self._max_file_bytes, skip_suffixes=BINARY_SUFFIXES
+        ):
+            if entry.skipped:  # never read (too large): reported with the reason scan gives
+                self._unreadable.append(IndexProblem(entry.path, entry.skipped))
+            else:
+                entries.append(entry)
         present = {entry.path for entry in entries}
         missing = [path for path in stamps if path not in present]
         # A scan read without OCR is read again once OCR is on and tesseract is there.
