@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -49,7 +48,7 @@ from imprint_desktop.core.research.record.page import report_writer
 from imprint_desktop.core.research.sources import with_sources
 from imprint_desktop.core.research.trace import TraceWriter, fan_out
 from imprint_desktop.core.research.wording import phase_words, stop_words
-from imprint_desktop.core.shown_text import terminal_safe
+from imprint_desktop.core.shown_text import terminal_json, terminal_safe
 from imprint_desktop.core.tools.words import plain
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.secrets import SecretStore
@@ -386,8 +385,7 @@ def _with_trace(result: ev.ReplyResult, path: str) -> ev.ReplyResult:
 
 def _print_ending(ending: _Ending, args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     if args.json:
-        json.dump(ending_json(ending), out, ensure_ascii=False)
-        out.write("\n")
+        out.write(terminal_json(ending_json(ending), indent=None) + "\n")
         out.flush()
         return
     result = ending.result

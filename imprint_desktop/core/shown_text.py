@@ -80,13 +80,13 @@ def terminal_line(text: str) -> str:
     return _NOT_IN_A_LINE.sub(_json_escape, text)
 
 
-def terminal_json(value: object) -> str:
-    """``value`` as indented JSON a terminal can show: every string exactly as it is once parsed,
-    with what JSON writes as itself but a terminal may act on (C1 controls such as the 8-bit CSI,
-    DEL, separators, direction changes) or a UTF-8 stream cannot carry (lone surrogates) escaped.
-    JSON escapes the C0 controls itself, and outside its strings it is ASCII, so these escapes
-    land only inside them."""
-    return _NOT_IN_JSON.sub(_json_escape, json.dumps(value, indent=2, ensure_ascii=False))
+def terminal_json(value: object, indent: int | None = 2) -> str:
+    """``value`` as JSON (indented by ``indent``; None for one line) a terminal can show: every
+    string exactly as it is once parsed, with what JSON writes as itself but a terminal may act on
+    (C1 controls such as the 8-bit CSI, DEL, separators, direction changes) or a UTF-8 stream
+    cannot carry (lone surrogates) escaped. JSON escapes the C0 controls itself, and outside its
+    strings it is ASCII, so these escapes land only inside them."""
+    return _NOT_IN_JSON.sub(_json_escape, json.dumps(value, indent=indent, ensure_ascii=False))
 
 
 def _escaped(character: str) -> str:

@@ -60,6 +60,27 @@ def test_the_printed_answer_carries_no_control_sequence(
     assert CONTROL.search(result.stderr.encode("utf-8")) is None, result.stderr
 
 
+def test_the_json_answer_carries_no_control_and_parses_back_whole(
+    imprint: Imprint, openai_server: OpenAIServer, workspace: Path
+) -> None:
+    """JSON escapes C0 controls itself; the 8-bit CSI and other C1 controls it would write as
+    they are, so ``--json`` escapes them too, and the parsed answer is exactly the model's."""
+    openai_server.script(Reply.text([f"Ada{EIGHT_BIT} Quill [1]."]))
+    result = imprint(
+        "ask",
+        QUESTION,
+        "--workspace",
+        str(workspace),
+        "--base-url",
+        openai_server.base_url,
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert CONTROL.search(result.stdout.encode("utf-8")) is None, result.stdout
+    assert len(result.stdout.strip().splitlines()) == 1  # one object, on one line
+    assert json.loads(result.stdout)["answer"].startswith(f"Ada{EIGHT_BIT} Quill")
+
+
 def test_the_question_and_the_status_line_on_a_terminal_carry_none(
     imprint_env: dict[str, str], openai_server: OpenAIServer, workspace: Path
 ) -> None:

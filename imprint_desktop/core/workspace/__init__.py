@@ -25,7 +25,12 @@ from __future__ import annotations
 
 from imprint_desktop.core.workspace.database import index_path_for
 from imprint_desktop.core.workspace.extract import Extracted, Format, extract
-from imprint_desktop.core.workspace.files import clean_relative, read_inside, resolve_inside
+from imprint_desktop.core.workspace.files import (
+    clean_relative,
+    disk_name,
+    read_inside,
+    resolve_inside,
+)
 from imprint_desktop.core.workspace.index import DEFAULT_MAX_FILE_BYTES, WorkspaceIndex
 from imprint_desktop.core.workspace.isolation import ExtractionLimits
 from imprint_desktop.core.workspace.records import (
@@ -51,6 +56,7 @@ __all__ = [
     "Workspace",
     "WorkspaceIndex",
     "clean_relative",
+    "disk_name",
     "extract",
     "index_path_for",
     "problem_counts",

@@ -161,12 +161,16 @@ def _workspace_file(
 ) -> tuple[Path, Extracted]:
     """The cited file inside ``workspace`` and its text, or an error that says why not."""
     from imprint_desktop.core.errors import DocumentError  # noqa: PLC0415 - on the reading thread
-    from imprint_desktop.core.workspace import clean_relative, read_inside  # noqa: PLC0415
+    from imprint_desktop.core.workspace import (  # noqa: PLC0415
+        clean_relative,
+        disk_name,
+        read_inside,
+    )
     from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES  # noqa: PLC0415
 
     root = workspace.resolve()
     relative = clean_relative(source)  # refuses a path leading out
-    path = root / relative
+    path = root / disk_name(relative)  # a name that is not UTF-8 is kept in its text form
     if path.suffix.lower() in BINARY_SUFFIXES:
         raise DocumentError(f"{source} is not a text document.")
     if not path.is_file():
@@ -174,7 +178,7 @@ def _workspace_file(
     # Opened one folder at a time without following a link (the index never follows one), the
     # size checked on the open file.
     data, _ = read_inside(root, relative, max_bytes=max_bytes)
-    return path, reader.read(path.name, data, stop)
+    return path, reader.read(relative.rsplit("/", 1)[-1], data, stop)
 
 
 def _contains(lines: tuple[str, ...], excerpt: str) -> bool:

@@ -332,3 +332,24 @@ def test_a_cited_file_that_became_a_link_is_not_followed(
     assert "swapped file" not in viewer.view.toPlainText()
     assert "link" in viewer.note.text() and viewer.source is not None
     assert viewer.source.path is None  # the excerpt saved with the evidence is shown instead
+
+
+def test_a_cited_file_whose_name_is_not_utf8_opens_whole(
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
+) -> None:
+    """The index keeps such a name in its text form ("caf:E9.md"); the viewer reads the file the
+    form stands for, not a file of that literal name."""
+    root = tmp_path / "share"
+    root.mkdir()
+    odd = bytes(root) + b"/caf\xe9.md"
+    with open(odd, "wb") as file:
+        file.write(b"# Cafe\n\nThe wombat cafe opened in 1931.\n")
+    store.set("workspace.path", str(root))
+    script = [Step(calls=[search("wombat cafe")]), Step("It opened in 1931 [1].")]
+    window = open_window(qtbot, store, script).window
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        type_question(qtbot, window, "When did the cafe open?")
+    click_link(qtbot, window.transcript, "[1]")
+    viewer = viewer_of(qtbot, window)
+    assert viewer.source is not None and viewer.source.path is not None, viewer.note.text()
+    assert "wombat" in " ".join(viewer.highlighted_lines()).lower()
