@@ -113,7 +113,8 @@ class IndexStatus:
     """Progress of a workspace index update; ``outcome`` is set once, when it ends.
 
     At the end, ``problems`` says what the index could not fully use as a status line ("3 files
-    have no text layer · 1 file could not be read") and ``details`` names each file and why."""
+    have no text layer · 1 file could not be read") and ``details`` names each file and why.
+    Before it, a ``message`` says the job waits for another Imprint's indexing of the folder."""
 
     root: str
     done: int

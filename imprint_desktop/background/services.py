@@ -197,6 +197,8 @@ class KeptServices:
 
         ``cancel`` is the reply's Stop, which ends the update at once (a PDF being read
         included); without it only closing the app does (:meth:`stop_indexing`)."""
+        from imprint_desktop.core.workspace.update import WAITING  # noqa: PLC0415 - loop thread
+
         workspace = self.workspace(config)
         root = str(workspace.root)
         loop = asyncio.get_running_loop()
@@ -206,7 +208,8 @@ class KeptServices:
             now = loop.time()
             if now - last[0] >= 0.05 or event.done == event.total:
                 last[0] = now
-                progress(p.IndexStatus(root, event.done, event.total, event.path))
+                waiting = WAITING if event.waiting else ""
+                progress(p.IndexStatus(root, event.done, event.total, event.path, message=waiting))
 
         result = await asyncio.to_thread(
             workspace.index.update,
@@ -236,6 +239,8 @@ class KeptServices:
         running = self._embedding is not None and not self._embedding.done()
         if (running and self._embedding_for is workspace) or self._stop_indexing.is_set():
             return  # (one running for a workspace closed since has been told to stop)
+        from imprint_desktop.core.workspace.update import WAITING  # noqa: PLC0415 - loop thread
+
         self._stop_embedding = stop = threading.Event()
         self._embedding_for = workspace
         root, emit = str(workspace.root), self._emit
@@ -245,9 +250,10 @@ class KeptServices:
 
         def report(event: Any) -> None:  # on the worker thread; emit is thread-safe
             now = loop.time()
-            if event.done < event.total and now - last[0] >= 0.05:
+            if event.waiting or (event.done < event.total and now - last[0] >= 0.05):
                 last[0] = now
-                emit(p.IndexStatus(root, event.done, event.total, stage=meaning))
+                waiting = WAITING if event.waiting else ""
+                emit(p.IndexStatus(root, event.done, event.total, message=waiting, stage=meaning))
 
         async def embed() -> None:
             try:

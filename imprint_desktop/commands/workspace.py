@@ -35,6 +35,7 @@ from imprint_desktop.core.errors import WorkspaceError
 from imprint_desktop.core.shown_text import terminal_json, terminal_line, terminal_safe
 from imprint_desktop.core.workspace import IndexProgress, IndexReport, Workspace, problem_counts
 from imprint_desktop.core.workspace.search import SearchMode
+from imprint_desktop.core.workspace.update import NOT_WAITED, WAITING
 from imprint_desktop.core.workspace.vectors import EmbedProgress
 from imprint_desktop.settings.store import SettingsStore
 
@@ -93,13 +94,15 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
         print(f"warning: {terminal_line(problem.message)}", file=err)
     try:
         with Workspace.from_config(folder, store.config().workspace) as workspace:
-            progress = _ProgressLine(err) if err.isatty() else None
+            progress = _ProgressLine(err, bars=err.isatty())
             report = workspace.index.update(
                 progress=progress,
-                embed_progress=None if progress is None else progress.embedding,
+                embed_progress=progress.embedding,
+                wait=args.action == "index",  # a search reads what another Imprint committed
             )
-            if progress is not None:
-                progress.finish()
+            progress.finish()
+            if report.busy:
+                print(f"imprint: {NOT_WAITED}", file=err)
             if args.action == "index":
                 _print_report(workspace, report, as_json=args.json, out=out, err=err)
                 return EXIT_OK
@@ -183,14 +186,22 @@ _PROBLEM_WORDS = {"skipped": "skipped", "no_text": "no text in", "partial": "par
 
 
 class _ProgressLine:
-    """A one-line progress bar on a terminal, redrawn at most every few files."""
+    """A one-line progress bar on a terminal (``bars``), redrawn at most every few files; and on
+    any stream, once, a line saying the run waits for another Imprint's indexing."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, *, bars: bool) -> None:
         self._stream = stream
+        self._bars = bars
         self._drawn = False
+        self._waited = False
 
     def __call__(self, progress: IndexProgress) -> None:
-        if progress.total == 0 or (progress.done % 25 and progress.done != progress.total):
+        if progress.waiting:
+            self._waiting()
+            return
+        if not self._bars or progress.total == 0:
+            return
+        if progress.done % 25 and progress.done != progress.total:
             return
         width = 30
         filled = width * progress.done // progress.total
@@ -201,7 +212,10 @@ class _ProgressLine:
         self._drawn = True
 
     def embedding(self, progress: EmbedProgress) -> None:
-        if progress.total == 0:
+        if progress.waiting:
+            self._waiting()
+            return
+        if not self._bars or progress.total == 0:
             return
         width = 30
         filled = width * progress.done // progress.total
@@ -211,7 +225,15 @@ class _ProgressLine:
         self._stream.flush()
         self._drawn = True
 
+    def _waiting(self) -> None:
+        if not self._waited:
+            self._waited = True
+            self.finish()
+            self._stream.write(f"{WAITING}…\n")
+            self._stream.flush()
+
     def finish(self) -> None:
         if self._drawn:
+            self._drawn = False
             self._stream.write("\r" + " " * 90 + "\r")
             self._stream.flush()

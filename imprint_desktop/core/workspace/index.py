@@ -6,9 +6,12 @@ writes through :mod:`.records`), gives the passages vectors (:mod:`.vectors`, wi
 ``workspace.embedder`` names: :mod:`.embedding`) and answers questions about it: the best passages
 for a query (:mod:`.search`), the indexed documents, the files skipped and why (:mod:`.records`).
 
-Any thread may search; updates are serialised by a lock, and so is embedding, by another: the
-window embeds in the background after an update (:meth:`WorkspaceIndex.embed`) while the next
-update and every search go on. Each thread has its own connection.
+Any thread, and any process, may search; updates are serialised by a lock, and so is embedding,
+by another: the window embeds in the background after an update (:meth:`WorkspaceIndex.embed`)
+while the next update and every search go on. Each lock is held across processes too (the files
+beside the database: :mod:`.database`), so a second process's update or embedding waits for the
+first's (saying so through its progress) or, told not to wait, leaves the work to it; a search
+never waits, and reads the last committed state. Each thread has its own connection.
 """
 
 from __future__ import annotations
@@ -23,9 +26,14 @@ from pathlib import Path
 
 from imprint_desktop.core.errors import EmbedderError, WorkspaceError, WorkspaceIndexError
 from imprint_desktop.core.workspace import records, vector_file, vectors
-from imprint_desktop.core.workspace.database import Connections, index_path_for
+from imprint_desktop.core.workspace.database import Connections, explained, index_path_for
 from imprint_desktop.core.workspace.embedding import Embedder, embedder_for
-from imprint_desktop.core.workspace.isolation import DEFAULT_LIMITS, ExtractionLimits, Stop
+from imprint_desktop.core.workspace.isolation import (
+    DEFAULT_LIMITS,
+    ExtractionLimits,
+    Stop,
+    is_cancelled,
+)
 from imprint_desktop.core.workspace.reader import DocumentReader
 from imprint_desktop.core.workspace.records import DocumentInfo, IndexProblem
 from imprint_desktop.core.workspace.search import (
@@ -104,13 +112,18 @@ class WorkspaceIndex:
         cancel: Stop | None = None,
         embed: bool = True,
         embed_progress: Callable[[EmbedProgress], None] | None = None,
+        wait: bool = True,
     ) -> IndexReport:
         """Bring the index up to date with the folder (see :mod:`.update`), and then, with
-        ``embed``, give every passage its vector (:meth:`embed`)."""
-        report = self._update_files(progress, cancel)
-        if not embed or report.cancelled:
+        ``embed``, give every passage its vector (:meth:`embed`).
+
+        While another process updates the index, this one waits for it to finish (``progress``
+        is told: :attr:`IndexProgress.waiting`; ``cancel`` ends the wait) and then updates what is
+        left; without ``wait``, it leaves the work to that one (the report says ``busy``)."""
+        report = self._update_files(progress, cancel, wait)
+        if not embed or report.cancelled or report.busy:
             return report
-        return self.embed(report, progress=embed_progress, cancel=cancel)
+        return self.embed(report, progress=embed_progress, cancel=cancel, wait=wait)
 
     def embed(
         self,
@@ -118,25 +131,44 @@ class WorkspaceIndex:
         *,
         progress: Callable[[EmbedProgress], None] | None = None,
         cancel: Stop | None = None,
+        wait: bool = True,
     ) -> IndexReport:
         """Give every passage without one a vector from the chosen embedder, a batch at a time
         (see :func:`.vectors.fill`); ``report`` (an update's) is returned with what embedding did.
-        An embedder that cannot be loaded leaves search to words, and says why in the report."""
+        An embedder that cannot be loaded leaves search to words, and says why in the report.
+        Another process embedding the index is waited for, or without ``wait`` left to it, as
+        :meth:`update` does."""
         started = time.perf_counter()
-        with self._embed_lock:
-            try:
+
+        def waiting() -> None:
+            if progress is not None:
+                progress(EmbedProgress(0, 0, waiting=True))
+
+        busy, problem = False, ""
+        try:
+            with (
+                self._embed_lock,
+                self._connections.writing(
+                    self._connections.embedding, wait=wait, cancel=cancel, waiting=waiting
+                ) as held,
+            ):
                 db = self._connections.get()
-                try:
-                    finished = vectors.fill(db, self.embedder(), progress=progress, cancel=cancel)
-                    problem = ""
-                except EmbedderError as error:
-                    finished, problem = True, str(error)
+                if held:
+                    try:
+                        finished = vectors.fill(
+                            db, self.embedder(), progress=progress, cancel=cancel
+                        )
+                    except EmbedderError as error:
+                        finished, problem = True, str(error)
+                else:
+                    finished, busy = not is_cancelled(cancel), not wait
                 embedded, _ = vectors.counts(db)
                 documents = records.document_count(db)
-            except sqlite3.Error as error:
-                raise WorkspaceIndexError(
-                    f"The workspace index cannot be updated: {error}"
-                ) from error
+        except sqlite3.Error as error:
+            self._connections.check_damage(error)
+            raise WorkspaceIndexError(
+                f"The workspace index cannot be updated: {explained(error)}"
+            ) from error
         seconds = time.perf_counter() - started
         if report is None:
             return IndexReport(
@@ -151,6 +183,7 @@ class WorkspaceIndex:
                 cancelled=not finished,
                 embedded=embedded,
                 embedder_problem=problem,
+                busy=busy,
             )
         return dataclasses.replace(
             report,
@@ -158,6 +191,7 @@ class WorkspaceIndex:
             cancelled=not finished,
             embedded=embedded,
             embedder_problem=problem,
+            busy=busy,
         )
 
     def embedder(self) -> Embedder:
@@ -175,24 +209,55 @@ class WorkspaceIndex:
             return self._embedder
 
     def _update_files(
-        self, progress: Callable[[IndexProgress], None] | None, cancel: Stop | None
+        self, progress: Callable[[IndexProgress], None] | None, cancel: Stop | None, wait: bool
     ) -> IndexReport:
         started = time.perf_counter()
-        with self._update_lock, DocumentReader(self.extraction) as reader:
-            try:
-                update = IndexUpdate(
-                    self._connections.get(),
-                    self.root,
-                    max_file_bytes=self.max_file_bytes,
-                    reader=reader,
-                    progress=progress,
-                    cancel=cancel,
-                )
-                return update.run(started)
-            except sqlite3.Error as error:
-                raise WorkspaceIndexError(
-                    f"The workspace index cannot be updated: {error}"
-                ) from error
+
+        def waiting() -> None:
+            if progress is not None:
+                progress(IndexProgress(0, 0, "", waiting=True))
+
+        try:
+            with (
+                self._update_lock,
+                self._connections.writing(
+                    self._connections.updates, wait=wait, cancel=cancel, waiting=waiting
+                ) as held,
+            ):
+                if not held:
+                    return self._as_it_stands(started, cancelled=wait)
+                with DocumentReader(self.extraction) as reader:
+                    update = IndexUpdate(
+                        self._connections.get(),
+                        self.root,
+                        max_file_bytes=self.max_file_bytes,
+                        reader=reader,
+                        progress=progress,
+                        cancel=cancel,
+                    )
+                    return update.run(started)
+        except sqlite3.Error as error:
+            self._connections.check_damage(error)
+            raise WorkspaceIndexError(
+                f"The workspace index cannot be updated: {explained(error)}"
+            ) from error
+
+    def _as_it_stands(self, started: float, *, cancelled: bool) -> IndexReport:
+        """The report of an update that did not run: stopped while it waited for another
+        process's (``cancelled``), or left to that one (``busy``)."""
+        db = self._connections.get()
+        return IndexReport(
+            documents=records.document_count(db),
+            added=0,
+            updated=0,
+            renamed=0,
+            removed=0,
+            unchanged=0,
+            problems=tuple(records.problems(db)),
+            seconds=time.perf_counter() - started,
+            cancelled=cancelled,
+            busy=not cancelled,
+        )
 
     def search(
         self, query: str, limit: int = 8, mode: SearchMode = SearchMode.HYBRID
@@ -219,7 +284,9 @@ class WorkspaceIndex:
                 by_meaning = [passage for passage in by_meaning if passage in having]
             return passages_by_score(db, fuse([by_words, by_meaning], [1.0, weight]), limit)
         except sqlite3.Error as error:
-            raise WorkspaceIndexError(f"The workspace index cannot be searched: {error}") from error
+            raise WorkspaceIndexError(
+                f"The workspace index cannot be searched: {explained(error)}"
+            ) from error
 
     def _by_meaning(
         self, db: sqlite3.Connection, query: str, count: int, *, required: bool

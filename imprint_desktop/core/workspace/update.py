@@ -7,14 +7,19 @@ content that vanished from another path is a rename and keeps its passages; anyt
 extracted again.
 
 Work is committed as it goes — quick files in transactions of at most a quarter of a second, and
-everything pending before each PDF — so it is kept whatever happens next, and no transaction is
-ever open while a PDF is being parsed. PDFs are parsed in a worker process under a time and
-memory limit (:mod:`.reader`, :mod:`.isolation`). A file that cannot be read or parsed, or that
-hits a limit, is recorded as skipped with the reason — reported by every update, listed by
+everything pending before each PDF or large file — so it is kept whatever happens next, and no
+transaction is ever open while a PDF or a large file is read or parsed; an update that finds
+nothing changed writes nothing. PDFs are parsed in a worker process under a time and memory limit
+(:mod:`.reader`, :mod:`.isolation`). A file that cannot be read or parsed, or that hits a limit,
+is recorded as skipped with the reason — reported by every update, listed by
 :meth:`~.index.WorkspaceIndex.problems` — and tried again only once it changes (size or time, then
 content). Stop (a cancel token or event) ends an update at once, even in the middle of a PDF,
 keeping what was committed. Files are read with :func:`~.files.read_inside`, which follows no
 link. How each file is written is :mod:`.records`'.
+
+One update of an index runs at a time, across processes: its caller holds the index's update lock
+(:attr:`.database.Connections.updates`) throughout, and says so while it waits for it
+(:attr:`IndexProgress.waiting`). Readers see the last commit meanwhile.
 """
 
 from __future__ import annotations
@@ -37,13 +42,26 @@ from imprint_desktop.core.workspace.records import IndexProblem, Known
 
 #: The longest the writes of quick files share one transaction (see :class:`_Writes`).
 _GROUP_SECONDS = 0.25
+#: A file larger than this is read and parsed with no transaction open, as a PDF is.
+_QUICK_BYTES = 1024 * 1024
+
+#: What every view (the terminal, the window) says while an update, or the embedding after it,
+#: waits for another process's to end.
+WAITING = "waiting for another Imprint to finish indexing"
+#: What a search that did not wait for another process's update says of what it searched.
+NOT_WAITED = "another Imprint is indexing this folder: the index is searched as it last stood"
 
 
 @dataclass(frozen=True, slots=True)
 class IndexProgress:
+    """How far an update is: ``done`` of ``total`` changed files, ``path`` the one being read.
+    With ``waiting``, it has not started: another process is updating the index (:data:`WAITING`).
+    """
+
     done: int
     total: int
     path: str
+    waiting: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +82,9 @@ class IndexReport:
     #: (filled in by :meth:`~.index.WorkspaceIndex.embed`).
     embedded: int = 0
     embedder_problem: str = ""
+    #: Another process was updating (or embedding) the index and this update, told not to wait,
+    #: left it to that one: the index is as it last committed (:data:`NOT_WAITED`).
+    busy: bool = False
 
 
 class IndexUpdate:
@@ -130,10 +151,10 @@ class IndexUpdate:
                 if is_cancelled(self._cancel) or not self._index_file(scanned):
                     cancelled = True
                     break
-            with self._writes.group():
-                for row in self._missing.values():
-                    records.remove(db, row)
-                if todo or self._missing:
+            if todo or self._missing:  # (nothing changed: nothing written, no write lock taken)
+                with self._writes.group():
+                    for row in self._missing.values():
+                        records.remove(db, row)
                     records.mark_superseded(db)
         finally:
             self._writes.commit()
@@ -157,6 +178,9 @@ class IndexUpdate:
     def _index_file(self, scanned: FileEntry) -> bool:
         """Read, extract and commit one changed file; False when Stop interrupted it."""
         db = self._db
+        isolated = self._reader.isolated(scanned.path)
+        if isolated or scanned.size > _QUICK_BYTES:
+            self._writes.commit()  # nothing waits on a file that may be slow to read or parse
         try:
             data, info = read_inside(self._root, scanned.path, max_bytes=self._max_file_bytes)
         except (DocumentError, OSError) as error:
@@ -177,9 +201,8 @@ class IndexUpdate:
                 records.rename(db, old_path, self._missing.pop(old_path), entry)
             self._counts["renamed"] += 1
             return True
-        isolated = self._reader.isolated(entry.path)
-        if isolated:
-            self._writes.commit()  # nothing waits on a file that may never finish
+        if len(data) > _QUICK_BYTES:
+            self._writes.commit()  # it grew since the scan
         try:
             document: Extracted | DocumentError = self._text(entry.path, data)
         except Cancelled:
@@ -216,11 +239,13 @@ class IndexUpdate:
 class _Writes:
     """An update's writes, in short transactions.
 
-    The writes of files read in this process (text, Markdown, HTML: parsed in time proportional to
-    their size) share a transaction for at most :data:`_GROUP_SECONDS`, which keeps indexing
-    thousands of notes fast. A PDF is committed on its own, and whatever is pending is committed
-    before it goes to the worker, so no transaction is ever open while a file that may never finish
-    is read, and Stop or a crash loses at most that fraction of a second of work.
+    The writes of small files read in this process (text, Markdown, HTML up to
+    :data:`_QUICK_BYTES`: parsed in time proportional to their size) share a transaction for at
+    most :data:`_GROUP_SECONDS`, which keeps indexing thousands of notes fast. A PDF is committed
+    on its own, and whatever is pending is committed before it goes to the worker and before a
+    large file is read, so no transaction is ever open while a file that may be slow or never
+    finish is read: the embedding, which writes between them, waits a fraction of a second at
+    most, and Stop or a crash loses at most that fraction of a second of work.
     """
 
     def __init__(self, db: sqlite3.Connection) -> None:

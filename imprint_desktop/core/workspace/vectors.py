@@ -79,6 +79,19 @@ CREATE TRIGGER IF NOT EXISTS passage_vectors_deleted AFTER DELETE ON passage_vec
 END;
 """
 
+#: What :data:`SCHEMA` leaves in ``sqlite_master``, and what it drops: an index that has these
+#: (and the two ``meta`` rows) needs nothing written to open it.
+_MADE = frozenset(
+    {
+        ("table", "passage_vectors"),
+        ("index", "passage_vectors_ids"),
+        ("trigger", "passage_vectors_gone"),
+        ("trigger", "passage_vectors_added"),
+        ("trigger", "passage_vectors_deleted"),
+    }
+)
+_DROPPED = frozenset({("trigger", "passage_vectors_ai"), ("trigger", "passage_vectors_ad")})
+
 _PENDING = """
 SELECT p.id, p.heading, p.text FROM passages p
 LEFT JOIN passage_vectors v ON v.passage_id = p.id
@@ -88,10 +101,12 @@ WHERE v.passage_id IS NULL AND p.id > ? ORDER BY p.id LIMIT ?
 
 @dataclass(frozen=True, slots=True)
 class EmbedProgress:
-    """How far :func:`fill` is: passages with a vector of ``total`` passages."""
+    """How far :func:`fill` is: passages with a vector of ``total`` passages. With ``waiting``,
+    it has not started: another process is embedding the index (:data:`.update.WAITING`)."""
 
     done: int
     total: int
+    waiting: bool = False
 
 
 def passage_text(heading: str, text: str) -> str:
@@ -104,6 +119,21 @@ def counts(db: sqlite3.Connection) -> tuple[int, int]:
     embedded = db.execute("SELECT count(*) FROM passage_vectors").fetchone()[0]
     total = db.execute("SELECT count(*) FROM passages").fetchone()[0]
     return int(embedded), int(total)
+
+
+def schema_current(db: sqlite3.Connection) -> bool:
+    """Whether :data:`SCHEMA` has nothing to add to (or drop from) the database ``db``: read
+    only, so that opening an index that is up to date writes nothing (and waits on no writer)."""
+    made = {
+        (str(kind), str(name))
+        for kind, name in db.execute(
+            "SELECT type, name FROM sqlite_master WHERE name LIKE 'passage_vectors%'"
+        )
+    }
+    keys = db.execute(
+        "SELECT count(*) FROM meta WHERE key IN ('vectors_generation', 'embedder')"
+    ).fetchone()[0]
+    return made >= _MADE and not _DROPPED & made and keys == 2
 
 
 def embedder_name(db: sqlite3.Connection) -> str:
@@ -120,7 +150,11 @@ def fill(
 ) -> bool:
     """Give every passage a vector from ``embedder``; False when ``cancel`` stopped it first.
 
-    Runs outside any transaction of the caller's; each batch is its own."""
+    Runs outside any transaction of the caller's; each batch is its own, and no transaction is
+    open while a batch is embedded. The caller holds the index's embedding lock
+    (:attr:`.database.Connections.embedding`), so no other process or thread embeds it meanwhile;
+    an update may (a passage deleted since it was read gets no vector, one added behind the walk
+    is found by the second)."""
     if embedder_name(db) != embedder.name:
         db.execute("BEGIN IMMEDIATE")
         try:

@@ -227,7 +227,9 @@ class ResearchToolbar(QWidget):
         self.index_bar.show()
         self.index_bar.setRange(0, max(1, status.total))
         self.index_bar.setValue(status.done)
-        if status.stage is IndexStage.MEANING:
+        if status.message:  # waiting for another Imprint's indexing
+            self.index_bar.setFormat(status.message)
+        elif status.stage is IndexStage.MEANING:
             self.index_bar.setFormat(f"Embedding passages {status.done} of {status.total}")
         else:
             self.index_bar.setFormat(f"Indexing {status.done} of {status.total}")
