@@ -123,6 +123,9 @@ class WorkspaceConfig:
     max_file_mb: int
     """Largest file to index (MB)."""
 
+    max_text_mb: int
+    """Most text from one file (MB)."""
+
     embedder: str
     """Embedding model (file path; empty: not set)."""
 
@@ -228,6 +231,7 @@ class Config:
                 path=read_str(values, "workspace.path"),
                 notes_folder=read_str(values, "workspace.notes_folder"),
                 max_file_mb=read_int(values, "workspace.max_file_mb"),
+                max_text_mb=read_int(values, "workspace.max_text_mb"),
                 embedder=read_str(values, "workspace.embedder"),
                 ocr=read_bool(values, "workspace.ocr"),
                 ocr_page_seconds=read_int(values, "workspace.ocr_page_seconds"),
@@ -276,6 +280,7 @@ class Config:
             "workspace.path": self.workspace.path,
             "workspace.notes_folder": self.workspace.notes_folder,
             "workspace.max_file_mb": self.workspace.max_file_mb,
+            "workspace.max_text_mb": self.workspace.max_text_mb,
             "workspace.embedder": self.workspace.embedder,
             "workspace.ocr": self.workspace.ocr,
             "workspace.ocr_page_seconds": self.workspace.ocr_page_seconds,

@@ -183,6 +183,13 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1, maximum=2048, unit="MB",
     ),
     Setting(
+        "workspace.max_text_mb", Kind.INT, 16, "Most text from one file",
+        "The most text one file may give the index (in millions of characters, about 5,000 "
+        "pages of a book). A file that holds more is read up to here and reported as read in "
+        "part: a few hundred bytes of spreadsheet can repeat a cell millions of times.",
+        minimum=1, maximum=512, unit="MB",
+    ),
+    Setting(
         "workspace.embedder", Kind.FILE, "", "Embedding model",
         "A GGUF embedding model that lets search find passages by what they mean, not only by "
         "their words (the model manager's Recommended tab offers one). Empty uses the built-in "

@@ -13,6 +13,11 @@ Decoding never fails: UTF-8 (with or without a byte-order mark), UTF-16 with a m
 Windows-1252, then Latin-1, which accepts any byte. A file that is binary after all, or that a
 parser cannot read, raises :class:`DocumentError`; the index reports it and carries on. Each
 document also gets the date it states about itself (:mod:`.dating`), when it states one.
+
+No document gives more than ``max_chars`` of text (``workspace.max_text_mb``): the library readers
+stop generating there (:class:`~.formats.text.LineWriter`), text files are cut there, and either
+says so in the document's ``gaps`` (read only in part). A document read by a library that holds
+no text at all says so too ("no text was found in it"): a file is never indexed as silently empty.
 """
 
 from __future__ import annotations
@@ -30,10 +35,13 @@ from typing import cast
 from imprint_desktop.core.errors import DocumentError
 from imprint_desktop.core.workspace import dating, formats
 from imprint_desktop.core.workspace.formats.text import (
+    MAX_CHARS,
+    MAX_LINES,
     Extracted,
     Place,
     decode,
     split_lines,
+    text_size,
 )
 from imprint_desktop.core.workspace.passages import atx_heading
 
@@ -80,6 +88,20 @@ _BY_SUFFIX: dict[str, Format] = {
     **dict.fromkeys((".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp"), Format.IMAGE),
 }
 
+#: What a person calls a file of each format a library reads, for the reasons given about it.
+KINDS: dict[Format, str] = {
+    Format.PDF: "a PDF",
+    Format.DOCX: "a Word document",
+    Format.XLSX: "an Excel workbook",
+    Format.PPTX: "a PowerPoint presentation",
+    Format.ODT: "an OpenDocument text",
+    Format.ODS: "an OpenDocument spreadsheet",
+    Format.ODP: "an OpenDocument presentation",
+    Format.EPUB: "an EPUB book",
+    Format.RTF: "an RTF document",
+    Format.IMAGE: "an image",
+}
+
 #: Formats parsed by a library that may take long, need much memory or crash: read in the worker.
 ISOLATED = frozenset(Format) - {
     Format.MARKDOWN,
@@ -115,8 +137,9 @@ def looks_binary(data: bytes) -> bool:
     return b"\x00" in data[:_SNIFF_BYTES]
 
 
-def extract(name: str, data: bytes) -> Extracted:
-    """The text of a file called ``name`` (for its suffix) whose content is ``data``.
+def extract(name: str, data: bytes, max_chars: int = MAX_CHARS) -> Extracted:
+    """The text of a file called ``name`` (for its suffix) whose content is ``data``, at most
+    ``max_chars`` of it.
 
     Raises :class:`DocumentError` for binary content and for files a parser cannot read.
     """
@@ -128,7 +151,9 @@ def extract(name: str, data: bytes) -> Extracted:
             # The libraries warn about oddities of the files they read (a missing default style,
             # a huge image); the file is read all the same, and a reason is what the index keeps.
             warnings.simplefilter("ignore")
-            document = reader(data, stem)
+            document = reader(data, stem, max_chars)
+        if not document.gaps and not document.has_text:
+            document = _with_gaps(document, "no text was found in it")
         return _dated(document)
     if looks_binary(data):
         raise DocumentError(f"{name} looks like a binary file, not text.")
@@ -137,15 +162,48 @@ def extract(name: str, data: bytes) -> Extracted:
         from imprint_desktop.core.workspace.html import html_page  # noqa: PLC0415 - see _READERS
 
         title, body = html_page(text)
-        return _dated(Extracted(title or stem, split_lines(body), (), encoding))
-    lines = split_lines(text)
+        lines, cut = bounded(split_lines(body), max_chars)
+        return _dated(Extracted(title or stem, lines, (), encoding, gaps=cut))
+    lines, cut = bounded(split_lines(text), max_chars)
     if fmt is Format.MARKDOWN:
         title = _markdown_title(lines)
     elif fmt is Format.RST:
         title = _rst_title(lines)
     else:
         title = None
-    return _dated(Extracted(title or stem, lines, (), encoding))
+    return _dated(Extracted(title or stem, lines, (), encoding, gaps=cut))
+
+
+def bounded(lines: tuple[str, ...], max_chars: int) -> tuple[tuple[str, ...], str]:
+    """``lines`` cut to at most ``max_chars`` of text (a line break counted as a character) and
+    :data:`~.formats.text.MAX_LINES` lines, and why they were cut ("" when they were not).
+
+    For text read in this process, whose size the file's own limit (``workspace.max_file_mb``)
+    already bounds, and for a worker's answer, which must not hold more than it was asked for.
+    """
+    size = 0
+    for count, line in enumerate(lines):
+        size += len(line) + 1
+        if size > max_chars:
+            return lines[:count], (
+                f"it holds more text than the {text_size(max_chars)} one document may give "
+                "(workspace.max_text_mb), so only its beginning was read"
+            )
+        if count >= MAX_LINES:
+            return lines[:count], f"only its first {MAX_LINES:,} lines were read"
+    return lines, ""
+
+
+def _with_gaps(document: Extracted, gaps: str) -> Extracted:
+    return Extracted(
+        document.title,
+        document.lines,
+        document.page_starts,
+        document.encoding,
+        document.places,
+        document.date,
+        gaps,
+    )
 
 
 def _dated(document: Extracted) -> Extracted:
@@ -181,15 +239,15 @@ _READERS: dict[Format, tuple[str, str, str]] = {
 }
 
 
-def _reader(fmt: Format) -> Callable[[bytes, str], Extracted] | None:
+def _reader(fmt: Format) -> Callable[[bytes, str, int], Extracted] | None:
     found = _READERS.get(fmt)
     if found is None:
         return None
     module, name, kind = found
     function = getattr(importlib.import_module(f"{formats.__name__}.{module}"), name)
     if kind:
-        return lambda data, stem: cast(Extracted, function(data, stem, kind))
-    return cast(Callable[[bytes, str], Extracted], function)
+        return lambda data, stem, max_chars: cast(Extracted, function(data, stem, kind, max_chars))
+    return cast(Callable[[bytes, str, int], Extracted], function)
 
 
 def _markdown_title(lines: tuple[str, ...]) -> str | None:

@@ -8,7 +8,7 @@ process (started when an index update, or the workspace's document reads, first 
 reused for the next), and the calling thread waits for the answer:
 
 * **time** — each file gets :meth:`ExtractionLimits.seconds_for` its size; past that the worker is
-  killed and the file is reported with the reason;
+  killed and the file is reported with the time it was given (the time enforced, OCR's included);
 * **memory** — on Linux the worker limits its own address space (``RLIMIT_AS``) before reading
   anything, so a file that needs too much fails with a ``MemoryError`` instead of taking the
   computer's memory; on POSIX a CPU-time limit backs up the parent's clock should the parent die.
@@ -17,9 +17,24 @@ reused for the next), and the calling thread waits for the answer:
   :mod:`.formats.archive` and the libraries' own limits on decompressed sizes;
 * **OCR** — where it is on (:class:`ExtractionLimits` ``ocr``), tesseract runs in the worker with
   its own limit per page, and before each page the worker says so: the file's time grows by that
-  page's allowance, so a long scan is never cut off for its length, and one stuck page is;
+  page's allowance, so a long scan is not cut off for its length, and one stuck page is. OCR of
+  one file is bounded too (``ocr_file_seconds``, ``ocr_max_pages``), and this process never
+  grants a file more than its own time and the whole of that;
+* **text** — a document gives at most ``max_text_chars`` of text (``workspace.max_text_mb``): the
+  readers stop there (:class:`~.formats.text.LineWriter`), and an answer larger than that text
+  can be is refused unread, one that holds more is cut, so this process's memory is bounded
+  whatever the worker sends;
 * **Stop** — the wait checks the cancel token every few hundredths of a second and kills the worker
-  at once.
+  at once;
+* **its files** — the worker writes only in a private folder (``mkdtemp``: mode 0700, its files
+  0600: OCR's page images), which this process removes whenever the worker ends, killed or not;
+* **its life** — the worker dies with this process: on Linux the kernel kills it when the thread
+  that started it ends (``PR_SET_PDEATHSIG``), so every worker is started by one thread that
+  lives as long as this process (:class:`_Launcher`), never by the caller's, which may end while
+  the worker is still wanted; and everywhere a thread of the worker watches this process (the
+  sentinel ``multiprocessing`` gives a child, a pipe or a process handle) and ends the worker when
+  it goes. On POSIX the worker leads a process group of its own, so killing it kills the tesseract
+  it may be running too.
 
 Answers come back as JSON, never pickles, and are checked and size-capped: a worker that a file
 managed to subvert still cannot make this process run anything. The worker is started with
@@ -31,30 +46,50 @@ thing in its entry point.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
+import logging
+import os
+import queue
+import shutil
+import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import Cancelled, DocumentError
-from imprint_desktop.core.workspace.extract import Extracted, Place, extract
+from imprint_desktop.core.workspace.extract import (
+    KINDS,
+    Extracted,
+    Place,
+    bounded,
+    extract,
+    format_for,
+)
 from imprint_desktop.core.workspace.formats import ocr
+from imprint_desktop.core.workspace.formats.ocr import FILE_SECONDS, MAX_PAGES, OcrSettings
+from imprint_desktop.core.workspace.formats.text import MAX_CHARS, MAX_LINES, MAX_NAME, MAX_PARTS
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
+log = logging.getLogger(__name__)
+
 _POLL_SECONDS = 0.05
-#: The longest answer taken from the worker: far above the text of any 20 MB PDF.
-_MAX_ANSWER_BYTES = 256 * 1024 * 1024
 #: Starting a worker (a Python process importing the PDF library) is not part of any file's time.
 _START_SECONDS = 60.0
 #: The most time one "still working" message from the worker may add.
 _MAX_EXTENSION_SECONDS = 600.0
+#: Time past a file's OCR allowance for drawing its last page and answering.
+_OCR_GRACE_SECONDS = 10.0
 
 
 class PdfReaderUnavailableError(DocumentError):
@@ -77,20 +112,41 @@ class ExtractionLimits:
     """How long and how much memory one isolated extraction may take.
 
     ``reader`` runs in the worker: a module-level function (the worker imports it by name) taking
-    the file name and bytes. Tests point it at readers that hang or eat memory.
+    the file name, its bytes and the most text it may give. Tests point it at readers that hang or
+    eat memory.
     """
 
     base_seconds: float = 15.0
     seconds_per_mb: float = 3.0
     max_seconds: float = 90.0
     memory_bytes: int = 2 * 1024**3
-    reader: Callable[[str, bytes], Extracted] = extract
+    reader: Callable[[str, bytes, int], Extracted] = extract
     #: Recognise pages without a text layer with tesseract, where it is installed.
     ocr: bool = True
     ocr_page_seconds: float = 30.0
+    #: OCR's bounds for one file: its time in all, and its pages (or frames).
+    ocr_file_seconds: float = FILE_SECONDS
+    ocr_max_pages: int = MAX_PAGES
+    #: The most text one document may give, in characters (``workspace.max_text_mb``).
+    max_text_chars: int = MAX_CHARS
 
     def seconds_for(self, size: int) -> float:
         return min(self.base_seconds + self.seconds_per_mb * size / 2**20, self.max_seconds)
+
+    def ocr_settings(self) -> OcrSettings:
+        return OcrSettings(
+            self.ocr,
+            self.ocr_page_seconds,
+            file_seconds=self.ocr_file_seconds,
+            max_pages=self.ocr_max_pages,
+        )
+
+    @property
+    def answer_bytes(self) -> int:
+        """The longest answer taken from the worker: its text as JSON (at most four bytes a
+        character), a sheet's row number for each line, its places' names, and room for the
+        rest."""
+        return 4 * self.max_text_chars + 8 * MAX_LINES + 4 * MAX_NAME * MAX_PARTS + 2**20
 
 
 DEFAULT_LIMITS = ExtractionLimits()
@@ -103,6 +159,7 @@ class IsolatedExtractor:
         self.limits = limits
         self._process: BaseProcess | None = None
         self._connection: Connection | None = None
+        self._scratch: str | None = None  # the worker's private folder
 
     def __enter__(self) -> IsolatedExtractor:
         return self
@@ -124,32 +181,59 @@ class IsolatedExtractor:
             connection = self._ready(cancel)
             connection.send_bytes(json.dumps({"name": name}).encode("utf-8"))
             connection.send_bytes(data)
-        seconds = self.limits.seconds_for(len(data))
-        reply = self._answer(seconds, cancel)
+        clock = _FileClock(self.limits, len(data))
+        reply = self._answer(clock, cancel)
         if reply is None:
             self._kill()
             raise DocumentError(
-                f"reading it took longer than {seconds:.0f} s, so it was stopped; it will be "
-                "tried again when the file changes"
+                f"reading it took longer than {clock.allowed:.0f} s{clock.how}, so it was "
+                "stopped; it will be tried again when the file changes"
             )
         if not reply.get("ok"):
-            raise DocumentError(str(reply.get("reason") or "cannot be turned into text"))
-        try:
-            return Extracted(
-                str(reply["title"]),
-                tuple(str(line) for line in reply["lines"]),
-                tuple(int(start) for start in reply["page_starts"]),
-                str(reply["encoding"]),
-                tuple(
-                    Place(int(start), str(name), tuple(int(row) for row in rows))
-                    for start, name, rows in reply.get("places", ())
-                ),
-                str(reply.get("date", "")),
-                str(reply.get("gaps", "")),
+            detail = reply.get("detail")
+            if detail:
+                log.info("%s not read: %s", name, str(detail)[:500])
+            raise DocumentError(
+                str(reply.get("reason") or "it could not be read (no reason given)")
             )
+        try:
+            return self._document(reply)
         except (KeyError, TypeError, ValueError) as error:
             self._kill()
             raise DocumentError("the document reader gave an answer that makes no sense") from error
+
+    def _document(self, reply: dict[str, Any]) -> Extracted:
+        """The document in a worker's answer, checked (raises ``ValueError`` and the like when
+        it makes no sense) and held to the bounds on text, whatever the worker sent."""
+        text, count = str(reply["text"]), int(reply["line_count"])
+        if len(text) > self.limits.max_text_chars:  # more than it was asked for: cut here
+            text = text[: self.limits.max_text_chars]
+        lines, cut = bounded(
+            tuple(text.split("\n", MAX_LINES)) if count else (), self.limits.max_text_chars
+        )
+        page_starts = tuple(int(start) for start in reply["page_starts"])
+        places = tuple(
+            Place(int(start), str(name), tuple(int(row) for row in rows))
+            for start, name, rows in reply.get("places", ())
+        )
+        if (
+            len(page_starts) > MAX_PARTS
+            or len(places) > MAX_PARTS
+            or sum(len(place.rows) for place in places) > MAX_LINES
+            or not _ascending(page_starts)
+            or not _ascending([place.start for place in places])
+        ):
+            raise ValueError("pages or places out of order or out of bounds")
+        gaps = str(reply.get("gaps", ""))
+        return Extracted(
+            str(reply["title"])[:1000],
+            lines,
+            page_starts,
+            str(reply["encoding"]),
+            places,
+            str(reply.get("date", ""))[:40],
+            "; ".join(part for part in (gaps, cut) if part),
+        )
 
     def close(self) -> None:
         """Let the worker finish on its own (end of input), or kill it if it does not."""
@@ -160,9 +244,15 @@ class IsolatedExtractor:
         if process is not None:
             process.join(timeout=2.0)
             if process.is_alive():
-                process.kill()
+                _kill_group(process)
                 process.join()
             process.close()
+        self._remove_scratch()
+
+    def _remove_scratch(self) -> None:
+        scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     # --- the worker's life -----------------------------------------------------------------------
 
@@ -175,18 +265,19 @@ class IsolatedExtractor:
 
         context = multiprocessing.get_context("spawn")
         parent, child = context.Pipe(duplex=True)
-        settings = ocr.OcrSettings(self.limits.ocr, self.limits.ocr_page_seconds)
+        self._scratch = tempfile.mkdtemp(prefix="imprint-reader-")  # mode 0700
         process = context.Process(
             target=serve,
-            args=(child, self.limits.memory_bytes, self.limits.reader, settings),
+            args=(child, self.limits.memory_bytes, self.limits.reader, self.limits.ocr_settings()),
+            kwargs={"scratch": self._scratch, "max_chars": self.limits.max_text_chars},
             name="imprint-document-reader",
             daemon=True,
         )
-        process.start()
+        _Launcher.start(process)
         child.close()
         self._process, self._connection = process, parent
         try:
-            ready = self._answer(_START_SECONDS, cancel)
+            ready = self._answer(_FileClock.fixed(_START_SECONDS), cancel)
         except PdfReaderUnavailableError:
             raise
         except DocumentError as error:
@@ -196,15 +287,15 @@ class IsolatedExtractor:
             raise PdfReaderUnavailableError("the document reader could not be started")
         return parent
 
-    def _answer(self, seconds: float, cancel: Stop | None) -> dict[str, Any] | None:
-        """The worker's next answer; None when ``seconds`` pass first. A "working" message (an OCR
-        page starting) moves the deadline to that page's allowance from now. Raises
-        :class:`DocumentError` when the worker dies and :class:`Cancelled` on Stop."""
+    def _answer(self, clock: _FileClock, cancel: Stop | None) -> dict[str, Any] | None:
+        """The worker's next answer; None when ``clock`` runs out first. A "working" message (an
+        OCR page starting) gives the file that page's allowance from now, as far as ``clock``
+        allows. Raises :class:`DocumentError` when the worker dies or answers past the size cap,
+        and :class:`Cancelled` on Stop."""
         from multiprocessing.connection import wait  # noqa: PLC0415 - see _ready
 
         connection, process = self._connection, self._process
         assert connection is not None and process is not None
-        deadline = time.monotonic() + seconds
         while True:
             if is_cancelled(cancel):
                 self._kill()
@@ -212,9 +303,17 @@ class IsolatedExtractor:
             ready = wait([connection, process.sentinel], timeout=_POLL_SECONDS)
             if connection in ready:
                 try:
-                    reply = _parsed(connection.recv_bytes(_MAX_ANSWER_BYTES))
-                except (EOFError, OSError):  # ended, or an answer past the cap
+                    reply = _parsed(connection.recv_bytes(self.limits.answer_bytes))
+                except EOFError:  # ended
                     break
+                except OSError as error:
+                    if error.args != ("bad message length",):
+                        break  # ended in the middle of an answer
+                    self._kill()  # an answer past the cap, refused unread
+                    raise DocumentError(
+                        "the document reader gave an answer far larger than the text one "
+                        "document may give, so it was refused"
+                    ) from error
                 except ValueError as error:
                     self._kill()
                     raise DocumentError(
@@ -222,13 +321,12 @@ class IsolatedExtractor:
                     ) from error
                 working = reply.get("working")
                 if isinstance(working, int | float) and not isinstance(working, bool):
-                    extension = min(max(float(working), 0.0), _MAX_EXTENSION_SECONDS)
-                    deadline = max(deadline, time.monotonic() + extension)
+                    clock.extend(min(max(float(working), 0.0), _MAX_EXTENSION_SECONDS))
                     continue
                 return reply
             if ready:  # the worker ended without answering
                 break
-            if time.monotonic() > deadline:
+            if clock.out():
                 return None
         self._kill()
         raise DocumentError(
@@ -242,9 +340,100 @@ class IsolatedExtractor:
             connection.close()
         if process is not None:
             if process.is_alive():
-                process.kill()
+                _kill_group(process)
             process.join()
             process.close()
+        self._remove_scratch()
+
+
+class _Launcher:
+    """The one thread that starts every worker, alive as long as this process.
+
+    Linux sends ``PR_SET_PDEATHSIG``'s signal when the *thread* that started a child ends, not the
+    process: a worker started by a short-lived thread (a tool call's) would be killed under the
+    next caller. This thread never ends before the process does.
+    """
+
+    _lock = threading.Lock()
+    _requests: queue.SimpleQueue[tuple[BaseProcess, Future[None]]] | None = None
+
+    @classmethod
+    def start(cls, process: BaseProcess) -> None:
+        """``process.start()`` on the launcher's thread; raises what it raises."""
+        with cls._lock:
+            if cls._requests is None:
+                cls._requests = queue.SimpleQueue()
+                threading.Thread(
+                    target=cls._serve,
+                    args=(cls._requests,),
+                    name="imprint-reader-launcher",
+                    daemon=True,
+                ).start()
+            requests = cls._requests
+        started: Future[None] = Future()
+        requests.put((process, started))
+        started.result()
+
+    @staticmethod
+    def _serve(requests: queue.SimpleQueue[tuple[BaseProcess, Future[None]]]) -> None:
+        while True:
+            process, started = requests.get()
+            try:
+                process.start()
+            except BaseException as error:  # handed to the caller, who raises it
+                started.set_exception(error)
+            else:
+                started.set_result(None)
+
+
+class _FileClock:
+    """The time one file is given: its own, by its size, and OCR's page by page on top, never
+    more than the file's OCR allowance in all; :attr:`allowed` is the time enforced."""
+
+    def __init__(self, limits: ExtractionLimits, size: int) -> None:
+        self.started = time.monotonic()
+        self.own = limits.seconds_for(size)
+        self.deadline = self.started + self.own
+        self._ceiling = self.deadline + limits.ocr_file_seconds + _OCR_GRACE_SECONDS
+        self.extended = False
+
+    @classmethod
+    def fixed(cls, seconds: float) -> _FileClock:
+        clock = cls(ExtractionLimits(base_seconds=seconds, seconds_per_mb=0.0), 0)
+        clock._ceiling = clock.deadline
+        return clock
+
+    def extend(self, seconds: float) -> None:
+        """A page starts that may take ``seconds``."""
+        later = min(time.monotonic() + seconds, self._ceiling)
+        if later > self.deadline:
+            self.deadline, self.extended = later, True
+
+    def out(self) -> bool:
+        return time.monotonic() > self.deadline
+
+    @property
+    def allowed(self) -> float:
+        return self.deadline - self.started
+
+    @property
+    def how(self) -> str:
+        """How :attr:`allowed` was made up, when OCR added to the file's own time."""
+        if not self.extended:
+            return ""
+        return f" ({self.own:.0f} s for a file of its size, the rest for OCR of its pages)"
+
+
+def _kill_group(process: BaseProcess) -> None:
+    """Kill the worker and, on POSIX, its process group: the tesseract it may be running."""
+    if sys.platform != "win32" and process.pid is not None:
+        with contextlib.suppress(OSError):  # not yet a group leader, or already gone
+            os.killpg(process.pid, signal.SIGKILL)
+    process.kill()
+
+
+def _ascending(numbers: list[int] | tuple[int, ...]) -> bool:
+    return all(earlier <= later for earlier, later in itertools.pairwise(numbers))
 
 
 def _parsed(message: bytes) -> dict[str, Any]:
@@ -260,10 +449,16 @@ def _parsed(message: bytes) -> dict[str, Any]:
 def serve(
     connection: Connection,
     memory_bytes: int,
-    reader: Callable[[str, bytes], Extracted],
+    reader: Callable[[str, bytes, int], Extracted],
     settings: ocr.OcrSettings | None = None,
+    *,
+    scratch: str | None = None,
+    max_chars: int = MAX_CHARS,
 ) -> None:
-    """The worker's main loop: limits first, then one file after another until the input ends."""
+    """The worker's main loop: its life tied to its parent's, its files private, limits first,
+    then one file after another until the input ends."""
+    _die_with_parent()
+    _keep_private(scratch)
     _limit_memory(memory_bytes)
     with contextlib.suppress(ImportError):
         import pypdfium2  # noqa: F401, PLC0415 - imported once, before any file's clock starts
@@ -280,30 +475,111 @@ def serve(
         except (EOFError, OSError):
             return
         _limit_cpu()
-        reply = _read(reader, str(header.get("name", "")), data)
+        ocr.begin_file()
+        reply = _read(reader, str(header.get("name", "")), data, max_chars)
         del data
-        connection.send_bytes(json.dumps(reply, ensure_ascii=False).encode("utf-8"))
+        _empty(scratch)
+        # A lone surrogate (a broken PDF's text) cannot be UTF-8: it becomes a replacement mark.
+        connection.send_bytes(json.dumps(reply, ensure_ascii=False).encode("utf-8", "replace"))
 
 
-def _read(reader: Callable[[str, bytes], Extracted], name: str, data: bytes) -> dict[str, Any]:
+def _read(
+    reader: Callable[[str, bytes, int], Extracted], name: str, data: bytes, max_chars: int
+) -> dict[str, Any]:
     try:
-        document = reader(name, data)
+        document = reader(name, data, max_chars)
     except MemoryError:
         return {"ok": False, "reason": "reading it needed more memory than allowed"}
     except DocumentError as error:
         return {"ok": False, "reason": str(error)}
+    except RecursionError as error:
+        return {
+            "ok": False,
+            "reason": "its contents are nested too deeply to read (damaged, or made to be so)",
+            "detail": repr(error)[:500],
+        }
     except Exception as error:  # any parser failure is a reason, never the worker's end
-        return {"ok": False, "reason": f"cannot be turned into text ({type(error).__name__})"}
+        kind = KINDS.get(format_for(name), "a document")
+        return {
+            "ok": False,
+            "reason": (
+                f"it could not be read as {kind}: the file is damaged, or is not what its name says"
+            ),
+            "detail": f"{type(error).__name__}: {error}"[:500],
+        }
     return {
         "ok": True,
         "title": document.title,
-        "lines": list(document.lines),
+        "text": "\n".join(document.lines),
+        "line_count": len(document.lines),
         "page_starts": list(document.page_starts),
         "encoding": document.encoding,
         "places": [[place.start, place.name, list(place.rows)] for place in document.places],
         "date": document.date,
         "gaps": document.gaps,
     }
+
+
+#: ``prctl`` asks the kernel for a signal when the parent ends (``linux/prctl.h``).
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """End this worker when the process that started it ends, whichever way it ends.
+
+    On Linux the kernel sends SIGKILL (``PR_SET_PDEATHSIG``), and a parent already gone by then
+    is caught by its pid. Everywhere, a thread waits on the parent's sentinel (closed when the
+    parent ends) and then ends this process and, on POSIX, its group.
+    """
+    import multiprocessing  # noqa: PLC0415 - in the worker only
+
+    parent = multiprocessing.parent_process()
+    if sys.platform == "linux":
+        import ctypes  # noqa: PLC0415
+
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if parent is not None and os.getppid() != parent.pid:
+            os._exit(1)  # the parent ended before the kernel was asked to tell
+    if sys.platform != "win32":
+        with contextlib.suppress(OSError):
+            os.setpgrp()  # a group of its own: killing it kills its tesseract
+    if parent is None:
+        return
+
+    def watch() -> None:
+        parent.join()
+        if sys.platform != "win32":
+            with contextlib.suppress(OSError):
+                os.killpg(0, signal.SIGKILL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="imprint-reader-lifeline", daemon=True).start()
+
+
+def _keep_private(scratch: str | None) -> None:
+    """Every file this worker and its programs write is its own (mode 0600), in ``scratch``."""
+    if sys.platform != "win32":
+        os.umask(0o077)
+    if scratch is None:
+        return
+    tempfile.tempdir = scratch
+    for variable in ("TMPDIR", "TEMP", "TMP"):
+        os.environ[variable] = scratch
+
+
+def _empty(scratch: str | None) -> None:
+    """Remove what a file left in ``scratch`` (OCR's page images, when tesseract gave up)."""
+    if scratch is None:
+        return
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(scratch):
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    Path(entry.path).unlink()
 
 
 def _limit_memory(extra_bytes: int) -> None:

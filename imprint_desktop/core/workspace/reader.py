@@ -5,7 +5,8 @@ Indexing a folder and reading one document for a tool make the same choice, so i
 :class:`DocumentReader`: a PDF or a ZIP-based format may make its parser loop, run out of memory or
 crash, so it is read by :class:`~.isolation.IsolatedExtractor` under the workspace's
 :class:`~.isolation.ExtractionLimits` and can be stopped; text formats are parsed in this process,
-in time proportional to their size.
+in time proportional to their size. Either way a document gives at most the limits'
+``max_text_chars`` of text (``workspace.max_text_mb``), and says so when it had more.
 Each caller keeps its own words for a failure (the index records a reason per file, a tool call
 names the file in a sentence).
 
@@ -107,7 +108,7 @@ class DocumentReader:
             with self._lock:
                 document = self._pdfs.extract(name, data, cancel)
         else:
-            document = extract(name, data)
+            document = extract(name, data, self._pdfs.limits.max_text_chars)
         if key is not None:
             self._keep(key, document)
         return document

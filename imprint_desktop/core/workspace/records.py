@@ -8,14 +8,19 @@ the index's questions (what is indexed, what was skipped and why) read the same 
 ``note`` saying why); each file keeps its date and, when it looks superseded, why
 (:mod:`.dating`). The schema is :mod:`.database`'s.
 
-The functions take the update's connection and write in whatever transaction it has open.
+The functions take the update's connection and write in whatever transaction it has open. Storing
+a document takes time in proportion to its passages and pages (each passage's page and place are
+found by walking both sorted lists together: :class:`~.formats.text.Locator`), and Stop is checked
+between batches of passages.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -24,7 +29,11 @@ from imprint_desktop.core.workspace import dating
 from imprint_desktop.core.workspace.extract import Extracted, format_for
 from imprint_desktop.core.workspace.files import FileEntry
 from imprint_desktop.core.workspace.formats import ocr
+from imprint_desktop.core.workspace.isolation import Stop, is_cancelled
 from imprint_desktop.core.workspace.passages import split_passages
+
+#: Passages written between two looks at Stop.
+_BATCH = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +134,14 @@ def store(
     document: Extracted | DocumentError,
     digest: str,
     old: Known | None,
-) -> None:
-    """Record ``entry`` as read: its text cut into passages, or the reason it was skipped."""
+    *,
+    cancel: Stop | None = None,
+) -> bool:
+    """Record ``entry`` as read: its text cut into passages, or the reason it was skipped.
+
+    False when ``cancel`` was set before all was written: then nothing of this file is written
+    (what it had written is undone to a savepoint), and the open transaction holds what it held.
+    """
     fmt = format_for(entry.path).value
     if isinstance(document, DocumentError):
         reason = str(document)
@@ -143,7 +158,7 @@ def store(
             "modified",
         )
         _upsert(db, entry.path, values, old)
-        return
+        return True
     values = (
         entry.size,
         entry.mtime_ns,
@@ -156,24 +171,43 @@ def store(
         document.date or dating.from_mtime(entry.mtime_ns),
         "stated" if document.date else "modified",
     )
-    file_id = _upsert(db, entry.path, values, old)
-    db.executemany(
-        "INSERT INTO passages (file_id, start_line, end_line, page, section, heading, text, "
-        "place) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            (
-                file_id,
-                passage.start_line,
-                passage.end_line,
-                document.page_of(passage.start_line),
-                passage.section,
-                f"{document.title} {passage.section}".strip(),
-                passage.text,
-                document.place_of(passage.start_line, passage.end_line),
+    db.execute("SAVEPOINT store_file")
+    stored = False
+    try:
+        file_id = _upsert(db, entry.path, values, old)
+        rows = _passage_rows(file_id, document)
+        while batch := list(itertools.islice(rows, _BATCH)):
+            if is_cancelled(cancel):
+                return False
+            db.executemany(
+                "INSERT INTO passages (file_id, start_line, end_line, page, section, heading, "
+                "text, place) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                batch,
             )
-            for passage in split_passages(document.lines, document.page_starts)
-        ],
-    )
+        stored = True
+    finally:
+        with contextlib.suppress(sqlite3.Error):  # a failed statement may have ended it already
+            if not stored:
+                db.execute("ROLLBACK TO store_file")
+            db.execute("RELEASE store_file")
+    return stored
+
+
+def _passage_rows(file_id: int, document: Extracted) -> Iterator[tuple[object, ...]]:
+    """The rows of a document's passages, in order: their pages and places found in one walk."""
+    where = document.locator()
+    heading = document.title
+    for passage in split_passages(document.lines, document.page_starts):
+        yield (
+            file_id,
+            passage.start_line,
+            passage.end_line,
+            where.page_of(passage.start_line),
+            passage.section,
+            f"{heading} {passage.section}".strip(),
+            passage.text,
+            where.place_of(passage.start_line, passage.end_line),
+        )
 
 
 def _upsert(

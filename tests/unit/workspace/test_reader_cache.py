@@ -54,9 +54,9 @@ def text_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     original = reader_module.extract
 
-    def counted(name: str, data: bytes) -> Extracted:
+    def counted(name: str, data: bytes, *limits: int) -> Extracted:
         calls.append(name)
-        return original(name, data)
+        return original(name, data, *limits)
 
     monkeypatch.setattr(reader_module, "extract", counted)
     return calls

@@ -11,9 +11,13 @@ beyond the size its directory entry declares. The worker's memory limit stands b
 from __future__ import annotations
 
 import io
+import logging
 import zipfile
 
 from imprint_desktop.core.errors import DocumentError
+from imprint_desktop.core.workspace.formats.text import one_line
+
+log = logging.getLogger(__name__)
 
 #: The most a container may expand to, all members together.
 MAX_EXPANDED_BYTES = 512 * 1024 * 1024
@@ -30,8 +34,10 @@ def checked_zip(data: bytes, kind: str, *, max_bytes: int = MAX_EXPANDED_BYTES) 
         with zipfile.ZipFile(io.BytesIO(data)) as container:
             members = container.infolist()
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as error:
+        log.info("ZIP container not opened: %s", error)
         raise DocumentError(
-            f"it is not a readable {kind} file (damaged ZIP container: {error})"
+            f"it is not a readable {kind} file: the ZIP container such a file is made of is "
+            "damaged, or missing"
         ) from error
     if len(members) > MAX_MEMBERS:
         raise DocumentError(
@@ -49,8 +55,8 @@ def checked_zip(data: bytes, kind: str, *, max_bytes: int = MAX_EXPANDED_BYTES) 
             ratio = member.file_size / max(member.compress_size, 1)
             if ratio > MAX_RATIO:
                 raise DocumentError(
-                    f"refused as a likely ZIP bomb: its part {member.filename[:80]!r} would "
-                    f"expand {ratio:,.0f} times (at most {MAX_RATIO} times is read)"
+                    f"refused as a likely ZIP bomb: its part \u201c{one_line(member.filename[:80])}"
+                    f"\u201d would expand {ratio:,.0f} times (at most {MAX_RATIO} times is read)"
                 )
 
 

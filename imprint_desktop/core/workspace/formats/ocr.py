@@ -3,7 +3,10 @@
 Only the reader worker recognises text (:mod:`..isolation` configures it there): a page image is
 handed to the ``tesseract`` program with its own time limit per page, and before each page the
 worker tells the index it is still working, so a long scan gets time page by page rather than one
-guess for the whole file. OCR is a setting (``workspace.ocr``); it takes effect where the program
+guess for the whole file. A file is bounded too: OCR reads at most ``max_pages`` pages (or
+frames) of one file and spends at most ``file_seconds`` on it in all, so a scan of hundreds of
+pages, or a TIFF of hundreds of frames, costs minutes at most; what is left unread is reported
+(:func:`spent` says why). OCR is a setting (``workspace.ocr``); it takes effect where the program
 is installed, and a file read without it says so in the index report.
 """
 
@@ -11,12 +14,17 @@ from __future__ import annotations
 
 import functools
 import shutil
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-#: Images are recognised at most this many per file (pages of a scan, frames of a TIFF).
-MAX_PAGES = 200
+#: Images are recognised at most this many per file (pages of a scan, frames of a TIFF) ...
+MAX_PAGES = 100
+#: ... and for at most this long in all.
+FILE_SECONDS = 300.0
+#: Less time than this left for a file is not worth starting tesseract for.
+_LEAST_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,16 +32,46 @@ class OcrSettings:
     enabled: bool = False
     page_seconds: float = 30.0
     language: str = "eng"
+    file_seconds: float = FILE_SECONDS
+    max_pages: int = MAX_PAGES
+
+
+@dataclass(slots=True)
+class _File:
+    """What OCR has spent on the file being read."""
+
+    pages: int = 0
+    seconds: float = 0.0
 
 
 _settings = OcrSettings()
 _announce: Callable[[float], None] | None = None
+_file = _File()
 
 
 def configure(settings: OcrSettings, announce: Callable[[float], None] | None = None) -> None:
     """Set, in the worker, whether and how pages are recognised, and who is told before each."""
     global _settings, _announce
     _settings, _announce = settings, announce
+
+
+def begin_file() -> None:
+    """A new file starts: its own pages and time for OCR."""
+    _file.pages, _file.seconds = 0, 0.0
+
+
+def spent() -> str:
+    """Why OCR reads no more pages of this file (its bounds per file), or empty while it may."""
+    if _file.pages >= _settings.max_pages:
+        return f"OCR reads at most {_settings.max_pages:,} pages of one file"
+    if _file.seconds > _settings.file_seconds - _LEAST_SECONDS:
+        return f"OCR spends at most {_settings.file_seconds:,.0f} s on one file"
+    return ""
+
+
+def page_allowance() -> float:
+    """The longest the next page may take: its own limit, or what is left of the file's."""
+    return max(min(_settings.page_seconds, _settings.file_seconds - _file.seconds), 0.0)
 
 
 @functools.cache
@@ -59,22 +97,27 @@ def waits_for_ocr(reason: str) -> bool:
     return _OFF in reason or _MISSING in reason
 
 
-def announce_page() -> None:
-    """Tell the index a page is starting: the file gets that page's allowance from now."""
+def announce_page(seconds: float | None = None) -> None:
+    """Tell the index a page is starting: the file gets that page's allowance (``seconds``,
+    the page's limit unless given) from now."""
     if _announce is not None:
-        _announce(_settings.page_seconds + 5.0)
+        _announce((_settings.page_seconds if seconds is None else seconds) + 5.0)
 
 
 def recognise(image: Any) -> str | None:
-    """The text of a PIL image, or None when tesseract gave up at the page's time limit."""
+    """The text of a PIL image, or None when tesseract gave up at the page's time limit or the
+    file's bounds (:func:`spent`) leave it no time."""
+    if spent():
+        return None
     import pytesseract  # noqa: PLC0415 - imported only where pages are recognised
 
-    announce_page()
+    seconds = page_allowance()
+    announce_page(seconds)
+    _file.pages += 1
+    started = time.monotonic()
     try:
-        return str(
-            pytesseract.image_to_string(
-                image, lang=_settings.language, timeout=_settings.page_seconds
-            )
-        )
+        return str(pytesseract.image_to_string(image, lang=_settings.language, timeout=seconds))
     except RuntimeError:  # pytesseract's word for "the time limit passed"
         return None
+    finally:
+        _file.seconds += time.monotonic() - started

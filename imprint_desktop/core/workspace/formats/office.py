@@ -5,7 +5,9 @@ headings become sections and its tables rows under their header; a presentation'
 places ("slide 4"), with the slide title as section and the speaker notes after the slide's text;
 a workbook's sheets become places with their row numbers ("sheet Revenue, rows 2-9"), each row a
 line naming its cells by the header row. Workbooks are opened read-only with cached values
-(formulas as last computed), which streams rows instead of building the whole sheet in memory.
+(formulas as last computed), which streams rows instead of building the whole sheet in memory;
+rows go to the writer as they are read, and reading stops where the writer's bounds do
+(:class:`~.text.LineWriter`).
 """
 
 from __future__ import annotations
@@ -15,14 +17,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from imprint_desktop.core.workspace.formats.archive import checked_zip
-from imprint_desktop.core.workspace.formats.text import Extracted, LineWriter, one_line
+from imprint_desktop.core.workspace.formats.text import MAX_CHARS, Extracted, LineWriter, one_line
 
 #: Rows read from one sheet; past this a sheet is reported as partly read.
 MAX_SHEET_ROWS = 50_000
 _MAX_COLUMNS = 200
 
 
-def read_docx(data: bytes, stem: str) -> Extracted:
+def read_docx(data: bytes, stem: str, max_chars: int = MAX_CHARS) -> Extracted:
     checked_zip(data, "Word")
     import docx  # noqa: PLC0415 - imported when a Word file is met
     from docx.table import Table  # noqa: PLC0415
@@ -41,9 +43,11 @@ def read_docx(data: bytes, stem: str) -> Extracted:
             names[style_id] = (element.name_val or "").lower() if element is not None else ""
         return names[style_id]
 
-    writer = LineWriter()
+    writer = LineWriter(max_chars)
     title = ""
     for block in document.iter_inner_content():
+        if writer.full:
+            break
         if isinstance(block, Paragraph):
             style = name_of(block._p.style or "")
             level = _heading_level(style)
@@ -73,22 +77,22 @@ def _heading_level(style: str) -> int | None:
     return None
 
 
-def _docx_rows(table: Any) -> list[list[str]]:
-    rows = []
+def _docx_rows(table: Any) -> Iterable[Iterable[str]]:
+    """A table's rows, each cell's text taken only when the writer asks for it."""
     for row in table.rows:
-        rows.append([cell.text for cell in row.cells][:_MAX_COLUMNS])
-    return rows
+        yield (cell.text for cell in row.cells[:_MAX_COLUMNS])
 
 
-def read_pptx(data: bytes, stem: str) -> Extracted:
+def read_pptx(data: bytes, stem: str, max_chars: int = MAX_CHARS) -> Extracted:
     checked_zip(data, "PowerPoint")
     import pptx  # noqa: PLC0415 - imported when a presentation is met
 
     presentation = pptx.Presentation(io.BytesIO(data))
-    writer = LineWriter()
+    writer = LineWriter(max_chars)
     first_title = ""
     for number, slide in enumerate(presentation.slides, start=1):
-        writer.place(f"slide {number}")
+        if not writer.place(f"slide {number}", kind="slides"):
+            break
         heading = ""
         shapes = list(slide.shapes)
         title_shape = slide.shapes.title
@@ -100,7 +104,9 @@ def read_pptx(data: bytes, stem: str) -> Extracted:
             if title_shape is not None and shape.shape_id == title_shape.shape_id:
                 continue
             if getattr(shape, "has_table", False):
-                writer.table([[cell.text for cell in row.cells] for row in shape.table.rows])
+                writer.table(
+                    (cell.text for cell in row.cells[:_MAX_COLUMNS]) for row in shape.table.rows
+                )
             elif getattr(shape, "has_text_frame", False):
                 for paragraph in shape.text_frame.paragraphs:
                     text = "".join(run.text for run in paragraph.runs)
@@ -121,28 +127,19 @@ def _flattened(shapes: Iterable[Any]) -> Iterable[Any]:
             yield shape
 
 
-def read_xlsx(data: bytes, stem: str) -> Extracted:
+def read_xlsx(data: bytes, stem: str, max_chars: int = MAX_CHARS) -> Extracted:
     checked_zip(data, "Excel")
     import openpyxl  # noqa: PLC0415 - imported when a workbook is met
 
     workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    writer = LineWriter()
+    writer = LineWriter(max_chars)
     cut: list[str] = []
     try:
         for sheet in workbook.worksheets:
-            writer.place(f"sheet {sheet.title}", sheet=True)
+            if not writer.place(f"sheet {sheet.title}", sheet=True, kind="sheets"):
+                break
             writer.heading(f"Sheet {sheet.title}", 2)
-            rows: list[list[str]] = []
-            numbers: list[int] = []
-            for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
-                if number > MAX_SHEET_ROWS:
-                    cut.append(sheet.title)
-                    break
-                cells = [_cell(value) for value in values[:_MAX_COLUMNS]]
-                if any(cells):
-                    rows.append(cells)
-                    numbers.append(number)
-            writer.table(rows, numbers)
+            writer.numbered_table(_sheet_rows(sheet, cut))
         title = one_line(workbook.properties.title or "")
     finally:
         workbook.close()
@@ -150,6 +147,16 @@ def read_xlsx(data: bytes, stem: str) -> Extracted:
     if cut:
         gaps = f"only the first {MAX_SHEET_ROWS:,} rows of sheet(s) {', '.join(cut)} were read"
     return writer.result(title or stem, encoding="xlsx", gaps=gaps)
+
+
+def _sheet_rows(sheet: Any, cut: list[str]) -> Iterable[tuple[int, Iterable[str]]]:
+    """A sheet's rows with their numbers, read as the writer takes them; a sheet cut at
+    :data:`MAX_SHEET_ROWS` is named in ``cut``."""
+    for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
+        if number > MAX_SHEET_ROWS:
+            cut.append(sheet.title)
+            return
+        yield number, (_cell(value) for value in values[:_MAX_COLUMNS])
 
 
 def _cell(value: object) -> str:

@@ -5,17 +5,18 @@ tree in document order and writes what a citation needs: headings as sections, l
 tables as rows under their header, a spreadsheet's tables as sheets with row numbers ("sheet
 Budget, rows 2-9"), and a presentation's pages as slides ("slide 3"), with their speaker notes.
 Repeated rows and columns (how OpenDocument stores a sheet's empty tail) are counted, not
-expanded.
+expanded; repeats that hold text are written out as the writer takes them, up to its bounds on
+text, sheets and slides (:class:`~.text.LineWriter`), and no further.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from imprint_desktop.core.workspace.formats.archive import checked_zip
-from imprint_desktop.core.workspace.formats.text import Extracted, LineWriter, one_line
+from imprint_desktop.core.workspace.formats.text import MAX_CHARS, Extracted, LineWriter, one_line
 
 _TEXT = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
 _TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
@@ -29,21 +30,25 @@ _MAX_REPEAT = 200
 _MAX_COLUMNS = 200
 
 
-def read_opendocument(data: bytes, stem: str, kind: str) -> Extracted:
+def read_opendocument(data: bytes, stem: str, kind: str, max_chars: int = MAX_CHARS) -> Extracted:
     """``kind`` is ``odt``, ``ods`` or ``odp``."""
     checked_zip(data, "OpenDocument")
     from odf.opendocument import load  # noqa: PLC0415 - imported when such a file is met
 
     document = load(io.BytesIO(data))
-    writer = LineWriter()
+    writer = LineWriter(max_chars)
     cut: list[str] = []
     if kind == "ods":
         for sheet in _children(document.spreadsheet, _TABLE, "table"):
             name = str(sheet.getAttrNS(_TABLE, "name") or "")
-            if not _sheet(writer, sheet, name):
-                cut.append(name)
+            if not writer.place(f"sheet {name}", sheet=True, kind="sheets"):
+                break
+            writer.heading(f"Sheet {name}", 2)
+            writer.numbered_table(_table_rows(sheet, name, cut))
     elif kind == "odp":
         for number, page in enumerate(_children(document.presentation, _DRAW, "page"), start=1):
+            if not writer.place(f"slide {number}", kind="slides"):
+                break
             _slide(writer, page, number)
     else:
         _flow(writer, document.text)
@@ -91,6 +96,8 @@ def _text(node: Any) -> str:
 def _flow(writer: LineWriter, node: Any, *, bullet: bool = False) -> None:
     """Headings, paragraphs, lists and tables under ``node``, in document order."""
     for child in getattr(node, "childNodes", ()):
+        if writer.full:
+            return
         qname = getattr(child, "qname", None)
         if qname == (_TEXT, "h"):
             level = child.getAttrNS(_TEXT, "outline-level")
@@ -100,16 +107,14 @@ def _flow(writer: LineWriter, node: Any, *, bullet: bool = False) -> None:
         elif qname in ((_TEXT, "list"), (_TEXT, "list-item")):
             _flow(writer, child, bullet=True)
         elif qname == (_TABLE, "table"):
-            rows, _numbers, _complete = _table_rows(child)
-            writer.table(rows)
+            writer.numbered_table((0, cells) for _number, cells in _table_rows(child, "", []))
         elif qname is not None and qname[0] in (_TEXT, _TABLE, _DRAW):
             _flow(writer, child, bullet=bullet)  # sections, frames, text boxes
 
 
-def _table_rows(table: Any) -> tuple[list[list[str]], list[int], bool]:
-    """A table's rows with text, their 1-based row numbers, and whether all were read."""
-    rows: list[list[str]] = []
-    numbers: list[int] = []
+def _table_rows(table: Any, name: str, cut: list[str]) -> Iterable[tuple[int, list[str]]]:
+    """A table's rows with text and their 1-based row numbers, as the writer takes them; a table
+    cut at :data:`MAX_SHEET_ROWS` is named in ``cut``."""
     number = 0
     for row in _rows(table):
         repeat = int(row.getAttrNS(_TABLE, "number-rows-repeated") or 1)
@@ -131,11 +136,10 @@ def _table_rows(table: Any) -> tuple[list[list[str]], list[int], bool]:
         for _ in range(min(repeat, _MAX_REPEAT)):
             number += 1
             if number > MAX_SHEET_ROWS:
-                return rows, numbers, False
-            rows.append(cells)
-            numbers.append(number)
+                cut.append(name)
+                return
+            yield number, cells
         number += max(repeat - _MAX_REPEAT, 0)
-    return rows, numbers, True
 
 
 def _rows(table: Any) -> Iterator[Any]:
@@ -151,16 +155,7 @@ def _rows(table: Any) -> Iterator[Any]:
             yield from _rows(child)
 
 
-def _sheet(writer: LineWriter, sheet: Any, name: str) -> bool:
-    writer.place(f"sheet {name}", sheet=True)
-    writer.heading(f"Sheet {name}", 2)
-    rows, numbers, complete = _table_rows(sheet)
-    writer.table(rows, numbers)
-    return complete
-
-
 def _slide(writer: LineWriter, page: Any, number: int) -> None:
-    writer.place(f"slide {number}")
     frames = list(_children(page, _DRAW, "frame"))
     title = ""
     for frame in frames:

@@ -6,17 +6,36 @@ writes structure the way the passage splitter reads it: headings as Markdown hea
 never crosses one, and carries it as its section), table rows as one line each with their header
 ("Region: North; Q1: 1 200"), and named places — a slide, a sheet, a chapter — so a citation can say
 "slide 4" or "sheet Revenue, rows 2-9".
+
+A writer also bounds what a document may make, whatever its size on disk: a few hundred bytes of
+spreadsheet can ask for millions of repeated cells. It takes at most ``max_chars`` characters of
+text (:data:`MAX_CHARS` unless the reader says otherwise: ``workspace.max_text_mb``), at most
+:data:`MAX_LINES` lines and :data:`MAX_PARTS` pages, slides, sheets or chapters; past any of them it
+takes nothing more, says why in its ``cut``, and the readers stop generating (they check
+:attr:`LineWriter.full`). The cut becomes part of the document's ``gaps``, so the file is reported
+as read only in part.
 """
 
 from __future__ import annotations
 
 import codecs
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _SPACES = re.compile(r"[ \t\u00a0]+")
+
+#: The most text one document may give (characters, a line break counted as one), unless the reader
+#: is told otherwise (``workspace.max_text_mb``).
+MAX_CHARS = 16 * 2**20
+#: The most lines kept of one document, however short: each line held costs memory of its own.
+MAX_LINES = 1_000_000
+#: The most pages, slides, sheets or chapters read of one document ...
+MAX_PARTS = 10_000
+#: ... and the longest name kept of one ("sheet Revenue").
+MAX_NAME = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,20 +85,68 @@ class Extracted:
             if place.start > first:
                 break
             found = place
-        if found is None:
-            return ""
-        if not found.rows:
-            return found.name
-        span = found.rows[max(first - found.start, 0) : max(last - found.start + 1, 0)]
-        numbers = [row for row in span if row > 0]
-        if not numbers:
-            return found.name
-        low, high = min(numbers), max(numbers)
-        return f"{found.name}, row {low}" if low == high else f"{found.name}, rows {low}-{high}"
+        return "" if found is None else _place_name(found, first, last)
 
     @property
     def has_text(self) -> bool:
         return any(line.strip() for line in self.lines)
+
+    def locator(self) -> Locator:
+        """:meth:`page_of` and :meth:`place_of` for lines asked in order, in linear time."""
+        return Locator(self)
+
+
+class Locator:
+    """Pages and places of a document's lines asked in increasing order (as passages come): each
+    of the sorted lists is walked once in all, so finding the page and place of every passage
+    takes time in proportion to passages plus pages, never their product. Asked about an earlier
+    line, it starts again from the top."""
+
+    def __init__(self, document: Extracted) -> None:
+        self._document = document
+        self._line = 0
+        self._pages = 0  # page starts at or before the last line asked about
+        self._places = 0  # places starting at or before it
+
+    def _walk(self, line: int) -> None:
+        if line < self._line:
+            self._pages = self._places = 0
+        self._line = line
+        starts, places = self._document.page_starts, self._document.places
+        while self._pages < len(starts) and starts[self._pages] <= line:
+            self._pages += 1
+        while self._places < len(places) and places[self._places].start <= line:
+            self._places += 1
+
+    def page_of(self, line: int) -> int | None:
+        """As :meth:`Extracted.page_of`."""
+        self._walk(line)
+        return self._pages or None
+
+    def place_of(self, first: int, last: int) -> str:
+        """As :meth:`Extracted.place_of`."""
+        self._walk(first)
+        if not self._places:
+            return ""
+        return _place_name(self._document.places[self._places - 1], first, last)
+
+
+def _place_name(place: Place, first: int, last: int) -> str:
+    if not place.rows:
+        return place.name
+    span = place.rows[max(first - place.start, 0) : max(last - place.start + 1, 0)]
+    numbers = [row for row in span if row > 0]
+    if not numbers:
+        return place.name
+    low, high = min(numbers), max(numbers)
+    return f"{place.name}, row {low}" if low == high else f"{place.name}, rows {low}-{high}"
+
+
+def text_size(count: int) -> str:
+    """A number of characters as a person reads it: "16 MB", "2,000 characters"."""
+    if count >= 2**20 and count % 2**20 == 0:
+        return f"{count // 2**20:,} MB"
+    return f"{count:,} characters"
 
 
 def decode(data: bytes) -> tuple[str, str]:
@@ -112,25 +179,69 @@ def one_line(text: str) -> str:
 
 
 class LineWriter:
-    """Builds an :class:`Extracted` paragraph by paragraph, keeping pages and places."""
+    """Builds an :class:`Extracted` paragraph by paragraph, keeping pages and places, and taking
+    at most ``max_chars`` of text (see the module's docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_chars: int = MAX_CHARS) -> None:
         self.lines: list[str] = []
         self.page_starts: list[int] = []
         self.places: list[Place] = []
         self._rows: list[int] | None = None  # the open sheet's row numbers, line by line
+        self._max_chars = max_chars
+        self._room = max_chars
+        #: Why the rest of the document was not taken ("" while it all fits).
+        self.cut = ""
+        self._overflowed = False  # a table's rows ran past the bound
+
+    @property
+    def full(self) -> bool:
+        """Whether the writer takes no more: a reader stops reading."""
+        return bool(self.cut)
+
+    @property
+    def room(self) -> int:
+        """Characters of text the writer still takes."""
+        return self._room
+
+    def stop(self, why: str) -> None:
+        """Take nothing more, because ``why`` (the first reason given is kept)."""
+        self.cut = self.cut or why
+
+    def _over(self) -> None:
+        self.stop(
+            f"it holds more text than the {text_size(self._max_chars)} one document may give "
+            "(workspace.max_text_mb), so only its beginning was read"
+        )
 
     def _blank(self) -> None:
         if self.lines and self.lines[-1] != "":
             self._add("", 0)
 
     def _add(self, line: str, row: int) -> None:
+        if self.cut:
+            return
+        if len(self.lines) >= MAX_LINES:
+            self.stop(f"only its first {MAX_LINES:,} lines were read")
+            return
+        over = len(line) + 1 > self._room
+        if over:  # the line that passes the bound is kept up to it
+            line = line[: self._room - 1]
+        self._room -= len(line) + 1
         self.lines.append(line)
         if self._rows is not None:
             self._rows.append(row)
+        if over:
+            self._over()
+
+    def text(self, lines: Iterable[str]) -> None:
+        """Lines as they are (already split by :func:`split_lines`), up to the writer's bounds."""
+        for line in lines:
+            self._add(line, 0)
+            if self.cut:
+                return
 
     def heading(self, text: str, level: int = 1) -> None:
-        text = one_line(text)
+        text = one_line(text[: self._room + 1])
         if text:
             self._blank()
             self._add(f"{'#' * min(max(level, 1), 6)} {text}", 0)
@@ -138,6 +249,10 @@ class LineWriter:
 
     def paragraph(self, text: str, *, bullet: bool = False) -> None:
         """One paragraph; its own line breaks are kept as lines."""
+        if self.cut:
+            return
+        if len(text) > self._room:  # never clean more than could be kept
+            text = text[: self._room + 1]
         body = [line.strip() for line in split_lines(text) if line.strip()]
         if not body:
             return
@@ -151,55 +266,114 @@ class LineWriter:
             self._add("", 0)
 
     def table(
-        self, rows: Sequence[Sequence[str]], numbers: Sequence[int] = (), *, merges: bool = False
+        self,
+        rows: Iterable[Iterable[str]],
+        numbers: Sequence[int] = (),
+        *,
+        merges: bool = False,
     ) -> None:
         """A table as lines, one a row, each cell named by its column's header.
 
-        The first row with text is the header. ``numbers`` are the rows' own numbers (a sheet's
-        row numbers), kept for citations when the writer is inside a sheet. ``merges`` says the
-        reader repeats a merged cell in every column it spans (a word processor's tables): such a
-        repeat is kept once.
+        The first row with text is the header, when at least half the columns of it and the
+        next row have a name. ``numbers`` are the rows' own numbers (a sheet's row numbers), kept
+        for citations when the writer is inside a sheet. ``merges`` says the reader repeats a
+        merged cell in every column it spans (a word processor's tables): such a repeat is kept
+        once. ``rows`` may be a generator: it is read only as far as the writer takes text.
         """
+        self.numbered_table(
+            (
+                (numbers[index] if index < len(numbers) else 0, row)
+                for index, row in enumerate(rows)
+            ),
+            merges=merges,
+        )
+
+    def numbered_table(
+        self, rows: Iterable[tuple[int, Iterable[str]]], *, merges: bool = False
+    ) -> None:
+        """:meth:`table` for rows given with their numbers."""
+        try:
+            self._table(rows, merges=merges)
+        finally:
+            if self._overflowed:  # the rows ran past the bound, though the last line fitted
+                self._overflowed = False
+                self._over()
+
+    def _table(self, rows: Iterable[tuple[int, Iterable[str]]], *, merges: bool) -> None:
         keep = _merged if merges else list
-        cleaned = [[one_line(cell) for cell in row] for row in rows]
-        numbered = [
-            (numbers[index] if index < len(numbers) else 0, row)
-            for index, row in enumerate(cleaned)
-            if any(row)
-        ]
-        if not numbered:
+        filled = self._filled(rows)
+        first = next(filled, None)
+        if first is None:
             return
+        second = next(filled, None)
         self._blank()
-        (header_number, header), body = numbered[0], numbered[1:]
-        width = max(len(row) for _, row in numbered)
-        names = [*header, *[""] * (width - len(header))]
-        labelled = sum(bool(name) for name in names) >= max(1, width // 2) and len(numbered) > 1
+        header_number, header = first
+        width = max(len(header), len(second[1]) if second is not None else 0)
+        labelled = second is not None and sum(bool(name) for name in header) >= max(1, width // 2)
+        body: Iterator[tuple[int, list[str]]]
         if labelled:
-            self._add(" | ".join(name for name in names if name), header_number)
+            assert second is not None
+            self._add(" | ".join(name for name in header if name), header_number)
+            body = chain((second,), filled)
         else:
-            body = numbered
+            body = chain((first,), () if second is None else (second,), filled)
         for number, row in body:
             if labelled:
                 cells = [
-                    f"{names[index] or f'column {index + 1}'}: {cell}"
+                    f"{(header[index] if index < len(header) else '') or f'column {index + 1}'}: "
+                    f"{cell}"
                     for index, cell in enumerate(keep(row))
                     if cell
                 ]
                 self._add("; ".join(cells), number)
             else:
                 self._add(" | ".join(cell for cell in keep(row) if cell), number)
+            if self.cut:
+                return
         self._add("", 0)
 
-    def page(self) -> None:
-        """The next line starts a new page."""
-        self.page_starts.append(len(self.lines) + 1)
+    def _filled(self, rows: Iterable[tuple[int, Iterable[str]]]) -> Iterator[tuple[int, list[str]]]:
+        """The rows with text, their cells cleaned, never more of them than the writer takes."""
+        for number, cells in rows:
+            if self.cut:
+                return
+            row: list[str] = []
+            size = 0
+            for cell in cells:
+                text = one_line(cell[: self._room + 1])
+                row.append(text)
+                size += len(text) + 2
+                if size > self._room:  # this row passes the bound: it is the last one taken
+                    self._overflowed = True
+                    yield number, row
+                    return
+            if any(row):
+                yield number, row
 
-    def place(self, name: str, *, sheet: bool = False) -> None:
-        """The next line starts the place called ``name``; a sheet keeps row numbers."""
+    def page(self) -> bool:
+        """The next line starts a new page; False, and nothing more taken, past the last page
+        a document may have."""
+        if not self._part(len(self.page_starts), "pages"):
+            return False
+        self.page_starts.append(len(self.lines) + 1)
+        return True
+
+    def place(self, name: str, *, sheet: bool = False, kind: str = "parts") -> bool:
+        """The next line starts the place called ``name``, one of the document's ``kind``
+        ("slides", "sheets"); a sheet keeps row numbers. False past the last a document may
+        have."""
+        if not self._part(len(self.places), kind):
+            return False
         self._close_place()
         self._blank()
         self._rows = [] if sheet else None
-        self.places.append(Place(len(self.lines) + 1, name))
+        self.places.append(Place(len(self.lines) + 1, one_line(name[:MAX_NAME])))
+        return True
+
+    def _part(self, count: int, kind: str) -> bool:
+        if count >= MAX_PARTS:
+            self.stop(f"only its first {MAX_PARTS:,} {kind} were read")
+        return not self.cut
 
     def _close_place(self) -> None:
         if self._rows is not None and self.places:
@@ -208,17 +382,18 @@ class LineWriter:
         self._rows = None
 
     def result(self, title: str, *, encoding: str, date: str = "", gaps: str = "") -> Extracted:
+        """The document; ``gaps`` (what the reader could not read) with the writer's own cut."""
         self._close_place()
         while self.lines and not self.lines[-1]:
             self.lines.pop()
         return Extracted(
-            title,
+            title[:1000],
             tuple(self.lines),
             tuple(self.page_starts),
             encoding,
             tuple(self.places),
             date,
-            gaps,
+            "; ".join(part for part in (gaps, self.cut) if part),
         )
 
     def first_text(self) -> str:
