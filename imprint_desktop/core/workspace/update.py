@@ -213,11 +213,12 @@ class IndexUpdate:
         except DocumentError as error:
             document = error
         with self._writes.group():
-            records.store(db, entry, document, digest, old)
+            stored = records.store(db, entry, document, digest, old, cancel=self._cancel)
         if isolated:
             self._writes.commit()  # a PDF's text is worth its own transaction
-        self._counts["updated" if old else "added"] += 1
-        return True
+        if stored:
+            self._counts["updated" if old else "added"] += 1
+        return stored  # False: Stop came while its passages were written, and none was kept
 
     def _text(self, path: str, data: bytes) -> Extracted:
         """The file's text, read where :class:`DocumentReader` decides. Raises

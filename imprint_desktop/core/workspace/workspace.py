@@ -69,7 +69,9 @@ class Workspace:
             db_path=db_path,
             embedder=embedder_file(settings.embedder),
             extraction=ExtractionLimits(
-                ocr=settings.ocr, ocr_page_seconds=float(settings.ocr_page_seconds)
+                ocr=settings.ocr,
+                ocr_page_seconds=float(settings.ocr_page_seconds),
+                max_text_chars=settings.max_text_mb * 2**20,
             ),
         )
 
@@ -116,7 +118,8 @@ class Workspace:
                 f"{relative} was skipped when the workspace was indexed: {skipped}."
             )
         try:
-            return relative, self._reader.read(path.name, data, cancel, stamp=FileStamp.of(info))
+            name = relative.rsplit("/", 1)[-1]  # in the text form: the title may be its stem
+            return relative, self._reader.read(name, data, cancel, stamp=FileStamp.of(info))
         except DocumentError as error:
             if not self._reader.isolated(path.name):
                 raise  # a sentence already

@@ -8,6 +8,7 @@ URL handler installed for the schemes a test cares about.
 from __future__ import annotations
 
 import importlib
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -341,9 +342,8 @@ def test_a_cited_file_whose_name_is_not_utf8_opens_whole(
     form stands for, not a file of that literal name."""
     root = tmp_path / "share"
     root.mkdir()
-    odd = bytes(root) + b"/caf\xe9.md"
-    with open(odd, "wb") as file:
-        file.write(b"# Cafe\n\nThe wombat cafe opened in 1931.\n")
+    odd = root / os.fsdecode(b"caf\xe9.md")  # the name as the OS gives it (surrogateescape)
+    odd.write_bytes(b"# Cafe\n\nThe wombat cafe opened in 1931.\n")
     store.set("workspace.path", str(root))
     script = [Step(calls=[search("wombat cafe")]), Step("It opened in 1931 [1].")]
     window = open_window(qtbot, store, script).window
