@@ -250,6 +250,10 @@ def test_the_sampling_seed_makes_an_answer_repeatable_and_another_seed_varies_it
         )
         return run(provider.complete(request, CancelToken())).text
 
+    # The first request evaluates the prompt in one batch; every later one reuses it and evaluates
+    # its last token alone, which on some CPUs (AVX-512 kernels) gives logits a rounding apart,
+    # enough to turn a temperature-1 sample. Compared are answers from the same state.
+    story(7)
     first = story(7)
     assert story(7) == first
     assert {story(seed) for seed in (8, 9, 10)} - {first}, "no other seed changed the answer"
