@@ -95,6 +95,12 @@ class ModelConfig:
     tool_call_grammar: bool
     """Constrain tool calls with a grammar."""
 
+    repeat_penalty: float
+    """Repeat penalty."""
+
+    dry_multiplier: float
+    """Anti-loop penalty."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RemoteConfig:
@@ -221,6 +227,8 @@ class Config:
                 n_gpu_layers=read_int(values, "model.n_gpu_layers"),
                 n_batch=read_int(values, "model.n_batch"),
                 tool_call_grammar=read_bool(values, "model.tool_call_grammar"),
+                repeat_penalty=read_float(values, "model.repeat_penalty"),
+                dry_multiplier=read_float(values, "model.dry_multiplier"),
             ),
             remote=RemoteConfig(
                 base_url=read_str(values, "remote.base_url"),
@@ -274,6 +282,8 @@ class Config:
             "model.n_gpu_layers": self.model.n_gpu_layers,
             "model.n_batch": self.model.n_batch,
             "model.tool_call_grammar": self.model.tool_call_grammar,
+            "model.repeat_penalty": self.model.repeat_penalty,
+            "model.dry_multiplier": self.model.dry_multiplier,
             "remote.base_url": self.remote.base_url,
             "remote.model": self.remote.model,
             "remote.context_window": self.remote.context_window,

@@ -149,6 +149,20 @@ SETTINGS: tuple[Setting, ...] = (
         "used anyway when the model's chat template has no tool support.",
     ),
     Setting(
+        "model.repeat_penalty", Kind.FLOAT, 1.0, "Repeat penalty",
+        "Makes the local model less likely to write again a token it wrote in the last 64 of its "
+        "answer. 1.0 is off. Small models loop less above 1.0, but it also penalises the words "
+        "and digits a right answer repeats; the anti-loop penalty below is gentler.",
+        minimum=1.0, maximum=2.0,
+    ),
+    Setting(
+        "model.dry_multiplier", Kind.FLOAT, 0.8, "Anti-loop penalty",
+        "How strongly the local model is kept from repeating a run of words it already wrote "
+        "in its answer (DRY sampling): the longer the repeated run, the stronger. Short repeats "
+        "(a name, a date) cost nothing, and the passages it quotes are not counted. 0 is off.",
+        minimum=0.0, maximum=5.0,
+    ),
+    Setting(
         "remote.base_url", Kind.STR, "http://127.0.0.1:8080/v1", "Server address",
         "Base URL of the OpenAI-compatible API, ending before /chat/completions.",
         check=check_http_url,

@@ -18,13 +18,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research import sources
+from imprint_desktop.core.research import runaway, sources
 from imprint_desktop.core.research.conversation import Conversation
-from imprint_desktop.core.research.final import FinalAnswer, FinalStage
+from imprint_desktop.core.research.final import FinalAnswer, FinalStage, unsound_answer
 from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.research.requests import Requests
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.research.wording import stop_words
+
+#: Why a reply the model answered is "not found": no search found a passage on the question.
+NOTHING_MATCHED = "no passage in it matched the question"
 
 
 class Ending:
@@ -37,13 +40,30 @@ class Ending:
         self.final = FinalStage(reply, requests)
 
     def answered(self, answer: str, coordinator: Conversation) -> ev.ReplyResult:
-        """The model answered: its research answer is the final answer."""
+        """The model answered: its research answer is the final answer — unless a question was
+        searched for and nothing found to answer it from (the engine's "not found", as after a
+        budget: a greeting, or a request that brings its own material, is still answered), or
+        nothing of the answer is its own (it ran away, or only copied its request back: the
+        labelled evidence fallback)."""
         reply = self.reply
         reply.clock.stop()
         reply.emit(ev.ResearchStopped(reply.now_t(), "answered"))
+        if (
+            not self._found_anything()
+            and reply.looked.queries
+            and asks_for_facts(reply.question)
+            and not reply.settings.answer_without_evidence
+        ):
+            # Searched for, and nothing found: the model's answer would be made up.
+            return self._finish(self._not_found(NOTHING_MATCHED), "answered")
+        scaffolding = runaway.Scaffolding.of(coordinator.messages, reply.question)
+        sound = runaway.sound_answer(answer, scaffolding)
+        if not sound:
+            why = unsound_answer(answer, self.requests.runaway)
+            return self._finish(self.final.fallback_for("answered", why), "answered")
         # No final request, but the one final line.
         reply.emit(ev.FinalFinished(reply.now_t(), "model", 0.0))
-        return self._finish(FinalAnswer(answer, "model"), "answered")
+        return self._finish(FinalAnswer(sound, "model"), "answered")
 
     async def after_stop(self, stop: ResearchStop, coordinator: Conversation) -> ev.ReplyResult:
         """Research stopped before an answer: the final answer, a fallback, or "not found"."""
@@ -52,10 +72,10 @@ class Ending:
         if stop.reason in ("cancelled", "error"):
             reply.emit(ev.ResearchStopped(reply.now_t(), stop.reason, stop.detail))
             return self._finish(self.final.fallback_for(stop.reason, stop.detail), stop.reason)
-        if not reply.ledger.items and not reply.settings.answer_without_evidence:
+        if not self._found_anything() and not reply.settings.answer_without_evidence:
             # Nothing to answer from: say so, rather than let the model invent an answer.
             reply.emit(ev.ResearchStopped(reply.now_t(), stop.reason, stop.detail))
-            return self._finish(self._not_found(stop), stop.reason)
+            return self._finish(self._not_found(self._stopped_why(stop)), stop.reason)
         reply.stop_with_final(stop.reason, stop.detail)
         answer = await self.final.run(stop.reason)
         reason = reply.stopped_as or stop.reason
@@ -92,15 +112,30 @@ class Ending:
         reply.emit(ev.ResearchStopped(reply.now_t(), "error", detail))
         return self._finish(self.final.fallback_for("error", detail), reason)
 
-    def _not_found(self, stop: ResearchStop) -> FinalAnswer:
-        """The engine's own reply when research ended on a budget with no evidence at all."""
-        reply = self.reply
+    def _found_anything(self) -> bool:
+        """Whether research found anything to answer from.
+
+        What the searches return is relevant by their own measure — a passage shares a content
+        word of the question, or its meaning came above the meaning search's floor — and so is
+        what the model chose to read, a page it fetched and the person's answer. A list of the
+        workspace's documents is not: it says what exists, not what is in it.
+        """
+        return any(item.location != "listing" for item in self.reply.ledger.items)
+
+    def _stopped_why(self, stop: ResearchStop) -> str:
+        """Why research ended without evidence, within a sentence."""
         why = stop_words(stop.reason).why
         if stop.reason == "token_budget" and self.requests.sent == 0:
             why = (
-                f"the research token budget of {reply.tokens.total:,} tokens is too small for "
-                f"even one request ({stop.detail}); raise “Research token budget” in Preferences"
+                f"the research token budget of {self.reply.tokens.total:,} tokens is too small "
+                f"for even one request ({stop.detail}); raise “Research token budget” in "
+                "Preferences"
             )
+        return why
+
+    def _not_found(self, why: str) -> FinalAnswer:
+        """The engine's own reply when research ended with nothing found to answer from."""
+        reply = self.reply
         text = sources.not_found_message(self.scope, reply.looked, why)
         reply.emit(ev.FinalFinished(reply.now_t(), "no_evidence", 0.0))
         return FinalAnswer(text, "no_evidence")
@@ -139,6 +174,23 @@ class Ending:
         )
         reply.emit(ev.ReplyFinished(reply.now_t(), result))
         return result
+
+
+#: Words a question for facts opens with, where it has no question mark.
+# fmt: off
+_ASKING = frozenset((
+    "who", "whom", "whose", "what", "which", "when", "where", "why", "how", "is", "are", "was",
+    "were", "do", "does", "did", "can", "could", "will", "would", "should", "has", "have", "had",
+    "list", "name", "tell",
+))
+# fmt: on
+
+
+def asks_for_facts(question: str) -> bool:
+    """Whether ``question`` asks for something the documents would say (a question mark, or an
+    opening such as "who", "when", "list"), rather than greet or bring its own material."""
+    words = question.strip().lower().split()
+    return "?" in question or "？" in question or bool(words and words[0] in _ASKING)
 
 
 def _joined(start: str, rest: str) -> str:

@@ -28,7 +28,7 @@ from imprint_desktop.core.providers.base import (
 )
 from imprint_desktop.core.providers.estimate import chars_for_tokens
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research import prompts, seed
+from imprint_desktop.core.research import prompts, runaway, seed
 from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.research.requests import Requests
 from imprint_desktop.core.research.stop import ResearchStop
@@ -123,6 +123,16 @@ def without_echo(text: str, messages: Sequence[Message]) -> str:
         if len(sentence) > 12:
             text = text.replace(sentence, "")
     return text.strip()
+
+
+def unsound_answer(written: str, cut: runaway.Verdict | None) -> str:
+    """Why an answer with nothing sound in it (:func:`~.runaway.sound_answer`) is none: it ran
+    away (``cut``), only copied its request back, or was empty."""
+    if cut is not None:
+        return f"{cut.why}, with nothing of its own before that"
+    if written.strip():
+        return "the model's answer only copied the question and passages back"
+    return "the model wrote an empty final answer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,9 +281,13 @@ class FinalStage:
                 f"{reply.settings.final_deadline_sec:.0f} seconds",
                 started,
             )
-        text = without_echo(without_call_markup(completion.text), request.messages)
+        written = without_echo(without_call_markup(completion.text), request.messages)
+        if completion.stop == "length":  # cut at its allowance: it ends with a whole sentence
+            written = runaway.whole_sentences(written)
+        scaffolding = runaway.Scaffolding.of(request.messages, reply.question)
+        text = runaway.sound_answer(written, scaffolding)
         if not text:
-            return self._fallback(reason, "the model wrote an empty final answer", started)
+            return self._fallback(reason, unsound_answer(written, self.requests.runaway), started)
         reply.emit(ev.FinalFinished(reply.now_t(), "model", reply.clock_now() - started))
         return FinalAnswer(text, "model")
 

@@ -7,6 +7,11 @@ request goes through :meth:`Requests.final`: outside the research budgets, with 
 reserved and settled by the same rules on a budget of its own; its failure is the provider's, for
 the final stage to fall back on. Every request has its one trace line (:meth:`Requests.finished`)
 with what it reserved, charged and refunded.
+
+Every answer streams through a :class:`~.runaway.Watch`: an answer that starts looping or pasting
+its request back is stopped there — the request's own cancel token, set beside Stop's, ends it the
+way Stop does (llama.cpp's abort check between tokens, the remote stream closed) — and the request
+returns the sound part as its text, ended ``stop``; :attr:`Requests.runaway` says why.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import (
     ContextOverflowError,
     ProviderDeadlineError,
@@ -25,6 +31,7 @@ from imprint_desktop.core.errors import (
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, Message, Phase
 from imprint_desktop.core.providers.estimate import estimate_tokens
 from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research import runaway
 from imprint_desktop.core.research.budgets import Reservation, Settlement, TokenBudget
 from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.research.stop import ResearchStop
@@ -42,6 +49,8 @@ class Requests:
         self.reply = reply
         self.sent = 0  # research requests sent (a budget too small for one is said so)
         self.final_charged = 0  # what the final request was charged, outside the research budget
+        #: Why the last request's answer was cut short (it looped or pasted its request), if it was.
+        self.runaway: runaway.Verdict | None = None
 
     @property
     def context_window(self) -> int:
@@ -95,9 +104,9 @@ class Requests:
             ev.RequestStarted(reply.now_t(), phase, round_number, prompt_tokens, reservation.tokens)
         )
         reply.emit_budget()
-        streamed = _Streamed(reply.text_sink(phase))
+        streamed = _Streamed(reply.text_sink(phase), self._watch(request))
         try:
-            completion = await _provider_call(provider.complete(request, reply.cancel, streamed))
+            completion = await _provider_call(self._complete(request, streamed))
         except ResearchStop as stop:
             self._failed(
                 phase, round_number, prompt_tokens, reservation, streamed=streamed, stop=stop
@@ -143,14 +152,42 @@ class Requests:
             )
         )
         try:
-            completion = await reply.provider.complete(
-                request, reply.cancel, reply.text_sink("final")
+            completion = await self._complete(
+                request, _Streamed(reply.text_sink("final"), self._watch(request))
             )
         except Exception as error:  # what arrived before the failure is charged, if known
             self._settle_final(outside, reservation, prompt_tokens, failed_partial(error), "error")
             raise
         self._settle_final(outside, reservation, prompt_tokens, completion, completion.stop)
         return completion
+
+    def _watch(self, request: CompletionRequest) -> runaway.Watch:
+        """A watch over the answer to ``request``; condensing writes numbered notes, which may
+        name their passages as the request did."""
+        if request.phase == "condense":
+            return runaway.Watch()
+        return runaway.Watch(runaway.Scaffolding.of(request.messages, self.reply.question))
+
+    async def _complete(self, request: CompletionRequest, streamed: _Streamed) -> Completion:
+        """Send ``request``, its answer streamed through ``streamed``: stopped, and cut to its
+        sound part, when it runs away (see the module docstring)."""
+        reply = self.reply
+        own = CancelToken()  # this request's: set by Stop, or by the watch
+        streamed.on_runaway = own.cancel
+        remove = reply.cancel.on_cancel(own.cancel)
+        self.runaway = None
+        try:
+            completion = await reply.provider.complete(request, own, streamed)
+        finally:
+            remove()
+        verdict = streamed.watch.verdict  # met while it streamed: the request was stopped
+        if verdict is None and not (completion.interrupted or completion.tool_calls):
+            verdict = streamed.watch.finish()  # its last line, or a loop it ended on
+        if verdict is None or reply.cancel.cancelled or completion.stop == "deadline":
+            return completion
+        self.runaway = verdict
+        log.info("%s request cut: %s (%s)", request.phase, verdict.why, verdict.detail)
+        return replace(completion, text=streamed.watch.kept, tool_calls=(), stop="stop")
 
     def _settle_final(
         self,
@@ -285,14 +322,23 @@ async def _provider_call(call: Awaitable[_T]) -> _T:
 
 
 class _Streamed:
-    """A request's text sink that also keeps what streamed (to charge a failed request)."""
+    """A request's text sink that also keeps what streamed (to charge a failed request) and reads
+    it for a runaway answer (:mod:`.runaway`): once it runs away, ``on_runaway`` is called and
+    nothing more reaches the sink."""
 
-    def __init__(self, sink: Callable[[str], None]) -> None:
+    def __init__(self, sink: Callable[[str], None], watch: runaway.Watch) -> None:
         self._sink = sink
         self._pieces: list[str] = []
+        self.watch = watch
+        self.on_runaway: Callable[[], None] = lambda: None
 
     def __call__(self, text: str) -> None:
         self._pieces.append(text)
+        if self.watch.verdict is not None:
+            return
+        if self.watch.feed(text) is not None:
+            self.on_runaway()
+            return
         self._sink(text)
 
     @property

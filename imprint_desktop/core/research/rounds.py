@@ -29,7 +29,7 @@ from imprint_desktop.core.providers.base import (
     ToolCall,
 )
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research import prompts, sections, seed
+from imprint_desktop.core.research import prompts, runaway, sections, seed
 from imprint_desktop.core.research.calls import ToolCalls
 from imprint_desktop.core.research.conversation import Batch, Conversation
 from imprint_desktop.core.research.ledger import Judged
@@ -113,7 +113,10 @@ class Rounds:
                     # long as the person allows.)
                     conversation.messages.append(Message("assistant", text))
                     return ResearchAnswer(text, cut=True)
-                if text:
+                if completion.stop == "length":  # cut at the answer allowance: whole sentences
+                    text = runaway.whole_sentences(text)
+                if text or self.requests.runaway is not None:
+                    # An answer cut to nothing as it ran away ends the reply all the same.
                     return ResearchAnswer(text)
                 # An empty reply is a round of its own, and a stagnant one: it found nothing.
                 self._next_round(conversation)

@@ -13,6 +13,13 @@ from imprint_desktop.core import resources
 from imprint_desktop.core.chosen import chosen_model, chosen_workspace, sample_workspace
 from imprint_desktop.settings.store import SettingsStore
 
+#: What the starter model is good for, said wherever it is offered (the welcome, the model box).
+STARTER_HONESTY = (
+    "The starter model comes with Imprint so you can try it at once. It is very small: its "
+    "answers are often wrong or miss what the passages say. A recommended model (Model → "
+    "Models… → Recommended) researches far better."
+)
+
 
 def welcome_html(store: SettingsStore, starter: Path | bool | None) -> str:
     """The empty conversation's text: what to do, and what model and folder will be used.
@@ -34,6 +41,13 @@ def welcome_html(store: SettingsStore, starter: Path | bool | None) -> str:
         model = f"{resources.STARTER_NAME}, {starter}"
     else:
         model = "No model yet: choose one in Preferences → Model"
+    honest = ""
+    if not chosen.remote and chosen.file is None and starter not in (None, False):
+        honest = (
+            "<p><i>The starter model is for trying Imprint: it is very small and often wrong. "
+            "For answers you can rely on, get a recommended model in Model → Models… → "
+            "Recommended.</i></p>"
+        )
     folder = chosen_workspace(config.workspace.path)
     workspace = folder if folder is not None else f"Sample workspace, {sample_workspace()}"
     return (
@@ -41,7 +55,7 @@ def welcome_html(store: SettingsStore, starter: Path | bool | None) -> str:
         "<p>Ask a question below; the model researches your documents and answers with "
         "sources.</p>"
         f"<p><b>Model:</b> {escape(str(model))}<br>"
-        f"<b>Workspace:</b> {escape(str(workspace))}</p>"
+        f"<b>Workspace:</b> {escape(str(workspace))}</p>{honest}"
     )
 
 

@@ -39,6 +39,7 @@ from imprint_desktop.core.chosen import (
     sample_workspace,
 )
 from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui.chat.banner import STARTER_HONESTY
 from imprint_desktop.ui.inert import tooltip
 
 if TYPE_CHECKING:  # the model store is imported by the download manager, after the first paint
@@ -85,6 +86,7 @@ class ModelPicker(QComboBox):
             self.addItem(
                 f"Starter: {resources.STARTER_NAME}", {"model.provider": "local", "model.path": ""}
             )
+            self.setItemData(self.count() - 1, STARTER_HONESTY, Qt.ItemDataRole.ToolTipRole)
         for model in self._installed:
             self.addItem(model.name, {"model.provider": "local", "model.path": str(model.path)})
         own = chosen.file  # a model file chosen that is neither installed nor the starter

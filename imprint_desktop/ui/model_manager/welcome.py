@@ -40,6 +40,7 @@ from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.errors import SettingsError, SettingValueError
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui.chat.banner import STARTER_HONESTY
 from imprint_desktop.ui.model_manager.welcome_picks import (
     TEXT_INDENT,
     broken_lines,
@@ -152,8 +153,11 @@ class WelcomeDialog(QDialog):
             self._job = downloads.recommend()
 
     def _build_model_choices(self, store: SettingsStore, starter_model: Path | None) -> None:
-        self.starter_option = QRadioButton("Use the &starter model (small and fast, runs here)")
+        self.starter_option = QRadioButton(
+            "Use the &starter model to try Imprint (small and fast, but often wrong)"
+        )
         self.starter_option.setAccessibleName("Use the starter model")
+        self.starter_option.setToolTip(STARTER_HONESTY)
         if starter_model is None:
             self.starter_option.setEnabled(False)
             self.starter_option.setText("Starter model (not installed)")

@@ -215,6 +215,8 @@ def test_links_the_model_writes_act_on_nothing_and_web_links_ask_first(
     qtbot: QtBot, store: SettingsStore, tmp_path: Path, system: Opened
 ) -> None:
     store.set("workspace.path", str(write_corpus(tmp_path / "corpus")))
+    # The corpus holds nothing on the question: the model's answer is still the reply.
+    store.set("chat.answer_without_evidence", True)
     answer = (
         "Try [Copy](copy:1), [Research record](record:1), [the file](file:///etc/passwd), "
         "[a share](file://host/share/x.png) and [the site](https://example.org/a?b=1)."

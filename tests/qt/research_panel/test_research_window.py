@@ -157,6 +157,8 @@ def test_an_answer_reaches_only_the_reply_and_call_that_asked(
 def test_stop_ends_a_hanging_reply_quickly_and_the_window_is_usable(
     qtbot: QtBot, research_store: SettingsStore
 ) -> None:
+    # The workspace holds nothing on these questions: the model's answer is still the reply.
+    research_store.set("chat.answer_without_evidence", True)
     hang = Step(hang=True)
     window = open_window(qtbot, research_store, [hang, Step("Second answer.")]).window
     type_question(qtbot, window, "A question the model never finishes")

@@ -223,6 +223,7 @@ class LocalProvider:
                 require_calls=request.tool_choice == "required",
             )
         stream = _AnswerStream(sink, holding=request.offers_tools) if sink else None
+        options = self._session.loaded.options
         result = self._session.run(
             tokens,
             max_tokens=request.max_tokens,
@@ -230,6 +231,8 @@ class LocalProvider:
                 request.temperature,
                 grammar,
                 DEFAULT_SEED if request.seed is None else request.seed,
+                repeat_penalty=options.repeat_penalty,
+                dry_multiplier=options.dry_multiplier,
             ),
             deadline=request.deadline,
             cancel=cancel,

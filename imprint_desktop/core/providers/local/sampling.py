@@ -31,11 +31,26 @@ from imprint_desktop.core.errors import ProviderError
 DEFAULT_SEED = 0x5EED
 
 
+#: DRY sampling (``model.dry_multiplier``): a repeated run of more than this many tokens is
+#: penalised, by ``multiplier * DRY_BASE ** (length - DRY_ALLOWED_LENGTH)``; the run never spans
+#: a line end, a colon, a quote or an emphasis mark (llama.cpp's defaults).
+DRY_BASE = 1.75
+DRY_ALLOWED_LENGTH = 2
+DRY_BREAKERS = ("\n", ":", '"', "*")
+#: The repeat penalty (``model.repeat_penalty``) looks at this many of the last output tokens.
+REPEAT_LAST_N = 64
+
+
 @dataclass(frozen=True, slots=True)
 class Sampling:
+    """How one request's tokens are chosen. The penalties see only the output: the passages the
+    answer quotes from the prompt are never penalised."""
+
     temperature: float
     grammar: str | None = None
     seed: int = DEFAULT_SEED
+    repeat_penalty: float = 1.0  # 1.0: off
+    dry_multiplier: float = 0.0  # 0.0: off
 
 
 class TokenSampler:
@@ -45,7 +60,7 @@ class TokenSampler:
     """
 
     def __init__(self, vocab: Any, sampling: Sampling) -> None:
-        self._chain = _chain(sampling)
+        self._chain = _chain(vocab, sampling)
         self._grammar: Any = None
         self._candidates: Any = None
         if sampling.grammar is not None:
@@ -71,6 +86,8 @@ class TokenSampler:
         if not self._allows(token):
             self.resampled += 1
             token = self._sample_within_grammar(context)
+            # The chain's penalties remember what was written: the token chosen instead, too.
+            llama_cpp.llama_sampler_accept(self._chain, token)
         llama_cpp.llama_sampler_accept(self._grammar, token)
         return token
 
@@ -106,15 +123,18 @@ class TokenSampler:
         return int(self._candidates[candidates.selected].id)
 
 
-def _chain(sampling: Sampling) -> Any:
+def _chain(vocab: Any, sampling: Sampling) -> Any:
     params = llama_cpp.llama_sampler_chain_default_params()
     params.no_perf = True
     chain = llama_cpp.llama_sampler_chain_init(params)
+    # The penalties come after top-k: they then weigh 40 candidates, not the whole vocabulary.
+    llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_top_k(40))
+    for penalty in _penalties(vocab, sampling):
+        llama_cpp.llama_sampler_chain_add(chain, penalty)
     if sampling.temperature <= 0:
         llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_greedy())
         return chain
     for stage in (
-        llama_cpp.llama_sampler_init_top_k(40),
         llama_cpp.llama_sampler_init_top_p(0.95, 1),
         llama_cpp.llama_sampler_init_min_p(0.05, 1),
         llama_cpp.llama_sampler_init_temp(sampling.temperature),
@@ -122,6 +142,34 @@ def _chain(sampling: Sampling) -> Any:
     ):
         llama_cpp.llama_sampler_chain_add(chain, stage)
     return chain
+
+
+def _penalties(vocab: Any, sampling: Sampling) -> list[Any]:
+    """The repeat penalty and DRY sampler ``sampling`` asks for (none when both are off)."""
+    stages = []
+    if sampling.repeat_penalty > 1.0:
+        size = int(llama_cpp.llama_vocab_n_tokens(vocab))
+        stages.append(
+            llama_cpp.llama_sampler_init_penalties(
+                size, REPEAT_LAST_N, sampling.repeat_penalty, 0.0, 0.0
+            )
+        )
+    if sampling.dry_multiplier > 0.0:
+        breakers = (ctypes.c_char_p * len(DRY_BREAKERS))(
+            *(breaker.encode("utf-8") for breaker in DRY_BREAKERS)
+        )
+        stages.append(
+            llama_cpp.llama_sampler_init_dry(
+                vocab,
+                sampling.dry_multiplier,
+                DRY_BASE,
+                DRY_ALLOWED_LENGTH,
+                -1,  # the whole output
+                breakers,
+                len(DRY_BREAKERS),
+            )
+        )
+    return stages
 
 
 #: The longest repeated unit looked for, in tokens (a sentence or two).
