@@ -576,6 +576,215 @@ def measure_recall(scratch: Path, embedder: Path | None = None) -> list[str]:
     return [name for name, met in checks.items() if not met]
 
 
+def _encoder_installed() -> bool:
+    from imprint_desktop.core.workspace.embedding import encoder_installed  # noqa: PLC0415
+
+    return encoder_installed()
+
+
+def question_sets() -> dict[str, list[tuple[str, list[str]]]]:
+    """The paraphrase question sets of the shipped corpus (the ones the encoder is for)."""
+    import tomllib  # noqa: PLC0415
+
+    data = tomllib.loads((RETRIEVAL / "questions.toml").read_text(encoding="utf-8"))
+    heldout = tomllib.loads((RETRIEVAL / "heldout.toml").read_text(encoding="utf-8"))
+    return {
+        "paraphrase": [(q["paraphrase"], q["answers"]) for q in data["question"]],
+        "held-out paraphrase": [(q["paraphrase"], q["answers"]) for q in heldout["question"]],
+        "words": [(q["words"], q["answers"]) for q in data["question"]],
+    }
+
+
+def measure_coverage(scratch: Path) -> None:
+    """Recall@5 (hybrid, and seeded) under ``workspace.embedder`` = auto while the sentence
+    encoder covers a growing share of the Flask corpus's passages (in the order it embeds them),
+    mixed with the built-in embedder for the rest (:mod:`.meaning`); waiting instead (the
+    built-in alone until the encoder covers every passage) finds what 0 % does until 100 %."""
+    import threading  # noqa: PLC0415
+
+    from imprint_desktop.core.research.seed import SEED_LIMIT, seed_query  # noqa: PLC0415
+    from imprint_desktop.core.workspace import WorkspaceIndex, meaning  # noqa: PLC0415
+    from imprint_desktop.core.workspace.embedding import AUTO  # noqa: PLC0415
+    from imprint_desktop.core.workspace.vectors import EmbedProgress  # noqa: PLC0415
+
+    sets = question_sets()
+    kept = meaning.TAKES_OVER
+    with WorkspaceIndex(
+        RETRIEVAL / "flask-docs", db_path=scratch / "coverage.sqlite3", embedder=Path(AUTO)
+    ) as index:
+        index.update()
+        total = index.coverage().total
+        for share in (0.0, 0.25, 0.5, 0.75, 0.9, 1.0):
+            target = int(share * total)
+            stop = threading.Event()
+
+            def enough(
+                event: EmbedProgress, target: int = target, stop: threading.Event = stop
+            ) -> None:
+                if event.done >= target:
+                    stop.set()
+
+            if target:
+                index.improve(progress=enough, cancel=stop)
+            coverage = index.coverage()
+            for takes_over in (kept, 0.0):
+                meaning.TAKES_OVER = takes_over  # what is kept, then mixing from the first batch
+                cells = []
+                for wording, questions in sets.items():
+                    found = seeded = 0
+                    for text, answers in questions:
+                        query = seed_query(text)
+                        paths = [hit.path for hit in index.search(query, 20)]
+                        found += recall_at(paths, answers, 5)
+                        seed = [hit.path for hit in index.search(query, SEED_LIMIT)]
+                        seeded += bool(set(seed) & set(answers))
+                    cells.append(f"{wording} {found:2d}/{len(questions)} ({seeded:2d} seeded)")
+                print(
+                    f"encoder covers {coverage.better_done:4d}/{coverage.total} "
+                    f"({coverage.better_done / coverage.total:4.0%}), takes over at "
+                    f"{takes_over:3.0%}, hybrid: " + ", ".join(cells)
+                )
+            meaning.TAKES_OVER = kept
+
+
+def encoder_only(folder: Path, db_path: Path) -> None:
+    """Child process: index ``folder`` (words and built-in vectors, as a first answer waits for),
+    then give every passage the encoder's vector too (as the window does in the background);
+    report both times and the peak RSS with the encoder loaded, as JSON."""
+    from imprint_desktop.core.workspace import WorkspaceIndex  # noqa: PLC0415
+    from imprint_desktop.core.workspace.embedding import AUTO  # noqa: PLC0415
+
+    with WorkspaceIndex(folder, db_path=db_path, embedder=Path(AUTO)) as index:
+        index.embedder()  # loaded once per process, as in the window
+        report = index.update()
+        before = peak_rss_mb()
+        loading = time.perf_counter()
+        index.better_embedder()
+        loaded = time.perf_counter() - loading
+        improved = index.improve()
+    print(
+        json.dumps(
+            {
+                "passages": report.embedded,
+                "builtin_seconds": report.seconds,
+                "encoder_load_seconds": loaded,
+                "encoder_seconds": improved.seconds,
+                "encoder_passages": improved.done,
+                "rss_before_encoder_mb": before,
+                "peak_rss_mb": peak_rss_mb(),
+            }
+        )
+    )
+
+
+def measure_encoder(scratch: Path, sizes: list[int]) -> None:
+    """For about each of ``sizes`` passages: indexing with the built-in embedder (what a first
+    answer waits for) and the encoder's background embedding of the same passages, each in a
+    fresh process, with that process's peak RSS once the encoder is loaded."""
+    for passages in sizes:
+        folder = scratch / f"encoder-{passages}"
+        generate(folder, max(1, passages * 10 // 54))  # about 5.4 passages a document
+        output = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--encoder-only",
+                str(folder),
+                str(scratch / f"{folder.name}.db"),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        got = json.loads(output)
+        print(
+            f"encoder indexing:   {got['passages']} passages: words and built-in vectors in "
+            f"{got['builtin_seconds']:.2f} s ({got['passages'] / got['builtin_seconds']:.0f} "
+            f"passages/s); the encoder in the background {got['encoder_seconds']:.1f} s "
+            f"({got['encoder_passages'] / got['encoder_seconds']:.1f} passages/s, loaded in "
+            f"{got['encoder_load_seconds']:.2f} s); peak RSS {got['rss_before_encoder_mb']:.0f} MB "
+            f"before the encoder, {got['peak_rss_mb']:.0f} MB with it"
+        )
+
+
+def measure_encoder_queries(folder: Path, db_path: Path, words: list[str]) -> None:
+    """Hybrid query p95 under ``workspace.embedder`` = auto on the large index (``db_path``,
+    made by :func:`measure_memory`) with encoder vectors for half the passages and then for all
+    of them. Encoding 160,000 passages would take hours, so the vectors are random unit rows of
+    the encoder's width: what a query costs does not depend on what they say."""
+    import sqlite3  # noqa: PLC0415
+
+    import numpy as np  # noqa: PLC0415
+
+    from imprint_desktop.core.workspace import WorkspaceIndex  # noqa: PLC0415
+    from imprint_desktop.core.workspace.embedding import AUTO  # noqa: PLC0415
+
+    rng = random.Random(13)
+    asked = [" ".join(rng.sample(words[:3000], rng.randint(1, 3))) for _ in range(200)]
+    vectors = np.random.default_rng(13)
+    with contextlib.closing(sqlite3.connect(db_path, isolation_level=None)) as db:
+        ids = [row[0] for row in db.execute("SELECT id FROM passages ORDER BY id")]
+        db.execute("UPDATE meta SET value = 'all-minilm-l6-v2' WHERE key = 'better_embedder'")
+    for share in (0.5, 1.0):
+        with contextlib.closing(sqlite3.connect(db_path, isolation_level=None)) as db:
+            db.execute("BEGIN")
+            db.execute("DELETE FROM passage_vectors_better")
+            chosen = ids[: int(share * len(ids))]
+            rows = vectors.standard_normal((len(chosen), 384)).astype(np.float32)
+            rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+            db.executemany(
+                "INSERT INTO passage_vectors_better (passage_id, vector) VALUES (?, ?)",
+                [
+                    (passage, rows[at].astype(np.float16).tobytes())
+                    for at, passage in enumerate(chosen)
+                ],
+            )
+            db.execute("COMMIT")
+        with WorkspaceIndex(folder, db_path=db_path, embedder=Path(AUTO)) as index:
+            p95 = hybrid_p95(index, asked)
+            coverage = index.coverage()
+        print(
+            f"hybrid query p95:   {p95 * 1000:.2f} ms with the encoder covering "
+            f"{coverage.better_done:,} of {coverage.total:,} passages ({share:.0%})"
+        )
+
+
+def add_encoder_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the encoder's figures (issue 39): each runs alone."""
+    parser.add_argument(
+        "--coverage",
+        action="store_true",
+        help="only recall under workspace.embedder = auto as the encoder covers more passages",
+    )
+    parser.add_argument(
+        "--encoder-passages",
+        type=int,
+        nargs="*",
+        default=None,
+        metavar="N",
+        help="only indexing time and memory with the encoder for about N passages (each N)",
+    )
+    parser.add_argument("--encoder-only", nargs=2, metavar=("FOLDER", "DB"), help=argparse.SUPPRESS)
+
+
+def run_encoder_figures(args: argparse.Namespace) -> int | None:
+    """Run what the encoder's options ask for, alone (an exit code), or None when none is given."""
+    if args.encoder_only:
+        encoder_only(Path(args.encoder_only[0]), Path(args.encoder_only[1]))
+        return 0
+    if args.coverage or args.encoder_passages is not None:
+        scratch = Path(tempfile.mkdtemp(prefix="imprint-bench-"))
+        try:
+            if args.coverage:
+                measure_coverage(scratch)
+            if args.encoder_passages is not None:
+                measure_encoder(scratch, args.encoder_passages or [1000, 10000])
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return 0
+    return None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=3000)
@@ -592,11 +801,13 @@ def main() -> int:
     parser.add_argument("--per-format", type=int, default=40)
     parser.add_argument("--markitdown", action="store_true", help="time markitdown too")
     parser.add_argument("--index-only", nargs=2, metavar=("FOLDER", "DB"), help=argparse.SUPPRESS)
+    add_encoder_arguments(parser)
     args = parser.parse_args()
     if args.index_only:
         index_only(Path(args.index_only[0]), Path(args.index_only[1]))
         return 0
-
+    if (ran := run_encoder_figures(args)) is not None:
+        return ran
     scratch = Path(tempfile.mkdtemp(prefix="imprint-bench-"))
     if args.recall_only:
         try:
@@ -620,6 +831,9 @@ def main() -> int:
                 compare_markitdown(folders)
         if args.large_docs:
             failures += measure_memory(corpus, words, args.docs, args.large_docs, scratch)
+            if _encoder_installed():
+                large = scratch / f"rss-{(scratch / 'large').name}.sqlite3"
+                measure_encoder_queries(scratch / "large", large, words)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if failures:

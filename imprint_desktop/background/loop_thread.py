@@ -250,11 +250,13 @@ class LoopThread(QThread):
     async def _run_reply(self, reply: ReplyJob) -> None:
         """Replies run one at a time: a new one waits for the superseded one to wind down."""
         self._replies[reply.reply_id] = reply
+        self._services.reply_started()  # the background's better embedding gives way
         try:
             async with self._reply_lock:
                 await reply.run(self._history, self._services, self._memory)
         finally:
             del self._replies[reply.reply_id]
+            self._services.reply_ended()
 
     def _deliver(self, reply_id: int, call_id: str, deliver: Callable[[ReplyJob], bool]) -> None:
         reply = self._replies.get(reply_id)

@@ -101,11 +101,13 @@ class ModelStatus:
 
 
 class IndexStage(enum.Enum):
-    """What an index job does: read the changed files (``done``/``total`` count files), or give
-    the passages their vectors in the background (they count passages)."""
+    """What an index job does: read the changed files (``done``/``total`` count files), give
+    the passages their vectors in the background (they count passages), or give them the better
+    embedder's vectors too, while no reply runs (passages: "Improving search")."""
 
     FILES = "files"
     MEANING = "meaning"
+    IMPROVING = "improving"
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,16 @@ second question does not load the model again or reopen the workspace index. Loa
 reports :class:`~.payloads.ModelStatus` (loading, ready, failed) through the ``emit`` it is given.
 
 :class:`KeptServices` belongs to the loop thread: every method but :meth:`stop_indexing` is
-called there, and :meth:`aclose` closes everything there when the thread stops. It knows nothing of
-replies or of the thread that hosts it; the loop thread hands it to the jobs that need it.
+called there, and :meth:`aclose` closes everything there when the thread stops.
+
+The workspace's passages get their vectors in the background after each update (the quick
+embedder: seconds), and then, while no reply runs, the better embedder's too
+(:meth:`~imprint_desktop.core.workspace.WorkspaceIndex.improve`: the sentence encoder, minutes to
+hours), reported as :attr:`~.payloads.IndexStage.IMPROVING`. A reply that starts
+(:meth:`KeptServices.reply_started`) stops that within a batch (about a second) and the last reply
+to end starts it again where it stopped; search meanwhile ranks by whatever vectors there are.
+It knows nothing else of replies, nor of the thread that hosts it; the loop thread hands it to the
+jobs that need it.
 """
 
 from __future__ import annotations
@@ -100,12 +108,31 @@ class KeptServices:
         self._embedding: asyncio.Task[None] | None = None
         self._embedding_for: Workspace | None = None
         self._stop_embedding = threading.Event()
+        self._improving: asyncio.Task[None] | None = None
+        self._improving_for: Workspace | None = None
+        self._stop_improving = threading.Event()
+        self._replies = 0
+        self._closed = False
 
     def stop_indexing(self) -> None:
         """End an index update that no reply's Stop can end, and the background embedding,
         because the app closes (any thread)."""
         self._stop_indexing.set()
         self._stop_embedding.set()
+        self._stop_improving.set()
+
+    def reply_started(self) -> None:
+        """A reply starts (or waits for the one before): the better embedder stops at its next
+        batch, so that it takes no processor from the reply."""
+        self._replies += 1
+        self._stop_improving.set()
+
+    def reply_ended(self) -> None:
+        """A reply ended: with none left, the better embedder goes on where it stopped."""
+        self._replies -= 1
+        running = self._embedding is not None and not self._embedding.done()
+        if self._replies == 0 and self._workspace is not None and not running:
+            self._improve_in_background(self._workspace)
 
     def http(self, config: Config) -> httpx.AsyncClient:
         """The client for the network settings (made again when they change)."""
@@ -175,6 +202,7 @@ class KeptServices:
         if self._workspace is None or key != self._workspace_key:
             if self._workspace is not None:
                 self._stop_embedding.set()  # ends at its next batch; close waits for that
+                self._stop_improving.set()
                 self._workspace.close()
                 self._workspace = None
             self._workspace = Workspace.from_config(root, config.workspace)
@@ -278,8 +306,71 @@ class KeptServices:
                     stage=meaning,
                 )
             )
+            if outcome is p.Outcome.FINISHED and not stop.is_set():
+                self._improve_in_background(workspace)
 
         self._embedding = asyncio.create_task(embed())
+
+    def _improve_in_background(self, workspace: Workspace) -> None:
+        """Give the passages of ``workspace`` the better embedder's vectors too (when there is
+        one), reporting progress, until done or until a reply starts, the workspace changes or
+        the app closes (each sets its Stop, checked between batches of about a second)."""
+        if not workspace.index.better_name or self._replies or self._closed:
+            return
+        if self._stop_indexing.is_set():
+            return
+        if (
+            self._improving is not None
+            and not self._improving.done()
+            and self._improving_for is workspace
+            and not self._stop_improving.is_set()
+        ):
+            return  # already at work; it takes passages added meanwhile too
+        # One told to stop (a reply, a workspace since closed) ends first; this one starts then.
+        previous = self._improving
+        self._stop_improving = stop = threading.Event()
+        self._improving_for = workspace
+        root, emit = str(workspace.root), self._emit
+        loop = asyncio.get_running_loop()
+        last = [0.0]
+        improving = p.IndexStage.IMPROVING
+
+        def report(event: Any) -> None:  # on the worker thread; emit is thread-safe
+            now = loop.time()
+            if not event.waiting and event.done < event.total and now - last[0] >= 0.25:
+                last[0] = now
+                emit(p.IndexStatus(root, event.done, event.total, stage=improving))
+
+        async def improve() -> None:
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            if stop.is_set():
+                return
+            try:
+                result = await asyncio.to_thread(
+                    workspace.index.improve, progress=report, cancel=stop
+                )
+            except Exception as error:  # search goes on with the quick embedder's vectors
+                log.exception("improving the workspace's vectors failed")
+                failed = p.Outcome.FAILED
+                emit(p.IndexStatus(root, 0, 0, outcome=failed, message=str(error), stage=improving))
+                return
+            if result.problem:
+                outcome = p.Outcome.FAILED
+            else:
+                outcome = p.Outcome.FINISHED if result.finished else p.Outcome.CANCELLED
+            emit(
+                p.IndexStatus(
+                    root,
+                    result.done,
+                    result.total,
+                    outcome=outcome,
+                    message=result.problem,
+                    stage=improving,
+                )
+            )
+
+        self._improving = asyncio.create_task(improve())
 
     async def test_connection(self, config: Config) -> p.ConnectionTest:
         """Try the remote server the settings name (chosen or not), with the key the keyring
@@ -290,9 +381,13 @@ class KeptServices:
     async def aclose(self) -> None:
         """Close the provider, the client and the workspace (on the loop, when it stops)."""
         await self._close_provider()
+        self._closed = True
         self._stop_embedding.set()
+        self._stop_improving.set()
         if self._embedding is not None:
             await asyncio.gather(self._embedding, return_exceptions=True)
+        if self._improving is not None:
+            await asyncio.gather(self._improving, return_exceptions=True)
         await asyncio.gather(*self._closing, return_exceptions=True)
         if self._http is not None:
             await self._http.aclose()

@@ -12,6 +12,14 @@ give every passage its vector from the ``workspace.embedder`` first. ``--mode`` 
 ranking: ``hybrid`` (the default, as everywhere in Imprint) fuses ``keyword`` (BM25) and
 ``meaning`` (the vectors).
 
+Under ``workspace.embedder`` = ``auto`` (the default) those vectors are the built-in embedder's,
+made at once; the sentence encoder embeds the passages again later — in the window while it is
+idle, or here with ``index --embed``, which does it after the update, with its progress (Ctrl+C
+stops it and keeps what it embedded; the next run goes on). Both commands say which embedder ranks
+by meaning ("search by meaning: all-minilm-l6-v2 for 320 of 892 passages, … for the rest"):
+``index`` on standard output (with ``--json``: ``search_embedder`` and ``embedders``), ``search``
+on standard error, so that its output stays the hits.
+
 Whatever comes from a file reaches the terminal shown, never obeyed: paths, titles, places,
 reasons and errors through :func:`~imprint_desktop.core.shown_text.terminal_line` (a name holding
 ``ESC [ 2 J`` or a line break is printed with its escapes, on its one line), passage text through
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 from pathlib import Path
 from typing import TextIO
 
@@ -56,6 +65,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     indexing = actions.add_parser("index", help="build or update the index of DIR")
     indexing.add_argument("dir", type=Path, metavar="DIR")
     indexing.add_argument("--json", action="store_true", help="print the report as JSON")
+    indexing.add_argument(
+        "--embed",
+        action="store_true",
+        help="also give every passage the better embedder's vector now (workspace.embedder = "
+        "auto: the sentence encoder, which the window otherwise runs while it is idle)",
+    )
 
     searching = actions.add_parser("search", help="search DIR for QUERY (updates the index first)")
     searching.add_argument("dir", type=Path, metavar="DIR")
@@ -104,9 +119,14 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
             if report.busy:
                 print(f"imprint: {NOT_WAITED}", file=err)
             if args.action == "index":
+                if args.embed and not report.cancelled and not report.busy:
+                    _improve(workspace, progress, err)
                 _print_report(workspace, report, as_json=args.json, out=out, err=err)
                 return EXIT_OK
             hits = workspace.index.search(args.query, args.limit, args.mode)
+            if args.mode is not SearchMode.KEYWORD:
+                served = workspace.index.coverage().describe()
+                print(f"search by meaning: {terminal_line(served)}", file=err)
     except WorkspaceError as error:
         print(f"imprint: {terminal_line(str(error))}", file=err)
         return EXIT_ERROR
@@ -145,9 +165,32 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.st
     return EXIT_OK
 
 
+def _improve(workspace: Workspace, progress: _ProgressLine, err: TextIO) -> None:
+    """Give every passage the better embedder's vector too, with its progress; Ctrl+C stops it
+    between batches and keeps what it embedded."""
+    index = workspace.index
+    if not index.better_name:
+        return
+    stop = threading.Event()
+    progress.label = f"improving search ({index.better_name})"
+    try:
+        improved = index.improve(progress=progress.embedding, cancel=stop, wait=True)
+    except KeyboardInterrupt:
+        stop.set()
+        progress.finish()
+        print("imprint: stopped; the passages embedded so far are kept.", file=err)
+        return
+    finally:
+        progress.finish()
+        progress.label = _EMBEDDING
+    if improved.problem:
+        print(f"the better embedder is off: {terminal_line(improved.problem)}", file=err)
+
+
 def _print_report(
     workspace: Workspace, report: IndexReport, *, as_json: bool, out: TextIO, err: TextIO
 ) -> None:
+    coverage = workspace.index.coverage()
     if as_json:
         data = {
             "workspace": str(workspace.root),
@@ -164,6 +207,13 @@ def _print_report(
             ],
             "embedded_passages": report.embedded,
             "embedder_problem": report.embedder_problem or None,
+            "search_embedder": coverage.describe(),
+            "embedders": {
+                "quick": coverage.quick or None,
+                "better": coverage.better or None,
+                "better_passages": coverage.better_done,
+                "passages": coverage.total,
+            },
         }
         print(terminal_json(data), file=out)
         return
@@ -175,6 +225,10 @@ def _print_report(
         f"{report.seconds:.2f} s.",
         file=out,
     )
+    served = f"search by meaning: {terminal_line(coverage.describe())}"
+    if coverage.better and coverage.better_done < coverage.total:
+        served += " (imprint workspace index --embed, or the window while idle, embeds the rest)"
+    print(f"{served}.", file=out)
     for problem in report.problems:
         path, reason = terminal_line(problem.path), terminal_line(problem.reason)
         print(f"{_PROBLEM_WORDS[problem.kind]} {path}: {reason}", file=err)
@@ -183,6 +237,7 @@ def _print_report(
 
 
 _PROBLEM_WORDS = {"skipped": "skipped", "no_text": "no text in", "partial": "partly read"}
+_EMBEDDING = "embedding passages"
 
 
 class _ProgressLine:
@@ -194,6 +249,8 @@ class _ProgressLine:
         self._bars = bars
         self._drawn = False
         self._waited = False
+        #: What the passages' progress bar says it is doing.
+        self.label = _EMBEDDING
 
     def __call__(self, progress: IndexProgress) -> None:
         if progress.waiting:
@@ -220,8 +277,7 @@ class _ProgressLine:
         width = 30
         filled = width * progress.done // progress.total
         bar = "#" * filled + "-" * (width - filled)
-        label = "embedding passages"
-        self._stream.write(f"\r[{bar}] {progress.done}/{progress.total} {label:<40}")
+        self._stream.write(f"\r[{bar}] {progress.done}/{progress.total} {self.label:<40}")
         self._stream.flush()
         self._drawn = True
 

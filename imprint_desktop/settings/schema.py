@@ -204,13 +204,18 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1, maximum=512, unit="MB",
     ),
     Setting(
-        "workspace.embedder", Kind.FILE, "", "Embedding model",
-        "A GGUF embedding model that lets search find passages by what they mean, not only by "
-        "their words (the model manager's Recommended tab offers one). Empty uses the built-in "
-        "embedder, which works offline with nothing to download. all-minilm-l6-v2 uses the "
-        "sentence encoder all-MiniLM-L6-v2, installed with Imprint: it finds far more questions "
-        "asked in other words than the documents use, and embeds 100 to 200 times slower. "
-        "A change embeds the workspace again in the background; search keeps working meanwhile.",
+        "workspace.embedder", Kind.FILE, "auto", "Embedding model",
+        "What lets search find passages by what they mean, not only by their words. auto (the "
+        "default): the built-in embedder gives every passage its vector as it is indexed, so "
+        "the first answer never waits, and the sentence encoder all-MiniLM-L6-v2, installed "
+        "with Imprint, embeds the passages again in the background while the window is idle "
+        "(\"Improving search\"); once it has embedded nine passages in ten, search ranks by "
+        "it (and by the built-in embedder the rest). It finds far more questions asked in "
+        "other words than the documents use. builtin (or empty): the built-in embedder alone, "
+        "which works offline with nothing to download. all-minilm-l6-v2: the sentence "
+        "encoder alone, embedding as the index is updated (100 to 200 times slower). Or a "
+        "GGUF embedding model (the model manager's Recommended tab offers one). A change "
+        "embeds the workspace again in the background; search keeps working meanwhile.",
     ),
     Setting(
         "workspace.ocr", Kind.BOOL, True, "Read scans with OCR",

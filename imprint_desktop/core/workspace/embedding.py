@@ -1,13 +1,20 @@
 """Embedders: text as vectors, so a search finds passages by what they mean, not only by words.
 
-Two kinds, chosen by ``workspace.embedder`` (:func:`embedder_for`):
+Three kinds, chosen by ``workspace.embedder`` (:func:`embedder_for`, :func:`better_embedder_for`):
 
 * the built-in :class:`StaticEmbedder` — WordLlama's static token vectors (MIT), which ship inside
   the ``wordllama`` wheel, so it works offline with nothing to download. A passage's vector is the
   mean of its tokens' vectors: no neural network runs, so embedding keeps pace with indexing and
   costs 32 MB of memory;
+* the sentence encoder all-MiniLM-L6-v2 (:mod:`.encoder`), installed with Imprint: 100 to 200
+  times slower, and far better at paraphrases;
 * a :class:`GgufEmbedder` — a GGUF embedding model (nomic-embed, bge, e5, Qwen3-Embedding) run by
   llama.cpp in embedding mode: slower, and better at paraphrases.
+
+The default, :data:`AUTO`, uses two: the built-in embedder gives every passage its vector as it is
+indexed (the first answer never waits), and the sentence encoder, when installed, embeds the
+passages again in the background; a search ranks by the encoder what it has embedded and by the
+built-in embedder the rest (:mod:`.meaning`). Any other value names the one embedder used.
 
 Every embedder returns unit-length ``float32`` rows, so a dot product is the cosine similarity,
 and has a :attr:`~Embedder.name` that says which vectors it makes: the index keeps the name beside
@@ -278,8 +285,13 @@ def builtin_embedder() -> StaticEmbedder:
 
 
 #: The ``workspace.embedder`` value that chooses the sentence encoder all-MiniLM-L6-v2
-#: (:mod:`.encoder`), which its wheel installs: a name, not a file.
+#: (:mod:`.encoder`), which its wheel installs, alone: a name, not a file.
 ENCODER = "all-minilm-l6-v2"
+#: The ``workspace.embedder`` default: the built-in embedder at once, and the sentence encoder in
+#: the background when it is installed (:func:`better_embedder_for`).
+AUTO = "auto"
+#: The ``workspace.embedder`` value that chooses the built-in embedder alone (as an empty value).
+BUILTIN = "builtin"
 
 
 @lru_cache(maxsize=1)
@@ -374,13 +386,29 @@ def _prefixes(file_name: str) -> tuple[str, str]:
 
 
 def embedder_for(model: Path | None) -> Embedder:
-    """The embedder ``workspace.embedder`` names: the built-in one for None, the sentence encoder
-    for its name (:data:`ENCODER`), else the GGUF embedding model at ``model``. Raises
-    :class:`EmbedderError` saying why not."""
-    if model is None:
+    """The embedder that gives every passage its vector as it is indexed, for the
+    ``workspace.embedder`` value ``model``: the built-in one for None, :data:`BUILTIN` and
+    :data:`AUTO`, the sentence encoder for its name (:data:`ENCODER`), else the GGUF embedding
+    model at ``model``. Raises :class:`EmbedderError` saying why not."""
+    if model is None or str(model) in (BUILTIN, AUTO):
         return builtin_embedder()
     if str(model) == ENCODER:
         return sentence_encoder()
     if not model.is_file():
         raise EmbedderError(f"The embedding model {model} does not exist.")
     return GgufEmbedder(model)
+
+
+def better_name_for(model: Path | None) -> str:
+    """The name of the embedder that improves on :func:`embedder_for`'s in the background for the
+    ``workspace.embedder`` value ``model`` (the sentence encoder's, under :data:`AUTO` when it is
+    installed), or "" when there is none; known without loading it."""
+    if model is not None and str(model) == AUTO and encoder_installed():
+        return SentenceEncoder.name
+    return ""
+
+
+def better_embedder_for(model: Path | None) -> Embedder | None:
+    """The embedder :func:`better_name_for` names, loaded (once per process), or None. Raises
+    :class:`EmbedderError` when its files are installed but cannot be loaded."""
+    return sentence_encoder() if better_name_for(model) else None

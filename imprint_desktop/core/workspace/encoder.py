@@ -14,18 +14,24 @@ with a residual connection and layer normalisation; then the mean of the tokens'
 states (padding left out), scaled to unit length. Texts are cut at :data:`MAX_TOKENS` tokens.
 Passages are batched by length, so little padding is computed.
 
-It is 100 to 200 times slower than the built-in embedder (7 to 12 passages a second on two busy
-cores, against about 1,000), so it is a choice, not the default: indexing with it cannot keep
-half the pace of indexing by words.
+It is 100 to 200 times slower than the built-in embedder (10 to 20 passages a second on one core,
+against thousands), so indexing with it cannot keep pace with indexing by words: by default
+(``workspace.embedder`` = ``auto``) the built-in embedder serves every passage at once and this one
+embeds them again in the background, while the window is idle (:mod:`.meaning`).
+
+Any number of threads may encode at once (a search's question while the background embeds a
+batch): the forward pass shares nothing but read-only weights, and BLAS is held to one thread for
+as long as any of them encodes (:class:`_OneBlasThread`), so a question never waits for a batch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +42,7 @@ import numpy.typing as npt
 from imprint_desktop.core.errors import EmbedderError
 
 if TYPE_CHECKING:
+    from threadpoolctl import ThreadpoolController
     from tokenizers import Tokenizer
 
 Matrix = npt.NDArray[np.float32]
@@ -101,10 +108,7 @@ class SentenceEncoder:
         tokenizer.enable_truncation(MAX_TOKENS)
         tokenizer.no_padding()
         self._tokenizer: Tokenizer = tokenizer
-        self._lock = threading.Lock()
-        from threadpoolctl import ThreadpoolController  # noqa: PLC0415 - 0.1 s, only to encode
-
-        self._blas = ThreadpoolController()
+        self._blas = _OneBlasThread()
 
     @property
     def dimensions(self) -> int:
@@ -157,7 +161,7 @@ class SentenceEncoder:
         order = sorted(range(len(ids)), key=lambda at: len(ids[at]))
         # One BLAS thread: with the cores busy (a model answering, other programs), BLAS's
         # threads wait on each other and a question's vector took 2.5 s instead of 40 ms here.
-        with self._lock, self._blas.limit(limits=1, user_api="blas"):
+        with self._blas.held():
             for start in range(0, len(order), _BATCH):
                 batch = order[start : start + _BATCH]
                 out[batch] = self._encode([ids[at] for at in batch])
@@ -221,6 +225,36 @@ class SentenceEncoder:
         variance = (centred * centred).mean(axis=-1, keepdims=True)
         scaled: Matrix = centred / np.sqrt(variance + np.float32(self._epsilon))
         return scaled * norm[0] + norm[1]
+
+
+class _OneBlasThread:
+    """BLAS held to one thread while any thread encodes. threadpoolctl's limit is the process's,
+    so threads that encode at once share one: the first sets it, the last puts it back (a limit
+    per thread would put back, on leaving, what another thread had set)."""
+
+    def __init__(self) -> None:
+        from threadpoolctl import ThreadpoolController  # noqa: PLC0415 - 0.1 s, only to encode
+
+        self._controller: ThreadpoolController = ThreadpoolController()
+        self._lock = threading.Lock()
+        self._users = 0
+        self._restore: Callable[[], object] | None = None
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        with self._lock:
+            if self._users == 0:
+                limiter = self._controller.limit(limits=1, user_api="blas")
+                self._restore = limiter.restore_original_limits
+            self._users += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._users -= 1
+                if self._users == 0 and self._restore is not None:
+                    self._restore()
+                    self._restore = None
 
 
 def _gelu(rows: Matrix) -> Matrix:

@@ -8,10 +8,16 @@ for a query (:mod:`.search`), the indexed documents, the files skipped and why (
 
 Any thread, and any process, may search; updates are serialised by a lock, and so is embedding,
 by another: the window embeds in the background after an update (:meth:`WorkspaceIndex.embed`)
-while the next update and every search go on. Each lock is held across processes too (the files
-beside the database: :mod:`.database`), so a second process's update or embedding waits for the
-first's (saying so through its progress) or, told not to wait, leaves the work to it; a search
-never waits, and reads the last committed state. Each thread has its own connection.
+while the next update and every search go on. A better embedder (``workspace.embedder`` =
+``auto``: the sentence encoder) embeds the passages again when asked
+(:meth:`WorkspaceIndex.improve`: the window while it is idle, ``imprint workspace index
+--embed``), under a third lock, so that neither an update nor the quick embedding ever waits for
+it; a search ranks by its vectors what it has embedded (:mod:`.meaning`,
+:meth:`WorkspaceIndex.coverage`). Each lock is held across processes too (the files beside the
+database: :mod:`.database`, and ``index.sqlite3.better.lock``), so a second process's update or
+embedding waits for the first's (saying so through its progress) or, told not to wait, leaves the
+work to it; a search never waits, and reads the last committed state. Each thread has its own
+connection.
 """
 
 from __future__ import annotations
@@ -22,18 +28,30 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from imprint_desktop.core.errors import EmbedderError, WorkspaceError, WorkspaceIndexError
-from imprint_desktop.core.workspace import records, vector_file, vectors
-from imprint_desktop.core.workspace.database import Connections, explained, index_path_for
-from imprint_desktop.core.workspace.embedding import Embedder, embedder_for
+from imprint_desktop.core.workspace import records, vectors
+from imprint_desktop.core.workspace.database import (
+    Connections,
+    WriterLock,
+    explained,
+    index_path_for,
+)
+from imprint_desktop.core.workspace.embedding import (
+    Embedder,
+    better_embedder_for,
+    better_name_for,
+    embedder_for,
+)
 from imprint_desktop.core.workspace.isolation import (
     DEFAULT_LIMITS,
     ExtractionLimits,
     Stop,
     is_cancelled,
 )
+from imprint_desktop.core.workspace.meaning import Coverage, MeaningSearch
 from imprint_desktop.core.workspace.reader import DocumentReader
 from imprint_desktop.core.workspace.records import DocumentInfo, IndexProblem
 from imprint_desktop.core.workspace.search import (
@@ -43,20 +61,14 @@ from imprint_desktop.core.workspace.search import (
     candidates,
     fts_terms,
     fuse,
-    keyword_ranking,
+    keyword_scores,
     passages_by_score,
     quotes_words,
 )
 from imprint_desktop.core.workspace.update import IndexProgress, IndexReport, IndexUpdate
-from imprint_desktop.core.workspace.vectors import EmbedProgress, VectorSearch
+from imprint_desktop.core.workspace.vectors import BETTER, EmbedProgress
 
 log = logging.getLogger(__name__)
-
-#: A search by meaning keeps the passages at least this share as near to the query as the
-#: nearest one (and above the embedder's own floor): a short query that one passage matches well
-#: does not bring along the passages that share a stray token with it. Measured by
-#: ``bench/bench_workspace.py``: recall unchanged.
-NEAREST_SHARE = 0.5
 
 #: The settings' default (``workspace.max_file_mb``), for an index opened without settings (see
 #: :data:`~.workspace.DEFAULT_NOTES_FOLDER`).
@@ -87,7 +99,14 @@ class WorkspaceIndex:
         self._embedder_model = embedder
         self._embedder: Embedder | EmbedderError | None = None
         self._embedder_made = threading.Lock()
-        self._vectors = VectorSearch(vector_file.path_for(self.db_path))
+        self._meaning = MeaningSearch(self.db_path)
+        #: The better embedder's name ("" for none), known without loading it; the embedder
+        #: itself is loaded when it is first needed: to improve, or to search what it embedded.
+        self.better_name = better_name_for(embedder)
+        self._better: Embedder | EmbedderError | None = None
+        self._improve_lock = threading.Lock()
+        #: Held by :meth:`improve`, across processes (see :mod:`.database` for the other two).
+        self._improving = WriterLock(self.db_path.with_name(f"{self.db_path.name}.better.lock"))
 
     def __enter__(self) -> WorkspaceIndex:
         return self
@@ -98,7 +117,7 @@ class WorkspaceIndex:
     def close(self) -> None:
         """Close the database. An update still running in another thread (one whose awaiting task
         was cancelled, told to stop) ends first: its connection is never closed under it."""
-        with self._update_lock, self._embed_lock:
+        with self._update_lock, self._embed_lock, self._improve_lock:
             self._connections.close_all()
         embedder, self._embedder = self._embedder, None
         close = getattr(embedder, "close", None)
@@ -208,6 +227,94 @@ class WorkspaceIndex:
                 raise self._embedder
             return self._embedder
 
+    def better_embedder(self) -> Embedder | None:
+        """The better embedder (:attr:`better_name`), loaded on first use, or None when there is
+        none; raises :class:`EmbedderError` (every time) when it cannot be loaded."""
+        if not self.better_name:
+            return None
+        with self._embedder_made:
+            if self._better is None:
+                try:
+                    self._better = better_embedder_for(self._embedder_model)
+                except EmbedderError as error:
+                    log.warning("%s Search ranks by the built-in embedder.", error)
+                    self._better = error
+            if isinstance(self._better, EmbedderError):
+                raise self._better
+            return self._better
+
+    def improve(
+        self,
+        *,
+        progress: Callable[[EmbedProgress], None] | None = None,
+        cancel: Stop | None = None,
+        wait: bool = False,
+    ) -> Improvement:
+        """Give every passage a vector from the better embedder too, a small batch at a time
+        (:data:`.vectors.BETTER_BATCH`: ``cancel`` is checked between batches, so Stop ends it
+        within about a second), each written in its own short transaction and none open while a
+        batch is embedded. What it embedded is kept however it ends, a killed process included,
+        and the next call goes on from there. Another process improving the index is left to it
+        (``busy``), or with ``wait`` waited for. Nothing to do without a better embedder."""
+        started = time.perf_counter()
+        if not self.better_name:
+            return Improvement("", 0, 0, finished=True, seconds=0.0)
+        busy, problem, finished = False, "", False
+        try:
+            with (
+                self._improve_lock,
+                self._connections.writing(self._improving, wait=wait, cancel=cancel) as held,
+            ):
+                db = self._connections.get()
+                if held:
+                    try:
+                        better = self.better_embedder()
+                        assert better is not None
+                        finished = vectors.fill(
+                            db,
+                            better,
+                            BETTER,
+                            batch=vectors.BETTER_BATCH,
+                            progress=progress,
+                            cancel=cancel,
+                        )
+                    except EmbedderError as error:
+                        finished, problem = True, str(error)
+                else:
+                    finished, busy = not is_cancelled(cancel), not wait
+                done, total = vectors.counts(db, BETTER)
+        except sqlite3.Error as error:
+            self._connections.check_damage(error)
+            raise WorkspaceIndexError(
+                f"The workspace index cannot be updated: {explained(error)}"
+            ) from error
+        return Improvement(
+            self.better_name,
+            done,
+            total,
+            finished=finished,
+            seconds=time.perf_counter() - started,
+            busy=busy,
+            problem=problem,
+        )
+
+    def coverage(self) -> Coverage:
+        """Which embedders serve a search by meaning now, and how far the better one is."""
+        try:
+            db = self._connections.get()
+            quick = vectors.embedder_name(db)
+            better = vectors.embedder_name(db, BETTER)
+            done, total = vectors.counts(db, BETTER) if better else (0, 0)
+            if not better:
+                total = vectors.counts(db)[1]
+        except sqlite3.Error as error:
+            raise WorkspaceIndexError(
+                f"The workspace index cannot be read: {explained(error)}"
+            ) from error
+        if better != self.better_name:  # made by another choice: not searched
+            done = 0
+        return Coverage(quick, self.better_name, done, total)
+
     def _update_files(
         self, progress: Callable[[IndexProgress], None] | None, cancel: Stop | None, wait: bool
     ) -> IndexReport:
@@ -275,14 +382,14 @@ class WorkspaceIndex:
             if mode is SearchMode.KEYWORD:
                 return best_passages(db, terms, limit)
             count = candidates(limit)
-            by_words = keyword_ranking(db, terms, count)
+            by_words = keyword_scores(db, terms, count)
             by_meaning, weight = self._by_meaning(
                 db, query, count, required=mode is SearchMode.MEANING
             )
             if mode is SearchMode.HYBRID and quotes_words(query):
-                having = set(by_words)
-                by_meaning = [passage for passage in by_meaning if passage in having]
-            return passages_by_score(db, fuse([by_words, by_meaning], [1.0, weight]), limit)
+                having = {passage for passage, _ in by_words}
+                by_meaning = [pair for pair in by_meaning if pair[0] in having]
+            return passages_by_score(db, fuse(by_words, by_meaning, weight), limit)
         except sqlite3.Error as error:
             raise WorkspaceIndexError(
                 f"The workspace index cannot be searched: {explained(error)}"
@@ -290,23 +397,30 @@ class WorkspaceIndex:
 
     def _by_meaning(
         self, db: sqlite3.Connection, query: str, count: int, *, required: bool
-    ) -> tuple[list[int], float]:
-        """The passages nearest ``query``, nearest first, and the weight of that ranking in the
-        fusion (the embedder's)."""
+    ) -> tuple[list[tuple[int, float]], float]:
+        """The passages nearest ``query`` with their nearness (:func:`.meaning.merged`), nearest
+        first, and the weight of that ranking in the
+        fusion: by the better embedder where it has embedded them, by the quick one elsewhere
+        (:mod:`.meaning`)."""
         if not query.strip():
             return [], 0.0
         try:
-            embedder = self.embedder()
-            vector = embedder.embed_query(query)
+            quick = self.embedder()
+            return self._meaning.nearest(db, query, count, quick, self._better_searched(db))
         except EmbedderError:
             if required:
                 raise
             return [], 0.0
-        nearest = self._vectors.nearest(db, embedder.name, vector, count) if vector.any() else []
-        if not nearest:
-            return [], embedder.fusion_weight
-        floor = max(embedder.min_similarity, NEAREST_SHARE * nearest[0][1])
-        return [passage for passage, score in nearest if score >= floor], embedder.fusion_weight
+
+    def _better_searched(self, db: sqlite3.Connection) -> Embedder | None:
+        """The better embedder when its vectors are in the index (it is loaded only then: a
+        first search of a new folder never waits for it), else None."""
+        if not self.better_name or vectors.embedder_name(db, BETTER) != self.better_name:
+            return None
+        try:
+            return self.better_embedder()
+        except EmbedderError:
+            return None
 
     def problems(self) -> list[IndexProblem]:
         """The files the last updates skipped and why (until they change), by path."""
@@ -324,3 +438,18 @@ class WorkspaceIndex:
     def documents(self, folder: str = "") -> list[DocumentInfo]:
         """The indexed documents under ``folder`` (workspace-relative; empty for all), by path."""
         return records.documents(self._connections.get(), folder)
+
+
+@dataclass(frozen=True, slots=True)
+class Improvement:
+    """What :meth:`WorkspaceIndex.improve` did: the better ``embedder``'s vectors now cover
+    ``done`` of ``total`` passages; ``finished`` unless Stop came first; ``busy`` when another
+    process improves the index; ``problem`` when the embedder could not be loaded."""
+
+    embedder: str
+    done: int
+    total: int
+    finished: bool
+    seconds: float
+    busy: bool = False
+    problem: str = ""

@@ -47,9 +47,10 @@ class Kept(NamedTuple):
     documents: npt.NDArray[np.float32]
 
 
-def path_for(db_path: Path) -> Path:
-    """Where the vectors of the index database at ``db_path`` are kept."""
-    return db_path.with_name(f"{db_path.name}.vectors")
+def path_for(db_path: Path, kept_suffix: str = "vectors") -> Path:
+    """Where the vectors of the index database at ``db_path`` are kept: ``kept_suffix`` names
+    the set (:attr:`.vectors.VectorSet.kept_suffix`)."""
+    return db_path.with_name(f"{db_path.name}.{kept_suffix}")
 
 
 def read(path: Path, state: tuple[str, str]) -> Kept | None:

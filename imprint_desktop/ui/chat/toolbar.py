@@ -233,6 +233,10 @@ class ResearchToolbar(QWidget):
             self.index_bar.setFormat(status.message)
         elif status.stage is IndexStage.MEANING:
             self.index_bar.setFormat(f"Embedding passages {status.done} of {status.total}")
+        elif status.stage is IndexStage.IMPROVING:  # the better embedder, while no reply runs
+            self.index_bar.setFormat(
+                f"Improving search: {status.done:,} of {status.total:,} passages"
+            )
         else:
             self.index_bar.setFormat(f"Indexing {status.done} of {status.total}")
         self.index_bar.setToolTip(tooltip(status.path))  # a file name may hold anything

@@ -21,6 +21,9 @@ def test_an_update_waiting_for_another_imprint_says_so_in_the_toolbar(
     qtbot: QtBot, store: SettingsStore, tmp_path: Path
 ) -> None:
     folder = write_corpus(tmp_path / "corpus")
+    # The built-in embedder alone: under auto the sentence encoder's background progress
+    # ("Improving search") follows the update in the same bar (tests/qt/chat/test_index_improving).
+    store.set("workspace.embedder", "builtin")
     window = open_window(qtbot, store).window
     another = Connections(index_path_for(folder), folder)  # another Imprint, updating this index
     try:

@@ -47,9 +47,9 @@ class TableRead:
         self.count = 0
         real = vectors._from_table
 
-        def counted(db: sqlite3.Connection, embedder: str) -> object:
+        def counted(db: sqlite3.Connection, embedder: str, *vector_set: object) -> object:
             self.count += 1
-            return real(db, embedder)
+            return real(db, embedder, *vector_set)  # type: ignore[arg-type]
 
         monkeypatch.setattr(vectors, "_from_table", counted)
 
