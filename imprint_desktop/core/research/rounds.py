@@ -164,14 +164,17 @@ class Rounds:
         """
         reply = self.reply
         reply.check_cancel_and_time()
+        limit = seed.seed_limit(reply.provider.parameters)
         if conversation.worker is None:
             call = seed.seed_call(
-                conversation.seed, conversation.call_ids, earlier=conversation.earlier
+                conversation.seed, conversation.call_ids, earlier=conversation.earlier, limit=limit
             )
             reply.emit(ev.RoundStarted(reply.now_t(), conversation.round, conversation.worker))
         else:
             self._next_round(conversation)
-            call = seed.seed_call(conversation.seed, conversation.call_ids, conversation.round)
+            call = seed.seed_call(
+                conversation.seed, conversation.call_ids, conversation.round, limit=limit
+            )
         first_request = CompletionRequest(
             messages=tuple(conversation.messages),
             max_tokens=reply.settings.research_max_output_tokens,
@@ -179,7 +182,7 @@ class Rounds:
             tools=conversation.tool_schemas,
             phase=conversation.phase,
         )
-        max_chars = await self._seed_chars(first_request, conversation.seed)
+        max_chars = await self._seed_chars(first_request, conversation.seed, limit)
         first = reply.ledger.next_citation
         result, progress = await self._run_call(
             conversation, call, ToolKind.READ, origin="engine", max_chars=max_chars
@@ -199,7 +202,7 @@ class Rounds:
         self._end_round(conversation, progress=progress, excluded=False)
         return bool(passages)
 
-    async def _seed_chars(self, first_request: CompletionRequest, question: str) -> int:
+    async def _seed_chars(self, first_request: CompletionRequest, question: str, limit: int) -> int:
         """:func:`~.seed.seed_chars` for the prompt of the first request, before the seed."""
         cap = self.reply.settings.max_result_chars
         try:
@@ -213,6 +216,7 @@ class Rounds:
             output_tokens=first_request.max_tokens,
             cap=cap,
             question=question,
+            limit=limit,
         )
 
     def _end_round(self, conversation: Conversation, *, progress: bool, excluded: bool) -> None:

@@ -26,8 +26,14 @@ log = logging.getLogger(__name__)
 
 #: The call id of the engine's own search; a conversation's later calls never reuse an id.
 SEED_CALL_ID = "imprint_seed_search"
-#: At most this many passages seed the conversation.
+#: At most this many passages seed a small model's conversation (under
+#: :data:`SMALL_MODEL_PARAMETERS`; see :func:`seed_limit` for the others).
 SEED_LIMIT = 3
+#: Passages that seed the conversation of a model of 1 to 4 billion parameters, and of a larger or
+#: unknown one (a server's); the characters they may take grow with them (:func:`seed_chars`).
+MID_SEED_LIMIT = 5
+LARGE_SEED_LIMIT = 8
+LARGE_MODEL_PARAMETERS = 4_000_000_000
 #: Of the room left in the window after the prompt and the research output allowance, the seed
 #: takes at most this share, so the model still has room to research after it.
 SEED_SHARE_OF_ROOM = 0.5
@@ -35,7 +41,10 @@ SEED_SHARE_OF_ROOM = 0.5
 MIN_SEED_CHARS = 600
 #: Nor with more: the passages are cut around what matched the question (the rest is a
 #: read_document away), so a small model reads the facts rather than the headings around them.
+#: A larger model reads more of each of its passages (:func:`seed_chars`).
 MAX_SEED_CHARS = 2400
+#: Characters a seed passage may take at most, past a small model's.
+PASSAGE_CHARS = 1200
 
 
 def _words(text: str) -> frozenset[str]:
@@ -350,29 +359,56 @@ def first_request_offers_tools(setting: str, parameters: int | None) -> bool:
     return parameters is None or parameters >= SMALL_MODEL_PARAMETERS
 
 
-def seed_arguments(query: str) -> str:
+def seed_limit(parameters: int | None) -> int:
+    """How many passages seed the conversation of a model of ``parameters`` (None: not known, a
+    server's). A 135M model answered right less often from more passages than three (it copies
+    the first heading it meets, and each passage lengthens the prompt it must first read on a
+    laptop's cores); a model of billions reads eight well, and each is a search it need not make.
+    The hybrid search lays the best of both its halves in them (:mod:`~..workspace.search`)."""
+    if parameters is not None and parameters < SMALL_MODEL_PARAMETERS:
+        return SEED_LIMIT
+    if parameters is not None and parameters < LARGE_MODEL_PARAMETERS:
+        return MID_SEED_LIMIT
+    return LARGE_SEED_LIMIT
+
+
+def seed_arguments(query: str, limit: int = SEED_LIMIT) -> str:
     """The arguments of the engine's ``search_workspace`` call, as the model would send them."""
-    return json.dumps({"query": query, "limit": SEED_LIMIT}, ensure_ascii=False)
+    return json.dumps({"query": query, "limit": limit}, ensure_ascii=False)
 
 
 def seed_call(
-    text: str, used: set[str], round_number: int | None = None, *, earlier: Sequence[str] = ()
+    text: str,
+    used: set[str],
+    round_number: int | None = None,
+    *,
+    earlier: Sequence[str] = (),
+    limit: int = SEED_LIMIT,
 ) -> ToolCall:
     """The engine's own ``search_workspace`` call for ``text`` (the question, or a worker's
-    section; ``earlier``: the question a follow-up follows), with an id no call in ``used`` had
-    (it is added there): the coordinator's is :data:`SEED_CALL_ID`, a worker's carries its
-    ``round_number``."""
+    section; ``earlier``: the question a follow-up follows) of ``limit`` passages
+    (:func:`seed_limit`), with an id no call in ``used`` had (it is added there): the
+    coordinator's is :data:`SEED_CALL_ID`, a worker's carries its ``round_number``."""
     call_id = SEED_CALL_ID if round_number is None else f"{SEED_CALL_ID}_{round_number}"
     while call_id in used:  # a conversation continued: an earlier reply's seed
         call_id += "_"
     used.add(call_id)
-    return ToolCall(call_id, "search_workspace", seed_arguments(seed_query(text, earlier)))
+    query = seed_query(text, earlier)
+    return ToolCall(call_id, "search_workspace", seed_arguments(query, limit))
 
 
 def seed_chars(
-    *, context_window: int, prompt_tokens: int, output_tokens: int, cap: int, question: str
+    *,
+    context_window: int,
+    prompt_tokens: int,
+    output_tokens: int,
+    cap: int,
+    question: str,
+    limit: int = SEED_LIMIT,
 ) -> int:
-    """How many characters the seed result may take: a share of the window's spare room.
+    """How many characters the seed result of ``limit`` passages may take: a share of the
+    window's spare room, at most :data:`MAX_SEED_CHARS` for a small model's three and
+    :data:`PASSAGE_CHARS` a passage for more.
 
     Tokens become characters at the rate of the question's script (the passages that match it
     are written in it, mostly). ``cap`` is the tool result size limit (``tools.max_result_chars``);
@@ -380,7 +416,8 @@ def seed_chars(
     """
     room = max(0, context_window - prompt_tokens - output_tokens)
     planned = chars_for_tokens(int(room * SEED_SHARE_OF_ROOM), question)
-    return max(MIN_SEED_CHARS, min(cap, planned, MAX_SEED_CHARS))
+    most = MAX_SEED_CHARS if limit <= SEED_LIMIT else limit * PASSAGE_CHARS
+    return max(MIN_SEED_CHARS, min(cap, planned, most))
 
 
 def _is_noise(word: str) -> bool:

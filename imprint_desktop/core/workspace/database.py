@@ -3,7 +3,8 @@
 The index is a cache of the workspace, so it lives in Imprint's data directory (never inside the
 person's folder), one database per workspace, and a database that is corrupt or from an older
 extractor or schema is simply rebuilt: that is how the schema migrates (version 2 added each
-file's date and superseded reason, the ``notext`` status, and each passage's named place).
+file's date and superseded reason, the ``notext`` status, and each passage's named place; version
+3 the passages' words by their stems, ``passages_stems``).
 
 Several processes may hold one index at once (the window, ``imprint workspace index``, ``search``
 and ``ask``), so who writes it is settled across processes by two lock files beside it
@@ -55,7 +56,7 @@ from imprint_desktop.core.workspace.isolation import Stop, is_cancelled
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _VERSION = f"{SCHEMA_VERSION}.{EXTRACTOR_VERSION}"
 
 #: The longest a statement waits for another connection's write transaction (SQLite's busy
@@ -66,7 +67,7 @@ BUSY_SECONDS = 30.0
 #: How often a writer that may be stopped (or may find it need not wait) tries a lock again.
 POLL_SECONDS = 0.05
 #: The tables of every schema this index has had (dropped when it is built again).
-_TABLES = ("passage_vectors", "passages_fts", "passages", "files", "meta")
+_TABLES = ("passage_vectors", "passages_stems", "passages_fts", "passages", "files", "meta")
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -103,17 +104,30 @@ CREATE VIRTUAL TABLE passages_fts USING fts5 (
     tokenize='unicode61 remove_diacritics 2'
 );
 INSERT INTO passages_fts (passages_fts, rank) VALUES ('rank', 'bm25(1.0, 2.0)');
+-- The same words by their stems ("russets", "picked" as "russet", "pick"): English endings
+-- (FTS5's Porter stemmer), searched beside the exact words (see keyword_rank).
+CREATE VIRTUAL TABLE passages_stems USING fts5 (
+    text, heading, content='passages', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+INSERT INTO passages_stems (passages_stems, rank) VALUES ('rank', 'bm25(1.0, 2.0)');
 CREATE TRIGGER passages_ai AFTER INSERT ON passages BEGIN
     INSERT INTO passages_fts (rowid, text, heading) VALUES (new.id, new.text, new.heading);
+    INSERT INTO passages_stems (rowid, text, heading) VALUES (new.id, new.text, new.heading);
 END;
 CREATE TRIGGER passages_ad AFTER DELETE ON passages BEGIN
     INSERT INTO passages_fts (passages_fts, rowid, text, heading)
+        VALUES ('delete', old.id, old.text, old.heading);
+    INSERT INTO passages_stems (passages_stems, rowid, text, heading)
         VALUES ('delete', old.id, old.text, old.heading);
 END;
 CREATE TRIGGER passages_au AFTER UPDATE ON passages BEGIN
     INSERT INTO passages_fts (passages_fts, rowid, text, heading)
         VALUES ('delete', old.id, old.text, old.heading);
     INSERT INTO passages_fts (rowid, text, heading) VALUES (new.id, new.text, new.heading);
+    INSERT INTO passages_stems (passages_stems, rowid, text, heading)
+        VALUES ('delete', old.id, old.text, old.heading);
+    INSERT INTO passages_stems (rowid, text, heading) VALUES (new.id, new.text, new.heading);
 END;
 """
 

@@ -34,28 +34,33 @@ _K1 = 1.2
 #: statement of its own and then looks each one up again; ordered by an expression, SQLite's
 #: sorter keeps only the ``LIMIT`` best (the same rows, in about two thirds of the time).
 _RANKED = """
-SELECT rowid, rank FROM passages_fts WHERE passages_fts MATCH ? ORDER BY rank + 0 LIMIT ?
+SELECT rowid, rank FROM {table} WHERE {table} MATCH ? ORDER BY rank + 0 LIMIT ?
 """
 #: Matching rows that the whole query scores in a few milliseconds: below this, leaving the most
 #: common word out saves less than the two queries that would show it can be left out cost.
 FEW_ROWS = 4000
-_ROWS_WITH = "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?"
+_ROWS_WITH = "SELECT count(*) FROM {table} WHERE {table} MATCH ?"
+#: The full-text tables a ranking may read: the words as written, and the words by their stems
+#: (:mod:`.database`'s schema).
+TABLES = frozenset({"passages_fts", "passages_stems"})
 
 
 def best_by_words(
-    db: sqlite3.Connection, terms: Sequence[str], count: int
+    db: sqlite3.Connection, terms: Sequence[str], count: int, table: str = "passages_fts"
 ) -> list[tuple[int, float]]:
-    """(passage id, rank) of the ``count`` best rows for ``terms`` joined by OR, best first (FTS5's
-    ``rank``: lower is better). ``terms`` are FTS5 strings ("quoted"), as :func:`.search.fts_terms`
-    gives them."""
+    """(passage id, rank) of the ``count`` best rows of ``table`` (one of :data:`TABLES`) for
+    ``terms`` joined by OR, best first (FTS5's ``rank``: lower is better). ``terms`` are FTS5
+    strings ("quoted"), as :func:`.search.fts_terms` gives them."""
+    if table not in TABLES:
+        raise ValueError(f"not a full-text table of the index: {table}")
     if not terms or count < 1:
         return []
     whole = " OR ".join(terms)
     if len(terms) == 1:
-        return _ranked(db, whole, count)
+        return _ranked(db, table, whole, count)
     with _one_snapshot(db):  # the counts, the bound and the rows of one state of the index
-        found = _with_the_rarer_words(db, terms, count)
-        return _ranked(db, whole, count) if found is None else found
+        found = _with_the_rarer_words(db, table, terms, count)
+        return _ranked(db, table, whole, count) if found is None else found
 
 
 def most_added(rows: int, having: int) -> float:
@@ -66,11 +71,12 @@ def most_added(rows: int, having: int) -> float:
 
 
 def _with_the_rarer_words(
-    db: sqlite3.Connection, terms: Sequence[str], count: int
+    db: sqlite3.Connection, table: str, terms: Sequence[str], count: int
 ) -> list[tuple[int, float]] | None:
     """The best rows when only rows with one of the rarer words can be among them; None when that
     is not shown, or when the most common word is not common enough to make leaving it out pay."""
-    having = {term: int(db.execute(_ROWS_WITH, (term,)).fetchone()[0]) for term in terms}
+    rows_with = _ROWS_WITH.format(table=table)
+    having = {term: int(db.execute(rows_with, (term,)).fetchone()[0]) for term in terms}
     if sum(having.values()) < FEW_ROWS:
         return None
     common = max(terms, key=lambda term: having[term])
@@ -82,8 +88,8 @@ def _with_the_rarer_words(
     rows = int(db.execute("SELECT max(id) FROM passages").fetchone()[0] or 0)
     rows = max(rows, having[common])  # an index whose words and passages disagree is no crash
     either = " OR ".join(rarer)
-    found = _ranked(db, f"({either}) AND {common}", count)
-    found += _ranked(db, f"({either}) NOT {common}", count)
+    found = _ranked(db, table, f"({either}) AND {common}", count)
+    found += _ranked(db, table, f"({either}) NOT {common}", count)
     best = sorted(found, key=lambda row: row[1])[:count]
     if len(best) < count or -best[-1][1] < most_added(rows, having[common]):
         return None
@@ -104,5 +110,6 @@ def _one_snapshot(db: sqlite3.Connection) -> Iterator[None]:
         db.execute("COMMIT")
 
 
-def _ranked(db: sqlite3.Connection, match: str, count: int) -> list[tuple[int, float]]:
-    return [(int(row[0]), float(row[1])) for row in db.execute(_RANKED, (match, count))]
+def _ranked(db: sqlite3.Connection, table: str, match: str, count: int) -> list[tuple[int, float]]:
+    ranked = db.execute(_RANKED.format(table=table), (match, count))
+    return [(int(row[0]), float(row[1])) for row in ranked]

@@ -97,6 +97,29 @@ def test_the_seed_takes_a_share_of_the_room_left_and_never_more_than_the_cap() -
     assert chars(2048, 900, 512, "灯塔是什么时候第一次点亮的？") < tight
 
 
+def test_the_seed_grows_with_the_model() -> None:
+    """A 135M model gets three passages; billions of parameters, or a server's model, more."""
+    assert seed.seed_limit(135_000_000) == seed.SEED_LIMIT == 3
+    assert seed.seed_limit(1_700_000_000) == seed.MID_SEED_LIMIT
+    assert seed.seed_limit(8_000_000_000) == seed.seed_limit(None) == seed.LARGE_SEED_LIMIT
+    assert seed.SEED_LIMIT < seed.MID_SEED_LIMIT < seed.LARGE_SEED_LIMIT
+
+    def chars(limit: int) -> int:
+        return seed.seed_chars(
+            context_window=32_768, prompt_tokens=800, output_tokens=1024, cap=20_000,
+            question="When was it lit?", limit=limit,
+        )  # fmt: skip
+
+    assert chars(seed.SEED_LIMIT) == seed.MAX_SEED_CHARS
+    assert chars(seed.LARGE_SEED_LIMIT) == seed.LARGE_SEED_LIMIT * seed.PASSAGE_CHARS
+    # However many passages, never past the room left nor the tool's cap.
+    tight = seed.seed_chars(
+        context_window=4096, prompt_tokens=900, output_tokens=512, cap=20_000,
+        question="When was it lit?", limit=seed.LARGE_SEED_LIMIT,
+    )  # fmt: skip
+    assert tight == chars_for_tokens((4096 - 900 - 512) // 2, "When was it lit?")
+
+
 # --- the engine's own search ----------------------------------------------------------------------
 
 
@@ -107,7 +130,8 @@ def test_the_first_request_holds_the_seeded_passages_and_may_answer_at_once() ->
     result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
 
     assert tools.calls == [
-        ("search_workspace", {"query": "gannet point first lit", "limit": seed.SEED_LIMIT})
+        # A model of unknown size (a server's) is seeded with the most passages.
+        ("search_workspace", {"query": "gannet point first lit", "limit": seed.LARGE_SEED_LIMIT})
     ]
     assert result.stop_reason == "answered" and result.final_mode == "model"
     assert len(provider.requests) == 1  # answered at once: no further request
@@ -156,7 +180,7 @@ def test_a_follow_up_keeps_its_subject_without_replaying_the_earlier_answer() ->
     asyncio.run(engine.run("Who were its keepers?", tools, history))
     # "its" is Gannet Point: the search looks for the earlier question's subject too.
     assert tools.calls == [
-        ("search_workspace", {"query": "keepers gannet point", "limit": seed.SEED_LIMIT})
+        ("search_workspace", {"query": "keepers gannet point", "limit": seed.LARGE_SEED_LIMIT})
     ]
     messages = provider.requests[0].messages
     assert [m.role for m in messages] == ["system", "user"]
@@ -579,6 +603,7 @@ def test_a_small_model_answers_from_the_passages_in_a_tools_free_request() -> No
     )
     result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
     assert result.stop_reason == "answered" and result.rounds == 0
+    assert tools.calls[0][1]["limit"] == seed.SEED_LIMIT  # a small model's few passages
     [first] = provider.requests
     assert first.tools == () and first.max_tokens == 300  # an answer's request
     assert "Lit: 1 November 1857." in first.messages[-1].content

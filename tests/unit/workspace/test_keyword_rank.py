@@ -13,7 +13,7 @@ import pytest
 from imprint_desktop.core.workspace import keyword_rank
 from imprint_desktop.core.workspace.database import Connections
 from imprint_desktop.core.workspace.keyword_rank import best_by_words, most_added
-from imprint_desktop.core.workspace.search import best_passages, keyword_ranking
+from imprint_desktop.core.workspace.search import best_passages, keyword_scores
 
 WHOLE = "SELECT rowid, rank FROM passages_fts WHERE passages_fts MATCH ? ORDER BY rank LIMIT ?"
 
@@ -116,13 +116,16 @@ def test_a_common_word_is_scored_only_on_the_rows_with_a_rarer_one(
     assert 'NOT "common"' in ranked[1]
 
 
-@pytest.mark.parametrize("rank", [keyword_ranking, best_passages])
+@pytest.mark.parametrize("rank", [keyword_scores, best_passages])
 @pytest.mark.usefixtures("few_rows_are_many")
 def test_searches_by_words_rank_this_way(
     db: sqlite3.Connection, rank: Callable[[sqlite3.Connection, list[str], int], object]
 ) -> None:
+    """The words as written and their stems, each ranked leaving the common word out."""
     ranked = ranked_statements(db, ['"usual"', '"common"'], 5, rank)
-    assert len(ranked) == 2, ranked
+    assert len(ranked) == 4, ranked
+    assert sum("passages_fts" in line for line in ranked) == 2
+    assert sum("passages_stems" in line for line in ranked) == 2
 
 
 def test_words_in_few_rows_are_ranked_by_the_whole_query_at_once(db: sqlite3.Connection) -> None:

@@ -139,7 +139,7 @@ def test_a_paraphrase_is_found_by_meaning_where_no_word_matches(tmp_path: Path) 
             "animals people keep at home": "pets.md",
             "money lending costs going up": "bank.md",
             "storm coming tonight": "weather.md",
-            "growing food in the yard": "garden.md",
+            "harvesting produce from the backyard": "garden.md",  # no word, nor its stem
         }
         for query, answer in asked.items():
             assert paths(index, query, SearchMode.KEYWORD) == []
@@ -163,14 +163,16 @@ def test_a_question_in_another_language_finds_what_keywords_find(tmp_path: Path)
             assert paths(index, query)[:1] == by_words[:1]
 
 
-def test_fusion_ranks_by_reciprocal_rank() -> None:
-    fused = fuse([[1, 2, 3], [3, 4]])
-    assert [passage for passage, _ in fused] == [3, 1, 2, 4]
+def test_fusion_adds_each_halfs_scores_scaled_to_its_best() -> None:
+    fused = fuse([(1, 8.0), (2, 4.0), (3, 2.0)], [(3, 1.0), (4, 0.5)], 0.5)
+    assert [passage for passage, _ in fused] == [1, 3, 2, 4]
     scores = dict(fused)
-    assert scores[3] == pytest.approx(1 / 63 + 1 / 61)
-    assert scores[1] == pytest.approx(1 / 61)
-    assert fuse([[], []]) == []
-    assert [passage for passage, _ in fuse([[1], [2]], weights=[1.0, 2.0])] == [2, 1]
+    assert scores[1] == pytest.approx(1.0)
+    assert scores[3] == pytest.approx(0.25 + 0.5)  # a quarter of the best BM25, the nearest
+    assert scores[4] == pytest.approx(0.25)
+    assert fuse([], [], 1.0) == []
+    # Meaning alone: its order, weighed.
+    assert fuse([], [(7, 1.0), (8, 0.2)], 2.0) == [(7, 2.0), (8, pytest.approx(0.4))]
 
 
 def test_a_new_embedder_embeds_everything_again_while_words_still_find_passages(
