@@ -17,6 +17,10 @@ Question sets:
   documents, long reports and minutes, distractors, archived versions), questions in
   ``bench/quality-corpus.toml``; a case may name a ``stale`` value from a superseded document,
   which a right answer never states;
+- ``absent``: questions over ``bench/quality-workspace`` whose answer is NOT in the documents, each
+  beside neighbouring numbers, dates and names that are (a senior fare beside the adult and child
+  fares, 2021's journeys beside 2023's and 2022's). A reply is right when it says nothing was found
+  or when the claim it makes is flagged (DESIGN §6, "Answers are accountable");
 - ``followup``: two-turn cases from both workspaces. Imprint answers the first question and then
   the follow-up ("How deep is it?") in the same conversation (``imprint ask --continue``); the
   one-shot arm gets the follow-up rewritten by hand ("How deep is Hollin Reservoir?").
@@ -26,6 +30,14 @@ its Sources), evidence recall (the answering document among the passages found),
 and p90 time to answer (Imprint: the trace clock from the question to the ``final`` line, model
 load excluded; one-shot: the request, model load excluded). Exits 1 when Imprint's fact rate falls
 below the one-shot arm's on a set, or its median time is over 1.5× the one-shot arm's.
+
+Per arm and set it also prints how an answer stands (:func:`_grounding_table`): **confidently
+wrong** — the fact is not in the answer, and the answer is neither flagged (Imprint's ``--json``
+``grounding`` verdict ``partly`` or ``unsupported``) nor "not found" (the engine's own, or a reply
+that says the documents do not say); and **right but flagged** — the fact is there, yet the answer
+is flagged. The one-shot arm flags nothing. On ``absent`` a reply is confidently wrong unless it is
+"not found" or flagged.
+
 
 A 135M model's answers swing with the sampling seed, and a set has 4 to 24 questions, so one
 fact either way is noise. ``--seeds A,B,…`` asks every set once per sampling seed (both arms: the
@@ -50,7 +62,7 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -59,6 +71,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from imprint_desktop.core.providers.local.sampling import DEFAULT_SEED  # noqa: E402
+from imprint_desktop.core.research.grounding import declines  # noqa: E402
 from imprint_desktop.core.research.seed import seed_query  # noqa: E402
 from imprint_desktop.core.workspace import Workspace  # noqa: E402
 
@@ -85,6 +98,7 @@ class Case:
     stale: str = ""  # a superseded value a right answer never states
     first: Case | None = None  # a follow-up's first turn
     rewritten: str = ""  # a follow-up written out in full, for the one-shot arm
+    absent: bool = False  # the documents do not answer it: right is "not found" or flagged
 
 
 RAILWAY_CASES = (
@@ -118,6 +132,27 @@ RAILWAY_CASES = (
         "operations/timetable-2024.md",
         "09:40",
     ),
+)
+
+
+def _absent(question: str) -> Case:
+    return Case(question, "", "", absent=True)
+
+
+#: Questions the railway archive does not answer, each beside values it does hold.
+ABSENT_CASES = (
+    _absent("How much does a senior return ticket cost?"),  # adult 18.50, child 9.25
+    _absent("How many passenger journeys were made in 2021?"),  # 2023: 61,200; 2022: 55,800
+    _absent("What was the ticket revenue in 2022?"),  # 2023: 412,000 pounds
+    _absent("How long is the platform at Crag Halt?"),  # Lakeside's: 84 metres
+    _absent("When did the ticket office at Lakeside open?"),  # tea room 1921, loop 1903
+    _absent("Who was the first chairman of the preservation society?"),  # founder Ashworth
+    _absent("In which year was Merlin withdrawn from service?"),  # built 1891, rebuilt 1988
+    _absent("How many members did the preservation society have in 1962?"),  # now about 340
+    _absent("What did building the original Beck Viaduct cost?"),  # rebuilding: £2,340
+    _absent("What time does the last train leave Crag Quarry in winter?"),  # summer: 17:15
+    _absent("Who drove the first passenger train in 1879?"),  # hauled by Curlew
+    _absent("How many tons of slate did the railway carry in 1900?"),  # 35 lb rail, 178 m
 )
 
 RAILWAY_FOLLOWUPS = (
@@ -186,6 +221,9 @@ class Outcome:
     seconds: float | None
     text: str
     note: str = ""
+    flagged: bool = False  # Imprint marked a claim of it unsupported (grounding partly/unsupported)
+    declined: bool = False  # "not found": the engine's own reply, or one that says so
+    absent: bool = False  # a question the documents do not answer
 
 
 def _norm(text: str) -> str:
@@ -193,7 +231,7 @@ def _norm(text: str) -> str:
 
 
 def _judge(case: Case, text: str, sources: set[str], seconds: float | None, note: str) -> Outcome:
-    fact = _norm(case.fact) in _norm(text)
+    fact = bool(case.fact) and _norm(case.fact) in _norm(text)
     stale = bool(case.stale) and _norm(case.stale) in _norm(text)
     return Outcome(fact, stale, case.document in sources, seconds, text, note)
 
@@ -235,7 +273,8 @@ class OneShot:
         )
         seconds = time.perf_counter() - started
         text = reply["choices"][0]["message"]["content"] or ""  # type: ignore[index]
-        return _judge(case, text, {hit.path for hit in hits}, seconds, "")
+        outcome = _judge(case, text, {hit.path for hit in hits}, seconds, "")
+        return with_grounding(outcome, case, {"answer": text})
 
     def close(self) -> None:
         for workspace in self._workspaces.values():
@@ -309,7 +348,47 @@ class Imprint:
         final = next((e["t"] for e in events if e["type"] == "final"), None)
         text = _written(result)
         note = f"{result['stop_reason']}/{result['final_mode']}, {result['rounds']} rounds"
-        return _judge(case, text, {item["source"] for item in result["evidence"]}, final, note)
+        outcome = _judge(case, text, {item["source"] for item in result["evidence"]}, final, note)
+        return with_grounding(outcome, case, result)
+
+
+def with_grounding(outcome: Outcome, case: Case, result: dict[str, Any]) -> Outcome:
+    """``outcome`` with how its answer stands: flagged (the ``grounding`` verdict of an
+    ``imprint ask --json`` result; a result without one, the one-shot arm's or an older
+    Imprint's, flags nothing) and "not found" (the engine's own reply, or one saying so)."""
+    grounding = result.get("grounding") or {}
+    flagged = grounding.get("verdict") in ("partly", "unsupported")
+    declined = (
+        result.get("final_mode") == "no_evidence"
+        or grounding.get("verdict") == "not_found"
+        or declines(str(result.get("answer", "")))
+    )
+    return replace(outcome, flagged=flagged, declined=declined, absent=case.absent)
+
+
+def _grounding_table(results: dict[str, list[Outcome]]) -> None:
+    """Per arm: answers confidently wrong (wrong, yet neither flagged nor "not found") and right
+    answers flagged; on questions the documents do not answer, a reply is right when it is "not
+    found" or flagged."""
+    for arm, outcomes in results.items():
+        absent = [o for o in outcomes if o.absent]
+        asked = [o for o in outcomes if not o.absent]
+        wrong = sum(not o.fact and not o.flagged and not o.declined for o in asked)
+        wrong += sum(not o.flagged and not o.declined for o in absent)
+        right_flagged = sum(o.fact and o.flagged for o in asked)
+        right = sum(o.fact for o in asked)
+        line = (
+            f"  {arm:10} grounding: confidently wrong {wrong}/{len(outcomes)}, "
+            f"right but flagged {right_flagged}/{right}"
+        )
+        if absent:
+            caught = sum(o.flagged or o.declined for o in absent)
+            line += (
+                f", not in documents: {sum(o.declined for o in absent)} not found + "
+                f"{sum(o.flagged and not o.declined for o in absent)} flagged = "
+                f"{caught}/{len(absent)} right"
+            )
+        print(line)
 
 
 def _written(result: dict[str, Any]) -> str:
@@ -373,6 +452,7 @@ def run_set(
                     else f"      {arm}: {text}"
                 )
     _table(results)
+    _grounding_table(results)
     return results
 
 
@@ -410,7 +490,7 @@ def main() -> int:
     parser.add_argument("--source", type=Path, default=ROOT, help="checkout whose code to run")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
-        "--sets", default="railway,utility,followup", help="comma-separated question sets"
+        "--sets", default="railway,utility,followup,absent", help="comma-separated question sets"
     )
     parser.add_argument("--arms", default="one-shot,imprint", help="comma-separated arms")
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N of each set")
@@ -427,6 +507,7 @@ def main() -> int:
     sets: dict[str, list[tuple[Sequence[Case], Path]]] = {
         "railway": [(RAILWAY_CASES, RAILWAY)],
         "utility": [(utility, UTILITY)] if utility else [],
+        "absent": [(ABSENT_CASES, RAILWAY)],
         "followup": [(RAILWAY_FOLLOWUPS, RAILWAY)]
         + ([(utility_follow, UTILITY)] if utility_follow else []),
     }
@@ -455,6 +536,7 @@ def main() -> int:
                     if len(seeds) > 1:
                         print(f"\n== {name} over {root.relative_to(ROOT)}, {len(seeds)} seeds")
                         _table(totals)
+                        _grounding_table(totals)
                     ok &= judge(totals)
         finally:
             for runner in arms.values():

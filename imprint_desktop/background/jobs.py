@@ -97,7 +97,7 @@ def conversation_markdown(title: str, replies: tuple[StoredReply, ...]) -> str:
         if reply.interrupted:
             parts.append("*This reply was interrupted before it finished.*\n")
         answer = (reply.answer or reply.error or "(no answer)").strip()
-        parts.append(with_sources(answer, reply.sources) + "\n")
+        parts.append(with_sources(answer, reply.sources, reply.grounding, strong="**") + "\n")
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -391,7 +391,8 @@ def _print_ending(ending: _Ending, args: argparse.Namespace, out: TextIO, err: T
     result = ending.result
     if result is None:
         return  # the reason is on stderr already
-    print(terminal_safe(with_sources(result.answer, result.sources)), file=out, flush=True)
+    shown = with_sources(result.answer, result.sources, result.grounding)
+    print(terminal_safe(shown), file=out, flush=True)
     tokens = result.tokens
     if result.error:
         print(f"imprint: {terminal_safe(result.error)}", file=err)

@@ -95,6 +95,7 @@ class StoredReply:
     evidence: tuple[ev.EvidenceItemView, ...]
     workspace: str | None = None  # the folder researched; None in older histories
     sources: tuple[ev.SourceView, ...] = ()  # what the answer rests on, shown under it
+    grounding: ev.GroundingView | None = None  # what of the answer to check, shown under it
 
     @property
     def interrupted(self) -> bool:
@@ -314,6 +315,7 @@ def _reply(row: tuple[Any, ...], evidence: tuple[ev.EvidenceItemView, ...]) -> S
         evidence,
         row[10],
         _sources(row[11]),
+        _grounding(row[11]),
     )
 
 
@@ -338,6 +340,15 @@ def _sources(result: str | None) -> tuple[ev.SourceView, ...]:
         for entry in listed
         if isinstance(entry, dict)
     )
+
+
+def _grounding(result: str | None) -> ev.GroundingView | None:
+    """The grounding kept in a reply's result JSON (None for older replies and unfinished ones)."""
+    try:
+        kept = json.loads(result) if result else None
+    except ValueError:
+        return None
+    return ev.GroundingView.from_json(kept.get("grounding") if isinstance(kept, dict) else None)
 
 
 def _without_sources_block(answer: str) -> str:

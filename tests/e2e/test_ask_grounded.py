@@ -82,7 +82,8 @@ def test_the_first_request_holds_the_seeded_passages_and_forces_no_tool_call(
     assert payload["answer"] == "The last keeper was Ada Quill [1]."
     assert payload["sources"] == [
         {"id": 1, "source": "keepers.md", "location": "lines 1-5", "title": "Keepers",
-         "cited": True, "excerpt": ""},
+         "cited": True,
+         "excerpt": "The last keeper of Greyness Point was Ada Quill, who left in 1971."},
     ]  # fmt: skip
     tools = [line for line in trace if line["type"] == "tool"]
     assert tools[0]["origin"] == "engine" and tools[0]["round"] == 0
@@ -144,9 +145,13 @@ def test_the_text_output_ends_with_the_sources(
 ) -> None:
     openai_server.script(Reply.text("It was Ada Quill."))  # cites nothing
     _payload, _trace, stdout = ask(imprint, openai_server, workspace, tmp_path)
-    body, block = stdout.rstrip().split(f"\n\n{sources.UNCITED_HEADING}\n")
-    assert body == "It was Ada Quill."
-    assert block.startswith("- [1] keepers.md, lines 1-5 — Keepers: “Keepers The last keeper")
+    body, block = stdout.rstrip().split(f"\n\n{sources.SOURCES_HEADING}\n")
+    # The passage that holds the name is cited inline and quoted, though the model cited none.
+    assert body == "It was Ada Quill [1]."
+    assert block == (
+        "- [1] keepers.md, lines 1-5 — Keepers: "
+        "“The last keeper of Greyness Point was Ada Quill, who left in 1971.”"
+    )
 
 
 def test_with_research_first_off_the_first_request_is_the_question_alone(
@@ -159,3 +164,64 @@ def test_with_research_first_off_the_first_request_is_the_question_alone(
     [first] = openai_server.chat_requests()
     assert [m["role"] for m in first.messages] == ["system", "user"]
     assert payload["answer"] == "I do not know." and payload["evidence"] == []
+
+
+# --- every claim tied to its passage, what nothing supports flagged (DESIGN §6) -------------------
+
+
+def test_json_carries_the_grounding_and_flags_a_number_said_of_something_else(
+    imprint: Imprint, openai_server: OpenAIServer, workspace: Path, tmp_path: Path
+) -> None:
+    # 1968 is in the documents, but of the fog days in her logbook, not of when she left.
+    question = "When did Ada Quill leave Greyness Point?"
+    openai_server.script(Reply.text("She left in 1968."))
+    payload, _trace, _ = ask(
+        imprint, openai_server, workspace, tmp_path, "--json", question=question
+    )
+    assert payload["answer"] == "She left in 1968."  # nothing cited: nothing supports it
+    grounding = payload["grounding"]
+    assert grounding["verdict"] == "unsupported"
+    assert grounding["claims"] == [
+        {
+            "text": "She left in 1968.",
+            "supported_by": [],
+            "note": "“1968”: the passage [1] says this of "
+            "“Her logbook recorded 212 fog days in 1968.”",
+        }
+    ]
+    # What the documents do say about the question is offered first.
+    assert grounding["offered"] == {
+        "text": "The last keeper of Greyness Point was Ada Quill, who left in 1971.",
+        "source": 1,
+    }
+
+
+def test_text_output_marks_what_no_passage_holds(
+    imprint: Imprint, openai_server: OpenAIServer, workspace: Path, tmp_path: Path
+) -> None:
+    said = "The last keeper was Ada Quill. She left in 1975."
+    openai_server.script(Reply.text(said), Reply.text(said))
+    _payload, _trace, stdout = ask(imprint, openai_server, workspace, tmp_path)
+    answer, check = stdout.split("\n\n")[:2]
+    assert answer == "The last keeper was Ada Quill [1]. She left in 1975."
+    assert check.splitlines() == [
+        sources.CHECK_HEADING,
+        "- “1975” is not in your documents.",
+    ]
+    payload, _trace, _ = ask(imprint, openai_server, workspace, tmp_path, "--json")
+    assert payload["grounding"]["verdict"] == "partly"
+    assert [c["supported_by"] for c in payload["grounding"]["claims"]] == [[1], []]
+
+
+def test_a_right_answer_the_model_did_not_cite_is_supported_and_cited(
+    imprint: Imprint, openai_server: OpenAIServer, workspace: Path, tmp_path: Path
+) -> None:
+    openai_server.script(Reply.text("She left in 1971."))
+    payload, _trace, _ = ask(imprint, openai_server, workspace, tmp_path, "--json")
+    assert payload["answer"] == "She left in 1971 [1]."
+    assert payload["grounding"] == {
+        "verdict": "supported",
+        "claims": [{"text": "She left in 1971.", "supported_by": [1], "note": ""}],
+        "offered": None,
+    }
+    assert [(s["id"], s["cited"]) for s in payload["sources"]] == [(1, True)]

@@ -50,7 +50,11 @@ def test_conversations_and_replies_round_trip(tmp_path: Path) -> None:
     assert (reply.status, reply.stop_reason, reply.final_mode) == ("finished", "answered", "model")
     # The history keeps the answer and its sources apart, as the reply gave them.
     assert reply.answer == "Keepers rowed out [1]."
-    assert reply.sources == (ev.SourceView(1, "doc.md", "lines 1-3", "", cited=True),)
+    assert reply.sources == (
+        ev.SourceView(1, "doc.md", "lines 1-3", "", cited=True, excerpt="Evidence for keepers."),
+    )
+    # And what of the answer to check: nothing in it could be tied to the passage.
+    assert reply.grounding == ev.GroundingView("unsupported")
     assert [item.id for item in reply.evidence] == [1]
     assert store.trace(reply.id)[0]["type"] == "run_start"
     assert [m.role for m in store.chat_messages(first)] == ["user", "assistant"]

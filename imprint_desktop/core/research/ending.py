@@ -148,13 +148,16 @@ class Ending:
             heads = {item.source for item in ledger.items}
             answer = sources.without_repeats(sources.without_prompt_echo(answer, heads))
         cited: tuple[ev.SourceView, ...] = ()
-        if final.mode == "model" and ledger.items:
-            citable = ledger.citable
-            cited = sources.sources_for(answer, ledger.items, citable)
-            texts = {s.id: ledger.text_of(s.id) or citable[s.id].excerpt for s in cited}
-            cited = sources.with_snippets(cited, texts, reply.question)
-        elif final.mode == "model" and reason != "answered":
+        grounding: ev.GroundingView | None = None
+        if final.mode == "model":  # checked against the evidence: cited, quoted, flagged
+            texts = {item.id: ledger.text_of(item.id) for item in ledger.items}
+            answer, cited, grounding = sources.grounded(
+                reply.question, answer, ledger.items, ledger.citable, texts
+            )
+        if final.mode == "model" and not ledger.items and reason != "answered":
             answer = f"{sources.without_evidence_label(self.scope)}\n\n{answer}"
+        elif final.mode == "no_evidence":
+            grounding = ev.GroundingView("not_found")
         result = ev.ReplyResult(
             answer=answer,
             final_mode=final.mode,
@@ -171,6 +174,7 @@ class Ending:
             user_wait_seconds=reply.clock.user_wait,
             error=final.error,
             sources=cited,
+            grounding=grounding,
         )
         reply.emit(ev.ReplyFinished(reply.now_t(), result))
         return result

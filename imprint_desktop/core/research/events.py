@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, assert_never
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, assert_never
 
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.consent import Decision
@@ -213,6 +213,79 @@ class SourceView:
     excerpt: str = ""  # for a passage found but not cited: what of it is quoted
 
 
+#: How far an answer stands on its passages (:mod:`~.grounding`): every claim checked is held by a
+#: passage sentence about the question; some are; none is; or the reply says nothing was found.
+GroundingVerdict: TypeAlias = Literal["supported", "partly", "unsupported", "not_found"]
+GROUNDING_VERDICTS: tuple[GroundingVerdict, ...] = (
+    "supported",
+    "partly",
+    "unsupported",
+    "not_found",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimView:
+    """One sentence of an answer: the passages (citation numbers) whose sentences hold what it
+    says, and — when no passage holds a number, date or name of it, or only a passage about
+    something else does — a note saying so ("“1986”: the passage says this of Gannet Point")."""
+
+    text: str
+    supported_by: tuple[int, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GroundingView:
+    """What an answer stands on (DESIGN §6, "Answers are accountable"). ``offered`` is the
+    passage sentence (of passage ``offered_from``) that answers the question's terms, offered
+    when the answer is not supported ("" when none does)."""
+
+    verdict: GroundingVerdict
+    claims: tuple[ClaimView, ...] = ()
+    offered: str = ""
+    offered_from: int = 0
+
+    @property
+    def flagged(self) -> tuple[ClaimView, ...]:
+        """The claims a person should check: what no passage about the question holds."""
+        return tuple(claim for claim in self.claims if claim.note)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "claims": [
+                {"text": c.text, "supported_by": list(c.supported_by), "note": c.note}
+                for c in self.claims
+            ],
+            "offered": (
+                {"text": self.offered, "source": self.offered_from} if self.offered else None
+            ),
+        }
+
+    @classmethod
+    def from_json(cls, kept: object) -> GroundingView | None:
+        """A grounding as :meth:`to_json` wrote it (None for anything else: older replies)."""
+        if not isinstance(kept, dict) or kept.get("verdict") not in GROUNDING_VERDICTS:
+            return None
+        claims = tuple(
+            ClaimView(
+                str(c.get("text", "")),
+                tuple(int(n) for n in c.get("supported_by", ()) if isinstance(n, int)),
+                str(c.get("note", "")),
+            )
+            for c in kept.get("claims", ())
+            if isinstance(c, dict)
+        )
+        offered = kept.get("offered")
+        text, source = "", 0
+        if isinstance(offered, dict):
+            text, number = str(offered.get("text", "")), offered.get("source", 0)
+            source = number if isinstance(number, int) else 0
+        verdict: GroundingVerdict = kept["verdict"]
+        return cls(verdict, claims, text, source)
+
+
 @dataclass(frozen=True, slots=True)
 class ReplyResult:
     """The end of a reply, whatever ended it (also for ``imprint ask --json``).
@@ -231,6 +304,8 @@ class ReplyResult:
     error: str | None = None
     trace: str | None = None
     sources: tuple[SourceView, ...] = ()
+    #: What the answer stands on; None when no answer was written (the labelled fallback).
+    grounding: GroundingView | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -269,6 +344,7 @@ class ReplyResult:
                 }
                 for item in self.sources
             ],
+            "grounding": self.grounding.to_json() if self.grounding is not None else None,
         }
 
 

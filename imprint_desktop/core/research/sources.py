@@ -2,9 +2,13 @@
 
 Every answer the model writes ends with its sources: the evidence items it cites, or — when it
 cites none although evidence was found — the top passages found, labelled as not cited, so the
-person can always check the answer against their documents. When research ended on a budget with
-no evidence at all, the engine does not ask the model to answer (it would invent one): the reply is
-this module's message naming where it looked, what it searched and read, and what to try next.
+person can always check the answer against their documents. Before that, the answer is checked
+against its passages (:mod:`.grounding`): a sentence a passage supports is cited inline (also when
+the model cited nothing), each cited source quotes the sentences that support the answer, and what
+no passage about the question holds is flagged above the Sources ("Check against your documents").
+When research ended on a budget with no evidence at all, the engine does not ask the model to
+answer (it would invent one): the reply is this module's message naming where it looked, what it
+searched and read, and what to try next.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts
+from imprint_desktop.core.research.grounding import PassageText, ground
 from imprint_desktop.core.research.seed import content_words
 from imprint_desktop.core.workspace.passages import focus, query_terms, term_weights
 
@@ -22,9 +27,15 @@ SOURCES_HEADING = "Sources:"
 UNCITED_HEADING = "Passages found (not cited):"
 NOT_FOUND_LABEL = "Nothing was found"
 WITHOUT_EVIDENCE_LABEL = "Not from your documents"
+CHECK_HEADING = "⚠ Check against your documents:"
+OFFERED_LABEL = "Your documents say:"
+UNMATCHED_NOTE = "Nothing in this answer could be matched to a passage of your documents."
 #: Passages shown under an answer that cites none.
 TOP_PASSAGES = 3
 _EXCERPT_CHARS = 160
+#: The most of a quote shown under an answer: quotes are cut around their value already (a table
+#: row is quoted whole), this only bounds one from an older reply.
+_QUOTE_SHOWN = 600
 #: "[3]", "[3, 5]", "[3][5]", "[3–5]": the numbers an answer cites.
 _CITATION = re.compile(r"\[(\d{1,6}(?:\s*(?:,|;|-|–|and)\s*\d{1,6})*)\]")
 
@@ -80,6 +91,36 @@ def sources_for(
     return tuple(_view(item, cited=False) for item in top)
 
 
+def grounded(
+    question: str,
+    answer: str,
+    evidence: Sequence[ev.EvidenceItemView],
+    citable: Mapping[int, ev.EvidenceItemView],
+    texts: Mapping[int, str],
+) -> tuple[str, tuple[ev.SourceView, ...], ev.GroundingView]:
+    """``answer`` checked against its evidence: the answer with the citations the check adds,
+    its Sources (each cited one quoting the sentences that support the answer, or else the part
+    that matches ``question`` best), and its grounding. ``texts`` holds the evidence's whole texts
+    by number (an item's excerpt stands in for one it lacks)."""
+    passages = [
+        PassageText(item.id, texts.get(item.id) or item.excerpt, item.source, item.title)
+        for item in evidence
+        if item.location != "listing"
+    ]
+    checked = ground(question, answer, passages)
+    answer = checked.answer
+    found = sources_for(answer, evidence, citable)
+    full = {s.id: texts.get(s.id) or (citable.get(s.id) or s).excerpt for s in found}
+    if found and found[0].cited:
+        best = snippets(found, full, question)
+        found = tuple(
+            replace(s, excerpt=checked.quotes.get(s.id) or best.get(s.id, "")) for s in found
+        )
+    else:
+        found = with_snippets(found, full, question)
+    return answer, found, checked.grounding
+
+
 def with_snippets(
     sources: Sequence[ev.SourceView], texts: Mapping[int, str], question: str
 ) -> tuple[ev.SourceView, ...]:
@@ -102,21 +143,72 @@ def snippets(
     terms = query_terms(" ".join(content_words(question)))
     plain = {s.id: _HEADING_MARK.sub(r"\1", texts.get(s.id, "")) for s in sources}
     weights = term_weights(terms, list(plain.values()))
-    return {
-        s.id: focus(" ".join(plain[s.id].split()), terms, _EXCERPT_CHARS, weights) for s in sources
-    }
+    return {s.id: _focused(plain[s.id], terms, weights) for s in sources}
 
 
-def with_sources(answer: str, sources: Sequence[ev.SourceView]) -> str:
-    """``answer`` followed by its Sources block, as text (nothing added when there are none):
-    how the command line, the transcript and the export show an answer with its sources."""
+#: A line of a table as the reader writes it: "Region: North; Q1: 1200" (or "| a | b |").
+_ROW = re.compile(r"^[^:;\n]{1,60}: [^;\n]*(?:; [^:;\n]{1,60}: [^;\n]*)+$|^\|?(?:[^|\n]+\|){2,}")
+
+
+def _focused(text: str, terms: frozenset[str], weights: Mapping[str, float]) -> str:
+    """The part of ``text`` that matches ``terms`` best, short. A table row that matches best
+    is quoted whole (a row cut short loses the value at its end); otherwise
+    :func:`~imprint_desktop.core.workspace.passages.focus` cuts around the best sentence."""
+    rows = [line.strip() for line in text.splitlines() if _ROW.match(line.strip())]
+    if rows and terms:
+        scored = [(_row_score(row, terms, weights), -index, row) for index, row in enumerate(rows)]
+        score, _, row = max(scored)
+        flat = " ".join(text.split())
+        best = focus(flat, terms, _EXCERPT_CHARS, weights)
+        if score > 0 and row not in best:
+            return row if len(row) <= _QUOTE_SHOWN else row[: _QUOTE_SHOWN - 1] + "…"
+    return focus(" ".join(text.split()), terms, _EXCERPT_CHARS, weights)
+
+
+def _row_score(row: str, terms: frozenset[str], weights: Mapping[str, float]) -> float:
+    held = {word[:5] for word in re.findall(r"\w+", row.lower())} & terms
+    return sum(weights.get(term, 1.0) for term in held)
+
+
+def with_sources(
+    answer: str,
+    sources: Sequence[ev.SourceView],
+    grounding: ev.GroundingView | None = None,
+    *,
+    strong: str = "",
+) -> str:
+    """``answer`` followed by what to check in it (:func:`check_block`) and its Sources block, as
+    text (nothing added when there is neither): how the command line, the transcript and the
+    export show an answer. ``strong`` wraps the check's heading ("**" in Markdown)."""
+    text = answer.rstrip()
+    check = check_block(grounding, strong=strong)
+    if check:
+        text = f"{text}\n\n{check}"
     if not sources:
-        return answer
+        return text if check else answer
     if sources[0].cited:
-        lines = [f"- [{s.id}] {_where(s)}" for s in sources]
-        return f"{answer.rstrip()}\n\n{SOURCES_HEADING}\n" + "\n".join(lines)
+        lines = [
+            f"- [{s.id}] {_where(s)}" + (f": “{_short(s.excerpt)}”" if s.excerpt else "")
+            for s in sources
+        ]
+        return f"{text}\n\n{SOURCES_HEADING}\n" + "\n".join(lines)
     lines = [f"- [{s.id}] {_where(s)}: “{_short(s.excerpt)}”" for s in sources]
-    return f"{answer.rstrip()}\n\n{UNCITED_HEADING}\n" + "\n".join(lines)
+    return f"{text}\n\n{UNCITED_HEADING}\n" + "\n".join(lines)
+
+
+def check_block(grounding: ev.GroundingView | None, *, strong: str = "") -> str:
+    """What a person should check in an answer, as text: each claim no passage about the
+    question supports, with why, and the passage sentence that does answer the question, where
+    one does ("" when there is nothing to check)."""
+    if grounding is None or grounding.verdict in ("supported", "not_found"):
+        return ""
+    lines = [f"{strong}{CHECK_HEADING}{strong}"]
+    lines += [f"- {claim.note}." for claim in grounding.flagged]
+    if len(lines) == 1 and not grounding.offered:
+        lines.append(f"- {UNMATCHED_NOTE}")
+    if grounding.offered:
+        lines.append(f"{OFFERED_LABEL} “{grounding.offered}” [{grounding.offered_from}]")
+    return "\n".join(lines)
 
 
 #: A Markdown heading's marks ("## "), left out of a quoted passage.
@@ -207,4 +299,4 @@ def _where(source: ev.SourceView) -> str:
 
 def _short(text: str) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= _EXCERPT_CHARS else flat[: _EXCERPT_CHARS - 1].rstrip() + "…"
+    return flat if len(flat) <= _QUOTE_SHOWN else flat[: _QUOTE_SHOWN - 1].rstrip() + "…"

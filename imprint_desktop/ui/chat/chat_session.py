@@ -59,6 +59,7 @@ def messages_for(replies: tuple[StoredReply, ...]) -> list[ChatMessage]:
                 interrupted=reply.interrupted,
                 workspace=reply.workspace,
                 sources=reply.sources,
+                grounding=reply.grounding,
             )
         )
     return messages
@@ -230,6 +231,7 @@ class ChatSession(QObject, EventHandler):
                 result,
                 workspace=self._live_workspace,
                 sources=result.sources,
+                grounding=result.grounding,
             )
             self.panel.finish(result.stop_reason, result.evidence)
         else:

@@ -43,11 +43,13 @@ class ChatMessage:
     interrupted: bool = False
     workspace: str | None = field(default=None, compare=False)  # the folder it researched
     sources: tuple[ev.SourceView, ...] = field(default=(), compare=False)
+    grounding: ev.GroundingView | None = field(default=None, compare=False)
 
     @property
     def shown(self) -> str:
-        """The message as the transcript shows, copies and opens it: an answer with its sources."""
-        return with_sources(self.text, self.sources) if self.sources else self.text
+        """The message as the transcript shows, copies and opens it: an answer with what to check
+        in it (its heading in bold) and its sources."""
+        return with_sources(self.text, self.sources, self.grounding, strong="**")
 
 
 def link_citations(text: str, message: int, links: AppLinks) -> str:

@@ -201,6 +201,7 @@ class ChatView(QTextBrowser):
                 and message.stored_id is not None
                 and not message.interrupted
                 and not message.sources  # drawn under the answer, which streamed without them
+                and message.shown == message.text  # nor what to check in it
                 and message.text.strip() == self._live_text.strip()
                 and not bounded(message.text, "").cut  # else drawn bounded, with "Show all"
             )

@@ -541,6 +541,7 @@ def test_json_result_shape(reason: str) -> None:
         "error",
         "trace",
         "sources",
+        "grounding",
     }
     assert set(result["tokens"]) == {"budget", "charged", "refunded", "final_charged"}
     assert result["stop_reason"] == reason
@@ -887,7 +888,11 @@ def test_a_cited_repeat_names_its_source() -> None:
     result = run(engine.run("When?", tools))
     assert [item.id for item in result.evidence] == [1]  # [2] repeated [1]
     assert result.answer == "Lit in 1862 [2]."
-    assert result.sources == (ev.SourceView(2, "harbour.md", "lines 4-5", "", cited=True),)
+    assert result.sources == (
+        ev.SourceView(
+            2, "harbour.md", "lines 4-5", "", cited=True, excerpt="The light was lit in 1862."
+        ),
+    )
 
 
 def test_a_page_whose_only_change_is_a_counter_is_not_new_evidence() -> None:

@@ -426,8 +426,8 @@ def test_a_token_budget_too_small_for_one_request_is_said_so() -> None:
 
 
 def shown(result: ev.ReplyResult) -> str:
-    """The answer as every view shows it: its text, then its sources."""
-    return sources.with_sources(result.answer, result.sources)
+    """The answer as every view shows it: its text, what to check in it, then its sources."""
+    return sources.with_sources(result.answer, result.sources, result.grounding)
 
 
 def test_an_answer_that_cites_ends_with_its_sources() -> None:
@@ -435,16 +435,37 @@ def test_an_answer_that_cites_ends_with_its_sources() -> None:
     result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
     body, block = shown(result).split(f"\n\n{sources.SOURCES_HEADING}\n")
     assert body == result.answer == "Lit in 1857 [1]."
-    assert block == "- [1] stations/gannet-point.md, lines 7-9 — Gannet Point lighthouse"
+    # A cited source quotes the sentence that supports the answer.
+    assert block == (
+        "- [1] stations/gannet-point.md, lines 7-9 — Gannet Point lighthouse: "
+        "“Lit: 1 November 1857.”"
+    )
     assert [(s.id, s.cited) for s in result.sources] == [(1, True)]
     assert json.loads(json.dumps(result.to_json()))["sources"][0]["title"] == GANNET.title
 
 
-def test_an_answer_that_cites_nothing_shows_the_passages_found() -> None:
+def test_an_answer_the_model_left_uncited_is_cited_where_a_passage_supports_it() -> None:
     engine, tools, _p, _r = make([Step("It was 1857.")], lambda n, v: found(GANNET, ROSTER))
     result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
+    body, block = shown(result).split(f"\n\n{sources.SOURCES_HEADING}\n")
+    assert body == result.answer == "It was 1857 [1]."
+    assert block == (
+        "- [1] stations/gannet-point.md, lines 7-9 — Gannet Point lighthouse: "
+        "“Lit: 1 November 1857.”"
+    )
+    assert result.grounding is not None and result.grounding.verdict == "supported"
+
+
+def test_an_answer_that_cites_nothing_shows_the_passages_found() -> None:
+    engine, tools, _p, _r = make([Step("It was long ago.")], lambda n, v: found(GANNET, ROSTER))
+    result = asyncio.run(engine.run("When was Gannet Point first lit?", tools))
     body, block = shown(result).split(f"\n\n{sources.UNCITED_HEADING}\n")
-    assert body == "It was 1857."
+    # Nothing in it could be tied to a passage: the passage sentence that answers the question
+    # is offered first, above the passages found.
+    assert body == (
+        f"It was long ago.\n\n{sources.CHECK_HEADING}\n"
+        f"{sources.OFFERED_LABEL} “Lit: 1 November 1857.” [1]"
+    )
     assert block.splitlines() == [
         "- [1] stations/gannet-point.md, lines 7-9 — Gannet Point lighthouse: "
         "“Lit: 1 November 1857.”",
@@ -567,7 +588,7 @@ def test_a_quoted_passage_leaves_out_heading_marks() -> None:
         "## The first engineer\n\nThe commissioners appointed Elias Brandt as engineer in 1852.",
         "Founding",
     )  # fmt: skip
-    engine, tools, _p, _r = make([Step("It was Brandt.")], lambda n, v: found(heading))
+    engine, tools, _p, _r = make([Step("Nobody knows.")], lambda n, v: found(heading))
     result = asyncio.run(engine.run("Who was the first engineer?", tools))
     assert "“The first engineer The commissioners appointed Elias Brandt" in shown(result)
     assert "##" not in shown(result)
