@@ -152,6 +152,15 @@ def test_search_modes_find_a_paraphrase_by_meaning_only(imprint: Imprint, tmp_pa
     assert wrong.returncode == 2
 
 
+def test_a_made_up_word_finds_nothing_in_any_mode(imprint: Imprint, sample: Path) -> None:
+    """By meaning, a made-up word once found passages that shared a few letters with it."""
+    assert imprint("workspace", "index", str(sample), "--embed").returncode == 0
+    for mode in ("keyword", "meaning", "hybrid"):
+        result = imprint("workspace", "search", str(sample), "zqxjkv", "--json", "--mode", mode)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == [], mode
+
+
 def test_index_reports_scans_and_search_shows_dates_and_superseded_versions(
     imprint: Imprint, tmp_path: Path
 ) -> None:

@@ -75,6 +75,15 @@ class Embedder(Protocol):
         meaning finds nothing rather than the least unrelated passages."""
         ...
 
+    @property
+    def alone_similarity(self) -> float:
+        """The most a passage's cosine similarity must reach when no word of the query (nor its
+        stem) is in the documents, so meaning is all that could find it: above what made-up words
+        reached over the benches' corpora. Each index measures made-up words against its own
+        vectors and asks just above them, up to this (:meth:`.meaning.MeaningSearch._alone_floor`),
+        so that "zqxjkv" finds nothing rather than passages that share a few letters with it."""
+        ...
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Passages' vectors, one row each."""
         ...
@@ -104,6 +113,9 @@ class StaticEmbedder:
     #: Unrelated texts score below 0.15, a paraphrase of a passage 0.2 and more (measured on
     #: the tests' and the bench's documents).
     min_similarity = 0.2
+    #: 47 made-up words and names (``bench/bench_workspace.py``'s) reached at most 0.32 over the
+    #: benches' three corpora; the questions asked of them 0.22 at least, 0.44 at the median.
+    alone_similarity = 0.35
     #: Half the keyword ranking's: averaged token vectors miss what a phrase says, so a passage
     #: that BM25 ranks first stays first when meaning ranks another document above it (the
     #: sample workspace's "last station automated"); paraphrase recall in
@@ -348,6 +360,8 @@ class GgufEmbedder:
         self._max_chars = min(_GGUF_MAX_CHARS, n_ctx * 3)
         #: Models differ in how near unrelated texts score; none is assumed.
         self.min_similarity = 0.0
+        #: Not calibrated for a model chosen by the person: only a near passage stands alone.
+        self.alone_similarity = 0.5
         #: A model that reads whole sentences: its ranking counts as much as the keyword one.
         self.fusion_weight = 1.0
         self.name = f"gguf:{path.name}:{stat.st_size}"

@@ -373,19 +373,23 @@ class WorkspaceIndex:
 
         A hybrid search whose embedder cannot be loaded ranks by words alone; a search by meaning
         alone raises :class:`EmbedderError` then. Passages not embedded yet (an update or a new
-        embedder still at work) are found by their words meanwhile."""
+        embedder still at work) are found by their words meanwhile. When no word of the query, nor
+        its stem, is in the documents, a passage found by meaning must be as near as its
+        embedder's ``alone_similarity``: made-up words find nothing in any mode."""
         if limit < 1:
             return []
         try:
             db = self._connections.get()
-            terms = fts_terms(query) if mode is not SearchMode.MEANING else []
+            terms = fts_terms(query)
             if mode is SearchMode.KEYWORD:
                 return best_passages(db, terms, limit)
             count = candidates(limit)
             by_words = keyword_scores(db, terms, count)
             by_meaning, weight = self._by_meaning(
-                db, query, count, required=mode is SearchMode.MEANING
+                db, query, count, required=mode is SearchMode.MEANING, alone=not by_words
             )
+            if mode is SearchMode.MEANING:
+                by_words = []
             if mode is SearchMode.HYBRID and quotes_words(query):
                 having = {passage for passage, _ in by_words}
                 by_meaning = [pair for pair in by_meaning if pair[0] in having]
@@ -396,17 +400,18 @@ class WorkspaceIndex:
             ) from error
 
     def _by_meaning(
-        self, db: sqlite3.Connection, query: str, count: int, *, required: bool
+        self, db: sqlite3.Connection, query: str, count: int, *, required: bool, alone: bool
     ) -> tuple[list[tuple[int, float]], float]:
         """The passages nearest ``query`` with their nearness (:func:`.meaning.merged`), nearest
-        first, and the weight of that ranking in the
-        fusion: by the better embedder where it has embedded them, by the quick one elsewhere
-        (:mod:`.meaning`)."""
+        first, and the weight of that ranking in the fusion: by the better embedder where it has
+        embedded them, by the quick one elsewhere (:mod:`.meaning`); ``alone``: no word of the
+        query is in the documents."""
         if not query.strip():
             return [], 0.0
         try:
             quick = self.embedder()
-            return self._meaning.nearest(db, query, count, quick, self._better_searched(db))
+            better = self._better_searched(db)
+            return self._meaning.nearest(db, query, count, quick, better, alone=alone)
         except EmbedderError:
             if required:
                 raise

@@ -36,7 +36,9 @@ embedder only what it has not embedded yet.
 
 from __future__ import annotations
 
+import random
 import sqlite3
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +46,7 @@ import numpy as np
 
 from imprint_desktop.core.workspace import vector_file
 from imprint_desktop.core.workspace.embedding import Embedder
-from imprint_desktop.core.workspace.vectors import BETTER, QUICK, VectorSearch
+from imprint_desktop.core.workspace.vectors import BETTER, QUICK, VectorSearch, _Loaded
 
 #: A search by meaning keeps the passages at least this share as near to the query as the
 #: nearest one of their list (and above its embedder's own floor): a short query that one passage
@@ -55,6 +57,26 @@ NEAREST_SHARE = 0.5
 #: quick one only the rest); below it the quick embedder ranks them all (see the module's
 #: docstring for why). ``bench/bench_workspace.py --coverage`` measures it against 0.
 TAKES_OVER = 0.9
+
+
+def _made_up(rng: random.Random) -> str:
+    """A word of no language: consonant-vowel syllables ending in a consonant."""
+    syllables = rng.randint(2, 4)
+    word = "".join(
+        rng.choice("bcdfghjklmnpqrstvwxz") + rng.choice("aeiou") for _ in range(syllables)
+    )
+    return word + rng.choice("kqxtz")
+
+
+#: Made-up words and pairs of them, always the same, against which a search by meaning with no
+#: word in the documents is measured (:meth:`MeaningSearch._alone_floor`).
+PROBES = tuple(
+    " ".join(_made_up(rng) for _ in range(1 + number % 2))
+    for rng in [random.Random(1857)]
+    for number in range(24)
+)
+#: How much nearer than the nearest made-up word a passage found by meaning alone must be.
+PROBE_MARGIN = 0.005
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +122,28 @@ class MeaningSearch:
     def __init__(self, db_path: Path) -> None:
         self._quick = VectorSearch(vector_file.path_for(db_path, QUICK.kept_suffix), QUICK)
         self._better = VectorSearch(vector_file.path_for(db_path, BETTER.kept_suffix), BETTER)
+        self._floors: dict[tuple[str, int], float] = {}
+        self._floors_lock = threading.Lock()
+
+    def _alone_floor(self, embedder: Embedder, loaded: _Loaded) -> float:
+        """The floor of a search by meaning when no word of the query is in the documents: just
+        above the nearest that made-up words (:data:`PROBES`) come to this set of vectors, never
+        above the embedder's own calibration (``alone_similarity``) nor below its floor. Measured
+        once per set of vectors (a set that changes is loaded anew)."""
+        key = (embedder.name, id(loaded))
+        with self._floors_lock:
+            floor = self._floors.get(key)
+        if floor is None:
+            nearest = [loaded.nearest(embedder.embed_query(probe), 1) for probe in PROBES]
+            made_up = max((found[0][1] for found in nearest if found), default=0.0)
+            floor = min(embedder.alone_similarity, made_up + PROBE_MARGIN)
+            floor = max(embedder.min_similarity, floor)
+            with self._floors_lock:
+                self._floors = {
+                    key: floor,
+                    **{k: v for k, v in self._floors.items() if k[0] != key[0]},
+                }
+        return floor
 
     def nearest(
         self,
@@ -108,11 +152,14 @@ class MeaningSearch:
         count: int,
         quick: Embedder,
         better: Embedder | None,
+        *,
+        alone: bool = False,
     ) -> tuple[list[tuple[int, float]], float]:
         """Up to ``count`` passage ids nearest ``query`` with their nearness (:func:`merged`),
-        nearest first, and the ranking's weight
-        in the fusion (see the module's docstring). ``better`` is None when there is no better
-        embedder, or its set holds nothing yet. Raises
+        nearest first, and the ranking's weight in the fusion (see the module's docstring).
+        ``better`` is None when there is no better embedder, or its set holds nothing yet.
+        ``alone``: no word of the query is in the documents, so each embedder's floor is its
+        :attr:`~.embedding.Embedder.alone_similarity`. Raises
         :class:`~imprint_desktop.core.errors.EmbedderError` when an embedder cannot embed."""
         lists: list[tuple[list[tuple[int, float]], float]] = []
         quick_set = self._quick.loaded(db, quick.name)
@@ -127,11 +174,15 @@ class MeaningSearch:
                 covered = np.sort(better_set.ids)
                 vector = better.embed_query(query)
                 if vector.any():
-                    lists.append((better_set.nearest(vector, count), better.min_similarity))
+                    floor = (
+                        self._alone_floor(better, better_set) if alone else better.min_similarity
+                    )
+                    lists.append((better_set.nearest(vector, count), floor))
         if share < 1.0:
             vector = quick.embed_query(query)
             if vector.any():
-                lists.append((quick_set.nearest(vector, count, covered), quick.min_similarity))
+                floor = self._alone_floor(quick, quick_set) if alone else quick.min_similarity
+                lists.append((quick_set.nearest(vector, count, covered), floor))
         weight = quick.fusion_weight
         if better is not None and share:
             weight = share * better.fusion_weight + (1 - share) * quick.fusion_weight

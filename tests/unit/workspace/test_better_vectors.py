@@ -52,6 +52,7 @@ class CountingEncoder:
         self.real = sentence_encoder()
         self.name = self.real.name
         self.min_similarity = self.real.min_similarity
+        self.alone_similarity = self.real.alone_similarity
         self.fusion_weight = self.real.fusion_weight
         self.passages: list[str] = []
         self.batches = 0

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from imprint_desktop.core.workspace import keyword_rank
+from imprint_desktop.core.workspace import WorkspaceIndex, keyword_rank
 from imprint_desktop.core.workspace.database import Connections
 from imprint_desktop.core.workspace.keyword_rank import best_by_words, most_added
-from imprint_desktop.core.workspace.search import best_passages, keyword_scores
+from imprint_desktop.core.workspace.search import SearchMode, best_passages, keyword_scores
+from tests.unit.workspace.conftest import write
 
 WHOLE = "SELECT rowid, rank FROM passages_fts WHERE passages_fts MATCH ? ORDER BY rank LIMIT ?"
 
@@ -196,3 +197,36 @@ def test_a_ranking_reads_one_state_of_the_index(tmp_path: Path) -> None:
     assert found == before
     assert whole_query(db, terms, 4) != before  # the update is seen by the next ranking
     connections.close_all()
+
+
+def orchard(root: Path) -> Path:
+    """Every note names the Tarrow orchard; one says when its Russet is picked."""
+    for number, topic in enumerate(["pruning", "hedges", "bees", "cider", "ladders", "frost"]):
+        write(root, f"note-{number}.md", f"# Tarrow {topic}\n\nAt Tarrow the {topic} came first.\n")
+    write(root, "varieties.md", "# Varieties\n\nThe Tarrow Russet is picked in late October.\n")
+    write(root, "russets.md", "# Keeping\n\nRussets keep in the cool barn until spring.\n")
+    return root
+
+
+@pytest.mark.parametrize("mode", list(SearchMode))
+def test_a_word_most_passages_hold_earns_no_place(tmp_path: Path, mode: SearchMode) -> None:
+    """ "Tarrow" is in more than half the passages (BM25 about 0): those that share only it did
+    not match, and are not ranked above what meaning or the rarer words found."""
+    with WorkspaceIndex(orchard(tmp_path / "w")) as index:
+        index.update()
+        found = [hit.path for hit in index.search("tarrow russet picked", 3, mode)]
+    assert found[0] == "varieties.md", found
+    if mode is SearchMode.KEYWORD:
+        assert not any(path.startswith("note-") for path in found), found
+
+
+def test_word_forms_match_by_their_stems_and_the_exact_word_ranks_first(tmp_path: Path) -> None:
+    with WorkspaceIndex(orchard(tmp_path / "w")) as index:
+        index.update()
+        # "russet" is exact in varieties.md, a stem of "Russets" in russets.md.
+        by_stem = [hit.path for hit in index.search("russet", 5, SearchMode.KEYWORD)]
+        assert by_stem[:2] == ["varieties.md", "russets.md"], by_stem
+        by_plural = [hit.path for hit in index.search("russets", 5, SearchMode.KEYWORD)]
+        assert by_plural[:2] == ["russets.md", "varieties.md"], by_plural
+        picking = [hit.path for hit in index.search("picking", 5, SearchMode.KEYWORD)]
+        assert picking == ["varieties.md"]  # "picked"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from imprint_desktop.core import resources
 from imprint_desktop.core.errors import EmbedderError
 from imprint_desktop.core.workspace import WorkspaceIndex, embedding, vectors
 from imprint_desktop.core.workspace.embedding import (
@@ -60,6 +62,7 @@ class Counting:
         self.texts: list[str] = []
         self.name = builtin_embedder().name
         self.min_similarity = builtin_embedder().min_similarity
+        self.alone_similarity = builtin_embedder().alone_similarity
         self.fusion_weight = builtin_embedder().fusion_weight
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -161,6 +164,23 @@ def test_a_question_in_another_language_finds_what_keywords_find(tmp_path: Path)
             by_words = paths(index, query, SearchMode.KEYWORD)
             assert by_words[:1] == ["rail.md"]
             assert paths(index, query)[:1] == by_words[:1]
+
+
+@pytest.mark.parametrize("embedder", [None, Path("all-minilm-l6-v2")], ids=["builtin", "encoder"])
+def test_made_up_words_find_nothing_in_any_mode(tmp_path: Path, embedder: Path | None) -> None:
+    """No word of the query, nor its stem, is in the documents: a passage found by meaning alone
+    must be nearer than made-up words come (the embedder's ``alone_similarity``). The sample
+    workspace holds made-up names ("Gannet Point", "Skerry Rock") for the letters to brush."""
+    root = tmp_path / "sample"
+    shutil.copytree(resources.resource("sample-workspace"), root)
+    with WorkspaceIndex(root, embedder=embedder) as index:
+        index.update()
+        for made_up in ("zqxjkv", "qajajox fosot", "Blorptax Vexworth"):
+            for mode in SearchMode:
+                assert index.search(made_up, 5, mode) == [], (made_up, mode)
+        # A real word beside them still finds its passages, by words and by meaning.
+        for mode in SearchMode:
+            assert index.search("zqxjkv lighthouse", 5, mode), mode
 
 
 def test_fusion_adds_each_halfs_scores_scaled_to_its_best() -> None:
