@@ -38,7 +38,6 @@ that says the documents do not say); and **right but flagged** — the fact is t
 is flagged. The one-shot arm flags nothing. On ``absent`` a reply is confidently wrong unless it is
 "not found" or flagged.
 
-
 A 135M model's answers swing with the sampling seed, and a set has 4 to 24 questions, so one
 fact either way is noise. ``--seeds A,B,…`` asks every set once per sampling seed (both arms: the
 one-shot request's ``seed``, Imprint's ``chat.seed``) and judges each set on its totals over the
@@ -71,6 +70,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from imprint_desktop.core.providers.local.sampling import DEFAULT_SEED  # noqa: E402
+from imprint_desktop.core.research import runaway  # noqa: E402
+from imprint_desktop.core.research.final import FALLBACK_LABEL  # noqa: E402
 from imprint_desktop.core.research.grounding import declines  # noqa: E402
 from imprint_desktop.core.research.seed import seed_query  # noqa: E402
 from imprint_desktop.core.workspace import Workspace  # noqa: E402
@@ -221,6 +222,7 @@ class Outcome:
     seconds: float | None
     text: str
     note: str = ""
+    runaway: str = ""  # "loop" or "echo" when the engine's detector finds one in the text
     flagged: bool = False  # Imprint marked a claim of it unsupported (grounding partly/unsupported)
     declined: bool = False  # "not found": the engine's own reply, or one that says so
     absent: bool = False  # a question the documents do not answer
@@ -274,7 +276,8 @@ class OneShot:
         seconds = time.perf_counter() - started
         text = reply["choices"][0]["message"]["content"] or ""  # type: ignore[index]
         outcome = _judge(case, text, {hit.path for hit in hits}, seconds, "")
-        return with_grounding(outcome, case, {"answer": text})
+        outcome = with_grounding(outcome, case, {"answer": text})
+        return with_runaway(outcome, question, [hit.path for hit in hits])
 
     def close(self) -> None:
         for workspace in self._workspaces.values():
@@ -349,7 +352,29 @@ class Imprint:
         text = _written(result)
         note = f"{result['stop_reason']}/{result['final_mode']}, {result['rounds']} rounds"
         outcome = _judge(case, text, {item["source"] for item in result["evidence"]}, final, note)
-        return with_grounding(outcome, case, result)
+        outcome = with_grounding(outcome, case, result)
+        return with_runaway(outcome, case.question, [item["source"] for item in result["evidence"]])
+
+
+def with_runaway(outcome: Outcome, question: str, sources: Sequence[str]) -> Outcome:
+    """``outcome`` with the loop or echo that the engine's own detector (:mod:`.runaway`) finds
+    in its text, read as it would have streamed; an answer the engine gave up on as runaway
+    (its fallback names why) counts as the kind it was."""
+    text = outcome.text
+    if FALLBACK_LABEL in text and "repeating itself" in text:
+        return replace(outcome, runaway="loop")
+    if FALLBACK_LABEL in text and "copying its instructions" in text:
+        return replace(outcome, runaway="echo")
+    watch = runaway.Watch(runaway.Scaffolding.plain(question, sources))
+    verdict = watch.feed(text) or watch.finish()
+    return replace(outcome, runaway=verdict.kind if verdict else "")
+
+
+def _runaway_table(results: dict[str, list[Outcome]]) -> None:
+    """Per arm: the answers that looped, and those that pasted their request back."""
+    for arm, outcomes in results.items():
+        kinds = [o.runaway for o in outcomes]
+        print(f"  {arm:10} runaway: {kinds.count('loop')} loops, {kinds.count('echo')} echoes")
 
 
 def with_grounding(outcome: Outcome, case: Case, result: dict[str, Any]) -> Outcome:
@@ -452,6 +477,7 @@ def run_set(
                     else f"      {arm}: {text}"
                 )
     _table(results)
+    _runaway_table(results)
     _grounding_table(results)
     return results
 
@@ -536,6 +562,7 @@ def main() -> int:
                     if len(seeds) > 1:
                         print(f"\n== {name} over {root.relative_to(ROOT)}, {len(seeds)} seeds")
                         _table(totals)
+                        _runaway_table(totals)
                         _grounding_table(totals)
                     ok &= judge(totals)
         finally:
