@@ -225,6 +225,7 @@ class Outcome:
     runaway: str = ""  # "loop" or "echo" when the engine's detector finds one in the text
     flagged: bool = False  # Imprint marked a claim of it unsupported (grounding partly/unsupported)
     declined: bool = False  # "not found": the engine's own reply, or one that says so
+    fact_flagged: bool = False  # a flag names the right value itself (not another claim)
     absent: bool = False  # a question the documents do not answer
 
 
@@ -388,13 +389,23 @@ def with_grounding(outcome: Outcome, case: Case, result: dict[str, Any]) -> Outc
         or grounding.get("verdict") == "not_found"
         or declines(str(result.get("answer", "")))
     )
-    return replace(outcome, flagged=flagged, declined=declined, absent=case.absent)
+    notes = [str(c.get("note", "")) for c in grounding.get("claims", ()) if c.get("note")]
+    named = [value for note in notes for value in re.findall(r"(?:^|; )“([^”]*)”", note)]
+    fact_flagged = bool(case.fact) and any(_norm(case.fact) in _norm(v) for v in named)
+    return replace(
+        outcome,
+        flagged=flagged,
+        declined=declined,
+        absent=case.absent,
+        fact_flagged=fact_flagged,
+    )
 
 
 def _grounding_table(results: dict[str, list[Outcome]]) -> None:
     """Per arm: answers confidently wrong (wrong, yet neither flagged nor "not found") and right
-    answers flagged; on questions the documents do not answer, a reply is right when it is "not
-    found" or flagged."""
+    answers flagged (and of those, how many had the right value itself flagged rather than
+    another claim beside it); on questions the documents do not answer, a reply is right when
+    it is "not found" or flagged."""
     for arm, outcomes in results.items():
         absent = [o for o in outcomes if o.absent]
         asked = [o for o in outcomes if not o.absent]
@@ -404,7 +415,8 @@ def _grounding_table(results: dict[str, list[Outcome]]) -> None:
         right = sum(o.fact for o in asked)
         line = (
             f"  {arm:10} grounding: confidently wrong {wrong}/{len(outcomes)}, "
-            f"right but flagged {right_flagged}/{right}"
+            f"right but flagged {right_flagged}/{right} "
+            f"(the right value itself {sum(o.fact_flagged for o in asked)})"
         )
         if absent:
             caught = sum(o.flagged or o.declined for o in absent)

@@ -174,7 +174,7 @@ _TIME = re.compile(
     r"(?<![\d:.])(?P<h>[0-2]?\d)[:.](?P<mi>[0-5]\d)\s*(?P<ap>[ap]\.?m\.?)?(?![\d:])", re.IGNORECASE
 )
 _NUMBER = re.compile(
-    r"(?<![\w.,])(?P<cur>[£$€]\s?)?"
+    r"(?<![\w.])(?<!\d,)(?P<cur>[£$€]\s?)?"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?:\s?(?P<mult>million|thousand|billion|bn|m\b|k\b))?"
     r"(?:\s?(?P<unit>%|per ?cent|[^\W\d_]+))?",
@@ -224,9 +224,7 @@ class Anchor:
     unit: str = ""
 
 
-def _anchors(  # noqa: PLR0912 - one pass per kind of anchor
-    text: str, *, names: bool = True, opening: bool = False
-) -> list[Anchor]:
+def _anchors(text: str, *, names: bool = True, opening: bool = False) -> list[Anchor]:
     """The numbers, dates, times and (with ``names``) names in ``text``, each once by key, in
     order. A full date also counts as its year and its day and month, so "3 March 1986" is found
     by "1986"; what a date or time is written with is not counted again as a number."""
@@ -262,28 +260,9 @@ def _anchors(  # noqa: PLR0912 - one pass per kind of anchor
         taken.append(match.span())
         found.append(Anchor("time", ("time", hour, minute), match.group(), match.start()))
     for match in _NUMBER.finditer(text):
-        if not free(*match.span("n")):
-            continue
-        raw = match.group("n")
-        value = Decimal(raw.replace(",", ""))
-        mult = (match.group("mult") or "").lower()
-        unit_word = (match.group("unit") or "").lower()
-        if mult == "m":  # "5 m long": metres, not a million
-            unit_word, mult = "m", ""
-        value *= _MULTIPLIERS.get(mult, 1)
-        unit = _UNITS.get(unit_word, "")
-        currency = (match.group("cur") or "").strip()
-        if currency:
-            unit = _UNITS.get(currency, unit)
-        if not unit and not currency and not mult and "." not in raw and value < 10:
-            continue  # "one of 3 lights": too common to tell anything
-        written = text[match.start() : match.end("unit") if unit else match.end("n")]
-        # Compared exactly: "18.50" is "18.5", but "1.0000000000000011" is not "1".
-        exact: tuple[object, ...] = (
-            "number",
-            float(value) if value == value.to_integral_value() else str(value.normalize()),
-        )
-        found.append(Anchor("number", exact, written, match.start(), unit))
+        number = _number(match) if free(*match.span("n")) else None
+        if number is not None:
+            found.append(number)
     if names:
         found += _names(text, opening=opening)
     found.sort(key=lambda anchor: anchor.start)
@@ -293,8 +272,38 @@ def _anchors(  # noqa: PLR0912 - one pass per kind of anchor
     return list(kept.values())
 
 
-_NAME = re.compile(r"[A-Z][\w'’.-]*[\w]|[A-Z]")
-_NAME_RUN = re.compile(r"(?:[A-Z][\w'’-]*(?:\s+(?:of|de|van|von|la|le|du)\s+|\s+)?)+")
+def _number(match: re.Match[str]) -> Anchor | None:
+    """The number ``match`` of :data:`_NUMBER` found, with its unit (None for a small bare
+    number, which tells nothing)."""
+    raw = match.group("n")
+    value = Decimal(raw.replace(",", ""))
+    mult = (match.group("mult") or "").lower()
+    unit_word = (match.group("unit") or "").lower()
+    currency = (match.group("cur") or "").strip()
+    n_end = match.end("n")
+    m_end = match.end("mult") if match.group("mult") else n_end
+    if mult == "m" and currency:  # "£15.4m": a million
+        value *= _MULTIPLIERS["million"]
+        unit_word = ""
+    elif mult == "m":  # "5 m long": metres, not a million
+        unit_word, mult = "m", ""
+    else:
+        value *= _MULTIPLIERS.get(mult, 1)
+    unit = _UNITS.get(unit_word, "")
+    end = match.end("unit") if unit and match.group("unit") and unit_word != "m" else m_end
+    if currency:
+        unit = _UNITS.get(currency, unit)
+    if not unit and not currency and not mult and "." not in raw and value < 10:
+        return None  # "one of 3 lights": too common to tell anything
+    written = match.string[match.start() : end].rstrip()
+    # Compared exactly: "18.50" is "18.5", but "1.0000000000000011" is not "1".
+    exact: tuple[object, ...] = (
+        "number",
+        float(value) if value == value.to_integral_value() else str(value.normalize()),
+    )
+    return Anchor("number", exact, written, match.start(), unit)
+
+
 #: Capitalised words that begin sentences or phrases rather than name anything.
 _NOT_NAMES = _words(
     "the a an in on at it its this that these those there their they he she his her we i you "

@@ -335,3 +335,22 @@ def test_a_year_is_no_measure_and_a_long_decimal_is_not_its_integer() -> None:
 
 
 FARES = PassageText(8, "ticket: dog; price_gbp: 0.0; notes: dogs travel free\n", "fares.csv")
+
+
+def test_millions_and_values_between_commas_are_read_as_written() -> None:
+    accounts = PassageText(
+        9,
+        "Operating profit was £15.7m in 2023. Depreciation was £15.4m.\n"
+        "adult return,18.50,Tarnmouth to Crag Quarry and back\n",
+        "finance/accounts.md",
+    )
+    right = ground(
+        "What was the operating profit in 2023?", "It was £15,700,000.", (accounts,)
+    ).grounding
+    assert right.verdict == "supported"
+    fare = ground("How much is an adult return?", "It is 18.50.", (accounts,)).grounding
+    assert fare.verdict == "supported"
+    wrong = ground(
+        "What was the operating profit in 2023?", "It was £15.4m.", (accounts,)
+    ).grounding
+    assert wrong.flagged[0].note.startswith("“£15.4m”: the passage [9] says this of ")
