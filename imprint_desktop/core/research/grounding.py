@@ -755,7 +755,12 @@ def quote(text: str, around: Iterable[str], limit: int = QUOTE_CHARS) -> str:
 
 #: A Markdown link, or an address: not a claim the documents would hold.
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)|<?https?://\S+>?|\b[\w.+-]+@[\w-]+\.[\w.]+")
-_ANSWER_SENTENCE = re.compile(r".+?(?:(?<![ (][A-Z]\.)(?<=[.!?])(?=\s|$)|\n|$)", re.DOTALL)
+#: A sentence of an answer: to its stop, or to the end of its paragraph, list item or row. A
+#: single line break inside a paragraph (a passage copied with its wrapped lines) goes on.
+_ANSWER_SENTENCE = re.compile(
+    r".+?(?:(?<![ (][A-Z]\.)(?<=[.!?])(?=\s|$)|\n(?=[ \t]*(?:\n|[-*•+]\s|[#|]|\d{1,3}[.)]\s))|$)",
+    re.DOTALL,
+)
 #: An answer that says the documents do not answer the question.
 _DECLINES = re.compile(
     r"\b(?:not (?:mentioned|stated|given|specified|found|included|provided|available|listed)|"
@@ -781,7 +786,7 @@ def ground(question: str, answer: str, passages: Sequence[PassageText]) -> Groun
     pieces: list[str] = []
     for match in _ANSWER_SENTENCE.finditer(answer):
         piece = match.group()
-        sentence = _CITE.sub("", piece).strip()
+        sentence = " ".join(_CITE.sub("", piece).split())
         claim = _claim(sentence, checker) if sentence.strip(" -*•#") else None
         if claim is None:
             pieces.append(piece)
@@ -865,7 +870,7 @@ def _cited(piece: str, numbers: Sequence[int]) -> str:
     body = piece.rstrip()
     tail = piece[len(body) :]
     end = len(body)
-    while end > 0 and body[end - 1] in ".!?:;*)":
+    while end > 0 and body[end - 1] in ".!?:;":
         end -= 1
     if end == 0:
         return piece

@@ -354,3 +354,22 @@ def test_millions_and_values_between_commas_are_read_as_written() -> None:
         "What was the operating profit in 2023?", "It was £15.4m.", (accounts,)
     ).grounding
     assert wrong.flagged[0].note.startswith("“£15.4m”: the passage [9] says this of ")
+
+
+def test_a_passage_copied_with_its_wrapped_lines_is_checked_and_cited_by_sentence() -> None:
+    result = ground(
+        "When was Marrow Head automated?",
+        "The archive notes that Marrow Head was\n**automated in 1991**. The focal plane is\n"
+        "71 metres above high water.\n\n- Tower: 14 metres",
+        ALL,
+    )
+    assert result.answer == (
+        "The archive notes that Marrow Head was\n**automated in 1991** [1]. The focal plane is\n"
+        "71 metres above high water [1].\n\n- Tower: 14 metres [1]"
+    )
+    assert [c.text for c in result.grounding.claims] == [
+        "The archive notes that Marrow Head was **automated in 1991**.",
+        "The focal plane is 71 metres above high water.",
+        "- Tower: 14 metres",
+    ]
+    assert result.grounding.verdict == "supported"
