@@ -119,8 +119,11 @@ def test_token_stop_charges_net_of_the_reused_prefix_and_the_refund_is_in_the_tr
     "endless",
     [
         pytest.param(Reply.stall("Let me think about"), id="stalled-stream"),
-        # Bytes keep arriving, so no read timeout ever fires: only the deadline can cut it.
-        pytest.param(Reply.trickle("Let me think ", interval=0.02), id="trickling-stream"),
+        # Bytes keep arriving, so no read timeout ever fires: only the deadline can cut it. (Dots:
+        # words said again and again would be cut sooner, as a runaway.)
+        pytest.param(
+            Reply.trickle(".", lead="Let me think ", interval=0.02), id="trickling-stream"
+        ),
     ],
 )
 def test_time_stop_cuts_an_in_flight_request_at_the_deadline_then_a_final(

@@ -273,10 +273,12 @@ class Reply:
         return cls(parts=(*_text_parts(before), _Drop()), label="drop")
 
     @classmethod
-    def trickle(cls, piece: str = ".", *, interval: float = 0.02) -> Reply:
-        """A delta of ``piece`` every ``interval`` seconds until released or shut down."""
+    def trickle(cls, piece: str = ".", *, interval: float = 0.02, lead: str = "") -> Reply:
+        """``lead`` (if any), then a delta of ``piece`` every ``interval`` seconds until released
+        or shut down."""
         part = _Trickle(sse(chunk({"content": piece})), interval)
-        return cls(parts=(part, *_ending("stop", None, True)), label="trickle")
+        first = (sse(chunk({"content": lead})),) if lead else ()
+        return cls(parts=(*first, part, *_ending("stop", None, True)), label="trickle")
 
 
 # --- what the server received ------------------------------------------------------------------

@@ -103,7 +103,7 @@ class ToolCalls:
     def started(
         self, round_number: int, call: ToolCall, kind: ToolKind | None, origin: ev.ToolOrigin
     ) -> None:
-        """Show the call as running, and note what it looks for (for "not found")."""
+        """Show the call as running."""
         values = loose_arguments(call.arguments)
         self.reply.emit(
             ev.ToolStarted(
@@ -117,7 +117,6 @@ class ToolCalls:
                 call.arguments if isinstance(call.arguments, str) else "",
             )
         )
-        self.reply.looked.note(call.name, values)
 
     def finished(
         self,
@@ -133,7 +132,10 @@ class ToolCalls:
     ) -> None:
         """The call's ``tool`` line: how it ended and what it found (``found``: the new evidence
         counted for it, when its own result is not where it was found — ``research_sections``,
-        whose workers found it)."""
+        whose workers found it). What a call that ran looked for is noted for "not found": a call
+        refused or not run looked for nothing."""
+        if result.status in ("ok", "empty"):
+            self.reply.looked.note(call.name, loose_arguments(call.arguments))
         self.reply.emit(
             ev.ToolFinished(
                 self.reply.now_t(),

@@ -334,9 +334,9 @@ def without_dangling_lead_in(text: str) -> str:
 def sound_answer(text: str, scaffolding: Scaffolding) -> str:
     """What of a finished answer is the model's own: without lines that paste the request back
     or only repeat a passage's title, and without a dangling lead-in; empty when nothing is."""
-    kept = [
+    kept = [  # by "\n" alone: a CR or a line separator inside a line is the answer's own
         line
-        for line in text.splitlines()
+        for line in text.split("\n")
         if not scaffolding.echoes(line) and not scaffolding.is_title(line)
     ]
     rest = without_dangling_lead_in("\n".join(kept).strip())

@@ -30,7 +30,7 @@ from imprint_desktop.background.payloads import Outcome
 from imprint_desktop.core.chosen import chosen_model, embedder_file
 from imprint_desktop.core.models import Recommendation, Recommendations, Verdict, human_size
 from imprint_desktop.core.models.embedders import EmbedderRecommendation
-from imprint_desktop.core.workspace.embedding import ENCODER, encoder_installed
+from imprint_desktop.core.workspace.embedding import AUTO, BUILTIN, ENCODER, encoder_installed
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.model_manager.download_status import describe
 from imprint_desktop.ui.model_manager.model_rows import embedder_row, recommendation_row
@@ -347,8 +347,10 @@ class RecommendedPage(QWidget):
             and embedder.fit.verdict is not Verdict.DOES_NOT_FIT
         )
         chosen = self._store.config().workspace.embedder.strip()
-        self.builtin_button.setEnabled(bool(chosen))
-        self.encoder_button.setEnabled(self._encoder_installed and chosen != ENCODER)
+        # The default (auto) searches by the encoder once it has embedded the workspace in the
+        # background: the built-in alone is a choice away, the encoder is already in use.
+        self.builtin_button.setEnabled(chosen not in ("", BUILTIN))
+        self.encoder_button.setEnabled(self._encoder_installed and chosen not in (ENCODER, AUTO))
         entry = self.selected()
         here = entry is not None and self._installed_path(entry) is not None
         self.use_button.setEnabled(here)

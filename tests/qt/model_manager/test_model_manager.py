@@ -13,6 +13,7 @@ from imprint_desktop.background.downloads.book import DownloadItem, DownloadStat
 from imprint_desktop.background.downloads.manager import DownloadManager
 from imprint_desktop.core.models import DownloadOptions, Machine, Verdict, load_catalogue
 from imprint_desktop.core.models.embedders import load_embedders
+from imprint_desktop.core.workspace.embedding import AUTO
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.model_manager.download_status import DownloadStatusWidget
@@ -329,14 +330,16 @@ def test_an_embedding_model_is_downloaded_and_used_for_search(
     qtbot.waitUntil(lambda: table.rowCount() == len(load_embedders()), timeout=10_000)
     assert table.item(0, 0).text() == "Nomic Embed Text v1.5"
     assert [table.item(0, column).text() for column in (1, 2)] == ["139.4 MiB", "Runs well"]
-    assert not page.builtin_button.isEnabled(), "the built-in embedder is the one in use"
+    # The default searches by the sentence encoder once it has embedded the workspace: the
+    # built-in alone is a choice.
+    assert store.get("workspace.embedder") == AUTO and page.builtin_button.isEnabled()
     table.selectRow(0)
     assert page.embedder_download_button.isEnabled() and not page.embedder_use_button.isEnabled()
 
     qtbot.mouseClick(page.embedder_download_button, Qt.MouseButton.LeftButton)
     assert "Downloading Nomic Embed Text v1.5" in window.message.text()
     qtbot.waitUntil(page.embedder_use_button.isEnabled, timeout=60_000)
-    assert store.get("workspace.embedder") == "", "nothing changes before it is chosen"
+    assert store.get("workspace.embedder") == AUTO, "nothing changes before it is chosen"
     qtbot.mouseClick(page.embedder_use_button, Qt.MouseButton.LeftButton)
     path = Path(str(store.get("workspace.embedder")))
     assert path.name == "nomic-embed-text-v1.5.Q8_0.gguf" and path.is_file()
@@ -352,10 +355,16 @@ def test_an_embedding_model_is_downloaded_and_used_for_search(
 def test_the_sentence_encoder_is_chosen_for_search_with_one_click(
     qtbot: QtBot, window: ModelManagerWindow, store: SettingsStore
 ) -> None:
-    """The encoder comes with Imprint: nothing to download, one click to use, one to go back."""
+    """The encoder comes with Imprint: the default uses it once it has embedded the workspace in
+    the background; the built-in alone is one click away, and the encoder alone one more."""
     page = window.recommended
     recommended_listed(qtbot, window)
-    assert page.encoder_button.isEnabled() and not page.builtin_button.isEnabled()
+    assert store.get("workspace.embedder") == AUTO
+    assert page.builtin_button.isEnabled() and not page.encoder_button.isEnabled()
+    qtbot.mouseClick(page.builtin_button, Qt.MouseButton.LeftButton)
+    assert store.get("workspace.embedder") == ""
+    qtbot.waitUntil(page.encoder_button.isEnabled, timeout=10_000)
+    assert not page.builtin_button.isEnabled(), "it is the one in use"
     qtbot.mouseClick(page.encoder_button, Qt.MouseButton.LeftButton)
     assert store.get("workspace.embedder") == "all-minilm-l6-v2"
     assert "sentence encoder all-MiniLM-L6-v2 now finds passages" in window.message.text()
