@@ -391,7 +391,9 @@ def with_grounding(outcome: Outcome, case: Case, result: dict[str, Any]) -> Outc
     )
     notes = [str(c.get("note", "")) for c in grounding.get("claims", ()) if c.get("note")]
     named = [value for note in notes for value in re.findall(r"(?:^|; )“([^”]*)”", note)]
-    fact_flagged = bool(case.fact) and any(_norm(case.fact) in _norm(v) for v in named)
+    # The fact as a value of its own: "84" is not flagged when "84.1 metres" is.
+    alone = re.compile(rf"(?<![\d.]){re.escape(_norm(case.fact))}(?!\d|\.\d)")
+    fact_flagged = bool(case.fact) and any(alone.search(_norm(v)) for v in named)
     return replace(
         outcome,
         flagged=flagged,
