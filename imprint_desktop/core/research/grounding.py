@@ -46,6 +46,7 @@ from decimal import Decimal
 
 from imprint_desktop.core.research.events import ClaimView, GroundingVerdict, GroundingView
 from imprint_desktop.core.research.seed import STOPWORDS
+from imprint_desktop.core.workspace.dating import MONTHS
 
 #: Words compared by their first letters: "restored" finds "restoration".
 _STEM = 5
@@ -131,28 +132,7 @@ def _content(text: str) -> set[str]:
 
 # --- anchors: what an answer claims that can be checked ------------------------------------------
 
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
-_MONTH = r"(?P<{0}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_MONTH = r"(?P<{0}>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<{0}>[0-3]?\d)(?:st|nd|rd|th)?"
 _DATE_PATTERNS = (
     re.compile(r"\b(?P<y>\d{4})-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)\b"),
@@ -239,7 +219,7 @@ def _anchors(text: str, *, names: bool = True, opening: bool = False) -> list[An
             if not free(*match.span()):
                 continue
             parts = match.groupdict()
-            month = _MONTHS.get((parts.get("mn") or "").lower().rstrip("."), 0) or int(
+            month = MONTHS.get((parts.get("mn") or "").lower().rstrip("."), 0) or int(
                 parts.get("m") or 0
             )
             day, year = int(parts.get("d") or 0), int(parts.get("y") or 0)
@@ -311,7 +291,7 @@ _NOT_NAMES = _words(
     "after before during since until from to for of by with as if while although because "
     "sources source passage passages document documents imprint answer question note "
     "monday tuesday wednesday thursday friday saturday sunday"
-) | frozenset(_MONTHS)
+) | frozenset(MONTHS)
 
 
 def _names(text: str, *, opening: bool = False) -> list[Anchor]:

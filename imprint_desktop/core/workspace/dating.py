@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 
-_MONTHS = {
+#: Month names and their usual short forms, by month number (also read by the answers' grounding).
+MONTHS = {
     name: number
     for number, names in enumerate(
         (
@@ -43,7 +44,7 @@ _MONTHS = {
     )
     for name in names
 }
-_MONTH = r"(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_MONTH = r"(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _YEAR = r"((?:19|20)\d\d)"
 _DATES = (
     (re.compile(rf"\b{_YEAR}-(\d\d)-(\d\d)\b"), ("y", "m", "d")),
@@ -74,7 +75,7 @@ _SUPERSEDED_WORDS = ("archive", "archived", "superseded", "obsolete", "deprecate
 _WORD = re.compile(r"[a-z0-9]+")
 _VERSION_TOKENS = re.compile(
     r"^(v\d+|\d+|rev\d*|r\d+|draft|final|current|latest|new|old|copy|updated|revised|version|"
-    r"q[1-4]|h[12]|fy\d*|" + "|".join(_MONTHS) + r")$"
+    r"q[1-4]|h[12]|fy\d*|" + "|".join(MONTHS) + r")$"
 )
 
 
@@ -109,7 +110,7 @@ def _first_date(text: str) -> str:
             continue
         parts = dict(zip(order, match.groups(), strict=True))
         year = int(parts["y"])
-        month = _MONTHS[parts["M"].lower().rstrip(".")] if "M" in parts else int(parts["m"])
+        month = MONTHS[parts["M"].lower().rstrip(".")] if "M" in parts else int(parts["m"])
         if not 1 <= month <= 12:
             continue
         value = f"{year:04d}-{month:02d}"
