@@ -23,6 +23,7 @@ no text at all says so too ("no text was found in it"): a file is never indexed 
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import enum
 import importlib
 import logging
@@ -195,15 +196,7 @@ def bounded(lines: tuple[str, ...], max_chars: int) -> tuple[tuple[str, ...], st
 
 
 def _with_gaps(document: Extracted, gaps: str) -> Extracted:
-    return Extracted(
-        document.title,
-        document.lines,
-        document.page_starts,
-        document.encoding,
-        document.places,
-        document.date,
-        gaps,
-    )
+    return dataclasses.replace(document, gaps=gaps)
 
 
 def _dated(document: Extracted) -> Extracted:
@@ -211,15 +204,7 @@ def _dated(document: Extracted) -> Extracted:
     date = dating.normalized(document.date) or dating.stated_date(document.lines)
     if date == document.date:
         return document
-    return Extracted(
-        document.title,
-        document.lines,
-        document.page_starts,
-        document.encoding,
-        document.places,
-        date,
-        document.gaps,
-    )
+    return dataclasses.replace(document, date=date)
 
 
 #: The reader of each format a library reads: its module under ``formats`` and its function (with
