@@ -64,3 +64,12 @@ def workspace(tmp_path: Path) -> Path:
         encoding="utf-8",
     )
     return root
+
+
+def write_notes(root: Path, count: int) -> Path:
+    """``count`` small notes in the new folder ``root``, each with the word "locktest" and a word
+    of its own ("word7"): a folder for the tests of several processes on one index."""
+    root.mkdir()
+    for number in range(count):
+        (root / f"n{number:03}.md").write_text(f"# Note {number}\n\nlocktest word{number}\n")
+    return root

@@ -16,7 +16,7 @@ import pytest
 
 from imprint_desktop.core.workspace import index_path_for
 from imprint_desktop.core.workspace.database import BUSY_SECONDS
-from tests.e2e.conftest import Imprint
+from tests.e2e.conftest import Imprint, write_notes
 
 pytestmark = pytest.mark.e2e
 
@@ -25,11 +25,7 @@ FILES = 60
 
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
-    root = tmp_path / "notes"
-    root.mkdir()
-    for number in range(FILES):
-        (root / f"n{number:03}.md").write_text(f"# Note {number}\n\nlocktest word{number}\n")
-    return root
+    return write_notes(tmp_path / "notes", FILES)
 
 
 def test_a_search_while_another_program_holds_the_write_lock(imprint: Imprint, notes: Path) -> None:

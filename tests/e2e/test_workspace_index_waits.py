@@ -14,7 +14,7 @@ import pytest
 from imprint_desktop.core.workspace import index_path_for
 from imprint_desktop.core.workspace.database import Connections
 from imprint_desktop.core.workspace.update import NOT_WAITED, WAITING
-from tests.e2e.conftest import Imprint
+from tests.e2e.conftest import Imprint, write_notes
 
 pytestmark = pytest.mark.e2e
 
@@ -23,11 +23,7 @@ FILES = 30
 
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
-    root = tmp_path / "notes"
-    root.mkdir()
-    for number in range(FILES):
-        (root / f"n{number:03}.md").write_text(f"# Note {number}\n\nlocktest word{number}\n")
-    return root
+    return write_notes(tmp_path / "notes", FILES)
 
 
 def test_an_index_run_waits_for_another_and_a_search_does_not(
