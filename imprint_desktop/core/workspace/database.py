@@ -42,6 +42,7 @@ import logging
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -298,7 +299,7 @@ class Connections:
             self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
         )
         try:
-            connection.execute("PRAGMA journal_mode = WAL")
+            _write_ahead(connection)
             connection.execute("PRAGMA synchronous = NORMAL")
             connection.execute("PRAGMA temp_store = MEMORY")
         except BaseException:
@@ -399,6 +400,24 @@ def corrupt(error: sqlite3.Error) -> bool:
     """Whether SQLite said the file is damaged or not a database (not busy, locked, full, …)."""
     code = getattr(error, "sqlite_errorcode", None)
     return code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def _write_ahead(connection: sqlite3.Connection) -> None:
+    """Put the database in WAL mode (a no-op once it is). SQLite answers "database is locked" at
+    once, without its busy handler, when another process is making the same new file WAL at the
+    same moment (two ``imprint workspace index`` started together on a new folder): asked again
+    every :data:`POLL_SECONDS` for up to :data:`BUSY_SECONDS`."""
+    deadline = time.monotonic() + BUSY_SECONDS
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as error:
+            code = getattr(error, "sqlite_errorcode", None) or 0
+            if code & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(POLL_SECONDS)
+        else:
+            return
 
 
 def explained(error: sqlite3.Error | OSError) -> str:
