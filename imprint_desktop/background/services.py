@@ -57,6 +57,23 @@ async def open_default_provider(
     return await reply_services.open_provider(config, http, api_key=api_key, cancel=cancel)
 
 
+class _Throttle:
+    """Progress reports at most one every ``seconds`` of the running loop's clock (read on the
+    worker thread that reports), but for those that must go."""
+
+    def __init__(self, seconds: float) -> None:
+        self._clock = asyncio.get_running_loop().time
+        self._seconds = seconds
+        self._last = 0.0
+
+    def due(self, *, always: bool = False) -> bool:
+        now = self._clock()
+        if always or now - self._last >= self._seconds:
+            self._last = now
+            return True
+        return False
+
+
 def model_key(config: Config) -> tuple[object, ...]:
     """The settings whose change needs the provider made again (a model reload)."""
     return (config.model, config.remote)
@@ -229,13 +246,10 @@ class KeptServices:
 
         workspace = self.workspace(config)
         root = str(workspace.root)
-        loop = asyncio.get_running_loop()
-        last = [0.0]
+        throttle = _Throttle(0.05)
 
         def report(event: Any) -> None:
-            now = loop.time()
-            if now - last[0] >= 0.05 or event.done == event.total:
-                last[0] = now
+            if throttle.due(always=event.done == event.total):
                 waiting = WAITING if event.waiting else ""
                 progress(p.IndexStatus(root, event.done, event.total, event.path, message=waiting))
 
@@ -272,14 +286,12 @@ class KeptServices:
         self._stop_embedding = stop = threading.Event()
         self._embedding_for = workspace
         root, emit = str(workspace.root), self._emit
-        loop = asyncio.get_running_loop()
-        last = [0.0]
+        throttle = _Throttle(0.05)
         meaning = p.IndexStage.MEANING
 
         def report(event: Any) -> None:  # on the worker thread; emit is thread-safe
-            now = loop.time()
-            if event.waiting or (event.done < event.total and now - last[0] >= 0.05):
-                last[0] = now
+            going = event.waiting or event.done < event.total
+            if going and throttle.due(always=event.waiting):
                 waiting = WAITING if event.waiting else ""
                 emit(p.IndexStatus(root, event.done, event.total, message=waiting, stage=meaning))
 
@@ -331,14 +343,11 @@ class KeptServices:
         self._stop_improving = stop = threading.Event()
         self._improving_for = workspace
         root, emit = str(workspace.root), self._emit
-        loop = asyncio.get_running_loop()
-        last = [0.0]
+        throttle = _Throttle(0.25)
         improving = p.IndexStage.IMPROVING
 
         def report(event: Any) -> None:  # on the worker thread; emit is thread-safe
-            now = loop.time()
-            if not event.waiting and event.done < event.total and now - last[0] >= 0.25:
-                last[0] = now
+            if not event.waiting and event.done < event.total and throttle.due():
                 emit(p.IndexStatus(root, event.done, event.total, stage=improving))
 
         async def improve() -> None:
