@@ -46,7 +46,7 @@ import numpy as np
 
 from imprint_desktop.core.workspace import vector_file
 from imprint_desktop.core.workspace.embedding import Embedder
-from imprint_desktop.core.workspace.vectors import BETTER, QUICK, VectorSearch, _Loaded
+from imprint_desktop.core.workspace.vectors import BETTER, QUICK, LoadedVectors, VectorSearch
 
 #: A search by meaning keeps the passages at least this share as near to the query as the
 #: nearest one of their list (and above its embedder's own floor): a short query that one passage
@@ -125,7 +125,7 @@ class MeaningSearch:
         self._floors: dict[tuple[str, int], float] = {}
         self._floors_lock = threading.Lock()
 
-    def _alone_floor(self, embedder: Embedder, loaded: _Loaded) -> float:
+    def _alone_floor(self, embedder: Embedder, loaded: LoadedVectors) -> float:
         """The floor of a search by meaning when no word of the query is in the documents: just
         above the nearest that made-up words (:data:`PROBES`) come to this set of vectors, never
         above the embedder's own calibration (``alone_similarity``) nor below its floor. Measured

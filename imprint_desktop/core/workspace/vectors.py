@@ -15,10 +15,10 @@ incremental, kept whatever happens next, and may stop at any batch; a new embedd
 the old vectors. :class:`VectorSearch` holds the vectors of one database as one matrix and answers
 the passages nearest a query by a matrix product: a brute-force search that needs no extension
 loaded into SQLite. A passage's nearness takes in its document's (:data:`DOCUMENT_SHARE`). Past
-:data:`TWO_STEP_ROWS` passages the product is taken in two steps (:class:`_Loaded`): the leading
-half of each vector picks a shortlist, and the whole vectors rank it. The matrix is read from the
-file :mod:`.vector_file` keeps beside the database when that file is of the table as it is, and
-from the table otherwise (and the file written again).
+:data:`TWO_STEP_ROWS` passages the product is taken in two steps (:class:`LoadedVectors`): the
+leading half of each vector picks a shortlist, and the whole vectors rank it. The matrix is read
+from the file :mod:`.vector_file` keeps beside the database when that file is of the table as it
+is, and from the table otherwise (and the file written again).
 
 An index holds two such sets (:class:`VectorSet`), each in its own table with its own two ``meta``
 keys: :data:`QUICK`, made as passages are indexed by the embedder that keeps pace with indexing,
@@ -292,7 +292,7 @@ class VectorSearch:
         self._set = vector_set
         self._lock = threading.Lock()
         self._key: tuple[str, str] | None = None
-        self._loaded = _Loaded.of(_NONE)
+        self._loaded = LoadedVectors.of(_NONE)
         self._next_reload = 0.0
 
     def nearest(
@@ -309,7 +309,7 @@ class VectorSearch:
         embedder's (being replaced) or there are none."""
         return self.loaded(db, embedder_name).nearest(query, count, leaving_out)
 
-    def loaded(self, db: sqlite3.Connection, embedder_name: str) -> _Loaded:
+    def loaded(self, db: sqlite3.Connection, embedder_name: str) -> LoadedVectors:
         """The vectors as a search uses them now (see the class's docstring)."""
         rows = dict(
             db.execute(
@@ -342,12 +342,12 @@ class VectorSearch:
                     vector_file.write(self._kept, key, kept)
             else:
                 kept = found
-        self._loaded = _Loaded.of(kept)
+        self._loaded = LoadedVectors.of(kept)
         self._key = key
 
 
 @dataclass(frozen=True, slots=True)
-class _Loaded:
+class LoadedVectors:
     """One state of an index's vectors, ready for queries: the whole rows as ``float32``, or, past
     :data:`TWO_STEP_ROWS`, the rows as stored (``float16``) and their leading halves (unit length,
     ``float32``), which take as much memory as the whole rows would."""
@@ -364,7 +364,7 @@ class _Loaded:
     document_of: npt.NDArray[np.int64]
 
     @classmethod
-    def of(cls, kept: vector_file.Kept) -> _Loaded:
+    def of(cls, kept: vector_file.Kept) -> LoadedVectors:
         document_of = np.cumsum(_run_starts(kept.files), dtype=np.int64) - 1
         if len(kept.ids) <= TWO_STEP_ROWS:
             matrix = kept.rows.astype(np.float32)
