@@ -122,7 +122,9 @@ class MeaningSearch:
     def __init__(self, db_path: Path) -> None:
         self._quick = VectorSearch(vector_file.path_for(db_path, QUICK.kept_suffix), QUICK)
         self._better = VectorSearch(vector_file.path_for(db_path, BETTER.kept_suffix), BETTER)
-        self._floors: dict[tuple[str, int], float] = {}
+        #: Each embedder's floor for the set of vectors it was measured on (held, so that a set
+        #: loaded anew is never taken for it).
+        self._floors: dict[str, tuple[LoadedVectors, float]] = {}
         self._floors_lock = threading.Lock()
 
     def _alone_floor(self, embedder: Embedder, loaded: LoadedVectors) -> float:
@@ -130,19 +132,15 @@ class MeaningSearch:
         above the nearest that made-up words (:data:`PROBES`) come to this set of vectors, never
         above the embedder's own calibration (``alone_similarity``) nor below its floor. Measured
         once per set of vectors (a set that changes is loaded anew)."""
-        key = (embedder.name, id(loaded))
         with self._floors_lock:
-            floor = self._floors.get(key)
-        if floor is None:
-            nearest = [loaded.nearest(embedder.embed_query(probe), 1) for probe in PROBES]
-            made_up = max((found[0][1] for found in nearest if found), default=0.0)
-            floor = min(embedder.alone_similarity, made_up + PROBE_MARGIN)
-            floor = max(embedder.min_similarity, floor)
-            with self._floors_lock:
-                self._floors = {
-                    key: floor,
-                    **{k: v for k, v in self._floors.items() if k[0] != key[0]},
-                }
+            measured = self._floors.get(embedder.name)
+        if measured is not None and measured[0] is loaded:
+            return measured[1]
+        nearest = [loaded.nearest(embedder.embed_query(probe), 1) for probe in PROBES]
+        made_up = max((found[0][1] for found in nearest if found), default=0.0)
+        floor = max(embedder.min_similarity, min(embedder.alone_similarity, made_up + PROBE_MARGIN))
+        with self._floors_lock:
+            self._floors[embedder.name] = (loaded, floor)
         return floor
 
     def nearest(
