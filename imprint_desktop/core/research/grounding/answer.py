@@ -1,0 +1,205 @@
+"""An answer checked sentence by sentence: its claims, their citations, its verdict."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from imprint_desktop.core.research.events import ClaimView, GroundingVerdict, GroundingView
+from imprint_desktop.core.research.grounding.anchors import Anchor, anchors_in, same_value
+from imprint_desktop.core.research.grounding.checker import NOT_IN_DOCUMENTS, Checker
+from imprint_desktop.core.research.grounding.passages import (
+    CITE,
+    LIST_ITEM,
+    QUOTE_CHARS,
+    PassageText,
+    Unit,
+    quote,
+    units_of,
+)
+from imprint_desktop.core.research.grounding.question import Question
+from imprint_desktop.core.research.grounding.words import STOP, WORD, stem_of, stems_of
+
+
+@dataclass(frozen=True, slots=True)
+class Grounded:
+    """An answer checked against its passages: the answer with the citations the engine adds,
+    what each claim stands on, and for each cited passage the sentences quoted for it."""
+
+    answer: str
+    grounding: GroundingView
+    quotes: dict[int, str] = field(default_factory=dict)
+
+
+#: A Markdown link, or an address: not a claim the documents would hold.
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)|<?https?://\S+>?|\b[\w.+-]+@[\w-]+\.[\w.]+")
+#: A sentence of an answer: to its stop, or to the end of its paragraph, list item or row. A
+#: single line break inside a paragraph (a passage copied with its wrapped lines) goes on.
+_ANSWER_SENTENCE = re.compile(
+    r".+?(?:(?<![ (][A-Z]\.)(?<=[.!?])(?=\s|$)|\n(?=[ \t]*(?:\n|[-*•+]\s|[#|]|\d{1,3}[.)]\s))|$)",
+    re.DOTALL,
+)
+#: An answer that says the documents do not answer the question.
+_DECLINES = re.compile(
+    r"\b(?:not (?:mentioned|stated|given|specified|found|included|provided|available|listed)|"
+    r"(?:do|does|did)(?: not|n['’]t) (?:mention|say|state|give|specify|contain|include|provide|"
+    r"list)|no (?:information|mention|record|data|details?)|"
+    r"(?:cannot|can['’]t|could not|couldn['’]t|unable to) (?:find|answer|determine|tell)|"
+    r"nothing was found|there is no)\b",
+    re.IGNORECASE,
+)
+
+
+def ground(question: str, answer: str, passages: Sequence[PassageText]) -> Grounded:
+    """Check ``answer`` to ``question`` against ``passages`` (see the module docstring)."""
+    units: list[Unit] = []
+    for passage in passages:
+        units += units_of(passage, len(units))
+    asked = Question.read(question)
+    checker = Checker(asked, units)
+    checker.refers = asked.names_subject(stems_of(answer))
+    claims: list[ClaimView] = []
+    quotes: dict[int, list[str]] = {}
+    supporting: set[int] = set()
+    pieces: list[str] = []
+    for match in _ANSWER_SENTENCE.finditer(answer):
+        piece = match.group()
+        sentence = " ".join(CITE.sub("", piece).split())
+        claim = _claim(sentence, checker) if sentence.strip(" -*•#") else None
+        if claim is None:
+            pieces.append(piece)
+            continue
+        view, supports = claim
+        claims.append(view)
+        for unit, around in supports:
+            supporting.add(unit.order)
+            quoted = quote(unit.text, around, QUOTE_CHARS * (2 if unit.row else 1))
+            if quoted not in quotes.setdefault(unit.passage, []):
+                quotes[unit.passage].append(quoted)
+        if view.supported_by and not CITE.search(piece):
+            piece = _cited(piece, view.supported_by)
+        pieces.append(piece)
+    cited_answer = "".join(pieces)
+    # With no passage at all, nothing was found: only a number, date or name it states is
+    # flagged (it came from nowhere).
+    verdict = _verdict(claims, answer) if units or claims else "not_found"
+    offered, offered_from = "", 0
+    if verdict in ("unsupported", "partly"):
+        best = _offer(checker, supporting)
+        if best is not None:
+            offered, offered_from = quote(best.text, (), QUOTE_CHARS * 2), best.passage
+    grounding = GroundingView(verdict, tuple(claims), offered, offered_from)
+    return Grounded(
+        cited_answer, grounding, {number: " … ".join(texts) for number, texts in quotes.items()}
+    )
+
+
+def _claim(
+    sentence: str, checker: Checker
+) -> tuple[ClaimView, list[tuple[Unit, list[str]]]] | None:
+    question = checker.question
+    plain = _LINK.sub(" ", LIST_ITEM.sub("", sentence))
+    anchors = [
+        a
+        for a in anchors_in(plain)
+        if a.key not in question.anchors
+        and not (a.kind == "name" and question.names_subject(stems_of(a.text)))
+        # One capitalised word is checked only as the answer to "who": elsewhere it is as often
+        # a word as a name ("Copy", "British").
+        and not (a.kind == "name" and len(a.key) == 2 and question.wants != "name")
+    ]
+    supports: list[tuple[Unit, list[str]]] = []
+    notes: list[str] = []
+    for anchor in anchors:
+        verdict = checker.check(anchor, plain)
+        if not verdict.note and verdict.unit is not None:
+            held = [a.text for a in checker.anchors[verdict.unit.order] if same_value(anchor, a)]
+            supports.append((verdict.unit, held))
+        elif verdict.unit is None:
+            notes.append(f"“{anchor.text}” is {NOT_IN_DOCUMENTS}")
+        else:
+            cited = f"the passage [{verdict.unit.passage}]"
+            notes.append(f"“{anchor.text}”: {verdict.note.replace('the passage', cited, 1)}")
+    if not anchors:
+        unit = _by_words(sentence, checker)
+        if unit is None:
+            return None
+        supports.append((unit, []))
+    by = tuple(dict.fromkeys(unit.passage for unit, _ in supports))
+    return ClaimView(sentence, by, "; ".join(notes)), supports
+
+
+def _by_words(sentence: str, checker: Checker) -> Unit | None:
+    """The passage sentence that says most of what ``sentence`` (without numbers or names)
+    says, if it says most of it."""
+    words = {stem_of(w.lower()) for w in WORD.findall(sentence) if w.lower() not in STOP}
+    words = {w for w in words if len(w) > 2}
+    if len(words) < 2:
+        return None
+    best = max(checker.units, key=lambda u: (len(words & u.words), -u.order), default=None)
+    if best is None or len(words & best.words) < max(2, math.ceil(0.6 * len(words))):
+        return None
+    return best
+
+
+def _cited(piece: str, numbers: Sequence[int]) -> str:
+    """``piece`` (a sentence of the answer) with ``numbers`` cited before its last stop."""
+    cite = "".join(f"[{n}]" for n in numbers)
+    body = piece.rstrip()
+    tail = piece[len(body) :]
+    end = len(body)
+    while end > 0 and body[end - 1] in ".!?:;":
+        end -= 1
+    if end == 0:
+        return piece
+    return f"{body[:end]} {cite}{body[end:]}{tail}"
+
+
+def declines(answer: str) -> bool:
+    """Whether ``answer`` says the documents do not answer its question ("not mentioned")."""
+    return _DECLINES.search(answer) is not None
+
+
+def _verdict(claims: Sequence[ClaimView], answer: str) -> GroundingVerdict:
+    flagged = sum(bool(c.note) for c in claims)
+    supported = sum(bool(c.supported_by) and not c.note for c in claims)
+    if declines(answer) and not flagged:
+        return "not_found"
+    if flagged and (supported or any(c.supported_by for c in claims)):
+        return "partly"
+    if flagged:
+        return "unsupported"
+    return "supported" if supported else "unsupported"
+
+
+def _wanted(question: Question, anchor: Anchor) -> bool:
+    """Whether ``anchor`` is a value of the kind ``question`` asks for (and not its own)."""
+    if anchor.key in question.anchors:
+        return False
+    if anchor.kind == "name":
+        return question.wants in ("name", "") and not question.names_subject(stems_of(anchor.text))
+    if question.wants == "date":
+        return anchor.kind == "date" or (anchor.kind == "number" and not anchor.unit)
+    return question.wants in ("number", "") and anchor.kind in ("number", "time")
+
+
+def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
+    """The passage sentence that answers the question's terms best, to offer in place of an
+    unsupported answer: it holds its subject, a key term (when the documents have them) and a
+    value a question could want; None when no sentence does."""
+    question = checker.question
+    present = set(question.key) - {stem_of(word) for word in checker.missing}
+    candidates = [
+        unit
+        for unit in checker.units
+        if (not question.subjects or question.names_subject(unit.about))
+        and (not present or unit.about & present)
+        and len(checker.missing) < 2
+        and any(_wanted(question, a) for a in anchors_in(unit.text))
+        and unit.order not in supporting
+    ]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda u: (checker.score(u), -u.order))

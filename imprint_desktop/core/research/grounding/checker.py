@@ -1,0 +1,199 @@
+"""Whether a passage sentence about the question holds what a claim states."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from imprint_desktop.core.research.grounding.anchors import (
+    Anchor,
+    anchors_in,
+    comparable,
+    names_in,
+    same_value,
+    years_in,
+)
+from imprint_desktop.core.research.grounding.passages import CELL, Unit, clauses_of, quote
+from imprint_desktop.core.research.grounding.question import Question
+from imprint_desktop.core.research.grounding.words import (
+    WORD,
+    content_stems,
+    listed,
+    stem_of,
+    stems_of,
+)
+
+NOT_IN_DOCUMENTS = "not in your documents"
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    unit: Unit | None  # the sentence that supports it, or that it was taken from
+    note: str = ""  # empty when supported
+
+
+#: Words by which a sentence of an answer speaks of what an earlier one named.
+_PRONOUN = re.compile(r"\b(?:it|its|it's|she|her|he|his|they|their|there)\b", re.IGNORECASE)
+
+
+class Checker:
+    def __init__(self, question: Question, units: Sequence[Unit]) -> None:
+        self.question = question
+        self.units = units
+        self.refers = False  # the answer names the question's subject
+        self.anchors = {unit.order: anchors_in(unit.text, opening=True) for unit in units}
+        #: What a sentence is compared on: the question's key terms and its subject's names.
+        self.terms = set(question.key).union(*question.subjects)
+        count = max(1, len(units))
+        self.weights = {
+            term: math.log(1 + count / (1 + sum(term in unit.about for unit in units)))
+            for term in self.terms
+        }
+        everywhere = set().union(*(unit.about for unit in units)) if units else set()
+        #: Key terms no passage holds: the question asks about something the documents lack.
+        self.missing = [word for stem, word in question.key.items() if stem not in everywhere]
+
+    def holders(self, anchor: Anchor) -> list[Unit]:
+        return [
+            unit
+            for unit in self.units
+            if any(same_value(anchor, other) for other in self.anchors[unit.order])
+        ]
+
+    def coverage(self, unit: Unit) -> set[str]:
+        return unit.about & self.terms
+
+    def score(self, unit: Unit) -> float:
+        return sum(self.weights.get(term, 0.0) for term in self.coverage(unit))
+
+    def check(self, anchor: Anchor, claim: str) -> _Verdict:
+        """Whether a passage sentence about the question holds ``anchor`` of sentence ``claim``
+        of the answer (or one the claim restates, whatever the question)."""
+        holders = self.holders(anchor)
+        if not holders:
+            return _Verdict(None, NOT_IN_DOCUMENTS)
+        verdicts = [
+            (unit, "" if self._restates(claim, anchor, unit) else self._about_else(anchor, unit))
+            for unit in holders
+        ]
+        good = [unit for unit, note in verdicts if not note]
+        if good:
+            return _Verdict(max(good, key=lambda u: (self.score(u), -u.order)))
+        unit, note = max(verdicts, key=lambda pair: (self.score(pair[0]), -pair[0].order))
+        return _Verdict(unit, note)
+
+    def _restates(self, claim: str, anchor: Anchor, unit: Unit) -> bool:
+        """Whether ``claim`` says what the clause of ``unit`` holding ``anchor`` says, in its
+        words beyond the question's ("She was worn out by 1931" of "She was worn out by 1931 and
+        withdrawn"): a true thing said beside the answer, not a value taken for it. A claim that
+        names the question's subject restates nothing of a sentence about another."""
+        question = self.question
+        # "Its tower …" in an answer that names the subject speaks of the subject.
+        names = question.names_subject(stems_of(claim)) or (
+            self.refers and _PRONOUN.search(claim) is not None
+        )
+        if names and not question.names_subject(unit.about):
+            return False
+        # A claim that speaks of what the question asks about ("the mileage rate is …") gives
+        # the value as its answer, which a sentence about another matter does not support.
+        if not (set(question.key) & stems_of(claim)) <= unit.about:
+            return False
+        mine = next(a for a in self.anchors[unit.order] if same_value(anchor, a))
+        at = next(
+            (text for start, text in reversed(clauses_of(unit.text)) if start <= mine.start),
+            unit.text,
+        )
+        own = (
+            content_stems(at)
+            - question.terms
+            - {stem_of(w.lower()) for w in WORD.findall(mine.text)}
+        )
+        shared = own & content_stems(claim)
+        return bool(own) and (len(shared) >= 2 or shared == own)
+
+    def _about_else(self, anchor: Anchor, unit: Unit) -> str:
+        """Why ``unit``, which holds ``anchor``, is about something other than the question
+        ("" when nothing says so)."""
+        question = self.question
+        mine = next(a for a in self.anchors[unit.order] if same_value(anchor, a))
+        clauses = clauses_of(unit.text)
+        at = next((text for start, text in reversed(clauses) if start <= mine.start), unit.text)
+        here = stems_of(at) & self.terms
+        others = [text for _, text in clauses if text != at]
+        # Within one sentence or row: another clause or cell holds more of the question's terms
+        # and another value of this kind ("Tower 14 metres, … the focal plane is 71 metres").
+        for text in others:
+            if here < (stems_of(text) & self.terms) and self._rival_value(anchor, text):
+                return f"the passage says this of “{_bare(at)}”"
+        # Within one sentence: the anchor's clause names another name, and a clause naming the
+        # question's subject holds another value of this kind.
+        if question.subjects and not question.names_subject(stems_of(at)):
+            named = [
+                n.text
+                for n in names_in(at)
+                if not question.names_subject(stems_of(n.text)) and not same_value(anchor, n)
+            ]
+            if named and any(
+                question.names_subject(stems_of(text)) and self._rival_value(anchor, text)
+                for text in others
+            ):
+                return f"the passage says this of {named[0]}"
+        # The question names a year; this sentence and what it stands under name only others.
+        years = years_in(f"{unit.text} {unit.context}") - years_in(mine.text)
+        if question.years and years and years.isdisjoint(question.years):
+            return (
+                f"the passage says this of {min(years, key=lambda y: abs(y - max(question.years)))}"
+            )
+        # Another sentence holds the question's terms and more, with another value of this kind.
+        have = self.coverage(unit)
+        for rival in self.units:
+            if rival.passage == unit.passage and rival.order == unit.order:
+                continue
+            if question.years and years_in(f"{rival.text} {rival.context}").isdisjoint(
+                question.years
+            ):
+                continue  # of another year than the question's
+            if have < self.coverage(rival) and self._rival_value(anchor, rival.text):
+                return f"the passage says this of {self._what(unit, at, mine)}"
+        # The question asks about something no passage holds, and this sentence holds none of
+        # what it asks about: a cost of building is not a ticket's price.
+        asked_unit = bool(mine.unit) and mine.unit in question.units
+        # One word missing from the documents is as often a paraphrase ("how full" for
+        # "capacity used"); the question is about something they lack when two or more are.
+        lacking = len(self.missing) >= 2 or (self.missing and len(question.key) >= 2)
+        if lacking and not (unit.about & set(question.key)) and not asked_unit:
+            return (
+                f"the passage says this of {self._what(unit, at, mine)}; your documents do not "
+                f"mention {listed(self.missing)}"
+            )
+        return ""
+
+    def _rival_value(self, anchor: Anchor, text: str) -> bool:
+        """Whether ``text`` holds a value of ``anchor``'s kind that is not it."""
+        values = [a for a in anchors_in(text) if comparable(anchor, a)]
+        return bool(values) and not any(same_value(anchor, a) for a in values)
+
+    def _what(self, unit: Unit, clause: str, mine: Anchor) -> str:
+        """What ``unit`` is about, in a few words: a name it gives that the question does not
+        (in the anchor's ``clause`` first), else the sentence itself."""
+        question = self.question
+        first = CELL.match(unit.text)
+        if unit.row and first and first.group("value").strip() and first.group() not in clause:
+            return first.group("value").strip()
+        for text in (clause, unit.text):
+            names = [
+                n.text
+                for n in names_in(text)
+                if not question.names_subject(stems_of(n.text))
+                and n.key not in question.anchors
+                and stems_of(n.text).isdisjoint(stems_of(mine.text))
+            ]
+            if names:
+                return names[0]
+        return f"“{quote(unit.text, (), 120)}”"
+
+
+def _bare(text: str) -> str:
+    return quote(text.strip(" *_`"), (), 80).replace("*", "")

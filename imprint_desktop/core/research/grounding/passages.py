@@ -1,0 +1,135 @@
+"""What a passage says, sentence by sentence, and how a passage sentence is quoted.
+
+A passage is cut into :class:`Unit` s — sentences, list items and table rows (a row is one unit,
+so its label and its value stay together) — each with the heading, title and file name it
+stands under, which say what it is about.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from imprint_desktop.core.research.grounding.words import WORD, stems_of
+
+#: A quote longer than this is cut around what it is quoted for; a table row gets twice as much.
+QUOTE_CHARS = 240
+
+
+@dataclass(frozen=True, slots=True)
+class PassageText:
+    """One numbered passage of a reply, as grounding reads it."""
+
+    id: int
+    text: str
+    source: str = ""
+    title: str = ""
+
+
+CELL = re.compile(r"(?:^|;\s+)(?P<label>[^:;]{1,60}):\s+(?P<value>[^;]*)")
+_SENTENCE_END = re.compile(r"(?<![ (][A-Z]\.)(?<=[.!?])\s+(?=[\"“(\[A-Z0-9£$€])")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+LIST_ITEM = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+")
+CITE = re.compile(r"\s*\[\d{1,6}(?:\s*(?:,|;|-|–|and)\s*\d{1,6})*\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """A sentence, list item or table row of a passage, with what it stands under."""
+
+    passage: int
+    text: str
+    context: str  # heading, title and file name: what the passage is about
+    row: bool
+    order: int
+
+    @property
+    def words(self) -> set[str]:
+        return stems_of(self.text)
+
+    @property
+    def about(self) -> set[str]:
+        return stems_of(self.text) | stems_of(self.context)
+
+
+def _is_row(line: str) -> bool:
+    stripped = line.strip()
+    if stripped.startswith("|") and stripped.count("|") >= 3:
+        return True
+    return len(CELL.findall(stripped)) >= 2 or stripped.count(" | ") >= 2
+
+
+def units_of(passage: PassageText, first: int) -> list[Unit]:
+    """The sentences, list items and table rows of ``passage``: rows and list items are units
+    whole; a paragraph's wrapped lines are joined before it is cut into sentences."""
+    source_words = " ".join(re.split(r"[/\\_.-]+", passage.source))
+    heading = ""
+    out: list[Unit] = []
+    paragraph: list[str] = []
+
+    def add(text: str, *, row: bool) -> None:
+        text = " ".join(text.split())
+        if text:
+            context = f"{heading} {passage.title} {source_words}"
+            out.append(Unit(passage.id, text, context, row, first + len(out)))
+
+    def flush() -> None:
+        if paragraph:
+            for sentence in _SENTENCE_END.split(" ".join(paragraph)):
+                add(sentence, row=False)
+            paragraph.clear()
+
+    for line in passage.text.splitlines():
+        stripped = line.strip()
+        head = _HEADING.match(line)
+        if not stripped or re.fullmatch(r"[|:\-\s=~^*#+`]+", stripped):
+            flush()
+        elif head or (
+            stripped.upper() == stripped
+            and sum(c.isalpha() for c in stripped) > 3
+            and len(WORD.findall(stripped)) >= 2
+        ):
+            flush()  # a heading, or a line in capitals that stands as one
+            heading = head.group(1) if head else stripped
+            add(heading, row=False)
+        elif _is_row(stripped):
+            flush()
+            add(stripped.strip("| "), row=True)
+        elif LIST_ITEM.match(line):
+            flush()
+            paragraph.append(LIST_ITEM.sub("", line, count=1))
+        else:
+            paragraph.append(stripped)
+    flush()
+    return out
+
+
+def clauses_of(text: str) -> list[tuple[int, str]]:
+    """``text`` cut at semicolons, ", " and " and ", each part with where it starts."""
+    parts: list[tuple[int, str]] = []
+    start = 0
+    for match in re.finditer(r";\s+|,\s+|\s+and\s+|\s+while\s+|\s+whereas\s+", text):
+        parts.append((start, text[start : match.start()]))
+        start = match.end()
+    parts.append((start, text[start:]))
+    return parts
+
+
+# --- quoting --------------------------------------------------------------------------------------
+
+
+def quote(text: str, around: Iterable[str], limit: int = QUOTE_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters (and its marks "…") only around what it
+    is quoted for (``around``, e.g. the number it supports): never cut before the value."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    parts = [part for part in around if part and part in flat]
+    if not parts:
+        return flat[: limit - 1].rstrip() + "…"
+    first = min(flat.find(part) for part in parts)
+    last = max(flat.find(part) + len(part) for part in parts)
+    start = max(0, min(first - limit // 3, last - limit))
+    end = min(len(flat), start + limit)
+    return ("…" if start > 0 else "") + flat[start:end] + ("…" if end < len(flat) else "")

@@ -1,0 +1,104 @@
+"""Words as grounding compares them: by their first letters, without function words.
+
+A question's words are of three kinds here: what it asks about (its key terms), the kind of
+answer it wants ("how much", "year", "cost": :data:`ANSWER_KIND`), and what a name it gives is
+the name of ("Skerry Rock *lighthouse*": :data:`KINDS_OF_PLACE`). Units are words too, read by
+what they measure (:data:`UNITS`: "84 metres" is "84 m").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from imprint_desktop.core.research.seed import STOPWORDS
+
+#: Words compared by their first letters: "restored" finds "restoration".
+STEM = 5
+WORD = re.compile(r"[^\W_]+")
+
+
+def word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+#: Words that say what kind of answer a question wants, not what it is about.
+ANSWER_KIND = word_set(
+    "cost costs costed price priced prices much many long old year years date dates day time "
+    "times number numbers amount total value figure level size big large high deep wide far "
+    "often name named called happen happened take took taken make made get got use used "
+    "first last main exactly approximately roughly per across within among along around "
+    "behind beyond near toward towards upon via without onto inside outside throughout "
+    "average overall currently current now today"
+)
+STOP = STOPWORDS["en"] | ANSWER_KIND
+#: What a name is often followed by in a question, as part of it ("Skerry Rock lighthouse",
+#: "Lakeside station"): the subject's kind, not what the question asks about.
+KINDS_OF_PLACE = word_set(
+    "lighthouse lighthouses light station halt railway line reservoir dam viaduct bridge works "
+    "depot society company committee council board school church hall house street road river "
+    "lake bay point head rock island harbour port wharf quarry locomotive engine ship village "
+    "town city county district region site plant centre center building tower farm estate park "
+    "mill mine canal tunnel treatment"
+)
+
+
+#: Units by what they measure: "84 metres" is "84 m".
+UNITS = {
+    unit: canonical
+    for canonical, names in {
+        "%": "% percent per cent pct",
+        "m": "m metre metres meter meters",
+        "km": "km kilometre kilometres kilometer kilometers",
+        "mm": "mm millimetre millimetres millimeter millimeters",
+        "cm": "cm centimetre centimetres",
+        "ft": "ft foot feet",
+        "mi": "mile miles",
+        "t": "t tonne tonnes ton tons",
+        "kg": "kg kilogram kilograms kilo kilos",
+        "l": "l litre litres liter liters",
+        "ml": "ml megalitre megalitres",
+        "gbp": "£ pound pounds gbp",
+        "usd": "$ dollar dollars usd",
+        "eur": "€ euro euros eur",
+        "min": "min mins minute minutes",
+        "h": "h hr hrs hour hours",
+        "s": "s sec secs second seconds",
+        "day": "day days",
+        "week": "week weeks",
+        "month": "month months",
+        "yr": "year years",
+        "nmi": "nautical",
+    }.items()
+    for unit in names.split(" ")
+    if unit
+} | {"per cent": "%", "percent": "%"}
+
+
+def stems_of(text: str) -> set[str]:
+    return {stem_of(word) for word in WORD.findall(text.lower())}
+
+
+def stem_of(word: str) -> str:
+    """``word`` as words are compared: without its ending ("opened", "opening", "keepers" are
+    "open", "open", "keep"), by its first letters."""
+    for ending in ("ing", "ed", "es", "er", "s"):
+        if word.endswith(ending) and len(word) - len(ending) >= 3 and not word.endswith("ss"):
+            word = word[: -len(ending)]
+            break
+    return word[:STEM]
+
+
+def content_stems(text: str) -> set[str]:
+    """The stems of the words of ``text`` that say what it is about (no function words,
+    numbers or units)."""
+    return {
+        stem_of(word)
+        for word in WORD.findall(text.lower())
+        if len(word) > 2 and word not in STOP and word not in UNITS and not word.isdigit()
+    }
+
+
+def listed(words: Sequence[str]) -> str:
+    words = list(dict.fromkeys(words))[:3]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
