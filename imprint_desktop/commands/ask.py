@@ -48,7 +48,7 @@ from imprint_desktop.core.research.record.page import report_writer
 from imprint_desktop.core.research.sources import with_sources
 from imprint_desktop.core.research.trace import TraceWriter, fan_out
 from imprint_desktop.core.research.wording import phase_words, stop_words
-from imprint_desktop.core.shown_text import terminal_json, terminal_safe
+from imprint_desktop.core.shown_text import terminal_json, terminal_line, terminal_safe
 from imprint_desktop.core.tools.words import plain
 from imprint_desktop.settings import schema
 from imprint_desktop.settings.secrets import SecretStore
@@ -139,6 +139,8 @@ class _Ending:
     result: ev.ReplyResult | None = None
     error: str = ""
     trace: str | None = None
+    #: Which embedders served the searches by meaning (None: no workspace was opened).
+    search_embedder: str | None = None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -177,7 +179,7 @@ def _run(args: argparse.Namespace, err: TextIO) -> _Ending:
     cancel = CancelToken()
     try:
         api_key = _api_key(args, prepared.config)
-        result = asyncio.run(_ask(prepared, api_key, cancel, err))
+        result, search_embedder = asyncio.run(_ask(prepared, api_key, cancel, err))
     except Cancelled:
         return _Ending(EXIT_INTERRUPTED, error="stopped before research began", trace=trace)
     except ImprintError as error:  # the model cannot be loaded, the keyring refused, ...
@@ -189,7 +191,7 @@ def _run(args: argparse.Namespace, err: TextIO) -> _Ending:
         code = EXIT_INTERRUPTED
     else:
         code = EXIT_ERROR if result.stop_reason == "error" else EXIT_OK
-    return _Ending(code, result)
+    return _Ending(code, result, search_embedder=search_embedder)
 
 
 def _prepare(args: argparse.Namespace, err: TextIO) -> _Run:
@@ -266,7 +268,8 @@ def _open_trace(path: Path | None) -> TraceWriter | None:
 
 async def _ask(
     prepared: _Run, api_key: str | None, cancel: CancelToken, err: TextIO
-) -> ev.ReplyResult:
+) -> tuple[ev.ReplyResult, str | None]:
+    """The reply, and which embedders served its searches by meaning."""
     args, config, trace = prepared.args, prepared.config, prepared.trace
     loop = asyncio.get_running_loop()
     _install_interrupt(loop, cancel, args, err)
@@ -307,11 +310,12 @@ async def _ask(
                 history=history,
                 conversation=conversation,
             )
+        search_embedder = services.search_embedder()
     finally:
         await services.aclose()
     if args.trace:
         result = _with_trace(result, str(args.trace))
-    return result
+    return result, search_embedder
 
 
 @contextlib.contextmanager
@@ -403,6 +407,8 @@ def _print_ending(ending: _Ending, args: argparse.Namespace, out: TextIO, err: T
         f"{result.research_seconds:.1f} s]",
         file=err,
     )
+    if ending.search_embedder:
+        print(f"[search by meaning: {terminal_line(ending.search_embedder)}]", file=err)
 
 
 def ending_json(ending: _Ending) -> dict[str, object]:
@@ -426,6 +432,7 @@ def ending_json(ending: _Ending) -> dict[str, object]:
             trace=ending.trace,
         )
         payload = {**nothing.to_json(), "final_mode": None}
+    payload["search_embedder"] = ending.search_embedder
     payload["exit_code"] = ending.code
     return payload
 

@@ -21,7 +21,7 @@ import httpx
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.core.config import Config
-from imprint_desktop.core.errors import Cancelled
+from imprint_desktop.core.errors import Cancelled, WorkspaceIndexError
 from imprint_desktop.core.net import make_async_client
 from imprint_desktop.core.providers.base import Provider
 from imprint_desktop.core.research.engine import AskPerson, ResearchEngine, ResearchSettings
@@ -132,6 +132,17 @@ class OneRunServices:
         self._workspace = Workspace.from_config(self._root, config.workspace)
         await prepare_workspace(self._workspace, cancel)
         return self._workspace
+
+    def search_embedder(self) -> str | None:
+        """Which embedders served the reply's searches by meaning, in words
+        (:meth:`~.workspace.meaning.Coverage.describe`); None when no workspace was opened or
+        its index cannot be read."""
+        if self._workspace is None:
+            return None
+        try:
+            return self._workspace.index.coverage().describe()
+        except WorkspaceIndexError:
+            return None
 
     async def aclose(self) -> None:
         try:

@@ -15,6 +15,7 @@ import pytest
 from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.research.final import FALLBACK_LABEL
 from imprint_desktop.core.research.trace import read_trace
+from imprint_desktop.core.workspace.embedding import StaticEmbedder
 from tests.e2e.conftest import Imprint
 from tests.support import ask_command
 from tests.support.ask_command import the_json_ending
@@ -64,6 +65,9 @@ def test_research_then_answer(
     assert payload["evidence"][0]["source"] == "keepers.md"
     assert "Ada Quill" in payload["evidence"][0]["excerpt"]
     assert payload["trace"] == str(trace)
+    assert payload["runaway"] is None
+    # Nothing has run the better embedder over this new folder: the built-in one ranked alone.
+    assert payload["search_embedder"] == StaticEmbedder.name
     assert payload["tokens"]["budget"] == 65536 and payload["tokens"]["final_charged"] == 0
     # Charged as the server reported: 900 + 20, then (1300 - 900 cached) + 12.
     assert payload["tokens"]["charged"] == 920 + 412

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from imprint_desktop.core.workspace.embedding import StaticEmbedder
 from tests.e2e.conftest import Imprint
 from tests.support.ask_command import (
     ANSWER,
@@ -57,6 +58,8 @@ def test_the_status_line_speaks_proper_english_for_one_round(
     result = ask(imprint, openai_server, workspace, json_mode=False)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "1 round " in result.stderr and "1 piece of evidence" in result.stderr, result.stderr
+    # The last line says which embedder ranked the searches by meaning: the built-in one here.
+    assert result.stderr.rstrip().splitlines()[-1] == f"[search by meaning: {StaticEmbedder.name}]"
 
 
 def test_without_json_an_error_says_why_on_stderr(

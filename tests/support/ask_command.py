@@ -221,6 +221,9 @@ def assert_result_fields(payload: Mapping[str, Any]) -> None:
         "research_seconds",
         "user_wait_seconds",
         "trace",
+        "grounding",
+        "runaway",
+        "search_embedder",
     } - set(payload)
     assert not missing, f"missing fields {missing} in {payload}"
     assert isinstance(payload["answer"], str) and payload["answer"].strip(), payload

@@ -140,6 +140,11 @@ class Ending:
         reply.emit(ev.FinalFinished(reply.now_t(), "no_evidence", 0.0))
         return FinalAnswer(text, "no_evidence")
 
+    def _runaway(self) -> ev.RunawayView | None:
+        """Why the answer was cut as it streamed, if it was."""
+        cut = self.requests.runaway
+        return None if cut is None else ev.RunawayView(cut.kind, cut.why)
+
     def _finish(self, final: FinalAnswer, reason: ev.StopReason) -> ev.ReplyResult:
         reply = self.reply
         ledger = reply.ledger
@@ -175,6 +180,7 @@ class Ending:
             error=final.error,
             sources=cited,
             grounding=grounding,
+            runaway=self._runaway(),
         )
         reply.emit(ev.ReplyFinished(reply.now_t(), result))
         return result

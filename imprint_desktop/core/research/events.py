@@ -287,6 +287,18 @@ class GroundingView:
 
 
 @dataclass(frozen=True, slots=True)
+class RunawayView:
+    """Why an answer was cut while it streamed (:mod:`~.runaway`): ``kind`` ``loop`` (it began
+    repeating itself) or ``echo`` (it began copying its request back), and ``why`` in words."""
+
+    kind: Literal["loop", "echo"]
+    why: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "why": self.why}
+
+
+@dataclass(frozen=True, slots=True)
 class ReplyResult:
     """The end of a reply, whatever ended it (also for ``imprint ask --json``).
 
@@ -306,6 +318,8 @@ class ReplyResult:
     sources: tuple[SourceView, ...] = ()
     #: What the answer stands on; None when no answer was written (the labelled fallback).
     grounding: GroundingView | None = None
+    #: Why the answer was cut as it streamed; None when it ran to its end.
+    runaway: RunawayView | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -345,6 +359,7 @@ class ReplyResult:
                 for item in self.sources
             ],
             "grounding": self.grounding.to_json() if self.grounding is not None else None,
+            "runaway": self.runaway.to_json() if self.runaway is not None else None,
         }
 
 

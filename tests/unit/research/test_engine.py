@@ -542,6 +542,7 @@ def test_json_result_shape(reason: str) -> None:
         "trace",
         "sources",
         "grounding",
+        "runaway",
     }
     assert set(result["tokens"]) == {"budget", "charged", "refunded", "final_charged"}
     assert result["stop_reason"] == reason
@@ -921,3 +922,21 @@ def test_a_request_that_streamed_before_failing_is_charged() -> None:
     [line] = recorder.of(ev.RequestFinished)
     assert line.charged_prompt == line.prompt_tokens and line.output_tokens > 0
     assert result.tokens.charged == line.charged > 0
+
+
+def test_an_answer_cut_as_a_loop_says_so_in_its_result() -> None:
+    looping = "The light was first lit in 1862 [1].\n" + "The keeper trimmed the wick.\n" * 40
+    script = [Step(calls=[search("light lit")]), Step(looping)]
+    engine, tools, _provider, _ = make(script, new_passage_each_time())
+    result = run(engine.run("When was the light first lit?", tools))
+    assert result.runaway is not None and result.runaway.kind == "loop"
+    assert result.answer.count("trimmed the wick") == 1
+    assert result.to_json()["runaway"] == {"kind": "loop", "why": result.runaway.why}
+    assert "repeating itself" in result.runaway.why
+
+
+def test_an_answer_that_ran_to_its_end_has_no_runaway() -> None:
+    script = [Step(calls=[search("light lit")]), Step("The light was first lit in 1862 [1].")]
+    engine, tools, _provider, _ = make(script, new_passage_each_time())
+    result = run(engine.run("When was the light first lit?", tools))
+    assert result.runaway is None and result.to_json()["runaway"] is None
