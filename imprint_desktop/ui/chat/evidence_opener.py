@@ -199,6 +199,7 @@ class EvidenceOpener(QObject):
             self._window,
             # The words of each call, which the trace does not keep, while the panel has them.
             described=self.panel.activity_described() if stored == self._live_stored else None,
+            grounding=message.grounding,
         )
         folder = message.workspace  # evidence opens from the folder this reply researched
         self.record.sig_evidence_opened.connect(lambda item: self.open_source(item, folder))

@@ -1,9 +1,11 @@
 """A finished reply's research record: the report of what its research did.
 
 The record is built from the reply's trace (DESIGN §5), which the history keeps for every reply —
-live or reopened after a restart — so both show the same budgets, stop reason and evidence. Its
-evidence opens where it came from through :attr:`RecordDialog.sig_evidence_opened` (Imprint's own
-source viewer, :mod:`imprint_desktop.ui.chat.document_viewer`).
+live or reopened after a restart — so both show the same budgets, stop reason and evidence; and
+from the reply's grounding (what its answer stands on, also kept in the history), shown claim by
+claim with the passages that hold each. Its evidence opens where it came from through
+:attr:`RecordDialog.sig_evidence_opened` (Imprint's own source viewer,
+:mod:`imprint_desktop.ui.chat.document_viewer`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -26,10 +29,18 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QToolButton,
+    QTreeWidget,
+    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from imprint_desktop.core.research.record.claims import (
+    GROUNDING_TITLE,
+    claim_rows,
+    offered_line,
+    verdict_sentence,
+)
 from imprint_desktop.core.research.record.report import Report, build_report
 from imprint_desktop.ui.research_panel.activity import ActivityModel
 from imprint_desktop.ui.research_panel.activity_view import ActivityView, titled_stack
@@ -41,9 +52,10 @@ if TYPE_CHECKING:
 
 
 class RecordDialog(QDialog):
-    """One reply's research record as a report: why and when research stopped, where the time and
-    tokens went (figures, and a chart of the budgets per round), what every call did, the
-    evidence — and the raw trace one click away (Save trace…, and a collapsed raw view).
+    """One reply's research record as a report: why and when research stopped, what the answer
+    stands on (the verdict, each claim with the passages that hold it or why it is flagged), where
+    the time and tokens went (figures, and a chart of the budgets per round), what every call did,
+    the evidence — and the raw trace one click away (Save trace…, and a collapsed raw view).
 
     Built from the trace with :func:`~imprint_desktop.core.research.record.report.build_report`; the
     same report exports to a self-contained HTML file. Everything shown that came from the
@@ -61,13 +73,16 @@ class RecordDialog(QDialog):
         parent: QWidget | None = None,
         *,
         described: Mapping[tuple[int, str], str] | None = None,
+        grounding: ev.GroundingView | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Research record")
         self.setAccessibleName("Research record")
         self.resize(960, 820)
         self._save_trace = save_trace
-        self.report = build_report(lines, evidence, question=question, described=described)
+        self.report = build_report(
+            lines, evidence, question=question, described=described, grounding=grounding
+        )
         summary = self.report.summary
         self.question = _plain_label(summary.question, "The question")
         italic = self.question.font()
@@ -94,6 +109,7 @@ class RecordDialog(QDialog):
         for item in self.report.evidence:
             self.evidence.addItem(evidence_row(item))
         self.evidence.itemActivated.connect(self._open_item)
+        self.verdict, self.claims = self._grounding()
         self.trace, self.trace_toggle = self._raw_trace(lines)
         self.saved = QLabel()
         self.saved.setTextFormat(Qt.TextFormat.PlainText)
@@ -105,14 +121,58 @@ class RecordDialog(QDialog):
         layout.addWidget(self.question)
         layout.addWidget(self.summary)
         layout.addLayout(self._figures_and_chart())
-        lists = titled_stack((("&Activity", self.activity), ("E&vidence", self.evidence)))
-        lists.setStretchFactor(0, 3)
-        lists.setStretchFactor(1, 2)
+        views: list[tuple[str, QWidget]] = [
+            ("&Activity", self.activity),
+            ("E&vidence", self.evidence),
+        ]
+        if self.report.grounding is not None:
+            views.insert(0, (f"&{GROUNDING_TITLE}", self._grounding_box()))
+        lists = titled_stack(views)
+        for index, stretch in enumerate((2, 3, 2)[-len(views) :]):
+            lists.setStretchFactor(index, stretch)
         layout.addWidget(lists, 1)
         layout.addWidget(self.trace_toggle, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.trace, 1)
         layout.addWidget(self.saved)
         layout.addWidget(self._buttons())
+
+    def _grounding(self) -> tuple[QLabel, QTreeWidget]:
+        """The verdict in words, and the claims: each beside the passages ([n], as the answer
+        numbers them) that hold it, or the note that flags it. Activating a claim shows its first
+        passage in the evidence list."""
+        grounding = self.report.grounding
+        sentence = verdict_sentence(grounding.verdict) if grounding is not None else ""
+        offered = offered_line(grounding)
+        verdict = _plain_label(f"{sentence}\n{offered}" if offered else sentence, "Verdict")
+        claims = QTreeWidget()
+        claims.setAccessibleName("Claims of the answer")
+        claims.setAccessibleDescription("Press Enter on a claim to see the passage that holds it")
+        claims.setColumnCount(2)
+        claims.setHeaderLabels(("Claim", "Stands on"))
+        claims.setRootIsDecorated(False)
+        claims.setWordWrap(True)
+        claims.setAlternatingRowColors(True)
+        claims.setUniformRowHeights(False)
+        claims.header().setStretchLastSection(True)
+        claims.setColumnWidth(0, 520)
+        on_dark = claims.palette().base().color().lightness() < 128
+        bad = QColor("#ff8a80" if on_dark else "#b3261e")  # the report's colour for a problem
+        for row in claim_rows(grounding):
+            item = QTreeWidgetItem((row.claim, row.stands_on))
+            item.setData(0, Qt.ItemDataRole.UserRole, row.sources)
+            if row.flagged:
+                item.setForeground(1, bad)
+            claims.addTopLevelItem(item)
+        claims.itemActivated.connect(self._claim_chosen)
+        return verdict, claims
+
+    def _grounding_box(self) -> QWidget:
+        box = QWidget()
+        layout = QVBoxLayout(box)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.verdict)
+        layout.addWidget(self.claims, 1)
+        return box
 
     def _raw_trace(self, lines: Sequence[dict[str, object]]) -> tuple[QPlainTextEdit, QToolButton]:
         trace = QPlainTextEdit()
@@ -192,6 +252,12 @@ class RecordDialog(QDialog):
                 self.evidence.scrollToItem(self.evidence.item(row))
                 self.evidence.setFocus()
                 return
+
+    @Slot(QTreeWidgetItem, int)
+    def _claim_chosen(self, item: QTreeWidgetItem, _column: int) -> None:
+        sources = item.data(0, Qt.ItemDataRole.UserRole)
+        if sources:
+            self._show_evidence(int(sources[0]))
 
     @Slot(QListWidgetItem)
     def _open_item(self, row: QListWidgetItem) -> None:

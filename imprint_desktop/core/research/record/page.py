@@ -19,6 +19,12 @@ from typing import TextIO
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.record.chart import STOP_COLOUR, chart_series, stop_label
+from imprint_desktop.core.research.record.claims import (
+    GROUNDING_TITLE,
+    claim_rows,
+    offered_line,
+    verdict_sentence,
+)
 from imprint_desktop.core.research.record.report import Report, build_report
 from imprint_desktop.core.research.record.rows import describe_started, round_heading
 from imprint_desktop.core.research.trace import trace_json, trace_line
@@ -45,6 +51,7 @@ tr.round th { background: var(--soft); }
 tr.request td { font-size: .85em; color: var(--muted); padding-top: .1rem; padding-bottom: .1rem; }
 td.status-error, td.status-denied, td.status-not_executed { color: var(--bad); }
 td.num { text-align: right; white-space: nowrap; }
+td.flagged { color: var(--bad); } td.stands { white-space: nowrap; }
 svg { max-width: 100%; height: auto; color: var(--fg); }
 svg .grid { stroke: var(--line); } svg .axis { fill: var(--muted); font-size: 12px; }
 ol.evidence { list-style: none; padding: 0; }
@@ -72,6 +79,7 @@ def report_html(report: Report) -> str:
         f"<p class='question'>{esc(summary.question)}</p>"
         f"<p class='stop'>{esc(summary.stop_text)}</p>"
         f"<table class='figures'>{figures}</table>"
+        f"{_grounding(report)}"
         "<h2>Budgets over the reply</h2>"
         f"{budget_svg(report)}{_series_table(report)}"
         f"<h2>Activity</h2>{_activity(report)}"
@@ -191,6 +199,33 @@ def _activity(report: Report) -> str:
     return "".join(rows)
 
 
+def _grounding(report: Report) -> str:
+    """The verdict, then each claim beside the passages that hold it (links to the evidence) or
+    the note that flags it; nothing for a reply without a grounding."""
+    grounding = report.grounding
+    if grounding is None:
+        return ""
+    esc = html.escape
+    parts = [f"<h2>{esc(GROUNDING_TITLE)}</h2><p>{esc(verdict_sentence(grounding.verdict))}</p>"]
+    rows = claim_rows(grounding)
+    if rows:
+        parts.append("<table class='claims'><tr><th>Claim</th><th>Stands on</th></tr>")
+        for row in rows:
+            links = " ".join(
+                f"<a href='#evidence-{number}'>[{number}]</a>" for number in row.sources
+            )
+            note = f"⚠ {esc(row.note)}" if row.note else ""
+            stands = " · ".join(part for part in (links, note) if part) or esc(row.stands_on)
+            flagged = " flagged" if row.flagged else ""
+            parts.append(
+                f"<tr><td>{esc(row.claim)}</td><td class='stands{flagged}'>{stands}</td></tr>"
+            )
+        parts.append("</table>")
+    if offered := offered_line(grounding):
+        parts.append(f"<p>{esc(offered)}</p>")
+    return "".join(parts)
+
+
 def _evidence(report: Report) -> str:
     esc = html.escape
     if not report.evidence:
@@ -248,10 +283,14 @@ class ReportWriter(EventHandler):
         self._described[(event.round, event.call_id)] = describe_started(event)
 
     def on_reply_finished(self, event: ev.ReplyFinished) -> None:
-        self.write(event.result.evidence)
+        self.write(event.result.evidence, event.result.grounding)
 
-    def write(self, evidence: Sequence[ev.EvidenceItemView]) -> None:
-        report = build_report(self._lines, evidence, described=self._described)
+    def write(
+        self,
+        evidence: Sequence[ev.EvidenceItemView],
+        grounding: ev.GroundingView | None = None,
+    ) -> None:
+        report = build_report(self._lines, evidence, described=self._described, grounding=grounding)
         try:
             write_report(self.path, report)
         except OSError as error:

@@ -3,7 +3,8 @@
 A reply's trace (DESIGN §5) is the one record every view has — the live window, a reply reopened
 after a restart, ``imprint ask --report`` — so the report is computed from trace lines alone: the
 summary (why research stopped, rounds, evidence, where the time and the tokens went), the budgets
-per round for the chart, and the activity (one row per tool call, one thin row per model request).
+per round for the chart, the activity (one row per tool call, one thin row per model request) and,
+from the reply's result, what its answer stands on (:mod:`.claims`).
 Pure Python, no Qt: the record window draws the chart with its plotting library, and
 :mod:`.page` writes the same report as a self-contained HTML file.
 
@@ -35,7 +36,7 @@ from imprint_desktop.core.tools.words import plain
 from imprint_desktop.core.vocabulary import is_final_mode
 
 if TYPE_CHECKING:  # the window imports this module at startup; the events load with a reply
-    from imprint_desktop.core.research.events import EvidenceItemView
+    from imprint_desktop.core.research.events import EvidenceItemView, GroundingView
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +99,9 @@ class Report:
     evidence: tuple[EvidenceItemView, ...]
     stop_round: int | None  # the round research stopped in, None when it never stopped
     lines: tuple[Mapping[str, object], ...] = field(default=(), repr=False)
+    #: What the answer stands on (:mod:`.claims` words it); None when no answer was written or
+    #: the reply is older than the check. Not in the trace: the reply's result keeps it.
+    grounding: GroundingView | None = None
 
     def groups(self) -> Iterator[tuple[int, list[ActivityRow]]]:
         """The activity rows by round (Imprint's own search first, the final answer last)."""
@@ -114,8 +118,10 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
     *,
     question: str | None = None,
     described: Mapping[tuple[int, str], str] | None = None,
+    grounding: GroundingView | None = None,
 ) -> Report:
-    """The report of one reply from its trace ``lines`` and the ``evidence`` it kept.
+    """The report of one reply from its trace ``lines``, the ``evidence`` it kept and what its
+    answer stands on (``grounding``).
 
     ``described`` gives what calls did in words, keyed by (round, call id), when known. New
     evidence is numbered in the order tools found it, so each tool row's share of ``evidence`` is
@@ -273,7 +279,7 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
     series = tuple(points[number] for number in sorted(points))
     rows = _answer_in_final_group(rows, rounds, stop_reason)
     activity = tuple(sorted(rows, key=lambda row: row.group))  # stable: trace order within
-    return Report(summary, series, activity, tuple(ordered), stop_round, tuple(lines))
+    return Report(summary, series, activity, tuple(ordered), stop_round, tuple(lines), grounding)
 
 
 def _answer_in_final_group(

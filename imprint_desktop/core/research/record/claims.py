@@ -1,0 +1,112 @@
+"""What an answer stands on, as the research record shows it: the verdict in words, and each claim
+with the passages that hold it or the note that flags it.
+
+The grounding itself is the engine's (:class:`~imprint_desktop.core.research.events.GroundingView`,
+kept with every reply in the history and in ``imprint ask --json``); under the answer the
+transcript shows only what to check. The record shows all of it — also the claims that stand — so
+a person can see which sentence rests on which passage. The record window lists
+:func:`claim_rows`, the HTML report (:mod:`.page`) writes the same rows, and
+:func:`grounding_text` gives them as plain text. Claims are the model's words and quotes are the
+documents': untrusted text, put on one line by
+:func:`~imprint_desktop.core.tools.words.plain`, and shown as plain text or escaped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, assert_never
+
+from imprint_desktop.core.tools.words import plain
+
+if TYPE_CHECKING:  # the window imports this module at startup; the events load with a reply
+    from imprint_desktop.core.research.events import GroundingVerdict, GroundingView
+
+#: The section's title, in the record window and the report.
+GROUNDING_TITLE = "What the answer stands on"
+#: The most of a claim or a quote shown on one row (a runaway sentence is cut).
+CLAIM_CHARS = 400
+#: A claim matched to no passage sentence that carries no note either: nothing in it (a number, a
+#: date, a name) says it is wrong, and nothing in the documents says it is right.
+UNMATCHED = "not matched to a passage"
+
+
+def verdict_sentence(verdict: GroundingVerdict) -> str:
+    """How far the answer stands on the documents, as one sentence."""
+    match verdict:
+        case "supported":
+            return "Every claim checked is held by a passage of your documents."
+        case "partly":
+            return (
+                "Some claims are held by a passage of your documents; the others are marked: "
+                "check them."
+            )
+        case "unsupported":
+            return (
+                "No claim of this answer is held by a passage about the question: check it "
+                "against your documents."
+            )
+        case "not_found":
+            return "Nothing in your documents answered the question, and the reply says so."
+        case _:
+            assert_never(verdict)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRow:
+    """One claim of the answer as the record lists it."""
+
+    claim: str  # the sentence, on one line
+    sources: tuple[int, ...]  # the passages (the answer's [n] numbers) whose sentences hold it
+    note: str  # why it is flagged ("" when it stands)
+
+    @property
+    def flagged(self) -> bool:
+        """Whether the person should check it: what it says, no passage about the question holds."""
+        return bool(self.note)
+
+    @property
+    def stands_on(self) -> str:
+        """The passages that hold it, "[1] [3]", then what flags it, "⚠ “1986”: the passage [2]
+        says this of Gannet Point" (a claim can be held in part and flagged for the rest)."""
+        parts = [" ".join(f"[{number}]" for number in self.sources)] if self.sources else []
+        if self.note:
+            parts.append(f"⚠ {self.note}")
+        return " · ".join(parts) or UNMATCHED
+
+
+def claim_rows(grounding: GroundingView | None) -> tuple[ClaimRow, ...]:
+    """Every claim of the answer, in its order, with what it stands on."""
+    if grounding is None:
+        return ()
+    return tuple(
+        ClaimRow(
+            plain(claim.text, CLAIM_CHARS),
+            tuple(claim.supported_by),
+            plain(claim.note, CLAIM_CHARS),
+        )
+        for claim in grounding.claims
+        if claim.text.strip()
+    )
+
+
+def offered_line(grounding: GroundingView | None) -> str:
+    """The passage sentence offered in place of an unsupported answer, with its number:
+    "Your documents say: “Marrow Head was automated in 1991.” [1]" ("" when none is)."""
+    if grounding is None or not grounding.offered:
+        return ""
+    from imprint_desktop.core.research.sources import OFFERED_LABEL  # noqa: PLC0415 - with a reply
+
+    number = f" [{grounding.offered_from}]" if grounding.offered_from else ""
+    return f"{OFFERED_LABEL} “{plain(grounding.offered, CLAIM_CHARS)}”{number}"
+
+
+def grounding_text(grounding: GroundingView | None) -> str:
+    """The section as plain text: the verdict, each claim with what it stands on, and the
+    sentence offered ("" for a reply without a grounding: the labelled fallback, older replies)."""
+    if grounding is None:
+        return ""
+    lines = [f"{GROUNDING_TITLE}: {verdict_sentence(grounding.verdict)}"]
+    lines += [f"- {row.claim} — {row.stands_on}" for row in claim_rows(grounding)]
+    if offered := offered_line(grounding):
+        lines.append(offered)
+    return "\n".join(lines)
