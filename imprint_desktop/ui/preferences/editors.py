@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from PySide6.QtCore import Signal, Slot
-from PySide6.QtGui import QValidator
+from PySide6.QtCore import QEvent, QObject, Qt, Signal, Slot
+from PySide6.QtGui import QKeyEvent, QValidator
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -92,6 +93,38 @@ class _LenientDoubleSpinBox(QDoubleSpinBox):
         return state, text, position
 
 
+class _TypedTextKeeper(QObject):
+    """Keeps a spin box from replacing what a person typed when an edit ends.
+
+    When focus leaves a spin box, Enter is pressed in it or its page is hidden or shown again, Qt
+    puts back the last valid value over text that is not one, silently: "5000" typed into a field
+    of 10 to 3600 became "500" (the last value on the way), while the person believed they had
+    typed 5000 and the dialog still explained 5000. Here Qt's handling runs as usual and the
+    typed text is put back after it, so the text, the value refused and the message agree.
+    """
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if not isinstance(watched, QAbstractSpinBox) or not _puts_back_the_value(event):
+            return False
+        line = watched.lineEdit()
+        if line.hasAcceptableInput():
+            return False
+        typed, position = line.text(), line.cursorPosition()
+        watched.event(event)  # Qt's own handling, which is what puts the last value back
+        if line.text() != typed:
+            line.setText(typed)
+            line.setCursorPosition(position)
+        return True
+
+
+def _puts_back_the_value(event: QEvent) -> bool:
+    """Whether Qt's spin box handles ``event`` by putting the last valid value in its text."""
+    if event.type() in (QEvent.Type.FocusOut, QEvent.Type.Hide, QEvent.Type.Show):
+        return True
+    # Only Enter: the arrows and Page Up/Down step from the last value, a change asked for.
+    return isinstance(event, QKeyEvent) and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+
+
 class NumberEditor(Editor):
     """Integers and reals: a spin box that carries the declared bounds."""
 
@@ -115,7 +148,11 @@ class NumberEditor(Editor):
             self.spin.setSuffix(f" {setting.unit}")
         self.spin.setGroupSeparatorShown(setting.kind is Kind.INT and setting.maximum >= 100_000)
         self.spin.setMinimumWidth(140)
-        self.spin.lineEdit().textEdited.connect(self._emit_changed)
+        self._keeper = _TypedTextKeeper(self)
+        self.spin.installEventFilter(self._keeper)
+        # Any change of the text, typed or made by Qt (a value reformatted, a step), is checked
+        # again, so the message always speaks of what the field shows.
+        self.spin.lineEdit().textChanged.connect(self._emit_changed)
         self._add(self.spin)
         self._layout.addStretch(1)
 
@@ -135,10 +172,14 @@ class NumberEditor(Editor):
             return None
         text = self.spin.cleanText().replace(self.spin.locale().groupSeparator(), "")
         try:
-            self.setting.parse(text)
+            number = self.setting.parse(text)
         except SettingValueError as problem:
             return _sentence(problem.reason)
-        return _sentence(f"must be {self.setting.bounds_text()}")
+        if isinstance(self.spin, QDoubleSpinBox):
+            decimals = self.spin.decimals()
+            if round(float(number), decimals) != number:
+                return _sentence(f"must have at most {decimals} decimals (got {text.strip()})")
+        return _sentence(f"must be {self.setting.bounds_text()} (got {text.strip()})")
 
 
 class BoolEditor(Editor):

@@ -35,15 +35,6 @@ from imprint_desktop.ui.preferences.editors import (
 from tests.support.memory_keyring import LockedKeyring, MemoryKeyring
 
 
-@pytest.fixture
-def dialog(qtbot: QtBot, store: SettingsStore, secrets: SecretStore) -> PreferencesDialog:
-    window = PreferencesDialog(store, secrets)
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitExposed(window)
-    return window
-
-
 def button(dialog: PreferencesDialog, which: QDialogButtonBox.StandardButton) -> QPushButton:
     return dialog.buttons.button(which)
 
