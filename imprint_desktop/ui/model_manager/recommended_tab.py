@@ -16,10 +16,13 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
+    QAbstractScrollArea,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QPushButton,
+    QSizePolicy,
+    QTableWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -58,6 +61,12 @@ def computer_summary(found: Recommendations) -> str:
     return ", ".join(parts)
 
 
+def _rows_follow_their_text(table: QTableWidget) -> None:
+    """Each row as tall as its wrapped text at the columns' width of the moment (the window's
+    size decides it), never cut off nor padded as it was when the list was filled."""
+    table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+
+
 class RecommendedPage(QWidget):
     """The model manager's first tab: the curated list, judged for this computer."""
 
@@ -87,7 +96,11 @@ class RecommendedPage(QWidget):
         for column in (0, 1, 2, 4):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        _rows_follow_their_text(self.table)
         self.table.itemSelectionChanged.connect(self._selected)
+        # The list is in order of capability, so the best fit for a small computer is its last
+        # row: whenever the rows or the room change, the chosen row is kept in sight.
+        self.table.verticalScrollBar().rangeChanged.connect(self._chosen_in_sight)
         self.details = QLabel()
         self.details.setObjectName("recommendedDetails")
         self.details.setWordWrap(True)
@@ -107,10 +120,10 @@ class RecommendedPage(QWidget):
         buttons.addWidget(self.download_button)
         layout = QVBoxLayout(self)
         layout.addWidget(self.summary)
-        layout.addWidget(self.table, 1)
+        layout.addWidget(self.table, 3)
         layout.addWidget(self.details)
         layout.addLayout(buttons)
-        layout.addWidget(self._embedder_section())
+        layout.addWidget(self._embedder_section(), 1)
         manager.sig_job_ended.connect(self._job_ended)
         manager.sig_download_changed.connect(self._download_changed)
         self._update_buttons()
@@ -134,6 +147,12 @@ class RecommendedPage(QWidget):
         for column in (0, 1, 2, 4):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        _rows_follow_their_text(self.embedder_table)
+        # As tall as its few rows and no taller: the room is the chat models' list's.
+        self.embedder_table.setSizeAdjustPolicy(
+            QAbstractScrollArea.SizeAdjustPolicy.AdjustToContents
+        )
+        self.embedder_table.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Maximum)
         self.embedder_table.itemSelectionChanged.connect(self._update_buttons)
         self.embedder_download_button = QPushButton("Download")
         self.embedder_download_button.clicked.connect(self.download_embedder)
@@ -202,15 +221,14 @@ class RecommendedPage(QWidget):
         for row, entry in enumerate(found.entries):
             append_row(self.table, recommendation_row(entry, on_dark))
             self._show_state(row, entry)
-        self.table.resizeRowsToContents()
         keep = chosen.model.id if chosen is not None else (best.model.id if best else None)
         choose_row(self.table, keep)
+        self._chosen_in_sight()
         chosen_embedder = chosen_data(self.embedder_table)
         self.embedder_table.setRowCount(0)
         for row, embedder in enumerate(found.embedders):
             append_row(self.embedder_table, embedder_row(embedder, on_dark))
             self._show_embedder_state(row, embedder)
-        self.embedder_table.resizeRowsToContents()
         choose_row(self.embedder_table, chosen_embedder)
         self._update_buttons()
 
@@ -310,6 +328,13 @@ class RecommendedPage(QWidget):
 
     def select(self, model_id: str) -> None:
         choose_row(self.table, model_id)
+        self._chosen_in_sight()
+
+    @Slot()
+    def _chosen_in_sight(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            self.table.scrollTo(rows[0])
 
     @Slot()
     def _selected(self) -> None:
