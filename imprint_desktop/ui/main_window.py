@@ -41,6 +41,7 @@ from imprint_desktop.ui.chat.conversations import ConversationsPane
 from imprint_desktop.ui.chat.document_viewer import SourceViewer
 from imprint_desktop.ui.chat.evidence_opener import EvidenceOpener
 from imprint_desktop.ui.chat.question_card import QuestionCard
+from imprint_desktop.ui.chat.starter_offer import StarterOffer
 from imprint_desktop.ui.chat.toolbar import ResearchToolbar
 from imprint_desktop.ui.chat.view import ChatView
 from imprint_desktop.ui.research_panel.panel import ResearchPanel
@@ -89,6 +90,7 @@ class MainWindow(QMainWindow):
         self.summary.setAccessibleName("Welcome")
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.transcript = ChatView()
+        self.starter_offer = StarterOffer(store, lambda: self.downloads, self.open_model_manager)
         self.card = QuestionCard()
         self.consent_card = ConsentCard()
         self.composer = Composer()
@@ -99,6 +101,7 @@ class MainWindow(QMainWindow):
         chat_layout.setContentsMargins(0, 0, 0, 0)
         chat_layout.addWidget(self.summary)
         chat_layout.addWidget(self.transcript, 1)
+        chat_layout.addWidget(self.starter_offer)
         chat_layout.addWidget(self.card)
         chat_layout.addWidget(self.consent_card)
         chat_layout.addWidget(self.composer)
@@ -135,6 +138,8 @@ class MainWindow(QMainWindow):
             parent=self,
         )
         self.session.sig_problem.connect(self.show_problem)
+        self.session.sig_starter_answered.connect(self.starter_offer.starter_answered)
+        self.session.sig_conversation_left.connect(self.starter_offer.conversation_left)
         self.composer.sig_question_sent.connect(lambda _question: self._show_summary())
         self.toolbar_row.model.sig_manage_requested.connect(self.open_model_manager)
         self.toolbar_row.model.sig_remote_settings_requested.connect(self.open_preferences)

@@ -7,7 +7,9 @@ nothing the engine owns. Choosing another conversation while a reply runs stops 
 the reply belongs to.
 
 What the transcript's links and the panel's evidence rows open is :mod:`.evidence_opener`'s; the
-session tells it when a question is sent and which reply's evidence the panel lists.
+session tells it when a question is sent and which reply's evidence the panel lists. It also says
+when the starter model has answered and when the conversation on screen changes, for the offer of a
+better model (:mod:`.starter_offer`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from imprint_desktop.ui.chat.conversations import ConversationsPane
 from imprint_desktop.ui.chat.evidence_opener import EvidenceOpener
 from imprint_desktop.ui.chat.markdown import ChatMessage
 from imprint_desktop.ui.chat.question_card import QuestionCard
+from imprint_desktop.ui.chat.starter_offer import uses_starter
 from imprint_desktop.ui.chat.view import ChatView
 from imprint_desktop.ui.research_panel.panel import ResearchPanel
 
@@ -69,6 +72,10 @@ class ChatSession(QObject, EventHandler):
     """Controller of one window's chat (GUI thread only)."""
 
     sig_problem = Signal(str)  # a sentence the person should read
+    #: int — the conversation in which the starter model has just written an answer.
+    sig_starter_answered = Signal(int)
+    #: None — another conversation (or a new one) is on screen.
+    sig_conversation_left = Signal()
 
     def __init__(
         self,
@@ -92,6 +99,7 @@ class ChatSession(QObject, EventHandler):
         self._asked = (0, "")  # the reply and ask_user call the question card answers
         self._consent_reply = 0  # the reply whose fetch_url call the consent card decides
         self._live_workspace: str | None = None  # the folder the reply being written researches
+        self._on_starter = False  # whether the reply being written runs on the starter model
 
         composer.sig_question_sent.connect(self.send)
         composer.sig_stop_requested.connect(self.stop)
@@ -124,6 +132,7 @@ class ChatSession(QObject, EventHandler):
         self.panel.begin("Starting…")
         self.composer.set_running(True)
         self._live_workspace = None
+        self._on_starter = False
         self.opener.reply_begun()
         self.bridge.start_reply(self.conversation_id, question)
 
@@ -189,6 +198,9 @@ class ChatSession(QObject, EventHandler):
             self.panel.apply(event)
         ev.dispatch(event, self)
 
+    def on_reply_started(self, event: ev.ReplyStarted) -> None:
+        self._on_starter = uses_starter(event.config)
+
     def on_text_delta(self, event: ev.TextDelta) -> None:
         self.view.append_text(event.text)
 
@@ -246,6 +258,9 @@ class ChatSession(QObject, EventHandler):
         self.view.end_live(message)
         if ended.outcome is p.Outcome.FAILED and ended.message:
             self.sig_problem.emit(ended.message)
+        written = result is not None and result.final_mode == "model" and result.answer.strip()
+        if written and self._on_starter and self.conversation_id is not None:
+            self.sig_starter_answered.emit(self.conversation_id)
         self.bridge.list_conversations(self.conversations.search.text())
 
     # --- conversations ------------------------------------------------------------------------
@@ -254,6 +269,7 @@ class ChatSession(QObject, EventHandler):
     def new_conversation(self) -> None:
         self._leave_reply()
         self.conversation_id = None
+        self.sig_conversation_left.emit()
         self.conversations.select(None)
         self.view.show_messages([])
         self.panel.reset()
@@ -266,6 +282,8 @@ class ChatSession(QObject, EventHandler):
         if conversation_id == self.conversation_id and self.view.messages:
             return
         self._leave_reply()
+        if conversation_id != self.conversation_id:
+            self.sig_conversation_left.emit()
         self.conversation_id = conversation_id
         self._request = self.bridge.load_conversation(conversation_id)
 

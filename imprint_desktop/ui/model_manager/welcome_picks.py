@@ -3,7 +3,9 @@
 Each pick is a radio button titled with the model's name, size, fit and role, over two lines: what
 the model is good at and how it fits this computer. The text is broken into lines here, for a
 given width, rather than by word-wrapping labels: a wrapped label knows its height only for a given
-width, which a dialog that grows after it is shown never asks, and rows would overlap.
+width, which a dialog that grows after it is shown never asks, and rows would overlap. The offer
+of a better model after the starter model answers (:mod:`imprint_desktop.ui.chat.starter_offer`)
+names its pick in the same words (:func:`offer_words`).
 
 The welcome is shown before the model store is loaded, so this module loads it only when a pick is
 made (the store's types are for the type checker only).
@@ -34,6 +36,17 @@ def pick_title(entry: Recommendation) -> str:
     if entry.installed is not None:
         parts.append("already on this computer")
     return "  ·  ".join(parts)
+
+
+def offer_words(entry: Recommendation) -> str:
+    """The model in a few words for an offer to get it: "Qwen3 4B (2.3 GiB, runs well on this
+    computer)", or "Qwen3 4B (already on this computer)"."""
+    from imprint_desktop.core.models import human_size  # noqa: PLC0415 - loaded with the picks
+
+    if entry.installed is not None:
+        return f"{entry.model.name} (already on this computer)"
+    fit = entry.fit.verdict.words.lower()
+    return f"{entry.model.name} ({human_size(entry.model.size)}, {fit} on this computer)"
 
 
 def pick_button(entry: Recommendation) -> QRadioButton:
