@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # the model store and the dialogs load after the first paint,
     from imprint_desktop.settings.secrets import SecretStore
     from imprint_desktop.ui.model_manager.window import ModelManagerWindow
     from imprint_desktop.ui.preferences.dialog import PreferencesDialog
+    from imprint_desktop.ui.shortcuts import ShortcutsDialog
 
 
 class MainWindow(QMainWindow):
@@ -219,6 +220,7 @@ class MainWindow(QMainWindow):
         self._action(chat_menu, "Test the Remote &Server", self.bridge.test_connection)
 
         help_menu = bar.addMenu("&Help")
+        self._action(help_menu, "&Keyboard Shortcuts", self.show_shortcuts, "Ctrl+/")
         about = QAction(f"&About {APP_NAME}", self)
         about.setMenuRole(QAction.MenuRole.AboutRole)
         about.triggered.connect(self._about)
@@ -264,6 +266,16 @@ class MainWindow(QMainWindow):
         self.model_manager.raise_()
         self.model_manager.activateWindow()
         return self.model_manager
+
+    @Slot()
+    def show_shortcuts(self) -> ShortcutsDialog:
+        """List every shortcut, read from the menus as they are now."""
+        from imprint_desktop.ui.shortcuts import ShortcutsDialog  # noqa: PLC0415
+
+        dialog = ShortcutsDialog(self, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
 
     @Slot()
     def open_preferences(self) -> PreferencesDialog:

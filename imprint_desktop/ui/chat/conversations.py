@@ -89,9 +89,11 @@ class ConversationsPane(QWidget):
         self.delete_button.clicked.connect(self.ask_delete)
         rename = QShortcut(QKeySequence(Qt.Key.Key_F2), self.list)
         rename.setContext(Qt.ShortcutContext.WidgetShortcut)
+        rename.setWhatsThis("Rename the chosen conversation")  # Help → Keyboard Shortcuts
         rename.activated.connect(self.ask_rename)
         delete = QShortcut(QKeySequence(Qt.Key.Key_Delete), self.list)
         delete.setContext(Qt.ShortcutContext.WidgetShortcut)
+        delete.setWhatsThis("Delete the chosen conversation")
         delete.activated.connect(self.ask_delete)
         self._update_buttons()
 
