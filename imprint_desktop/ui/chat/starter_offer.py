@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Slot
+from PySide6.QtCore import QEvent, Qt, Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QWidget
 
@@ -102,7 +102,7 @@ class StarterOffer(QFrame):
         link = self.get_button.font()
         link.setUnderline(True)
         self.get_button.setFont(link)
-        self.get_button.setForegroundRole(QPalette.ColorRole.Link)
+        self._colour_link()
         self.get_button.clicked.connect(self._get)
         self.dismiss_button = QToolButton()
         self.dismiss_button.setText("✕")
@@ -120,6 +120,20 @@ class StarterOffer(QFrame):
         self.hide()
         unsubscribe = store.subscribe(self._settings_changed)
         self.destroyed.connect(lambda _gone=None: unsubscribe())
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        changes = (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange)
+        if event.type() in changes:  # another theme: its own link colour
+            self._colour_link()
+
+    def _colour_link(self) -> None:
+        """Draw the button as a link, in the palette's link colour."""
+        palette = self.get_button.palette()
+        palette.setColor(
+            QPalette.ColorRole.ButtonText, self.palette().color(QPalette.ColorRole.Link)
+        )
+        self.get_button.setPalette(palette)
 
     @property
     def judging(self) -> bool:

@@ -23,14 +23,15 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QListWidget,
     QListWidgetItem,
     QPlainTextEdit,
     QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
     QToolButton,
-    QTreeWidget,
-    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
@@ -46,6 +47,7 @@ from imprint_desktop.ui.research_panel.activity import ActivityModel
 from imprint_desktop.ui.research_panel.activity_view import ActivityView, titled_stack
 from imprint_desktop.ui.research_panel.budget_chart import BudgetChart
 from imprint_desktop.ui.research_panel.panel import EVIDENCE_ROLE, evidence_row
+from imprint_desktop.ui.tables import append_row, cell, list_table
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
@@ -136,33 +138,31 @@ class RecordDialog(QDialog):
         layout.addWidget(self.saved)
         layout.addWidget(self._buttons())
 
-    def _grounding(self) -> tuple[QLabel, QTreeWidget]:
+    def _grounding(self) -> tuple[QLabel, QTableWidget]:
         """The verdict in words, and the claims: each beside the passages ([n], as the answer
-        numbers them) that hold it, or the note that flags it. Activating a claim shows its first
-        passage in the evidence list."""
+        numbers them) that hold it, or the note that flags it, both wrapped to be read whole.
+        Activating a claim shows its first passage in the evidence list."""
         grounding = self.report.grounding
         sentence = verdict_sentence(grounding.verdict) if grounding is not None else ""
         offered = offered_line(grounding)
         verdict = _plain_label(f"{sentence}\n{offered}" if offered else sentence, "Verdict")
-        claims = QTreeWidget()
+        claims = list_table(("Claim", "Stands on"), "claims")
         claims.setAccessibleName("Claims of the answer")
         claims.setAccessibleDescription("Press Enter on a claim to see the passage that holds it")
-        claims.setColumnCount(2)
-        claims.setHeaderLabels(("Claim", "Stands on"))
-        claims.setRootIsDecorated(False)
         claims.setWordWrap(True)
         claims.setAlternatingRowColors(True)
-        claims.setUniformRowHeights(False)
-        claims.header().setStretchLastSection(True)
-        claims.setColumnWidth(0, 520)
+        header = claims.horizontalHeader()
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        claims.setColumnWidth(1, 360)
         on_dark = claims.palette().base().color().lightness() < 128
         bad = QColor("#ff8a80" if on_dark else "#b3261e")  # the report's colour for a problem
         for row in claim_rows(grounding):
-            item = QTreeWidgetItem((row.claim, row.stands_on))
-            item.setData(0, Qt.ItemDataRole.UserRole, row.sources)
+            stands = cell(row.stands_on)
             if row.flagged:
-                item.setForeground(1, bad)
-            claims.addTopLevelItem(item)
+                stands.setForeground(bad)
+            append_row(claims, (cell(row.claim, row.sources), stands))
+        claims.resizeRowsToContents()
+        header.sectionResized.connect(lambda *_: claims.resizeRowsToContents())
         claims.itemActivated.connect(self._claim_chosen)
         return verdict, claims
 
@@ -253,9 +253,10 @@ class RecordDialog(QDialog):
                 self.evidence.setFocus()
                 return
 
-    @Slot(QTreeWidgetItem, int)
-    def _claim_chosen(self, item: QTreeWidgetItem, _column: int) -> None:
-        sources = item.data(0, Qt.ItemDataRole.UserRole)
+    @Slot(QTableWidgetItem)
+    def _claim_chosen(self, item: QTableWidgetItem) -> None:
+        first = self.claims.item(item.row(), 0)
+        sources = first.data(Qt.ItemDataRole.UserRole) if first is not None else None
         if sources:
             self._show_evidence(int(sources[0]))
 

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
@@ -214,3 +215,21 @@ def test_never_offered_when_another_model_answers(
     assert not offered(window)
     window.close()
     assert downloads.shutdown(30_000)
+
+
+def test_the_offer_is_drawn_as_a_link_in_either_theme(qtbot: QtBot, store: SettingsStore) -> None:
+    from imprint_desktop.ui.chat.starter_offer import StarterOffer
+    from imprint_desktop.ui.theme import apply_theme
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    offer = StarterOffer(store, lambda: None, lambda: None)
+    qtbot.addWidget(offer)
+    link, text = QPalette.ColorRole.Link, QPalette.ColorRole.ButtonText
+    try:
+        for theme in ("light", "dark"):
+            apply_theme(app, theme)
+            wanted = app.palette().color(link)
+            qtbot.waitUntil(lambda: offer.get_button.palette().color(text) == wanted)  # noqa: B023
+    finally:
+        apply_theme(app, "system")  # as the other tests find it

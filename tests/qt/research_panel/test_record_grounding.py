@@ -12,10 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QTreeWidgetItem
+from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
-from imprint_desktop.core.research.record.claims import GROUNDING_TITLE, verdict_sentence
+from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.research.record.claims import (
+    GROUNDING_TITLE,
+    UNMATCHED,
+    verdict_sentence,
+)
 from imprint_desktop.core.research.sources import OFFERED_LABEL
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
@@ -43,8 +48,10 @@ def open_record(qtbot: QtBot, window: MainWindow) -> RecordDialog:
 
 
 def rows(record: RecordDialog) -> list[tuple[str, str]]:
-    items = [record.claims.topLevelItem(i) for i in range(record.claims.topLevelItemCount())]
-    return [(item.text(0), item.text(1)) for item in items if isinstance(item, QTreeWidgetItem)]
+    table = record.claims
+    return [
+        (table.item(row, 0).text(), table.item(row, 1).text()) for row in range(table.rowCount())
+    ]
 
 
 def test_the_record_shows_each_claim_with_its_passages_or_its_flag(
@@ -68,8 +75,7 @@ def test_the_record_shows_each_claim_with_its_passages_or_its_flag(
         f"{OFFERED_LABEL} “Marrow Head was automated in 1991.” [1]"
     )
     assert rows(record) == [("Marrow Head was automated in 1986.", f"⚠ {NOTE.rstrip('.')}")]
-    flagged = record.claims.topLevelItem(0)
-    assert flagged is not None and flagged.foreground(1).color().red() > 150
+    assert record.claims.item(0, 1).foreground().color().red() > 150  # flagged
 
     exported = tmp_path / "record.html"
     record.export_to(exported)
@@ -85,7 +91,7 @@ def test_the_record_shows_each_claim_with_its_passages_or_its_flag(
     assert record.verdict.text() == verdict_sentence("supported")
     assert rows(record) == [("It was automated in 1991.", "[1]")]
     record.evidence.setCurrentRow(-1)
-    record.claims.setCurrentItem(record.claims.topLevelItem(0))
+    record.claims.setCurrentCell(0, 0)
     record.claims.setFocus()
     qtbot.keyClick(record.claims, Qt.Key.Key_Return)
     current = record.evidence.currentItem()
@@ -101,6 +107,20 @@ def test_the_record_shows_each_claim_with_its_passages_or_its_flag(
     record = open_record(qtbot, again)
     assert rows(record) == [("It was automated in 1991.", "[1]")]
     record.close()
+
+
+def test_a_long_claim_is_wrapped_to_be_read_whole(qtbot: QtBot) -> None:
+    claim = "The keepers of the light kept a log of every ship that passed the rock " * 4
+    grounding = ev.GroundingView("partly", (ev.ClaimView(claim, (1,)), ev.ClaimView("Short.")))
+    lines: list[dict[str, object]] = [{"t": 0.0, "type": "stop", "reason": "answered"}]
+    record = RecordDialog("Q?", (), lines, lambda _path: None, grounding=grounding)
+    qtbot.addWidget(record)
+    record.show()
+    qtbot.waitExposed(record)
+    assert rows(record)[0][0] == claim.strip()  # whole, on one line of text
+    line = record.claims.fontMetrics().lineSpacing()
+    assert record.claims.rowHeight(0) >= 2 * line > record.claims.rowHeight(1)
+    assert rows(record)[1] == ("Short.", UNMATCHED)
 
 
 def test_a_record_without_a_grounding_has_no_such_section(qtbot: QtBot) -> None:
