@@ -89,14 +89,15 @@ def claim_rows(grounding: GroundingView | None) -> tuple[ClaimRow, ...]:
     )
 
 
-def offered_line(grounding: GroundingView | None) -> str:
-    """The passage sentence offered in place of an unsupported answer, with its number:
-    "Your documents say: “Marrow Head was automated in 1991.” [1]" ("" when none is)."""
+def offered_line(grounding: GroundingView | None, *, numbered: bool = True) -> str:
+    """The passage sentence offered in place of an unsupported answer, with its number (unless
+    not ``numbered``: the report links it): "Your documents say: “Marrow Head was automated in
+    1991.” [1]" ("" when none is)."""
     if grounding is None or not grounding.offered:
         return ""
     from imprint_desktop.core.research.sources import OFFERED_LABEL  # noqa: PLC0415 - with a reply
 
-    number = f" [{grounding.offered_from}]" if grounding.offered_from else ""
+    number = f" [{grounding.offered_from}]" if grounding.offered_from and numbered else ""
     return f"{OFFERED_LABEL} “{plain(grounding.offered, CLAIM_CHARS)}”{number}"
 
 

@@ -51,7 +51,7 @@ tr.round th { background: var(--soft); }
 tr.request td { font-size: .85em; color: var(--muted); padding-top: .1rem; padding-bottom: .1rem; }
 td.status-error, td.status-denied, td.status-not_executed { color: var(--bad); }
 td.num { text-align: right; white-space: nowrap; }
-td.flagged { color: var(--bad); } td.stands { white-space: nowrap; }
+td.flagged { color: var(--bad); } table.claims td:first-child { width: 60%; }
 svg { max-width: 100%; height: auto; color: var(--fg); }
 svg .grid { stroke: var(--line); } svg .axis { fill: var(--muted); font-size: 12px; }
 ol.evidence { list-style: none; padding: 0; }
@@ -221,8 +221,10 @@ def _grounding(report: Report) -> str:
                 f"<tr><td>{esc(row.claim)}</td><td class='stands{flagged}'>{stands}</td></tr>"
             )
         parts.append("</table>")
-    if offered := offered_line(grounding):
-        parts.append(f"<p>{esc(offered)}</p>")
+    if offered := offered_line(grounding, numbered=False):
+        number = grounding.offered_from
+        link = f" <a href='#evidence-{number}'>[{number}]</a>" if number else ""
+        parts.append(f"<p>{esc(offered)}{link}</p>")
     return "".join(parts)
 
 

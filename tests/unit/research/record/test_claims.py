@@ -89,7 +89,7 @@ def test_the_report_shows_the_grounding_with_links_to_the_evidence_escaped() -> 
     assert verdict_sentence("unsupported") in page
     assert "<script" not in page and "&lt;script&gt;" in page
     assert "<a href='#evidence-2'>[2]</a>" in page and "id='evidence-2'" in page
-    assert f"{OFFERED_LABEL} “&lt;img" in page
+    assert f"{OFFERED_LABEL} “&lt;img" in page and "” <a href='#evidence-2'>[2]</a></p>" in page
     # The grounding comes before the budgets; a reply without one has no such section.
     assert page.index(GROUNDING_TITLE) < page.index("Budgets over the reply")
     assert GROUNDING_TITLE not in report_html(build_report(LINES, EVIDENCE))
