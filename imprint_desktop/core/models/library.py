@@ -26,6 +26,7 @@ from huggingface_hub import scan_cache_dir
 from huggingface_hub.errors import CacheNotFound
 
 from imprint_desktop.core import paths, resources
+from imprint_desktop.core.chosen import model_path_value
 from imprint_desktop.core.errors import (
     InvalidModelFileError,
     ModelStoreError,
@@ -318,7 +319,7 @@ class ModelLibrary:
         """The settings changes that make ``model`` the current model (apply with the store)."""
         if not model.usable:
             raise InvalidModelFileError(model.problem)
-        return {"model.path": str(model.path), "model.provider": "local"}
+        return {"model.path": model_path_value(model.path), "model.provider": "local"}
 
 
 def _cache_repo_dir(pointer: Path) -> Path:

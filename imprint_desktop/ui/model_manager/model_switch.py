@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QAbstractButton, QApplication, QMainWindow, QMessa
 from imprint_desktop.background.downloads.book import DownloadItem, DownloadState, JobEnded
 from imprint_desktop.background.downloads.manager import DownloadManager
 from imprint_desktop.background.payloads import Outcome
-from imprint_desktop.core.chosen import chosen_model
+from imprint_desktop.core.chosen import chosen_model, model_path_value
 from imprint_desktop.core.models import Recommendation, RecommendedModel
 from imprint_desktop.settings.store import SettingsStore
 
@@ -38,13 +38,12 @@ def front_window() -> QWidget | None:
 
 
 def current_model_name(store: SettingsStore) -> str:
-    chosen = chosen_model(store.config()).file
-    return chosen.name if chosen is not None else "the current model"
+    return chosen_model(store.config()).describe()
 
 
 def use_file(path: str) -> dict[str, object]:
     """The settings changes that make the local file at ``path`` the model used for research."""
-    return {"model.path": path, "model.provider": "local"}
+    return {"model.path": model_path_value(path), "model.provider": "local"}
 
 
 def is_download_of(item: DownloadItem, model: RecommendedModel) -> bool:

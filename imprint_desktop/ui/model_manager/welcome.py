@@ -301,7 +301,9 @@ class WelcomeDialog(QDialog):
         if pick is not None and pick.installed is not None:  # already here: use it at once
             changes.update({"model.provider": "local", "model.path": str(pick.installed)})
         elif choice in (WelcomeChoice.STARTER, WelcomeChoice.DOWNLOAD) and self._starter:
-            changes.update({"model.provider": "local", "model.path": str(self._starter)})
+            # The starter model is stored as itself (empty), not as its path in this virtual
+            # environment, which a rebuild moves.
+            changes.update({"model.provider": "local", "model.path": ""})
         elif choice is WelcomeChoice.REMOTE:
             changes.update(
                 {

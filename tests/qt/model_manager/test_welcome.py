@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 from pytestqt.qtbot import QtBot
 
 from imprint_desktop.background.downloads.manager import DownloadManager
+from imprint_desktop.core import resources
 from imprint_desktop.core.models import DownloadOptions, Machine, ModelLayout, ModelLibrary
 from imprint_desktop.core.resources import starter_model_path
 from imprint_desktop.settings.secrets import SecretStore
@@ -84,7 +85,7 @@ def test_enter_takes_the_starter_model_and_the_sample_workspace(
 
     assert dialog.result_value == WelcomeResult(WelcomeChoice.STARTER, sample_workspace=True)
     assert store.get("model.provider") == "local"
-    assert store.get("model.path") == str(starter)
+    assert store.get("model.path") == ""  # the starter model
     assert store.get("workspace.path") == str(sample)
     assert not needs_welcome(SettingsStore(store.path, environ={}))
 
@@ -182,7 +183,7 @@ def test_maybe_show_welcome_shows_it_once(
     result = maybe_show_welcome(None, store, starter_model=starter, sample_workspace=sample)
 
     assert result == WelcomeResult(WelcomeChoice.STARTER, sample_workspace=True)
-    assert store.get("model.path") == str(starter)
+    assert store.get("model.path") == ""  # the starter model
     assert maybe_show_welcome(None, store, starter_model=starter, sample_workspace=sample) is None
 
 
@@ -296,14 +297,14 @@ def test_get_started_downloads_at_once_keeps_the_starter_and_switches_when_verif
     result = dialog.result_value
     assert result.choice is WelcomeChoice.DOWNLOAD and result.sample_workspace
     assert result.model is not None and result.model.id == "qwen3-4b"
-    assert store.get("model.path") == str(starter), "the starter model until the file is verified"
+    assert store.get("model.path") == "", "the starter model until the file is verified"
     offer = dialog.switch_offer
     assert offer is not None
     qtbot.waitUntil(lambda: offer.box is not None and offer.box.isVisible(), timeout=60_000)
-    assert store.get("model.path") == str(starter)
+    assert store.get("model.path") == ""  # the starter model
     assert hub.byte_requests(), "the bytes came from the hub"
     assert "Qwen3 4B is downloaded and verified" in offer.box.text()
-    assert "keeps using starter.gguf" in offer.box.informativeText()
+    assert f"keeps using {resources.STARTER_NAME}" in offer.box.informativeText()
 
     with qtbot.waitSignal(offer.sig_switched, timeout=5000) as switched:
         qtbot.mouseClick(offer.switch_button, Qt.MouseButton.LeftButton)
@@ -330,7 +331,7 @@ def test_the_person_can_keep_the_current_model(
     qtbot.waitUntil(lambda: offer.box is not None and offer.box.isVisible(), timeout=60_000)
     with qtbot.waitSignal(offer.sig_kept, timeout=5000) as kept:
         qtbot.keyClick(offer.box, Qt.Key.Key_Escape)
-    assert store.get("model.path") == str(starter)
+    assert store.get("model.path") == ""  # the starter model
     assert Path(kept.args[0]).name == entry.model.file
     layout = ModelLayout.from_config(store.config().downloads, {"HF_HUB_CACHE": str(cache)})
     installed = ModelLibrary(layout)
@@ -352,8 +353,8 @@ def test_a_download_that_cannot_start_is_said(
     assert "Qwen3 4B could not be downloaded" in failed.args[0]
     assert "no such repository" in failed.args[0]
     assert offer.failure_box is not None and offer.failure_box.isVisible()
-    assert "keeps using starter.gguf" in offer.failure_box.informativeText()
-    assert store.get("model.path") == str(starter)
+    assert f"keeps using {resources.STARTER_NAME}" in offer.failure_box.informativeText()
+    assert store.get("model.path") == ""  # the starter model
     offer.failure_box.close()
 
 
@@ -399,7 +400,7 @@ def test_the_app_downloads_what_the_welcome_chose_and_its_window_switches(
         None, store, starter_model=starter, sample_workspace=None, downloads=manager
     )
     assert result is not None and result.choice is WelcomeChoice.DOWNLOAD
-    assert store.get("model.path") == str(starter)
+    assert store.get("model.path") == ""  # the starter model
 
     window = open_main_window(store, secrets, manager)
     qtbot.addWidget(window)
