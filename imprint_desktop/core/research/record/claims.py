@@ -5,10 +5,10 @@ The grounding itself is the engine's (:class:`~imprint_desktop.core.research.eve
 kept with every reply in the history and in ``imprint ask --json``); under the answer the
 transcript shows only what to check. The record shows all of it — also the claims that stand — so
 a person can see which sentence rests on which passage. The record window lists
-:func:`claim_rows`, the HTML report (:mod:`.page`) writes the same rows, and
-:func:`grounding_text` gives them as plain text. Claims are the model's words and quotes are the
-documents': untrusted text, put on one line by
-:func:`~imprint_desktop.core.tools.words.plain`, and shown as plain text or escaped.
+:func:`claim_rows` under :func:`verdict_sentence` and :func:`offered_line`, and the HTML report
+(:mod:`.page`) writes the same. Claims are the model's words and quotes are the documents':
+untrusted text, put on one line by :func:`~imprint_desktop.core.tools.words.plain`, and shown as
+plain text or escaped.
 """
 
 from __future__ import annotations
@@ -99,15 +99,3 @@ def offered_line(grounding: GroundingView | None, *, numbered: bool = True) -> s
 
     number = f" [{grounding.offered_from}]" if grounding.offered_from and numbered else ""
     return f"{OFFERED_LABEL} “{plain(grounding.offered, CLAIM_CHARS)}”{number}"
-
-
-def grounding_text(grounding: GroundingView | None) -> str:
-    """The section as plain text: the verdict, each claim with what it stands on, and the
-    sentence offered ("" for a reply without a grounding: the labelled fallback, older replies)."""
-    if grounding is None:
-        return ""
-    lines = [f"{GROUNDING_TITLE}: {verdict_sentence(grounding.verdict)}"]
-    lines += [f"- {row.claim} — {row.stands_on}" for row in claim_rows(grounding)]
-    if offered := offered_line(grounding):
-        lines.append(offered)
-    return "\n".join(lines)

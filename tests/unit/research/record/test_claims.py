@@ -10,7 +10,6 @@ from imprint_desktop.core.research.record.claims import (
     GROUNDING_TITLE,
     UNMATCHED,
     claim_rows,
-    grounding_text,
     offered_line,
     verdict_sentence,
 )
@@ -68,18 +67,11 @@ def test_each_claim_stands_on_its_passages_or_says_why_it_is_flagged() -> None:
     assert claim_rows(None) == ()
 
 
-def test_the_text_form_has_the_verdict_the_claims_and_the_sentence_offered() -> None:
-    text = grounding_text(PARTLY)
-    first, *claims, offered = text.split("\n")
-    assert first == f"{GROUNDING_TITLE}: {verdict_sentence('partly')}"
-    assert claims[1] == f"- It was automated in 1986. — ⚠ {NOTE}"
-    assert claims[0] == "- Marrow Head is a lighthouse on the north coast. — [1]"
-    assert offered == f"{OFFERED_LABEL} “Marrow Head was automated in 1991.” [1]"
+def test_the_sentence_offered_is_quoted_with_its_passage() -> None:
+    assert offered_line(PARTLY) == f"{OFFERED_LABEL} “Marrow Head was automated in 1991.” [1]"
+    assert offered_line(PARTLY, numbered=False).endswith("1991.”")
     assert offered_line(ev.GroundingView("supported", (ev.ClaimView("x", (1,)),))) == ""
-    assert grounding_text(None) == ""
-    assert grounding_text(ev.GroundingView("not_found")) == (
-        f"{GROUNDING_TITLE}: {verdict_sentence('not_found')}"
-    )
+    assert offered_line(None) == ""
 
 
 def test_the_report_shows_the_grounding_with_links_to_the_evidence_escaped() -> None:
