@@ -162,6 +162,7 @@ class RecordDialog(QDialog):
                 stands.setForeground(bad)
             append_row(claims, (cell(row.claim, row.sources), stands))
         claims.resizeRowsToContents()
+        claims.setVisible(claims.rowCount() > 0)  # "nothing was found" has no claims to list
         header.sectionResized.connect(lambda *_: claims.resizeRowsToContents())
         claims.itemActivated.connect(self._claim_chosen)
         return verdict, claims

@@ -130,3 +130,13 @@ def test_a_record_without_a_grounding_has_no_such_section(qtbot: QtBot) -> None:
     record.show()
     assert not record.claims.isVisible() and not record.verdict.isVisible()
     assert record.report.grounding is None
+
+
+def test_a_not_found_reply_says_so_without_an_empty_list(qtbot: QtBot) -> None:
+    lines: list[dict[str, object]] = [{"t": 0.0, "type": "stop", "reason": "no_progress"}]
+    grounding = ev.GroundingView("not_found")
+    record = RecordDialog("Q?", (), lines, lambda _path: None, grounding=grounding)
+    qtbot.addWidget(record)
+    record.show()
+    assert record.verdict.isVisible() and record.verdict.text() == verdict_sentence("not_found")
+    assert not record.claims.isVisible()
