@@ -10,8 +10,9 @@ download started (it is used only once it is verified and the person says so), o
 is here already, makes it the model used for research.
 
 It never nags: at most once per conversation, never again in this run once dismissed or taken,
-never while a download of that model is under way, and never when another model is in use (a reply
-on any other model offers nothing, and choosing another model takes the line away).
+never while a download of that model is under way or once one ended in this run (its end asked
+whether to switch), and never when another model is in use (a reply on any other model offers
+nothing, and choosing another model takes the line away).
 
 The chat session, the window's one consumer of the reply's events, says when the starter model has
 answered (:attr:`~.chat_session.ChatSession.sig_starter_answered`) and when the conversation on

@@ -22,10 +22,11 @@ from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from imprint_desktop.app import attach_downloads, build_window
+from imprint_desktop.background.downloads.book import DownloadState
 from imprint_desktop.background.downloads.manager import DownloadManager
 from imprint_desktop.core import resources
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.core.models import DownloadOptions, Machine
+from imprint_desktop.core.models import DownloadOptions, Machine, load_catalogue
 from imprint_desktop.core.providers.base import Provider
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
@@ -233,3 +234,33 @@ def test_the_offer_is_drawn_as_a_link_in_either_theme(qtbot: QtBot, store: Setti
             qtbot.waitUntil(lambda: offer.get_button.palette().color(text) == wanted)  # noqa: B023
     finally:
         apply_theme(app, "system")  # as the other tests find it
+
+
+def test_a_best_fit_already_here_is_used_in_one_click(
+    qtbot: QtBot, research_store: SettingsStore, hub: HubServer, tmp_path: Path
+) -> None:
+    cache = tmp_path / "hf-cache"
+    earlier = downloads_for(research_store, hub.url, cache)  # an earlier run downloaded it
+    best = next(entry for entry in load_catalogue() if entry.id == "qwen3-4b")
+    with qtbot.waitSignal(
+        earlier.sig_download_changed,
+        timeout=60_000,
+        check_params_cb=lambda item: item.state is DownloadState.DONE,
+    ) as done:
+        earlier.start_recommended(best)
+    path = done.args[0].path
+    assert earlier.shutdown(30_000)
+
+    downloads = downloads_for(research_store, hub.url, cache)
+    window = open_window(qtbot, research_store, downloads, scripted_answers(1))
+    offer = window.starter_offer
+    ask(qtbot, window, "What is the harbour wall made of?")
+    qtbot.waitUntil(lambda: offered(window), timeout=WAIT_MS)
+    assert offer.get_button.text() == "use Qwen3 4B (already on this computer)"
+    qtbot.mouseClick(offer.get_button, Qt.MouseButton.LeftButton)
+    assert research_store.get("model.path") == path
+    assert not offered(window)
+    manager = window.model_manager
+    assert manager is not None and "Qwen3 4B is now used for research" in manager.message.text()
+    window.close()
+    assert downloads.shutdown(30_000)
