@@ -180,7 +180,7 @@ class FinalStage:
                 ),
                 Message("user", ask),
             ]
-        terms = query_terms(seed.seed_query(reply.question, reply.earlier))
+        terms = query_terms(seed.seed_words(reply.question, reply.earlier))
         passages = [
             prompts.Passage(
                 item.id,

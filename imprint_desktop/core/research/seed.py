@@ -1,14 +1,17 @@
 """Search before answering (DESIGN §1, ``chat.research_first``): the engine's own first search.
 
 Before the first model request of a research conversation the engine runs ``search_workspace``
-itself with the question's content words, so every model — a tiny local one that would pick the
-wrong tool as much as a large remote one — starts from passages of the person's documents. This
-module builds that call (its query and id) and plans how much of the result fits the model's
-context window; the round loop (:mod:`.rounds`) runs it like any read.
+itself with the question, so every model — a tiny local one that would pick the wrong tool as much
+as a large remote one — starts from passages of the person's documents. This module builds that
+call (its query and id) and plans how much of the result fits the model's context window; the
+round loop (:mod:`.rounds`) runs it like any read.
 
-The query keeps a question's content words and drops the function words of its language: "what
-does the …" matches everything and nothing, and BM25 ranks on the rare words anyway. The language is
-the one whose function words the question uses most; a question in none of them keeps every word.
+A question is searched as written: the search by words and the built-in embedder read only its
+content words (:mod:`~imprint_desktop.core.workspace.query_words`: "what does the …" matches
+everything and nothing), while a sentence encoder reads the whole sentence, which it places
+better than the words alone (on the Flask paraphrases, 23 of 30 answering documents in the three
+passages against 20 from the content words). A follow-up that refers back is searched for as a
+person would write it out (:func:`seed_query`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,15 @@ from collections.abc import Sequence
 
 from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.providers.estimate import chars_for_tokens
+from imprint_desktop.core.workspace.query_words import (
+    STOPWORDS as STOPWORDS,  # noqa: PLC0414 - read from here by the grounding
+)
+from imprint_desktop.core.workspace.query_words import (
+    WORD,
+    content_words,
+    is_function_word,
+    word_set,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,65 +59,9 @@ MAX_SEED_CHARS = 2400
 PASSAGE_CHARS = 1200
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
-
-# Function words of the languages a question is most likely to come in. Lists are short on
-# purpose: what matters is that the words a question is built from ("what", "when", "does",
-# "the") do not reach the search as if they were what it is about.
-STOPWORDS: dict[str, frozenset[str]] = {
-    "en": _words(
-        "a about above after again against all am an and any are as at be because been before "
-        "being below between both but by can could did do does doing down during each few for "
-        "from further had has have having he her here hers herself him himself his how i if in "
-        "into is it its itself just me more most my myself no nor not now of off on once only or "
-        "other our ours ourselves out over own same she should so some such than that the their "
-        "theirs them themselves then there these they this those through to too under until up "
-        "very was we were what when where which while who whom whose why will with would you your "
-        "yours yourself yourselves tell please know find show give list explain describe say says "
-        "said ever many much"
-    ),
-    "de": _words(
-        "der die das den dem des ein eine einer eines einem einen und oder aber wie was wer wann "
-        "wo warum welche welcher welches ist sind war waren wird wurde wurden hat haben hatte im "
-        "in am an auf aus bei mit nach von vor zu zum zur über unter für gegen ohne um es er sie "
-        "ich du wir ihr nicht auch noch nur schon sehr bitte"
-    ),
-    "fr": _words(
-        "le la les un une des du de d l et ou mais comment que qui quoi quand où pourquoi quel "
-        "quelle quels quelles est sont était étaient a ont avait au aux dans en sur sous pour par "
-        "avec sans ce cet cette ces il elle ils elles je tu nous vous ne pas plus"
-    ),
-    "es": _words(
-        "el la los las un una unos unas y o pero cómo como qué que quién quien cuándo cuando "
-        "dónde donde por porqué cuál cual es son era eran fue fueron ha han había al del de en "
-        "con sin para sobre entre lo le les se su sus no sí muy"
-    ),
-    "nl": _words(
-        "de het een en of maar hoe wat wie wanneer waar waarom welke welk is zijn was waren werd "
-        "werden heeft hebben had in op aan bij met naar van voor tot om uit over onder niet ook "
-        "nog er ik je jij wij we zij ze hij"
-    ),
-}
-
-
-def content_words(question: str) -> list[str]:
-    """The words of ``question`` worth searching for, in order, each once (lower-cased)."""
-    words = [word.lower() for word in _WORD.findall(question)]
-    if not words:
-        return []
-    language = max(STOPWORDS, key=lambda name: sum(word in STOPWORDS[name] for word in words))
-    stop = STOPWORDS[language] if any(word in STOPWORDS[language] for word in words) else set()
-    kept = [word for word in words if word not in stop and not _is_noise(word)]
-    return list(dict.fromkeys(kept or words))
-
-
 #: Words by which a follow-up refers to what an earlier question was about ("When was *it*
 #: automated?"), in the languages of :data:`STOPWORDS`.
-REFERRING = _words(
+REFERRING = word_set(
     "it its it's that this these those there they them their he him his she her hers "
     "es ihn ihm dort dies diese dieser dieses "
     "il elle ils elles lui leur là cette ces celui celle "
@@ -117,15 +73,15 @@ REFERRING = _words(
 def refers_back(question: str) -> bool:
     """Whether ``question`` leans on an earlier one: it refers to something ("it", "there")
     or has nothing of its own to search for."""
-    words = [word.lower() for word in _WORD.findall(question)]
-    own = [word for word in content_words(question) if not _is_function_word(word)]
+    words = [word.lower() for word in WORD.findall(question)]
+    own = [word for word in content_words(question) if not is_function_word(word)]
     return any(word in REFERRING for word in words) or len(own) < 2
 
 
 def subject_words(question: str) -> list[str]:
     """What ``question`` is about, for a follow-up's search: its names and numbers (capitalised
     words past the first, digits), else all its content words."""
-    words = _WORD.findall(question)
+    words = WORD.findall(question)
     named = [
         word.lower()
         for index, word in enumerate(words)
@@ -163,8 +119,8 @@ def subject_phrase(question: str) -> str:
     start = len(lowered) - 1 - lowered[::-1].index("the")
     tail = lowered[start + 1 :]
     # The object of the question's verb: "led the …", not "was the light lit" or "of the town".
-    after_verb = not _is_function_word(lowered[start - 1])
-    if after_verb and 1 <= len(tail) <= 4 and not any(map(_is_function_word, tail)):
+    after_verb = not is_function_word(lowered[start - 1])
+    if after_verb and 1 <= len(tail) <= 4 and not any(map(is_function_word, tail)):
         return " ".join(["the", *tail])
     return ""
 
@@ -172,11 +128,11 @@ def subject_phrase(question: str) -> str:
 #: Words that come before the subject of an English question ("When *did* Lakeside station
 #: open?"), whose verb follows the subject bare: the subject runs from there to that verb. ("Was"
 #: and "is" are left out: "When was Gannet Point first lit?" has no noun after the name.)
-_AUXILIARIES = _words("do does did can could will would should")
+_AUXILIARIES = word_set("do does did can could will would should")
 #: Words between a subject and its verb that are not part of the subject ("When did Crag Halt
 #: *first* open?"); so is any word ending in "-ly".
-_ADVERBS = _words("first last ever still also never always already once again even just")
-_MONTHS = _words(
+_ADVERBS = word_set("first last ever still also never always already once again even just")
+_MONTHS = word_set(
     "january february march april may june july august september october november december"
 )
 #: At most this many nouns follow a name in the thing it names ("water treatment works"), or
@@ -199,14 +155,14 @@ def _named_thing(words: Sequence[str], start: int, end: int) -> str:
     lowered = [word.lower() for word in words]
     name = " ".join(words[start:end])
     before = lowered[start - 1] if start > 0 else ""
-    tail = list(itertools.takewhile(lambda word: not _is_function_word(word), lowered[end:]))
+    tail = list(itertools.takewhile(lambda word: not is_function_word(word), lowered[end:]))
     if any(word in _ADVERBS or word.endswith("ly") for word in tail):
         tail = []
     if before in _AUXILIARIES and 2 <= len(tail) <= _MAX_HEAD_WORDS + 1:
         return " ".join([name, *tail[:-1]])  # the last word is the question's verb
     if before == "the" and 1 <= len(tail) <= 2 and end + len(tail) == len(lowered):
         return " ".join(["the", name, *tail])
-    if start >= 3 and lowered[start - 2] == "the" and not _is_function_word(before):
+    if start >= 3 and lowered[start - 2] == "the" and not is_function_word(before):
         return f"the {before} {name}"  # "the locomotive Curlew"
     thing = _thing_at(lowered, start)
     return thing + name + _when(lowered, end) if thing else name
@@ -220,7 +176,7 @@ def _thing_at(lowered: Sequence[str], name_start: int) -> str:
     for start in range(name_start - 3, max(0, name_start - 5), -1):
         if lowered[start] == "the":
             head = lowered[start + 1 : name_start - 1]
-            if any(map(_is_function_word, head)):
+            if any(map(is_function_word, head)):
                 return ""
             return " ".join(["the", *head, "at", ""])
     return ""
@@ -261,7 +217,7 @@ _STANDS_FOR = {
 }
 
 
-_POSSESSIVE = _words("its his their")
+_POSSESSIVE = word_set("its his their")
 
 
 def _closing_noun_phrase(before: str, after: str) -> str:
@@ -273,7 +229,7 @@ def _closing_noun_phrase(before: str, after: str) -> str:
     if (
         not verb_last
         and 1 <= len(words) <= _MAX_HEAD_WORDS
-        and not any(_is_function_word(word.lower()) or not word.isalpha() for word in words)
+        and not any(is_function_word(word.lower()) or not word.isalpha() for word in words)
     ):
         return " ".join(words)
     return ""
@@ -289,7 +245,7 @@ def resolved_question(question: str, earlier: Sequence[str]) -> str:
     subject = next((s for s in map(subject_phrase, reversed(earlier)) if s), "")
     if not subject:
         return question
-    for match in _WORD.finditer(question):
+    for match in WORD.finditer(question):
         word = match.group(0).lower()
         if word not in REFERRING:
             continue
@@ -309,7 +265,16 @@ def resolved_question(question: str, earlier: Sequence[str]) -> str:
 
 
 def seed_query(question: str, earlier: Sequence[str] = ()) -> str:
-    """The engine's search query for ``question``: its content words, or the question itself.
+    """The engine's search query for ``question``: the question as written, or for a follow-up
+    the words it stands for (:func:`seed_words`)."""
+    if earlier and refers_back(question):
+        return seed_words(question, earlier)
+    return question.strip()
+
+
+def seed_words(question: str, earlier: Sequence[str] = ()) -> str:
+    """The words the engine searches for ``question`` by: its content words, or the question
+    itself when it has none.
 
     A follow-up that refers back to the questions ``earlier`` (see :func:`earlier_questions`)
     searches for the question as written out (:func:`resolved_question`), and for their names
@@ -320,7 +285,7 @@ def seed_query(question: str, earlier: Sequence[str] = ()) -> str:
     if earlier and refers_back(question):
         written_out = content_words(resolved_question(question, earlier))
         named = itertools.chain.from_iterable(map(subject_words, earlier))
-        own = (word for word in written_out if not _is_function_word(word))
+        own = (word for word in written_out if not is_function_word(word))
         words = list(dict.fromkeys(itertools.chain(own, named)))
     else:
         words = content_words(question)
@@ -418,12 +383,3 @@ def seed_chars(
     planned = chars_for_tokens(int(room * SEED_SHARE_OF_ROOM), question)
     most = MAX_SEED_CHARS if limit <= SEED_LIMIT else limit * PASSAGE_CHARS
     return max(MIN_SEED_CHARS, min(cap, planned, most))
-
-
-def _is_noise(word: str) -> bool:
-    """One-letter words other than digits carry nothing a search can use."""
-    return len(word) == 1 and not word.isdigit()
-
-
-def _is_function_word(word: str) -> bool:
-    return any(word in words for words in STOPWORDS.values())

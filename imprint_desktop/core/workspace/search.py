@@ -38,6 +38,7 @@ from typing import Any
 
 from imprint_desktop.core.workspace.dating import currency
 from imprint_desktop.core.workspace.keyword_rank import best_by_words
+from imprint_desktop.core.workspace.query_words import function_words
 
 #: Search diversity: at most this many passages of one file in one result list.
 _PER_FILE = 3
@@ -92,12 +93,14 @@ def fts_terms(query: str) -> list[str]:
 
     Searched joined with OR (:func:`fts_query`), which lets BM25 do the ranking — passages with
     more of the rarer words come first — so a long natural-language question still finds passages
-    that share only a few of its words. Common function words are dropped unless nothing else is
-    left.
+    that share only a few of its words. Common function words, and those of the language the
+    query is written in (:func:`.query_words.function_words`: a question searched as written), are
+    dropped unless nothing else is left.
     """
     phrases = [phrase for phrase in re.findall(r'"([^"]+)"', query) if re.search(r"\w", phrase)]
     words = re.findall(r"\w+", re.sub(r'"[^"]+"', " ", query).lower())
-    content = [word for word in words if word not in _STOPWORDS] or words
+    stop = _STOPWORDS | function_words(words)
+    content = [word for word in words if word not in stop] or words
     terms = list(dict.fromkeys([*phrases, *content]))[:_MAX_QUERY_TERMS]
     return ['"' + term.replace('"', '""') + '"' for term in terms]
 

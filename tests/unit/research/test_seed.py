@@ -16,6 +16,7 @@ from imprint_desktop.core.research import seed, sources
 from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.tools.tool import EvidenceItem, ToolResult
+from imprint_desktop.core.workspace.search import fts_terms
 from tests.support.fake_tools import FakeTools
 from tests.support.research_run import Recorder, assert_protocol_complete, research_then_final
 from tests.support.scripted_provider import ScriptedProvider, Step
@@ -76,9 +77,13 @@ def test_the_seed_query_keeps_the_content_words(question: str, words: list[str])
     assert seed.content_words(question) == words
 
 
-def test_function_words_alone_never_reach_the_search() -> None:
-    query = seed.seed_query("What does the report say about what the board did?")
-    assert query == "report board"
+def test_a_question_is_searched_as_written_and_its_function_words_never_reach_the_words() -> None:
+    question = "What does the report say about what the board did?"
+    assert seed.seed_query(question) == question
+    assert fts_terms(question) == ['"report"', '"board"']
+    assert seed.seed_words(question) == "report board"
+    # A German question: its own language's function words are left out.
+    assert fts_terms("Wann wurde der Leuchtturm gebaut?") == ['"leuchtturm"', '"gebaut"']
 
 
 def test_the_seed_takes_a_share_of_the_room_left_and_never_more_than_the_cap() -> None:
@@ -131,7 +136,10 @@ def test_the_first_request_holds_the_seeded_passages_and_may_answer_at_once() ->
 
     assert tools.calls == [
         # A model of unknown size (a server's) is seeded with the most passages.
-        ("search_workspace", {"query": "gannet point first lit", "limit": seed.LARGE_SEED_LIMIT})
+        (
+            "search_workspace",
+            {"query": "When was Gannet Point first lit?", "limit": seed.LARGE_SEED_LIMIT},
+        )
     ]
     assert result.stop_reason == "answered" and result.final_mode == "model"
     assert len(provider.requests) == 1  # answered at once: no further request
@@ -166,7 +174,8 @@ def test_the_first_request_holds_the_seeded_passages_and_may_answer_at_once() ->
     ]
     started = recorder.of(ev.ToolStarted)
     assert (
-        started[0].origin == "engine" and started[0].summary == "Searching 'gannet point first lit'"
+        started[0].origin == "engine"
+        and started[0].summary == "Searching 'When was Gannet Point first lit?'"
     )
     assert recorder.of(ev.RoundEnded)[0].round == 0 and recorder.of(ev.RoundEnded)[0].progress
 
@@ -249,7 +258,7 @@ def test_a_new_question_in_a_conversation_stands_on_its_own() -> None:
         Message("assistant", "Alder and Brook."),
     ]
     asyncio.run(engine.run("When was Gannet Point first lit?", tools, history))
-    assert tools.calls[0][1]["query"] == "gannet point first lit"
+    assert tools.calls[0][1]["query"] == "When was Gannet Point first lit?"
     turn = provider.requests[0].messages[-1].content
     assert "Earlier question" not in turn and "Skerry" not in turn
 
@@ -284,7 +293,7 @@ def test_a_follow_up_follows_the_last_question_that_names_a_subject(
         ("And why?", ("why did the harbour light fail",), "harbour light fail"),
         # A question that names its own subject does not borrow one.
         ("When was Skerry Rock lit?", ("What is the range of the Gannet Point light?",),
-         "skerry rock lit"),
+         "When was Skerry Rock lit?"),
     ],
 )  # fmt: skip
 def test_a_follow_up_searches_for_the_subject_it_refers_to(
@@ -306,7 +315,7 @@ def test_section_workers_seed_with_their_section() -> None:
     )
     result = asyncio.run(engine.run("When was Gannet Point lit?", tools))
     queries = [values["query"] for name, values in tools.calls if name == "search_workspace"]
-    assert queries == ["gannet point lit", "keepers gannet point"]
+    assert queries == ["When was Gannet Point lit?", "keepers of Gannet Point"]
     origins = [(e.name, e.origin) for e in recorder.of(ev.ToolFinished)]
     assert origins == [
         ("search_workspace", "engine"),
@@ -377,7 +386,8 @@ def test_no_evidence_on_a_budget_stop_is_said_without_asking_the_model() -> None
 
     assert result.stop_reason == "no_progress" and result.final_mode == "no_evidence"
     assert result.answer.startswith(f"{sources.NOT_FOUND_LABEL} in the test workspace")
-    assert "“harbour light first lit”" in result.answer and "“lamp oil”" in result.answer
+    assert "“When was the harbour light first lit?”" in result.answer
+    assert "“lamp oil”" in result.answer
     assert "other words" in result.answer and "larger model" in result.answer
     assert all(request.phase == "research" for request in provider.requests)
     finals = [trace_line(e) for e in recorder.of(ev.FinalFinished)]

@@ -86,6 +86,13 @@ def test_the_built_in_embedder_gives_unit_vectors_that_place_paraphrases_near() 
     assert similarity[0, 1] > similarity[0, 2] + 0.1
 
 
+def test_the_built_in_embedder_reads_a_question_as_its_content_words() -> None:
+    embedder = StaticEmbedder()
+    question = embedder.embed_query("When was the harbour light at Gannet Point first lit?")
+    words = embedder.embed_query("harbour light gannet point first lit")
+    assert np.array_equal(question, words)
+
+
 def test_passages_get_vectors_as_they_are_indexed_and_lose_them_with_their_file(
     tmp_path: Path,
 ) -> None:
