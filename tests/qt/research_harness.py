@@ -53,6 +53,28 @@ class Opened:
         self.provider = provider
 
 
+def scripted_model(provider: ScriptedProvider) -> Callable[..., Any]:
+    """A provider factory for :func:`build_window` that answers with ``provider``."""
+
+    async def scripted(
+        settings: object, http: httpx.AsyncClient, api_key: str | None, cancel: CancelToken
+    ) -> Provider:
+        del settings, http, api_key, cancel
+        return provider
+
+    return scripted
+
+
+def show_window(qtbot: QtBot, window: MainWindow) -> MainWindow:
+    """Show ``window`` and make it the active one (shortcuts go to the active window)."""
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    return window
+
+
 def open_window(
     qtbot: QtBot,
     store: SettingsStore,
@@ -61,20 +83,9 @@ def open_window(
     factory: Callable[..., Any] | None = None,
 ) -> Opened:
     provider = ScriptedProvider(script)
-
-    async def scripted(
-        settings: object, http: httpx.AsyncClient, api_key: str | None, cancel: CancelToken
-    ) -> Provider:
-        del settings, http, api_key, cancel
-        return provider
-
-    window = build_window(store, SecretStore(), provider_factory=factory or scripted)
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitExposed(window)
-    window.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
-    return Opened(window, provider)
+    model = factory or scripted_model(provider)
+    window = build_window(store, SecretStore(), provider_factory=model)
+    return Opened(show_window(qtbot, window), provider)
 
 
 def type_question(qtbot: QtBot, window: MainWindow, text: str) -> None:

@@ -10,11 +10,9 @@ scripted model to show when the line is not offered.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
@@ -25,14 +23,12 @@ from imprint_desktop.app import attach_downloads, build_window
 from imprint_desktop.background.downloads.book import DownloadState
 from imprint_desktop.background.downloads.manager import DownloadManager
 from imprint_desktop.core import resources
-from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.models import DownloadOptions, Machine, load_catalogue
-from imprint_desktop.core.providers.base import Provider
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.chat.starter_offer import STARTER_OFTEN_WRONG, uses_starter
 from imprint_desktop.ui.main_window import MainWindow
-from tests.qt.research_harness import search, type_question
+from tests.qt.research_harness import scripted_model, search, show_window, type_question
 from tests.support.hub_server import HubServer, serve_recommended, starter_hub
 from tests.support.scripted_provider import ScriptedProvider, Step
 
@@ -66,26 +62,11 @@ def open_window(
     script: Sequence[Step] | None = None,
 ) -> MainWindow:
     """The real window with ``downloads`` attached; the real local model unless ``script``."""
-    factory: Callable[..., Any] | None = None
-    if script is not None:
-        provider = ScriptedProvider(script)
-
-        async def scripted(
-            settings: object, http: httpx.AsyncClient, api_key: str | None, cancel: CancelToken
-        ) -> Provider:
-            del settings, http, api_key, cancel
-            return provider
-
-        factory = scripted
+    factory = scripted_model(ScriptedProvider(script)) if script is not None else None
     window = build_window(store, SecretStore(), provider_factory=factory, downloads=False)
     window.set_starter(resources.starter_model_path())
     attach_downloads(window, store, downloads)
-    qtbot.addWidget(window)
-    window.show()
-    qtbot.waitExposed(window)
-    window.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
-    return window
+    return show_window(qtbot, window)
 
 
 def ask(qtbot: QtBot, window: MainWindow, question: str, timeout: int = WAIT_MS) -> None:
