@@ -31,18 +31,19 @@ UNMATCHED = "not matched to a passage"
 
 
 def verdict_sentence(verdict: GroundingVerdict) -> str:
-    """How far the answer stands on the documents, as one sentence."""
+    """How far the answer stands on the documents, as one sentence; marked "⚠" as the check
+    under the answer is, when there is something to check."""
     match verdict:
         case "supported":
             return "Every claim checked is held by a passage of your documents."
         case "partly":
             return (
-                "Some claims are held by a passage of your documents; the others are marked: "
+                "⚠ Some claims are held by a passage of your documents; the others are marked: "
                 "check them."
             )
         case "unsupported":
             return (
-                "No claim of this answer is held by a passage about the question: check it "
+                "⚠ No claim of this answer is held by a passage about the question: check it "
                 "against your documents."
             )
         case "not_found":

@@ -44,7 +44,9 @@ PARTLY = ev.GroundingView(
 def test_every_verdict_is_a_sentence_of_its_own() -> None:
     sentences = [verdict_sentence(verdict) for verdict in ev.GROUNDING_VERDICTS]
     assert len(set(sentences)) == len(sentences)
-    assert all(sentence.endswith(".") and sentence[0].isupper() for sentence in sentences)
+    assert all(sentence.endswith(".") for sentence in sentences)
+    flagged = [verdict for verdict in ev.GROUNDING_VERDICTS if verdict_sentence(verdict)[0] == "⚠"]
+    assert flagged == ["partly", "unsupported"]
     assert "check it" in verdict_sentence("unsupported")
     assert "Every claim" in verdict_sentence("supported")
 
