@@ -4,6 +4,11 @@ Every call blocks on the network, so it runs on a download worker or in the CLI.
 come out as :class:`HubNotFoundError` (no such repository, file or revision; gated or private) or
 :class:`HubUnavailableError` (the hub or the network failed), with sentences a person can act on.
 
+Before asking, a client makes sure the hub answers at all (:func:`check_answering`): a hub that
+cannot be reached — no network, a refused connection, a server that never answers — is said in one
+sentence within :data:`ANSWER_SECONDS`, instead of after huggingface-hub's half-minute of retries
+and their warnings. An answer is trusted for :data:`ANSWER_KEPT_SECONDS`, so browsing asks once.
+
 Search pages are stateless: page *n* asks the hub for the first ``(n + 1) × size + 1`` results and
 keeps the last page. A few more bytes per page, in exchange for pages that can be reloaded, skipped
 to or retried from any thread without keeping a half-read generator alive.
@@ -13,11 +18,15 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
+from urllib.parse import urlsplit
 
 import httpx
 import httpx2
@@ -47,6 +56,12 @@ log = logging.getLogger(__name__)
 GGUF_TAG = "gguf"
 HEADER_PREFIX_BYTES = 512 * 1024  # the architecture keys sit before the tokenizer's large arrays
 MAX_RESULTS = 1000  # the hub's cap on one listing
+#: How long the hub has to answer before it is said to be out of reach (name lookup included).
+ANSWER_SECONDS = 2.5
+#: How long an answer of the hub is trusted before it is asked again.
+ANSWER_KEPT_SECONDS = 60.0
+
+_answered: dict[str, float] = {}  # endpoint -> time.monotonic() of its last answer
 
 
 class Sort(enum.Enum):
@@ -120,7 +135,8 @@ class HubClient:
         sort_key: Literal["downloads", "last_modified"] = (
             "downloads" if sort is Sort.DOWNLOADS else "last_modified"
         )
-        with _hub_errors("search the model hub"):
+        with _hub_errors("search the model hub", self.config.endpoint):
+            check_answering(self.config)
             found = list(
                 self._api.list_models(
                     search=text.strip() or None, filter=GGUF_TAG, sort=sort_key, limit=wanted
@@ -147,7 +163,8 @@ class HubClient:
         ``probe_header`` reads the start of one file for the KV-cache size (one ranged request);
         without it the fit hint counts the file size only.
         """
-        with _hub_errors(f"list the files of {repo_id}"):
+        with _hub_errors(f"list the files of {repo_id}", self.config.endpoint):
+            check_answering(self.config)
             info = self._api.model_info(
                 repo_id, revision=revision, files_metadata=True, timeout=self.config.read_timeout
             )
@@ -227,8 +244,39 @@ class HubClient:
         return info.kv_cache_bytes(1)
 
 
+def check_answering(config: HubConfig) -> None:
+    """Return once the hub at ``config.endpoint`` answers (any HTTP status will do), or raise the
+    transport's exception within :data:`ANSWER_SECONDS` or so when it does not.
+
+    The question runs on a thread of its own, since looking the name up is not bounded by any
+    timeout of the HTTP client: when a name server does not answer, the thread is left to end
+    by itself (it only reads), and the caller is told at the deadline.
+    """
+    last = _answered.get(config.endpoint)
+    if last is not None and time.monotonic() - last < ANSWER_KEPT_SECONDS:
+        return
+    failures: list[Exception] = []
+    done = threading.Event()
+
+    def ask() -> None:
+        try:
+            with config.hub_metadata_client() as client:
+                client.head(f"{config.endpoint}/", timeout=httpx2.Timeout(ANSWER_SECONDS))
+        except Exception as error:  # handed to the caller, which sorts it
+            failures.append(error)
+        finally:
+            done.set()
+
+    threading.Thread(target=ask, name="hub-answering", daemon=True).start()
+    if not done.wait(ANSWER_SECONDS + 0.3):
+        raise httpx2.ConnectTimeout("the name of the hub was not looked up in time")
+    if failures:
+        raise failures[0]
+    _answered[config.endpoint] = time.monotonic()
+
+
 @contextmanager
-def _hub_errors(doing: str) -> Iterator[None]:
+def _hub_errors(doing: str, endpoint: str) -> Iterator[None]:
     """Translate huggingface-hub's and the network's exceptions into the model-store tree."""
     try:
         yield
@@ -244,8 +292,30 @@ def _hub_errors(doing: str) -> Iterator[None]:
         ) from error
     except OfflineModeIsEnabled as error:
         raise HubUnavailableError(f"Could not {doing}: HF_HUB_OFFLINE is set.") from error
+    except (httpx2.TimeoutException, httpx2.ConnectError) as error:
+        raise HubUnavailableError(
+            f"Could not {doing}: {_out_of_reach(endpoint, error)}. "
+            "Check the network and the proxy settings."
+        ) from error
     except (httpx2.HTTPError, httpx.HTTPError, OSError) as error:
         raise HubUnavailableError(
             f"Could not {doing}: {type(error).__name__}: {error or 'the connection failed'}. "
             "Check the network and the proxy settings."
         ) from error
+
+
+def _out_of_reach(endpoint: str, error: httpx2.TimeoutException | httpx2.ConnectError) -> str:
+    """Why the hub at ``endpoint`` cannot be reached, in words: ``huggingface.co did not answer
+    within 3 seconds``, ``127.0.0.1:8080 refused the connection``."""
+    parts = urlsplit(endpoint)
+    host = parts.hostname or endpoint
+    host += f":{parts.port}" if parts.port else ""
+    if isinstance(error, httpx2.TimeoutException):
+        return f"{host} did not answer within {ANSWER_SECONDS:g} seconds"
+    reason = _ERRNO.sub("", str(error)).strip() or "the connection failed"
+    if "refused" in reason.lower():
+        return f"{host} refused the connection"
+    return f"{host} cannot be reached ({reason})"
+
+
+_ERRNO = re.compile(r"\[Errno -?\d+\]\s*")
