@@ -23,14 +23,12 @@ model manager load after the window's first paint, so their types are for the ty
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, Qt, Slot
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QWidget
 
-from imprint_desktop.core import resources
 from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.settings.store import SettingsStore
 
@@ -46,12 +44,11 @@ STARTER_OFTEN_WRONG = "Answers from the starter model are often wrong —"
 
 
 def uses_starter(config: Config) -> bool:
-    """Whether ``config`` has the starter model answer: a local model and either no file chosen
-    (the starter's fallback) or the starter's own file (the welcome chooses it by its path)."""
+    """Whether ``config`` has the starter model answer: a local model and no file of another
+    chosen (:func:`~imprint_desktop.core.chosen.model_file` reads the starter's own file as
+    none)."""
     chosen = chosen_model(config)
-    if chosen.remote:
-        return False
-    return chosen.file is None or chosen.file.name == Path(resources.STARTER_FILE).name
+    return not chosen.remote and chosen.file is None
 
 
 def get_in_manager(manager: ModelManagerWindow, found: Recommendations, model_id: str) -> None:
