@@ -24,15 +24,11 @@ from collections.abc import Sequence
 
 from imprint_desktop.core.providers.base import ToolCall
 from imprint_desktop.core.providers.estimate import chars_for_tokens
-from imprint_desktop.core.workspace.query_words import (
-    STOPWORDS as STOPWORDS,  # noqa: PLC0414 - read from here by the grounding
-)
-from imprint_desktop.core.workspace.query_words import (
-    WORD,
-    content_words,
-    is_function_word,
-    word_set,
-)
+
+# Read from here by the grounding and the sources too.
+from imprint_desktop.core.workspace.query_words import STOPWORDS as STOPWORDS  # noqa: PLC0414
+from imprint_desktop.core.workspace.query_words import WORD, is_function_word, word_set
+from imprint_desktop.core.workspace.query_words import content_words as content_words  # noqa: PLC0414
 
 log = logging.getLogger(__name__)
 
