@@ -9,24 +9,17 @@ runs it is quiet and far from those 24 seconds, Python's start included.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import Imprint
-from tests.support.dead_hosts import refusing_address, silent_address
+from tests.support.dead_hosts import DEAD_HOSTS
 
 pytestmark = pytest.mark.e2e
 
-DEAD: dict[str, Callable[[], AbstractContextManager[str]]] = {
-    "refused": refusing_address,
-    "silent": silent_address,
-}
 
-
-@pytest.mark.parametrize("how", sorted(DEAD))
+@pytest.mark.parametrize("how", sorted(DEAD_HOSTS))
 @pytest.mark.parametrize(
     ("command", "doing"),
     [
@@ -37,7 +30,7 @@ DEAD: dict[str, Callable[[], AbstractContextManager[str]]] = {
 def test_without_the_hub_one_line_soon(
     imprint: Imprint, tmp_path: Path, how: str, command: tuple[str, ...], doing: str
 ) -> None:
-    with DEAD[how]() as url:
+    with DEAD_HOSTS[how]() as url:
         env = {"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "hf-cache")}
         started = time.monotonic()
         done = imprint(*command, env=env, timeout=60)

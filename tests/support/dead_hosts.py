@@ -8,8 +8,8 @@ never answers: as a captive portal, a stalled proxy or a black-holed route look 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 
 @contextmanager
@@ -29,3 +29,10 @@ def silent_address() -> Iterator[str]:
         listening.bind(("127.0.0.1", 0))
         listening.listen(16)
         yield f"http://127.0.0.1:{listening.getsockname()[1]}"
+
+
+#: Each way, by the word a test's id uses for it.
+DEAD_HOSTS: dict[str, Callable[[], AbstractContextManager[str]]] = {
+    "refused": refusing_address,
+    "silent": silent_address,
+}

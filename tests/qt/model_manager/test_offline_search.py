@@ -4,8 +4,6 @@ the window goes on meanwhile (issue 41, item 7)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -16,21 +14,17 @@ from imprint_desktop.background.downloads.manager import DownloadManager
 from imprint_desktop.core.models import Machine
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.model_manager.window import ModelManagerWindow
-from tests.support.dead_hosts import refusing_address, silent_address
+from tests.support.dead_hosts import DEAD_HOSTS
 
 GB = 1 << 30
 LAPTOP = Machine(available_memory=16 * GB, cpu_cores=4, fast_cpu=True, gpu=None, disk_free=200 * GB)
-DEAD: dict[str, Callable[[], AbstractContextManager[str]]] = {
-    "refused": refusing_address,
-    "silent": silent_address,
-}
 
 
-@pytest.mark.parametrize("how", sorted(DEAD))
+@pytest.mark.parametrize("how", sorted(DEAD_HOSTS))
 def test_a_search_without_the_hub_is_said_within_three_seconds(
     qtbot: QtBot, store: SettingsStore, tmp_path: Path, how: str
 ) -> None:
-    with DEAD[how]() as url:
+    with DEAD_HOSTS[how]() as url:
         manager = DownloadManager(
             store.config,
             environ={"HF_ENDPOINT": url, "HF_HUB_CACHE": str(tmp_path / "hf-cache")},

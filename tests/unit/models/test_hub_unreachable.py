@@ -6,25 +6,21 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 
 import pytest
 
 from imprint_desktop.core.errors import HubUnavailableError
 from imprint_desktop.core.models.hub import HubClient
 from imprint_desktop.core.models.network import HubConfig
-from tests.support.dead_hosts import refusing_address, silent_address
+from tests.support.dead_hosts import DEAD_HOSTS
 
 LIMIT = 3.0  # seconds, from the call to the sentence
 
-DEAD = {"refused": refusing_address, "silent": silent_address}
 
-
-@pytest.fixture(params=sorted(DEAD))
+@pytest.fixture(params=sorted(DEAD_HOSTS))
 def dead_hub(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    make: Callable[[], AbstractContextManager[str]] = DEAD[request.param]
-    with make() as url:
+    with DEAD_HOSTS[request.param]() as url:
         yield request.param, url
 
 
