@@ -7,7 +7,7 @@ come out as :class:`HubNotFoundError` (no such repository, file or revision; gat
 Before asking, a client makes sure the hub answers at all (:func:`check_answering`): a hub that
 cannot be reached — no network, a refused connection, a server that never answers — is said in one
 sentence within :data:`ANSWER_SECONDS`, instead of after huggingface-hub's half-minute of retries
-and their warnings. An answer is trusted for :data:`ANSWER_KEPT_SECONDS`, so browsing asks once.
+and their warnings. It asks every time: a hub that answered a minute ago may be gone now.
 
 Search pages are stateless: page *n* asks the hub for the first ``(n + 1) × size + 1`` results and
 keeps the last page. A few more bytes per page, in exchange for pages that can be reloaded, skipped
@@ -20,7 +20,6 @@ import enum
 import logging
 import re
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,10 +57,6 @@ HEADER_PREFIX_BYTES = 512 * 1024  # the architecture keys sit before the tokeniz
 MAX_RESULTS = 1000  # the hub's cap on one listing
 #: How long the hub has to answer before it is said to be out of reach (name lookup included).
 ANSWER_SECONDS = 2.5
-#: How long an answer of the hub is trusted before it is asked again.
-ANSWER_KEPT_SECONDS = 60.0
-
-_answered: dict[str, float] = {}  # endpoint -> time.monotonic() of its last answer
 
 
 class Sort(enum.Enum):
@@ -252,9 +247,6 @@ def check_answering(config: HubConfig) -> None:
     timeout of the HTTP client: when a name server does not answer, the thread is left to end
     by itself (it only reads), and the caller is told at the deadline.
     """
-    last = _answered.get(config.endpoint)
-    if last is not None and time.monotonic() - last < ANSWER_KEPT_SECONDS:
-        return
     failures: list[Exception] = []
     done = threading.Event()
 
@@ -272,7 +264,6 @@ def check_answering(config: HubConfig) -> None:
         raise httpx2.ConnectTimeout("the name of the hub was not looked up in time")
     if failures:
         raise failures[0]
-    _answered[config.endpoint] = time.monotonic()
 
 
 @contextmanager

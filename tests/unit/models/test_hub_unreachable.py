@@ -14,6 +14,7 @@ from imprint_desktop.core.errors import HubUnavailableError
 from imprint_desktop.core.models.hub import HubClient
 from imprint_desktop.core.models.network import HubConfig
 from tests.support.dead_hosts import DEAD_HOSTS
+from tests.support.hub_server import starter_hub
 
 LIMIT = 3.0  # seconds, from the call to the sentence
 
@@ -48,4 +49,15 @@ def test_listing_a_repository_fails_as_fast(dead_hub: tuple[str, str]) -> None:
     started = time.monotonic()
     with pytest.raises(HubUnavailableError, match="Could not list the files of org/model: "):
         client.repo_models("org/model", 8192)
+    assert time.monotonic() - started <= LIMIT
+
+
+def test_a_hub_gone_since_it_answered_is_said_as_fast() -> None:
+    """It is asked every time, not trusted for having answered before."""
+    with starter_hub() as hub:
+        client = HubClient(HubConfig(endpoint=hub.url))
+        assert client.search("smol").results
+    started = time.monotonic()
+    with pytest.raises(HubUnavailableError, match="refused the connection"):
+        client.search("smol")
     assert time.monotonic() - started <= LIMIT
