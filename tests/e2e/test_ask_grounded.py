@@ -216,12 +216,12 @@ def test_text_output_marks_what_no_passage_holds(
 def test_a_right_answer_the_model_did_not_cite_is_supported_and_cited(
     imprint: Imprint, openai_server: OpenAIServer, workspace: Path, tmp_path: Path
 ) -> None:
-    openai_server.script(Reply.text("She left in 1971."))
+    openai_server.script(Reply.text("Ada Quill, who left in 1971."))
     payload, _trace, _ = ask(imprint, openai_server, workspace, tmp_path, "--json")
-    assert payload["answer"] == "She left in 1971 [1]."
+    assert payload["answer"] == "Ada Quill, who left in 1971 [1]."
     assert payload["grounding"] == {
         "verdict": "supported",
-        "claims": [{"text": "She left in 1971.", "supported_by": [1], "note": ""}],
+        "claims": [{"text": "Ada Quill, who left in 1971.", "supported_by": [1], "note": ""}],
         "offered": None,
     }
     assert [(s["id"], s["cited"]) for s in payload["sources"]] == [(1, True)]

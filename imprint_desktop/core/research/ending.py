@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research import runaway, sources
+from imprint_desktop.core.research import runaway, seed, sources
 from imprint_desktop.core.research.conversation import Conversation
 from imprint_desktop.core.research.final import FinalAnswer, FinalStage, unsound_answer
 from imprint_desktop.core.research.reply import Reply
@@ -48,14 +48,16 @@ class Ending:
         reply = self.reply
         reply.clock.stop()
         reply.emit(ev.ResearchStopped(reply.now_t(), "answered"))
+        why = self._nothing_relevant()
         if (
-            not self._found_anything()
+            why
             and reply.looked.queries
             and asks_for_facts(reply.question)
             and not reply.settings.answer_without_evidence
         ):
-            # Searched for, and nothing found: the model's answer would be made up.
-            return self._finish(self._not_found(NOTHING_MATCHED), "answered")
+            # Searched for, and nothing found on the question: the model's answer would be
+            # made up.
+            return self._finish(self._not_found(why), "answered")
         scaffolding = runaway.Scaffolding.of(coordinator.messages, reply.question)
         sound = runaway.sound_answer(answer, scaffolding)
         if not sound:
@@ -72,10 +74,12 @@ class Ending:
         if stop.reason in ("cancelled", "error"):
             reply.emit(ev.ResearchStopped(reply.now_t(), stop.reason, stop.detail))
             return self._finish(self.final.fallback_for(stop.reason, stop.detail), stop.reason)
-        if not self._found_anything() and not reply.settings.answer_without_evidence:
+        unrelated = self._nothing_relevant() if asks_for_facts(reply.question) else ""
+        if (not self._found_anything() or unrelated) and not reply.settings.answer_without_evidence:
             # Nothing to answer from: say so, rather than let the model invent an answer.
             reply.emit(ev.ResearchStopped(reply.now_t(), stop.reason, stop.detail))
-            return self._finish(self._not_found(self._stopped_why(stop)), stop.reason)
+            why = self._stopped_why(stop) if not self._found_anything() else unrelated
+            return self._finish(self._not_found(why), stop.reason)
         reply.stop_with_final(stop.reason, stop.detail)
         answer = await self.final.run(stop.reason)
         reason = reply.stopped_as or stop.reason
@@ -122,6 +126,21 @@ class Ending:
         """
         return any(item.location != "listing" for item in self.reply.ledger.items)
 
+    def _nothing_relevant(self) -> str:
+        """Why what research found cannot answer the question ("" when it can): nothing was
+        found, or nothing found holds any of the question's names and key terms (a search by
+        meaning matched something else)."""
+        if not self._found_anything():
+            return NOTHING_MATCHED
+        ledger = self.reply.ledger
+        texts = {item.id: ledger.text_of(item.id) for item in ledger.items}
+        words = sources.unmentioned(self._asked(), ledger.items, texts)
+        return sources.unmentioned_why(words) if words else ""
+
+    def _asked(self) -> str:
+        """The question as it would be written out alone (a follow-up's "it" named)."""
+        return seed.resolved_question(self.reply.question, self.reply.earlier)
+
     def _stopped_why(self, stop: ResearchStop) -> str:
         """Why research ended without evidence, within a sentence."""
         why = stop_words(stop.reason).why
@@ -157,7 +176,7 @@ class Ending:
         if final.mode == "model":  # checked against the evidence: cited, quoted, flagged
             texts = {item.id: ledger.text_of(item.id) for item in ledger.items}
             answer, cited, grounding = sources.grounded(
-                reply.question, answer, ledger.items, ledger.citable, texts
+                self._asked(), answer, ledger.items, ledger.citable, texts
             )
         if final.mode == "model" and not ledger.items and reason != "answered":
             answer = f"{sources.without_evidence_label(self.scope)}\n\n{answer}"

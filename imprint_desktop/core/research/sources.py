@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research import prompts
+from imprint_desktop.core.research import grounding, prompts
 from imprint_desktop.core.research.grounding import PassageText, ground
 from imprint_desktop.core.research.seed import content_words
 from imprint_desktop.core.workspace.passages import focus, query_terms, term_weights
@@ -102,12 +102,7 @@ def grounded(
     its Sources (each cited one quoting the sentences that support the answer, or else the part
     that matches ``question`` best), and its grounding. ``texts`` holds the evidence's whole texts
     by number (an item's excerpt stands in for one it lacks)."""
-    passages = [
-        PassageText(item.id, texts.get(item.id) or item.excerpt, item.source, item.title)
-        for item in evidence
-        if item.location != "listing"
-    ]
-    checked = ground(question, answer, passages)
+    checked = ground(question, answer, _passages(evidence, texts))
     answer = checked.answer
     found = sources_for(answer, evidence, citable)
     full = {s.id: texts.get(s.id) or (citable.get(s.id) or s).excerpt for s in found}
@@ -119,6 +114,31 @@ def grounded(
     else:
         found = with_snippets(found, full, question)
     return answer, found, checked.grounding
+
+
+def unmentioned(
+    question: str, evidence: Sequence[ev.EvidenceItemView], texts: Mapping[int, str]
+) -> tuple[str, ...]:
+    """The words of ``question`` that say what it is about, when no passage of ``evidence``
+    (whole texts in ``texts`` by number) holds any of them; () when one does."""
+    return grounding.unmentioned(question, _passages(evidence, texts))
+
+
+def unmentioned_why(words: Sequence[str]) -> str:
+    """Why a reply is "not found" when nothing found mentions ``words``, within a sentence."""
+    shown = [f"“{word}”" for word in words[:4]]
+    listed = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+    return f"nothing found mentions {listed}"
+
+
+def _passages(
+    evidence: Sequence[ev.EvidenceItemView], texts: Mapping[int, str]
+) -> list[PassageText]:
+    return [
+        PassageText(item.id, texts.get(item.id) or item.excerpt, item.source, item.title)
+        for item in evidence
+        if item.location != "listing"
+    ]
 
 
 def with_snippets(

@@ -52,7 +52,7 @@ def new_passage_each_time() -> Callable[[str, dict[str, Any]], ToolResult]:
     def respond(name: str, values: dict[str, Any]) -> ToolResult:
         index = next(counter)
         return passage(
-            f"Finding number {index}: the keeper's log for year {1850 + index} "
+            f"Finding number {index}: the light keeper's log for year {1850 + index} "
             f"records storm {index * 7} and a supply boat named Wren {index}.",
             location=f"lines {3 * index + 1}-{3 * index + 3}",  # each from its own place
         )

@@ -217,7 +217,8 @@ def test_with_no_passage_a_stated_number_is_flagged_and_a_plain_reply_is_not_fou
 
 def test_a_link_in_an_answer_is_no_claim() -> None:
     grounding = checked(
-        "When was Marrow Head automated?", "See [Marrow Head Archive](https://example.org/A1)."
+        "When was Marrow Head automated?",
+        "It was automated in 1991. See [Marrow Head Archive](https://example.org/A1).",
     )
     assert not grounding.flagged
 

@@ -474,6 +474,7 @@ def test_an_answer_that_cites_nothing_shows_the_passages_found() -> None:
     # is offered first, above the passages found.
     assert body == (
         f"It was long ago.\n\n{sources.CHECK_HEADING}\n"
+        "- the answer gives no date or year, which the question asks for.\n"
         f"{sources.OFFERED_LABEL} “Lit: 1 November 1857.” [1]"
     )
     assert block.splitlines() == [

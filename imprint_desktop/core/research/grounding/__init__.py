@@ -40,6 +40,7 @@ Paraphrase costs nothing (words are compared by their first letters, units by wh
 """
 
 from imprint_desktop.core.research.grounding.answer import Grounded, declines, ground
+from imprint_desktop.core.research.grounding.asked import unmentioned
 from imprint_desktop.core.research.grounding.checker import NOT_IN_DOCUMENTS
 from imprint_desktop.core.research.grounding.passages import QUOTE_CHARS, PassageText, quote
 
@@ -51,4 +52,5 @@ __all__ = [
     "declines",
     "ground",
     "quote",
+    "unmentioned",
 ]

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from imprint_desktop.core.research.events import ClaimView, GroundingVerdict, GroundingView
 from imprint_desktop.core.research.grounding.anchors import Anchor, anchors_in, same_value
-from imprint_desktop.core.research.grounding.checker import NOT_IN_DOCUMENTS, Checker
+from imprint_desktop.core.research.grounding.asked import unanswered
+from imprint_desktop.core.research.grounding.checker import NOT_IN_DOCUMENTS, Checker, Verdict
 from imprint_desktop.core.research.grounding.passages import (
     CITE,
     LIST_ITEM,
@@ -64,6 +65,7 @@ def ground(question: str, answer: str, passages: Sequence[PassageText]) -> Groun
     quotes: dict[int, list[str]] = {}
     supporting: set[int] = set()
     pieces: list[str] = []
+    given: list[tuple[Anchor, Verdict]] = []
     for match in _ANSWER_SENTENCE.finditer(answer):
         piece = match.group()
         sentence = " ".join(CITE.sub("", piece).split())
@@ -71,8 +73,9 @@ def ground(question: str, answer: str, passages: Sequence[PassageText]) -> Groun
         if claim is None:
             pieces.append(piece)
             continue
-        view, supports = claim
+        view, supports, checked = claim
         claims.append(view)
+        given += checked
         for unit, around in supports:
             supporting.add(unit.order)
             quoted = quote(unit.text, around, QUOTE_CHARS * (2 if unit.row else 1))
@@ -82,12 +85,16 @@ def ground(question: str, answer: str, passages: Sequence[PassageText]) -> Groun
             piece = _cited(piece, view.supported_by)
         pieces.append(piece)
     cited_answer = "".join(pieces)
+    why = "" if declines(answer) or not answer.strip() else unanswered(checker, given, answer)
+    if why:
+        claims = _noted(claims, why, answer)
     # With no passage at all, nothing was found: only a number, date or name it states is
     # flagged (it came from nowhere).
     verdict = _verdict(claims, answer) if units or claims else "not_found"
     offered, offered_from = "", 0
     if verdict in ("unsupported", "partly"):
-        best = _offer(checker, supporting)
+        # An answer that does not answer may stand on the very sentence that does.
+        best = _offer(checker, set() if why else supporting)
         if best is not None:
             offered, offered_from = quote(best.text, (), QUOTE_CHARS * 2), best.passage
     grounding = GroundingView(verdict, tuple(claims), offered, offered_from)
@@ -96,9 +103,21 @@ def ground(question: str, answer: str, passages: Sequence[PassageText]) -> Groun
     )
 
 
+def _noted(claims: list[ClaimView], why: str, answer: str) -> list[ClaimView]:
+    """``claims`` with ``why`` the answer does not answer said of it: of its first claim (of
+    its first sentence when nothing in it was a claim)."""
+    if not claims:
+        first = next(iter(_ANSWER_SENTENCE.finditer(answer.strip())), None)
+        text = " ".join(CITE.sub("", first.group() if first else answer).split())
+        return [ClaimView(text, (), why)]
+    head = claims[0]
+    note = f"{head.note}; {why}" if head.note else why
+    return [ClaimView(head.text, head.supported_by, note), *claims[1:]]
+
+
 def _claim(
     sentence: str, checker: Checker
-) -> tuple[ClaimView, list[tuple[Unit, list[str]]]] | None:
+) -> tuple[ClaimView, list[tuple[Unit, list[str]]], list[tuple[Anchor, Verdict]]] | None:
     question = checker.question
     plain = _LINK.sub(" ", LIST_ITEM.sub("", sentence))
     anchors = [
@@ -112,8 +131,10 @@ def _claim(
     ]
     supports: list[tuple[Unit, list[str]]] = []
     notes: list[str] = []
+    checked: list[tuple[Anchor, Verdict]] = []
     for anchor in anchors:
         verdict = checker.check(anchor, plain)
+        checked.append((anchor, verdict))
         if not verdict.note and verdict.unit is not None:
             held = [a.text for a in checker.anchors[verdict.unit.order] if same_value(anchor, a)]
             supports.append((verdict.unit, held))
@@ -128,7 +149,7 @@ def _claim(
             return None
         supports.append((unit, []))
     by = tuple(dict.fromkeys(unit.passage for unit, _ in supports))
-    return ClaimView(sentence, by, "; ".join(notes)), supports
+    return ClaimView(sentence, by, "; ".join(notes)), supports, checked
 
 
 def _by_words(sentence: str, checker: Checker) -> Unit | None:
@@ -174,17 +195,6 @@ def _verdict(claims: Sequence[ClaimView], answer: str) -> GroundingVerdict:
     return "supported" if supported else "unsupported"
 
 
-def _wanted(question: Question, anchor: Anchor) -> bool:
-    """Whether ``anchor`` is a value of the kind ``question`` asks for (and not its own)."""
-    if anchor.key in question.anchors:
-        return False
-    if anchor.kind == "name":
-        return question.wants in ("name", "") and not question.names_subject(stems_of(anchor.text))
-    if question.wants == "date":
-        return anchor.kind == "date" or (anchor.kind == "number" and not anchor.unit)
-    return question.wants in ("number", "") and anchor.kind in ("number", "time")
-
-
 def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     """The passage sentence that answers the question's terms best, to offer in place of an
     unsupported answer: it holds its subject, a key term (when the documents have them) and a
@@ -197,7 +207,7 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
         if (not question.subjects or question.names_subject(unit.about))
         and (not present or unit.about & present)
         and len(checker.missing) < 2
-        and any(_wanted(question, a) for a in anchors_in(unit.text))
+        and any(checker.wanted(a) for a in anchors_in(unit.text))
         and unit.order not in supporting
     ]
     if not candidates:

@@ -13,6 +13,7 @@ from imprint_desktop.core.research.grounding.anchors import (
     comparable,
     names_in,
     same_value,
+    year_like,
     years_in,
 )
 from imprint_desktop.core.research.grounding.passages import CELL, Unit, clauses_of, quote
@@ -29,7 +30,9 @@ NOT_IN_DOCUMENTS = "not in your documents"
 
 
 @dataclass(frozen=True, slots=True)
-class _Verdict:
+class Verdict:
+    """What a value of an answer stands on: the passage sentence, and why not, if it does not."""
+
     unit: Unit | None  # the sentence that supports it, or that it was taken from
     note: str = ""  # empty when supported
 
@@ -54,6 +57,25 @@ class Checker:
         everywhere = set().union(*(unit.about for unit in units)) if units else set()
         #: Key terms no passage holds: the question asks about something the documents lack.
         self.missing = [word for stem, word in question.key.items() if stem not in everywhere]
+        #: Of those, the words that narrow down what it asks about: "senior" of a senior fare.
+        self.narrowing_missing = [
+            word for stem, word in question.qualifiers.items() if stem not in everywhere
+        ]
+
+    def wanted(self, anchor: Anchor) -> bool:
+        """Whether ``anchor`` is a value of the kind the question asks for (not its own)."""
+        question = self.question
+        if anchor.key in question.anchors:
+            return False
+        if anchor.kind == "name":
+            return question.wants in ("name", "") and not question.names_subject(
+                stems_of(anchor.text)
+            )
+        if question.wants == "date":
+            return anchor.kind == "date" or (anchor.kind == "number" and not anchor.unit)
+        if question.wants == "time":
+            return anchor.kind == "time"
+        return question.wants in ("number", "") and anchor.kind in ("number", "time")
 
     def holders(self, anchor: Anchor) -> list[Unit]:
         return [
@@ -68,21 +90,38 @@ class Checker:
     def score(self, unit: Unit) -> float:
         return sum(self.weights.get(term, 0.0) for term in self.coverage(unit))
 
-    def check(self, anchor: Anchor, claim: str) -> _Verdict:
+    def check(self, anchor: Anchor, claim: str) -> Verdict:
         """Whether a passage sentence about the question holds ``anchor`` of sentence ``claim``
         of the answer (or one the claim restates, whatever the question)."""
         holders = self.holders(anchor)
         if not holders:
-            return _Verdict(None, NOT_IN_DOCUMENTS)
-        verdicts = [
-            (unit, "" if self._restates(claim, anchor, unit) else self._about_else(anchor, unit))
-            for unit in holders
-        ]
+            return Verdict(None, NOT_IN_DOCUMENTS)
+        verdicts = [(unit, self._doubt(anchor, unit, claim)) for unit in holders]
         good = [unit for unit, note in verdicts if not note]
+        if good and self.narrowing_missing and self.wanted(anchor):
+            # What it asks about is narrower than anything found ("a senior fare"): whatever
+            # value is given for it, nothing found says it of that.
+            unit = max(good, key=lambda u: (self.score(u), -u.order))
+            return Verdict(unit, f"nothing found mentions {_quoted(self.narrowing_missing)}")
         if good:
-            return _Verdict(max(good, key=lambda u: (self.score(u), -u.order)))
+            return Verdict(max(good, key=lambda u: (self.score(u), -u.order)))
         unit, note = max(verdicts, key=lambda pair: (self.score(pair[0]), -pair[0].order))
-        return _Verdict(unit, note)
+        return Verdict(unit, note)
+
+    def _doubt(self, anchor: Anchor, unit: Unit, claim: str) -> str:
+        """Why ``unit``, which holds ``anchor`` of sentence ``claim``, does not support it ("" when
+        it does)."""
+        if self._restates(claim, anchor, unit):
+            return ""
+        note = self._about_else(anchor, unit)
+        if note or not self.wanted(anchor):
+            return note
+        mine = next(a for a in self.anchors[unit.order] if same_value(anchor, a))
+        at = next(
+            (text for start, text in reversed(clauses_of(unit.text)) if start <= mine.start),
+            unit.text,
+        )
+        return self._answers_else(anchor, unit, at, mine)
 
     def _restates(self, claim: str, anchor: Anchor, unit: Unit) -> bool:
         """Whether ``claim`` says what the clause of ``unit`` holding ``anchor`` says, in its
@@ -170,6 +209,37 @@ class Checker:
             )
         return ""
 
+    def _answers_else(self, anchor: Anchor, unit: Unit, at: str, mine: Anchor) -> str:
+        """Why ``unit``, which holds the value ``anchor`` that the answer gives for what the
+        question asks, is not about what it asks ("" when nothing says so): the question names a
+        year and the sentence names none; or the sentence holds none of the question's key
+        terms, or not a word that narrows them ("original"), where another sentence holds them
+        with another value of the kind asked for."""
+        question = self.question
+        if question.years and not years_in(f"{unit.text} {unit.context}"):
+            return f"the passage does not say this of {max(question.years)}"
+        key = set(question.key)
+        about = unit.about
+        narrowing = set(question.qualifiers) - about
+        for rival in self.units:
+            if rival.order == unit.order or not self._rival_answer(anchor, rival.text):
+                continue
+            lacks_key = key and not about & key and rival.about & key
+            lacks_narrowing = narrowing & rival.about and len(rival.about & key) >= len(about & key)
+            if lacks_key or lacks_narrowing:
+                return f"the passage says this of {self._what(unit, at, mine)}"
+        return ""
+
+    def _rival_answer(self, anchor: Anchor, text: str) -> bool:
+        """Whether ``text`` holds a value of the kind asked for, comparable with ``anchor``,
+        none of which is it (a year does not stand against a measure)."""
+        values = [
+            a
+            for a in anchors_in(text)
+            if comparable(anchor, a) and self.wanted(a) and _yearish(a) == _yearish(anchor)
+        ]
+        return bool(values) and not any(same_value(anchor, a) for a in values)
+
     def _rival_value(self, anchor: Anchor, text: str) -> bool:
         """Whether ``text`` holds a value of ``anchor``'s kind that is not it."""
         values = [a for a in anchors_in(text) if comparable(anchor, a)]
@@ -193,6 +263,14 @@ class Checker:
             if names:
                 return names[0]
         return f"“{quote(unit.text, (), 120)}”"
+
+
+def _yearish(anchor: Anchor) -> bool:
+    return anchor.kind == "date" or year_like(anchor)
+
+
+def _quoted(words: list[str]) -> str:
+    return listed([f"“{word}”" for word in words])
 
 
 def _bare(text: str) -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from imprint_desktop.core.research.grounding.anchors import (
     NOT_NAMES,
@@ -20,6 +21,7 @@ from imprint_desktop.core.research.grounding.words import (
     WORD,
     stem_of,
     stems_of,
+    word_set,
 )
 from imprint_desktop.core.research.seed import STOPWORDS
 
@@ -34,8 +36,13 @@ class Question:
     terms: set[str]  # every content stem, subjects and key terms alike
     units: set[str]  # the units the question names ("in millimetres")
     anchors: set[tuple[object, ...]]  # what it says itself, which an answer may repeat
-    wants: str  # the kind of value it asks for ("name", "date", "number"), "" when unclear
+    wants: str  # the kind of value it asks for ("name", "date", "time", "number"), "" if unclear
     years: set[int]  # the years it names ("in 2021")
+    #: Key terms that narrow down what it asks about, as the question wrote them: a word right
+    #: after "a", "the", "first", "in" … ("a *senior* ticket", "the first *chairman*", "in
+    #: *winter*"). A verb stands elsewhere ("how much can it *hold*"), and is as often
+    #: paraphrased by the documents as not.
+    qualifiers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def read(cls, question: str) -> Question:
@@ -58,6 +65,9 @@ class Question:
         key: dict[str, str] = {}
         terms: set[str] = set()
         units: set[str] = set()
+        # "the company's profit": the company owns what is asked about (the documents name it
+        # by its name), it is not what is asked about.
+        owners = {stem_of(w.lower()) for w, after in itertools.pairwise(words) if after == "s"}
         for word in words:
             lower = word.lower()
             if lower in UNITS and lower not in ("m", "s", "h", "t", "l"):
@@ -68,24 +78,16 @@ class Question:
             stem = stem_of(lower)
             if lower in ANSWER_KIND or lower in UNITS or stem in subject_stems:
                 continue
-            if stem in after_name or lower.isdigit():
+            if stem in after_name or stem in owners or lower.isdigit():
                 continue
             key.setdefault(stem, lower)
         anchors = {a.key for a in anchors_in(question)}
-        opening = " ".join(words[:3]).lower()
-        wants = (
-            "name"
-            if re.search(r"\b(?:who|whom|whose)\b", opening)
-            else "date"
-            if re.search(r"\b(?:when|year|date)\b", question.lower())
-            else "number"
-            if re.search(
-                r"\bhow (?:much|many|long|high|deep|far|old|big|large|wide|tall|often)\b",
-                question.lower(),
-            )
-            or units
-            else ""
-        )
+        lowered = [word.lower() for word in words]
+        qualifiers = {
+            stem_of(word): word
+            for before, word in itertools.pairwise(lowered)
+            if before in _NARROWING and stem_of(word) in key
+        }
         return cls(
             question,
             subjects,
@@ -93,9 +95,39 @@ class Question:
             terms | subject_stems,
             units,
             anchors,
-            wants,
+            _wanted_kind(question, lowered, bool(units)),
             years_in(question),
+            qualifiers,
         )
 
     def names_subject(self, words: set[str]) -> bool:
         return any(subject <= words for subject in self.subjects)
+
+
+#: Words after which a word narrows down what a question asks about ("the *original* viaduct").
+_NARROWING = word_set(
+    "what which whose a an the its their his her this that these those each every "
+    "first last original new old former current next previous "
+    "in of for during"
+)
+
+
+def _wanted_kind(question: str, words: list[str], units: bool) -> str:
+    """The kind of value ``question`` (its lower-case ``words``) asks for: "name", "date",
+    "time", "number", or "" when it does not say."""
+    lowered = question.lower()
+    if re.search(r"\b(?:who|whom|whose)\b", " ".join(words[:3])):
+        return "name"
+    if re.search(r"\b(?:what|which|at what) time\b", lowered):
+        return "time"
+    if re.search(r"\b(?:when|year|date)\b", lowered):
+        return "date"
+    if (
+        re.search(
+            r"\bhow (?:much|many|long|high|deep|far|old|big|large|wide|tall|often)\b", lowered
+        )
+        or re.search(r"\b(?:cost|costs|price|priced)\b", lowered)
+        or units
+    ):
+        return "number"
+    return ""

@@ -29,7 +29,13 @@ ANSWER_KIND = word_set(
     "often name named called happen happened take took taken make made get got use used "
     "first last main exactly approximately roughly per across within among along around "
     "behind beyond near toward towards upon via without onto inside outside throughout "
-    "average overall currently current now today"
+    "average overall currently current now today "
+    # a superlative of one, the period a figure is given for, a word for anyone or anything
+    "deepest highest longest largest biggest widest oldest tallest tall furthest farthest "
+    "yearly annually daily weekly monthly percentage proportion "
+    "someone somebody anyone anybody everyone everything anything something nothing people "
+    "person thing things part parts kind "
+    "type way work point"
 )
 STOP = STOPWORDS["en"] | ANSWER_KIND
 #: What a name is often followed by in a question, as part of it ("Skerry Rock lighthouse",
@@ -79,10 +85,42 @@ def stems_of(text: str) -> set[str]:
     return {stem_of(word) for word in WORD.findall(text.lower())}
 
 
+#: Past forms a question often uses of what the documents say otherwise ("Who kept the light?"
+#: of "the keepers"), by the word they are a form of.
+_IRREGULAR = {
+    past: verb
+    for verb, pasts in {
+        "keep": "kept",
+        "build": "built",
+        "make": "made",
+        "drive": "drove driven",
+        "run": "ran",
+        "hold": "held",
+        "send": "sent",
+        "take": "took taken",
+        "give": "gave given",
+        "write": "wrote written",
+        "sell": "sold",
+        "buy": "bought",
+        "lead": "led",
+        "bring": "brought",
+        "begin": "began begun",
+        "rise": "rose risen",
+        "fall": "fell fallen",
+        "spend": "spent",
+        "win": "won",
+    }.items()
+    for past in pasts.split()
+}
+
+
 def stem_of(word: str) -> str:
     """``word`` as words are compared: without its ending ("opened", "opening", "keepers" are
     "open", "open", "keep"), by its first letters."""
-    for ending in ("ing", "ed", "es", "er", "s"):
+    word = _IRREGULAR.get(word, word)
+    for ending in ("ing", "ers", "ed", "es", "er", "s"):
+        if ending == "es" and not word.endswith(("ses", "xes", "zes", "ches", "shes")):
+            continue  # "notes" is "note" + "s", as "note" is; "boxes" is "box" + "es"
         if word.endswith(ending) and len(word) - len(ending) >= 3 and not word.endswith("ss"):
             word = word[: -len(ending)]
             break
