@@ -98,7 +98,7 @@ TARGET_TIME_RATIO = 1.5
 class Case:
     question: str
     document: str  # workspace-relative path of the answering document
-    fact: str  # appears in a right answer (compared without case, commas or spaces)
+    fact: str  # stated by a right answer (see states(): a number by its value)
     stale: str = ""  # a superseded value a right answer never states
     first: Case | None = None  # a follow-up's first turn
     rewritten: str = ""  # a follow-up written out in full, for the one-shot arm
@@ -241,9 +241,33 @@ def _norm(text: str) -> str:
     return re.sub(r"[\s,]+", "", text.lower())
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def states(text: str, fact: str) -> bool:
+    """Whether ``text`` states ``fact``: a number by its value, as a number of its own ("84" is
+    in "84 metres" and "84.0 m" but not in "84.1 metres" nor "1984"); anything else compared
+    without case, commas or spaces, where a digit at its edge is not part of a longer number
+    ("1 in 38" is not in "1 in 385")."""
+    if not fact:
+        return False
+    if re.fullmatch(r"[\d,]+(?:\.\d+)?", fact):
+        value = float(fact.replace(",", ""))
+        plain = re.sub(r"(?<=\d),(?=\d{3})", "", text)
+        return any(
+            float(n.group()) == value
+            for n in _NUMBER.finditer(plain)
+            if not (n.start() and plain[n.start() - 1] in ".,")
+        )
+    written, wanted = _norm(text), _norm(fact)
+    before = r"(?<![\d.])" if wanted[0].isdigit() else ""
+    after = r"(?!\d|\.\d)" if wanted[-1].isdigit() else ""
+    return re.search(before + re.escape(wanted) + after, written) is not None
+
+
 def _judge(case: Case, text: str, sources: set[str], seconds: float | None, note: str) -> Outcome:
-    fact = bool(case.fact) and _norm(case.fact) in _norm(text)
-    stale = bool(case.stale) and _norm(case.stale) in _norm(text)
+    fact = states(text, case.fact)
+    stale = states(text, case.stale)
     return Outcome(fact, stale, case.document in sources, seconds, text, note)
 
 
