@@ -517,6 +517,8 @@ def run_set(
             for arm in arms:
                 outcome = results[arm][-1]
                 text = " ".join(outcome.text.split())[:300]
+                stands = "not found" if outcome.declined else "flagged" if outcome.flagged else ""
+                text = f"[{stands}] {text}" if stands else text
                 print(
                     f"      {arm}: {text}  ({outcome.note})"
                     if outcome.note

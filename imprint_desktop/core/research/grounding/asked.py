@@ -51,21 +51,22 @@ def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answe
     key = set(question.key)
     if not key or any(verdict.note for _, verdict in wanted):
         return ""  # nothing to compare with, or flagged already
-    answering = [
-        verdict.unit
-        for _, verdict in wanted
-        if verdict.unit is not None and verdict.unit.about & key
-    ]
-    if answering or not wanted:
+    if not wanted:
         return ""
-    elsewhere = [
-        unit
+    # The sentences that hold a value of the kind asked, by how many of its key terms they hold:
+    # the answer's values must come from one that holds as many as any.
+    elsewhere = {
+        unit.order: len(unit.about & key)
         for unit in checker.units
-        if unit.about & key and any(checker.wanted(a) for a in checker.anchors[unit.order])
-    ]
-    if not elsewhere:
+        if any(checker.wanted(a) for a in checker.anchors[unit.order])
+    }
+    most = max(elsewhere.values(), default=0)
+    if most == 0 or any(
+        verdict.unit is not None and len(verdict.unit.about & key) >= most for _, verdict in wanted
+    ):
         return ""
-    words = [word for stem, word in question.key.items() if stem in elsewhere[0].about]
+    best = next(u for u in checker.units if elsewhere.get(u.order) == most)
+    words = [word for stem, word in question.key.items() if stem in best.about]
     return f"the {kind} the answer gives is said of something else, not of {_quoted(words)}"
 
 
