@@ -110,7 +110,8 @@ def test_a_search_that_finds_nothing_ends_in_no_evidence_naming_the_query(
     answer = payload["answer"]
     assert answer.startswith(f"{sources.NOT_FOUND_LABEL} in the workspace “docs”")
     assert (
-        "Searched for: “airship hangar built”, “zeppelin hangar 1”, “zeppelin hangar 2”." in answer
+        "Searched for: “Where was the airship hangar built?”, “zeppelin hangar 1”, "
+        "“zeppelin hangar 2”." in answer
     )
     # No model request was made for the reply: only the two research requests were sent.
     assert len(openai_server.chat_requests()) == 2
@@ -131,7 +132,7 @@ def test_no_evidence_names_the_seed_query_when_the_workspace_has_nothing(
     )  # fmt: skip
     assert (payload["stop_reason"], payload["final_mode"]) == ("no_progress", "no_evidence")
     assert "in the workspace “recipes”" in payload["answer"]
-    assert "“last keeper greyness point”, “keeper”" in payload["answer"]
+    assert f"“{QUESTION}”, “keeper”" in payload["answer"]
     searched = seeded(openai_server.chat_requests()[0])
     assert (
         searched == "The documents were searched for “last keeper greyness point”: nothing matched."

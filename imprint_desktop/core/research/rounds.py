@@ -17,7 +17,6 @@ The coordinator's conversation may call ``research_sections``: its section worke
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -193,8 +192,10 @@ class Rounds:
         ]
         # Named only when the search ran: a query the tool refused (a question longer than a
         # search allows) or a search not run was not searched for, and must not stop the reply.
+        # The model is told the words searched for, not its question over again.
         ran = result.status in ("ok", "empty")
-        searched = str(json.loads(call.arguments)["query"]) if ran else ""
+        earlier = conversation.earlier if conversation.worker is None else ()
+        searched = seed.seed_words(conversation.seed, earlier) if ran else ""
         ask = conversation.messages[-1]
         conversation.messages[-1] = Message(
             "user", prompts.with_passages(ask.content, passages, searched)
