@@ -90,6 +90,21 @@ def test_an_answer_without_the_kind_of_value_asked_for_is_flagged() -> None:
     assert "17:15" in grounding.offered
 
 
+def test_an_answer_to_which_that_names_nothing_is_flagged() -> None:
+    valves = PassageText(
+        8,
+        "# Valve operations\n\nEvery valve opened or shut on the network is written up on form "
+        "OP-17, which is handed in at the end of the shift.\n",
+        "operations/procedures-manual.md",
+    )
+    question = "Which form is filled in after a valve on the network is shut?"
+    said = ground(question, "The one that is handed in at the end of the shift.", (valves,))
+    assert [c.note for c in said.grounding.flagged] == [
+        "the answer gives no name, code or number, which the question asks for"
+    ]
+    assert ground(question, "It is form OP-17.", (valves,)).grounding.verdict == "supported"
+
+
 def test_an_answer_that_only_repeats_the_question_is_flagged() -> None:
     assert notes(
         "What time does the last train leave Crag Quarry in winter?",

@@ -21,6 +21,10 @@ The call tree, module by module::
       anchors.anchors_in(text)                  numbers (value + unit), dates, times, names
       checker.Checker.check(anchor, claim)      the sentences holding it; is one about the
                                                 question?
+      asked.unanswered(checker, given, answer)  does the answer as a whole give what the
+                                                question asks for?
+    asked.unmentioned(question, passages)       do the passages hold any of the question's
+                                                names and key terms at all? (else: "not found")
     words                                       stems, stopwords, units: what all of them share
 
 A sentence *about the question* holds the anchor and nothing says it is about something else:
@@ -32,7 +36,14 @@ A sentence *about the question* holds the anchor and nothing says it is about so
   otherwise than a cell the question names ("Q2: 61%" when it asks about Q1);
 - **another matter**: the question's key terms (what it asks about, not its subject's name nor
   the kind of answer it wants — "ticket", not "Skerry Rock" or "cost") are not all in the
-  documents, and the sentence holds none of them.
+  documents, and the sentence holds none of them;
+- **a narrower thing**: a word that narrows what the question asks about ("a *senior* fare", "the
+  *original* viaduct") is in no passage, or not in the sentence while another sentence holds it
+  with another value; the question names a year and the sentence, with what it stands under,
+  names none.
+
+And the answer as a whole (:mod:`.asked`) gives a value of the kind asked for (a time to "what
+time"), not only the question's own words, from a sentence about what it asks.
 
 The rules are lenient on purpose: a right answer flagged teaches a person to ignore the flags, so a
 sentence is only said to be about something else when the passages show what it is about instead.

@@ -127,7 +127,7 @@ def _claim(
         and not (a.kind == "name" and question.names_subject(stems_of(a.text)))
         # One capitalised word is checked only as the answer to "who": elsewhere it is as often
         # a word as a name ("Copy", "British").
-        and not (a.kind == "name" and len(a.key) == 2 and question.wants != "name")
+        and not (a.kind == "name" and len(a.key) == 2 and question.wants not in ("name", "which"))
     ]
     supports: list[tuple[Unit, list[str]]] = []
     notes: list[str] = []

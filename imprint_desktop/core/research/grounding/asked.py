@@ -27,7 +27,13 @@ from imprint_desktop.core.research.grounding.question import Question
 from imprint_desktop.core.research.grounding.words import content_stems, stem_of, stems_of
 
 #: What each kind of value is called in a note.
-_KIND_WORDS = {"time": "time", "date": "date or year", "number": "number", "name": "name"}
+_KIND_WORDS = {
+    "time": "time",
+    "date": "date or year",
+    "number": "number",
+    "name": "name",
+    "which": "name, code or number",
+}
 
 
 def unanswered(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answer: str) -> str:
@@ -49,7 +55,7 @@ def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answe
     if not wanted and not any(checker.wanted(a) for a in anchors_in(answer, opening=True)):
         return f"the answer gives no {kind}, which the question asks for"
     key = set(question.key)
-    if not key or any(verdict.note for _, verdict in wanted):
+    if question.wants == "which" or not key or any(verdict.note for _, verdict in wanted):
         return ""  # nothing to compare with, or flagged already
     if not wanted:
         return ""

@@ -68,9 +68,11 @@ class Checker:
         if anchor.key in question.anchors:
             return False
         if anchor.kind == "name":
-            return question.wants in ("name", "") and not question.names_subject(
+            return question.wants in ("name", "which", "") and not question.names_subject(
                 stems_of(anchor.text)
             )
+        if question.wants == "which":
+            return True
         if question.wants == "date":
             return anchor.kind == "date" or (anchor.kind == "number" and not anchor.unit)
         if question.wants == "time":

@@ -36,7 +36,9 @@ class Question:
     terms: set[str]  # every content stem, subjects and key terms alike
     units: set[str]  # the units the question names ("in millimetres")
     anchors: set[tuple[object, ...]]  # what it says itself, which an answer may repeat
-    wants: str  # the kind of value it asks for ("name", "date", "time", "number"), "" if unclear
+    #: The kind of value it asks for: "name", "date", "time", "number", "which" (one of several
+    #: named things: a name, a code or a number), "" when it does not say.
+    wants: str
     years: set[int]  # the years it names ("in 2021")
     #: Key terms that narrow down what it asks about, as the question wrote them: a word right
     #: after "a", "the", "first", "in" … ("a *senior* ticket", "the first *chairman*", "in
@@ -130,4 +132,6 @@ def _wanted_kind(question: str, words: list[str], units: bool) -> str:
         or units
     ):
         return "number"
+    if len(words) > 1 and words[0] == "which":
+        return "which"  # one of several named things: "Which form …?", "Which company …?"
     return ""
