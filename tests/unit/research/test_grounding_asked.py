@@ -112,6 +112,14 @@ def test_an_answer_that_only_repeats_the_question_is_flagged() -> None:
     ) == ["the answer only repeats the question"]
 
 
+def test_a_number_written_as_a_word_is_a_number_given() -> None:
+    question = "How many trains leave Crag Quarry in summer?"
+    assert notes(question, "Two trains leave Crag Quarry.") == []
+    assert notes(question, "Trains leave Crag Quarry.") == [
+        "the answer gives no number, which the question asks for"
+    ]
+
+
 def test_the_same_answer_giving_the_time_is_supported() -> None:
     grounding = ground(
         "What time does the last train leave Crag Quarry in summer?",

@@ -24,7 +24,13 @@ from imprint_desktop.core.research.grounding.anchors import Anchor, anchors_in
 from imprint_desktop.core.research.grounding.checker import Checker, Verdict
 from imprint_desktop.core.research.grounding.passages import PassageText, Unit, units_of
 from imprint_desktop.core.research.grounding.question import Question
-from imprint_desktop.core.research.grounding.words import content_stems, stem_of, stems_of
+from imprint_desktop.core.research.grounding.words import (
+    WORD,
+    content_stems,
+    stem_of,
+    stems_of,
+    word_set,
+)
 
 #: What each kind of value is called in a note.
 _KIND_WORDS = {
@@ -53,7 +59,10 @@ def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answe
     kind = _KIND_WORDS[question.wants]
     wanted = [(anchor, verdict) for anchor, verdict in given if checker.wanted(anchor)]
     if not wanted and not any(checker.wanted(a) for a in anchors_in(answer, opening=True)):
-        return f"the answer gives no {kind}, which the question asks for"
+        spelled = question.wants == "number" and not _NUMBER_WORDS.isdisjoint(
+            WORD.findall(answer.lower())
+        )
+        return "" if spelled else f"the answer gives no {kind}, which the question asks for"
     key = set(question.key)
     if question.wants == "which" or not key or any(verdict.note for _, verdict in wanted):
         return ""  # nothing to compare with, or flagged already
@@ -76,6 +85,12 @@ def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answe
     return f"the {kind} the answer gives is said of something else, not of {_quoted(words)}"
 
 
+#: Numbers as words ("six permanent staff"): a number all the same.
+_NUMBER_WORDS = word_set(
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
+    "hundred thousand million billion dozen half once twice none"
+)
 #: Words an answer frames itself with, which say nothing of the documents.
 _FRAMING = frozenset(stem_of(word) for word in ("answer", "question", "document", "passage"))
 

@@ -49,10 +49,14 @@ KINDS_OF_PLACE = word_set(
 )
 
 
+def _by_form(forms: dict[str, str]) -> dict[str, str]:
+    """``forms`` (a word -> its forms, space-separated) turned round: each form -> its word."""
+    return {form: word for word, written in forms.items() for form in written.split()}
+
+
 #: Units by what they measure: "84 metres" is "84 m".
-UNITS = {
-    unit: canonical
-    for canonical, names in {
+UNITS = _by_form(
+    {
         "%": "% percent per cent pct",
         "m": "m metre metres meter meters",
         "km": "km kilometre kilometres kilometer kilometers",
@@ -75,10 +79,8 @@ UNITS = {
         "month": "month months",
         "yr": "year years",
         "nmi": "nautical",
-    }.items()
-    for unit in names.split(" ")
-    if unit
-} | {"per cent": "%", "percent": "%"}
+    }
+) | {"per cent": "%", "percent": "%"}
 
 
 def stems_of(text: str) -> set[str]:
@@ -87,9 +89,8 @@ def stems_of(text: str) -> set[str]:
 
 #: Past forms a question often uses of what the documents say otherwise ("Who kept the light?"
 #: of "the keepers"), by the word they are a form of.
-_IRREGULAR = {
-    past: verb
-    for verb, pasts in {
+_IRREGULAR = _by_form(
+    {
         "keep": "kept",
         "build": "built",
         "make": "made",
@@ -109,9 +110,8 @@ _IRREGULAR = {
         "fall": "fell fallen",
         "spend": "spent",
         "win": "won",
-    }.items()
-    for past in pasts.split()
-}
+    }
+)
 
 
 def stem_of(word: str) -> str:
