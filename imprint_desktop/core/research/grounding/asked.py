@@ -5,11 +5,12 @@ Quarry in winter [1]." to "What time …?" gives no time at all, and "The halt c
 "When did Crag Halt reopen?" gives a year its passage says of the closing. Checked claim by claim,
 both are supported; read as an answer, both are wrong. So the answer as a whole is checked too:
 
-- the question asks for a kind of value (a time, a date, a number, a name) and the answer gives
-  none of that kind: it does not answer;
-- every value of that kind it gives stands on a sentence holding none of the question's key
-  terms (what it asks about: "reopen"), while a sentence that does hold them holds a value of
-  that kind: the answer gives a true thing beside the answer, not the answer.
+- it says nothing the question does not say already ("The last train leaves in winter.");
+- the question asks for a kind of value (a time, a date, a number, a name; "which form" one of
+  several named things) and the answer gives none of that kind: it does not answer;
+- every value of that kind it gives stands on a sentence holding fewer of the question's key
+  terms (what it asks about: "reopen") than another sentence holding a value of that kind: the
+  answer gives a true thing beside the answer, not the answer.
 
 Before any answer, :func:`unmentioned` says whether what was found is about the question at all:
 passages that hold none of its names and key terms ("What is the capital of Australia?" over a
