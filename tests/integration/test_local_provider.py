@@ -34,9 +34,9 @@ from imprint_desktop.core.errors import (
 )
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, Message, ToolCall
 from imprint_desktop.core.providers.local import LocalProvider, load_local_provider
+from imprint_desktop.core.providers.local.grammar import build_tool_grammar
 from imprint_desktop.core.providers.local.sampling import Sampling
 from imprint_desktop.core.providers.local.session import RunResult
-from imprint_desktop.core.providers.local.toolcalls import build_tool_grammar
 from imprint_desktop.core.resources import resource, starter_model_path
 from imprint_desktop.core.tools import SPECS, Toolbox
 from imprint_desktop.core.tools.arguments import parse_arguments

@@ -17,8 +17,8 @@ import pytest
 
 from imprint_desktop.core.models.recommended import TemplateFamily, load_catalogue
 from imprint_desktop.core.providers.base import Message, ToolCall
+from imprint_desktop.core.providers.call_markup import parse_tool_calls, tool_names
 from imprint_desktop.core.providers.local.template import ChatTemplate
-from imprint_desktop.core.providers.local.toolcalls import parse_tool_calls, tool_names
 from imprint_desktop.core.research.prompts import research_system
 from imprint_desktop.core.research.seed import SEED_CALL_ID
 from imprint_desktop.core.tools.specs import SPECS

@@ -4,8 +4,9 @@
 the ``model.path`` setting or the starter model by default — and return a :class:`LocalProvider`.
 The modules, one job each: :mod:`.loader` (checks and loading), :mod:`.template` (the sandboxed chat
 template), :mod:`.sandbox` (the bounded Jinja environment it runs in, its limits, operators and
-filters), :mod:`.toolcalls` (native call formats and
-the tool-call grammar), :mod:`.session` (prefix reuse, chunked prefill, generation, abort) and
+filters), :mod:`.grammar` (the grammar that keeps a model without tool support to an answer or
+valid calls; reading calls is :mod:`imprint_desktop.core.providers.call_markup`'s, which loads no
+llama.cpp), :mod:`.session` (prefix reuse, chunked prefill, generation, abort) and
 :mod:`.provider` (the async facade).
 """
 

@@ -13,7 +13,7 @@ written natively or described in the prompt and constrained by the grammar is de
 
 * the template has tool support and ``model.tool_call_grammar`` is off → native tools, no grammar;
 * otherwise → tools described in the system message and the GBNF grammar of
-  :func:`~imprint_desktop.core.providers.local.toolcalls.build_tool_grammar`.
+  :func:`~imprint_desktop.core.providers.local.grammar.build_tool_grammar`.
 
 For a tools-free request that should still reuse the research prompt's prefix, send the same tools
 with ``tool_choice="none"``: the prompt stays the same and the grammar admits only an answer.
@@ -41,15 +41,11 @@ from imprint_desktop.core.providers.base import (
     TextSink,
     ToolCall,
 )
+from imprint_desktop.core.providers.call_markup import CALL_MARKERS, parse_tool_calls, tool_names
+from imprint_desktop.core.providers.local.grammar import build_tool_grammar
 from imprint_desktop.core.providers.local.loader import LoadProgress, load_model
 from imprint_desktop.core.providers.local.sampling import DEFAULT_SEED, Sampling
 from imprint_desktop.core.providers.local.session import ModelSession, PrefillObserver
-from imprint_desktop.core.providers.local.toolcalls import (
-    CALL_MARKERS,
-    build_tool_grammar,
-    parse_tool_calls,
-    tool_names,
-)
 from imprint_desktop.core.resources import starter_model_path
 
 log = logging.getLogger(__name__)

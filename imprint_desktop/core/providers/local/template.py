@@ -63,6 +63,7 @@ from jinja2.parser import Parser
 
 from imprint_desktop.core.errors import ChatTemplateError
 from imprint_desktop.core.providers.base import Message
+from imprint_desktop.core.providers.call_markup import format_tool_calls, tool_function
 from imprint_desktop.core.providers.local.sandbox.environment import BoundedSandbox
 from imprint_desktop.core.providers.local.sandbox.limits import MAX_OUTPUT, TemplateLimitError
 from imprint_desktop.core.providers.local.tool_history import (
@@ -74,7 +75,6 @@ from imprint_desktop.core.providers.local.tool_history import (
     short_call_ids,
     unseen_in_prompt,
 )
-from imprint_desktop.core.providers.local.toolcalls import format_tool_calls, tool_function
 
 log = logging.getLogger(__name__)
 

@@ -58,6 +58,7 @@ import httpx
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import ProviderError, ProviderNotFoundError, ProviderResponseError
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, StopKind, TextSink
+from imprint_desktop.core.providers.call_markup import CALL_MARKERS, parse_tool_calls, tool_names
 from imprint_desktop.core.providers.estimate import estimate_tokens
 from imprint_desktop.core.providers.remote import stated_window
 from imprint_desktop.core.providers.remote.bodies import (
@@ -406,25 +407,15 @@ class RemoteProvider:
         return parse_json(await read_bounded(response, ANSWER_LIMIT))
 
 
-#: Tool-call markers a server that does not parse tools passes on as text (a reply that is one
-#: bare JSON object may be a call too, in the Llama 3 shape).
-_CALL_MARKERS = ("<tool_call>", "[TOOL_CALLS]", "<|python_tag|>")
-
-
 def _calls_written_as_text(completion: Completion, request: CompletionRequest) -> Completion:
     """``completion`` with the calls its text holds, when a server that does not parse tools
     passed the model's own call markup (``<tool_call>{…}</tool_call>`` and the other native
-    shapes) on as text: they are the calls it is, parsed as the local provider parses them,
-    never an answer."""
+    shapes) on as text: they are the calls it is, parsed as the local provider parses them
+    (without loading llama.cpp), never an answer."""
     text = completion.text
-    if not any(mark in text for mark in _CALL_MARKERS) and not text.lstrip().startswith("{"):
+    # A reply that is one bare JSON object may be a call too, in the Llama 3 shape.
+    if not any(mark in text for mark in CALL_MARKERS) and not text.lstrip().startswith("{"):
         return completion
-    # Only here: the parser lives with the local provider's (and loads llama.cpp's bindings).
-    from imprint_desktop.core.providers.local.toolcalls import (  # noqa: PLC0415
-        parse_tool_calls,
-        tool_names,
-    )
-
     parsed = parse_tool_calls(text, tool_names(request.tools))
     if not parsed.calls:
         return completion

@@ -7,9 +7,9 @@ from jinja2.exceptions import SecurityError
 
 from imprint_desktop.core.errors import ChatTemplateError
 from imprint_desktop.core.providers.base import Message, ToolCall
+from imprint_desktop.core.providers.call_markup import parse_tool_calls
 from imprint_desktop.core.providers.local.template import ChatTemplate
 from imprint_desktop.core.providers.local.tool_history import one_call_per_turn, short_call_ids
-from imprint_desktop.core.providers.local.toolcalls import parse_tool_calls
 
 TOOL = {
     "type": "function",

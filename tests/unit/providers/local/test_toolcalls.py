@@ -9,13 +9,9 @@ import re
 import pytest
 
 from imprint_desktop.core.providers.base import ToolCall
+from imprint_desktop.core.providers.call_markup import format_tool_calls, parse_tool_calls
+from imprint_desktop.core.providers.local.grammar import MAX_GRAMMAR_CALLS, build_tool_grammar
 from imprint_desktop.core.providers.local.provider import _AnswerStream
-from imprint_desktop.core.providers.local.toolcalls import (
-    MAX_GRAMMAR_CALLS,
-    build_tool_grammar,
-    format_tool_calls,
-    parse_tool_calls,
-)
 
 OFFERED = {"search_workspace", "read_document"}
 TOOLS = (

@@ -1,9 +1,15 @@
-"""Tool calls in a local model's own words: parsing them, writing them, and constraining them.
+"""Tool calls written as text, in a model's own words: reading them and writing them.
+
+Provider-neutral and pure Python: the local provider reads its model's replies with it, and the
+remote provider the replies of a server that passes a model's call markup on as text — so a
+remote-only install, or one whose llama.cpp build is broken, reads calls without loading
+llama.cpp (the grammar that constrains a local model's calls is
+:mod:`imprint_desktop.core.providers.local.grammar`).
 
 Models trained for tools announce calls in a few native shapes, all parsed here:
 
 * Hermes / Qwen: ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (one block per call,
-  or a JSON list inside one block — the shape the grammar below produces);
+  or a JSON list inside one block — the shape the local grammar produces);
 * Llama 3.x: the whole reply is JSON, ``{"name": ..., "parameters": {...}}`` (optionally after
   ``<|python_tag|>``, several separated by ``;``);
 * Mistral: ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` or ``[TOOL_CALLS]name[ARGS]{...}``.
@@ -17,11 +23,6 @@ becomes a :class:`ToolCall` whose ``arguments`` are the raw text the model wrote
 whatever could be read, possibly empty). The toolbox then answers it with a readable tool error
 ("the arguments are not valid JSON", "there is no tool named ''"), which the model sees next round
 and can correct — the same path a remote server's bad arguments take.
-
-Models without tool support (the 135M starter model among them) get the tools described in the
-system prompt and a GBNF grammar (:func:`build_tool_grammar`) that admits exactly a plain answer or
-one ``<tool_call>[...]</tool_call>`` batch of calls to the offered tools with arguments matching
-their JSON schemas, so whatever such a model writes is either an answer or valid calls.
 """
 
 from __future__ import annotations
@@ -33,8 +34,6 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llama_cpp import llama_grammar
-
 from imprint_desktop.core.providers.base import ToolCall
 
 CALL_OPEN = "<tool_call>"
@@ -43,11 +42,7 @@ MISTRAL_MARK = "[TOOL_CALLS]"
 PYTHON_TAG = "<|python_tag|>"
 #: Text that starts a call in one of the native shapes; streaming holds back from here on.
 CALL_MARKERS = (CALL_OPEN, MISTRAL_MARK, PYTHON_TAG)
-#: Most calls one grammar-constrained reply may hold (a batch, not a runaway list).
-MAX_GRAMMAR_CALLS = 8
 
-#: llama-cpp-python's JSON-schema-to-GBNF converter (untyped upstream).
-_SCHEMA_CONVERTER: Any = llama_grammar.SchemaConverter
 _HERMES_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
 _NAME_GUESS = re.compile(r'"name"\s*:\s*"([^"\\]{1,128})"')
 #: A leading reasoning block; its opening tag may sit in the prompt instead of the reply, and then
@@ -124,97 +119,6 @@ def format_tool_calls(calls: Sequence[ToolCall]) -> str:
         for call in calls
     )
     return f"{CALL_OPEN}[{items}]{CALL_CLOSE}"
-
-
-def build_tool_grammar(
-    tools: Sequence[Mapping[str, Any]], *, allow_calls: bool = True, require_calls: bool = False
-) -> str:
-    """A GBNF grammar (root rule ``root``) for a reply that is an answer or a batch of calls.
-
-    The answer branch is any text not starting with ``<`` (so it cannot begin a call); the call
-    branch is ``<tool_call>[`` one to :data:`MAX_GRAMMAR_CALLS` call objects ``]</tool_call>``, each
-    naming an offered tool with arguments that match its JSON schema. With ``allow_calls`` false
-    (``tool_choice="none"``) only the answer branch remains; with ``require_calls``
-    (``tool_choice="required"``) only the call branch.
-    """
-    answer = r"answer ::= [^<\x00] [^\x00]*"
-    if not allow_calls or not tools:
-        return f"root ::= answer\n{answer}\n"
-    converter: Any = _SCHEMA_CONVERTER(
-        prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
-    )
-    alternatives: list[str] = []
-    for index, tool in enumerate(tools):
-        function = tool_function(tool)
-        name = str(function.get("name", ""))
-        args_rule = _arguments_rule(converter, function.get("parameters"), f"tool{index}-args")
-        head = _gbnf_literal(f'{{"name": {json.dumps(name, ensure_ascii=False)}, "arguments": ')
-        alternatives.append(f'call-{index} ::= {head} {args_rule} "}}"')
-    choice = " | ".join(f"call-{index}" for index in range(len(alternatives)))
-    rules = [
-        "root ::= call-batch" if require_calls else "root ::= call-batch | answer",
-        f"call-batch ::= {_gbnf_literal(CALL_OPEN + '[')} call-any "
-        f'( ", " call-any ){{0,{MAX_GRAMMAR_CALLS - 1}}} {_gbnf_literal("]" + CALL_CLOSE)}',
-        f"call-any ::= {choice}",
-        *alternatives,
-        answer,
-        str(converter.format_grammar()),
-    ]
-    return "\n".join(rules) + "\n"
-
-
-def _arguments_rule(converter: Any, schema: object, name: str) -> str:
-    """The converter's rule for a tool's parameters; any JSON object for an unusual schema."""
-    if isinstance(schema, Mapping) and schema:
-        try:
-            resolved = converter.resolve_refs(_without_bounds(schema), name)
-            return str(converter.visit(resolved, name))
-        except (KeyError, ValueError, TypeError, AssertionError, NotImplementedError):
-            pass  # a schema feature the converter lacks: fall back to any object
-    return str(converter.visit({"type": "object"}, name))
-
-
-#: Schema keywords left out of the grammar. Bounds such as ``maxLength: 500`` become hundreds of
-#: nested optional repetitions, which llama.cpp's grammar parser refuses (and llama-cpp-python
-#: then crashes on); the toolbox checks every bound anyway and answers with a readable error.
-_BOUND_KEYWORDS = frozenset(
-    {"maxLength", "minLength", "maxItems", "minItems", "pattern", "format", "minimum", "maximum"}
-)
-
-
-def _without_bounds(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` without size, range and pattern bounds, at every depth."""
-    relaxed: dict[str, Any] = {}
-    for key, value in schema.items():
-        if key in _BOUND_KEYWORDS:
-            continue
-        if isinstance(value, Mapping):
-            relaxed[key] = _without_bounds(value)
-        elif isinstance(value, list):
-            relaxed[key] = [
-                _without_bounds(item) if isinstance(item, Mapping) else item for item in value
-            ]
-        else:
-            relaxed[key] = value
-    return relaxed
-
-
-def _gbnf_literal(text: str) -> str:
-    escaped = []
-    for char in text:
-        if char in '"\\':
-            escaped.append("\\" + char)
-        elif char == "\n":
-            escaped.append("\\n")
-        elif char == "\r":
-            escaped.append("\\r")
-        elif char == "\t":
-            escaped.append("\\t")
-        elif ord(char) < 0x20:
-            escaped.append(f"\\x{ord(char):02x}")
-        else:
-            escaped.append(char)
-    return '"' + "".join(escaped) + '"'
 
 
 def _calls_in(body: str) -> Iterator[ToolCall]:
