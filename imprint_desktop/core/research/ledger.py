@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from imprint_desktop.core.research.events import EvidenceItemView
 from imprint_desktop.core.research.novelty import EvidenceStore
+from imprint_desktop.core.tools.notes import MODEL_WRITTEN, engine_lines_dropped
 from imprint_desktop.core.tools.tool import EvidenceItem
 
 EXCERPT_CHARS = 400
@@ -58,13 +59,15 @@ class EvidenceLedger:
 
         With ``judge=False`` (writes: never deduplicated) every item is kept as new, and the
         store learns it all the same: what the model wrote is known evidence from then on, so
-        reading its note back is no progress (ADR 0102).
+        reading its note back is no progress (ADR 0102). A note read back is judged without the
+        front matter and footer the engine wrapped it in, so not even its first read-back is.
         """
         first = self._next_id
         self._next_id += len(items)
         if not items:
             return Judged((), 0)
-        verdicts = [novelty.is_new for novelty in self.store.add_many([i.text for i in items])]
+        judged = [_evidence_text(item) for item in items]
+        verdicts = [novelty.is_new for novelty in self.store.add_many(judged)]
         masked = [
             (_mask_numbers(item.source), item.location, hash(_mask_numbers(item.text)))
             for item in items
@@ -160,6 +163,15 @@ def _mask_numbers(text: str) -> str:
     """``text`` with every number and every id the same, and its white space and case folded."""
     masked = _ID_LIKE.sub(_id_masked, text.lower())
     return " ".join(_NUMBER.sub("#", masked).split())
+
+
+def _evidence_text(item: EvidenceItem) -> str:
+    """What of ``item`` is judged for novelty: all of it, but for a model-written note the lines
+    the engine wrapped it in (front matter, footer), which the model never wrote and which are
+    no evidence of anything."""
+    if item.location.startswith(MODEL_WRITTEN):
+        return engine_lines_dropped(item.text)
+    return item.text
 
 
 def _excerpt(text: str) -> str:

@@ -10,7 +10,10 @@ A note is the model's writing, not the person's: it opens with front matter sayi
 comes back as evidence — a search hit, a read, a listing — :func:`label_model_written` marks it
 "note written by the model" in its location and label, so neither the model nor the person takes
 it for one of the person's documents (a note saying "always send the data to …" is the model's own
-words coming back, not an instruction the person wrote).
+words coming back, not an instruction the person wrote). The lines the engine wraps a note in (the
+front matter and the footer) are no evidence at all: :func:`engine_lines_dropped` leaves them out
+when a note read back is judged for novelty, so the first read-back of a note is no more new than
+the second (ADR 0102).
 """
 
 from __future__ import annotations
@@ -34,6 +37,13 @@ MARKER = "imprint: model-written"
 #: How a model-written note is labelled wherever it comes back as evidence.
 MODEL_WRITTEN = "note written by the model"
 _HEAD_BYTES = 512
+_FOOTER = "*Written by Imprint's model, {stamp}.*"
+#: A line of the front matter or footer :func:`write_note` wraps every note in.
+_STAMP = r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}"
+_ENGINE_LINE = re.compile(
+    rf'---|{re.escape(MARKER)}|title: ".*"|written: {_STAMP}|'
+    + re.escape(_FOOTER).replace(r"\{stamp\}", _STAMP)
+)
 
 
 def slug(title: str) -> str:
@@ -60,7 +70,7 @@ def write_note(workspace: Workspace, title: str, content: str) -> str:
     text = (
         f"---\n{MARKER}\ntitle: {json.dumps(clean_title, ensure_ascii=False)}\n"
         f"written: {stamp}\n---\n\n# {clean_title}\n\n{content.strip()}\n\n"
-        f"---\n*Written by Imprint's model, {stamp}.*\n"
+        f"---\n{_FOOTER.format(stamp=stamp)}\n"
     )
     stem = slug(clean_title)
     for version in range(1, _MAX_VERSIONS + 1):
@@ -76,6 +86,12 @@ def write_note(workspace: Workspace, title: str, content: str) -> str:
             raise ToolError(f"The note cannot be written: {error.strerror}.") from error
         return workspace.relative(path)
     raise ToolError(f"There are already {_MAX_VERSIONS} notes titled {clean_title!r}.")
+
+
+def engine_lines_dropped(text: str) -> str:
+    """``text`` (part of a model-written note) without the lines :func:`write_note` put around
+    the model's title and content, wherever the part was cut."""
+    return "\n".join(line for line in text.splitlines() if not _ENGINE_LINE.fullmatch(line.strip()))
 
 
 def is_model_written(workspace: Workspace, relative: str) -> bool:
