@@ -6,6 +6,8 @@ from some position to its end replaced (how the reply being written is redrawn).
 Markdown is parsed in a scratch document without raw HTML and passed through
 :func:`~imprint_desktop.ui.inert.make_inert` before it reaches the view; code blocks get the
 background Markdown import marks but does not paint; a view scrolled to the bottom stays there.
+Markdown import writes the palette's link colour into every link, so when the theme changes
+:meth:`TranscriptDocument.follow_palette` gives the text already shown the new colours.
 
 :mod:`.view` decides what to write and when; this knows how to write it.
 """
@@ -181,6 +183,33 @@ class TranscriptDocument:
         scratch.setMarkdown(markdown, MARKDOWN)
         make_inert(scratch, self._links)
         return QTextDocumentFragment(scratch), scratch.begin().blockFormat()
+
+    def follow_palette(self) -> None:
+        """Give the links and code blocks already shown the view's palette (after a theme change):
+        the links are given its link colour, the code blocks its shade, in one edit."""
+        document = self._view.document()
+        link = self._view.palette().brush(QPalette.ColorRole.Link)
+        recolour = QTextCharFormat()
+        recolour.setForeground(link)
+        stale: list[tuple[int, int]] = []
+        block = document.begin()
+        while block.isValid():
+            fragments = block.begin()
+            while not fragments.atEnd():
+                fragment = fragments.fragment()
+                char_format = fragment.charFormat()
+                if char_format.isAnchor() and char_format.foreground() != link:
+                    stale.append((fragment.position(), fragment.length()))
+                fragments += 1
+            block = block.next()
+        cursor = QTextCursor(document)
+        cursor.beginEditBlock()
+        for position, length in stale:
+            cursor.setPosition(position)
+            cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
+            cursor.mergeCharFormat(recolour)
+        cursor.endEditBlock()
+        self._shade_code(0)
 
     def _end_cursor(self) -> QTextCursor:
         cursor = QTextCursor(self._view.document())

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import assert_never
 
-from PySide6.QtCore import QByteArray, QTimer, QUrl, Signal, Slot
+from PySide6.QtCore import QByteArray, QEvent, QTimer, QUrl, Signal, Slot
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
@@ -97,6 +97,11 @@ class ChatView(QTextBrowser):
         self._render_timer.setSingleShot(True)
         self._render_timer.setInterval(RENDER_DELAY_MS)
         self._render_timer.timeout.connect(self._render_live)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:  # another theme: the links' colour too
+            self._written.follow_palette()
 
     # --- whole conversations ----------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ stop marked — drawn with pyqtgraph from
 draws as SVG.
 
 pyqtgraph is imported when the first chart is made, not when the window starts: only the record
-needs it. Colours come from the window's palette, so the chart follows the light or dark theme.
+needs it. Colours come from the window's palette, and the chart is drawn again when the palette
+changes, so it follows the light or dark theme while it is open.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from PySide6.QtCore import QSize, Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
@@ -31,8 +32,25 @@ class BudgetChart(QWidget):
         self.series = chart_series(report)
         self.setAccessibleDescription(_describe(report))
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        self._report = report
+        self.plot_widget: Any = None
+        self.drawn_on: QColor | None = None  # the background the chart was drawn on
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._draw()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        base = self.palette().color(QPalette.ColorRole.Base)
+        if event.type() == QEvent.Type.PaletteChange and self.drawn_on not in (None, base):
+            self._draw()  # another theme
+
+    def _draw(self) -> None:
+        """Draw the chart in the palette's colours, in place of the one drawn before."""
+        report, layout = self._report, self._layout
+        if self.plot_widget is not None:
+            layout.removeWidget(self.plot_widget)
+            self.plot_widget.deleteLater()
         try:
             import pyqtgraph as pg  # type: ignore[import-untyped]  # noqa: PLC0415 - docstring
         except ImportError as error:  # a build without it (or without Qt's OpenGL module)
@@ -41,10 +59,10 @@ class BudgetChart(QWidget):
             note.setTextFormat(Qt.TextFormat.PlainText)
             note.setWordWrap(True)
             layout.addWidget(note)
-            self.plot_widget: Any = None
             return
         palette = self.palette()
         background = palette.color(QPalette.ColorRole.Base)
+        self.drawn_on = background
         foreground = palette.color(QPalette.ColorRole.Text)
         muted = palette.color(QPalette.ColorRole.PlaceholderText)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import QEvent, QObject, Qt, Signal, Slot
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QDialog,
@@ -154,18 +154,31 @@ class RecordDialog(QDialog):
         header = claims.horizontalHeader()
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         claims.setColumnWidth(1, 360)
-        on_dark = claims.palette().base().color().lightness() < 128
-        bad = QColor("#ff8a80" if on_dark else "#b3261e")  # the report's colour for a problem
+        self._flagged: list[QTableWidgetItem] = []
         for row in claim_rows(grounding):
             stands = cell(row.stands_on)
             if row.flagged:
-                stands.setForeground(bad)
+                self._flagged.append(stands)
             append_row(claims, (cell(row.claim, row.sources), stands))
+        self._colour_flags()
         claims.resizeRowsToContents()
         claims.setVisible(claims.rowCount() > 0)  # "nothing was found" has no claims to list
         header.sectionResized.connect(lambda *_: claims.resizeRowsToContents())
         claims.itemActivated.connect(self._claim_chosen)
         return verdict, claims
+
+    def _colour_flags(self) -> None:
+        """The flagged claims' notes in the report's colour for a problem, as it reads on the
+        theme's background (the dialog's: its children learn of a new palette after it)."""
+        on_dark = self.palette().base().color().lightness() < 128
+        bad = QColor("#ff8a80" if on_dark else "#b3261e")
+        for stands in self._flagged:
+            stands.setForeground(bad)
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and hasattr(self, "claims"):
+            self._colour_flags()  # another theme
 
     def _grounding_box(self) -> QWidget:
         box = QWidget()
