@@ -188,7 +188,7 @@ def test_index_reports_scans_and_search_shows_dates_and_superseded_versions(
     found = imprint("workspace", "search", str(corpus), "Falcon costs", "--json", env=no_ocr)
     assert found.returncode == 0, found.stderr
     hits = {hit["path"]: hit for hit in json.loads(found.stdout)}
-    assert (hits["brief.docx"]["date"], hits["brief.docx"]["dated"]) == ("2026-02-10", "stated")
+    assert (hits["brief.docx"]["date"], hits["brief.docx"]["dated"]) == ("2026-02-10", "label")
     assert hits["brief.docx"]["superseded"] == ""
     assert hits["archive/brief.md"]["superseded"] == 'its folder says "archive"'
     shown = imprint("workspace", "search", str(corpus), "Falcon costs", env=no_ocr)

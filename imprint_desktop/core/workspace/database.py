@@ -84,7 +84,7 @@ CREATE TABLE files (
     status TEXT NOT NULL,       -- ok | notext | binary | error
     note TEXT NOT NULL,         -- why skipped, or what of an ok file could not be read
     date TEXT NOT NULL DEFAULT '',        -- ISO; stated in the document, else modified time
-    dated TEXT NOT NULL DEFAULT '',       -- stated | modified
+    dated TEXT NOT NULL DEFAULT '',       -- how it was found: dating.How
     superseded TEXT NOT NULL DEFAULT ''   -- why it looks superseded; empty when current
 );
 CREATE INDEX files_digest ON files (digest);

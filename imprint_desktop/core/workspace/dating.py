@@ -1,14 +1,24 @@
-"""Which version is current: a document's date, and whether it looks superseded.
+"""Which version is current: a document's date, how it was found, and whether it looks superseded.
 
 A document share keeps old versions beside new ones — an archive folder, a draft next to its
 final, ``report-2024`` next to ``report-2025`` — and their figures disagree. Every passage carries
 its document's date and, when the document looks superseded, why, so the model and the person can
 prefer the current one.
 
-* **Date** — a date the document states near its top ("Date: 14 March 2026", "Updated 2026-03",
-  "as of February 2026"), else the file's modification time. Office and PDF metadata dates are not
-  used: generators stamp their own (python-docx's template says 2013), and they say when a file
-  was made, not what it is about.
+* **Date** — the date a document gives itself, found in the first of these ways that gives one
+  (:class:`How`, the index's ``dated``, said in words by :func:`currency`):
+
+  1. ``date:`` in a Markdown file's front matter;
+  2. a line near its top that says what the date is ("Date: 14 March 2026", "Updated 2026-03",
+     "As of February 2026");
+  3. a date in its title or the lines right after it ("Meeting of 2 October 2026");
+  4. its properties: Office core properties, OpenDocument and EPUB metadata, a PDF's info — except
+     the stamps of a library's own template (python-docx's says 2013 for every file it makes);
+  5. a date beside a word such as "approved" or "version" further down its top;
+
+  else the file's modification time. A date later than the file's own timestamps (its
+  modification time, its properties' date) is a date the document speaks of — a delivery, a
+  deadline — not its own: it is taken only when nothing else is stated (:func:`chosen`).
 * **Superseded** — its path or title says ``archive``, ``old``, ``superseded``, ``obsolete`` or
   ``deprecated``; it is a draft beside a final of the same name; or a file in the same folder with
   the same name stem (versions, dates, "draft"/"final" and the like set aside) has a later date.
@@ -16,10 +26,12 @@ prefer the current one.
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from datetime import date as date_type
 from pathlib import PurePosixPath
 
 #: Month names and their usual short forms, by month number (also read by the answers' grounding).
@@ -47,7 +59,8 @@ MONTHS = {
 _MONTH = r"(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _YEAR = r"((?:19|20)\d\d)"
 _DATES = (
-    (re.compile(rf"\b{_YEAR}-(\d\d)-(\d\d)\b"), ("y", "m", "d")),
+    # (?!\d) rather than \b, so that an ISO date with a time ("2026-03-14T10:00") is read whole.
+    (re.compile(rf"\b{_YEAR}-(\d\d)-(\d\d)(?!\d)"), ("y", "m", "d")),
     (re.compile(rf"\b{_YEAR}/(\d\d)/(\d\d)\b"), ("y", "m", "d")),
     (
         re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)? {_MONTH},? {_YEAR}\b", re.IGNORECASE),
@@ -60,16 +73,22 @@ _DATES = (
     (re.compile(rf"\b{_MONTH},? {_YEAR}\b", re.IGNORECASE), ("M", "y")),
     (re.compile(rf"\b{_YEAR}-(\d\d)\b"), ("y", "m")),
 )
-_STATED = re.compile(
-    r"\b(date[ds]?|updated|revised|revision|as of|effective|issued|published|version|"
-    r"last (?:modified|changed|reviewed)|approved|valid from)\b",
-    re.IGNORECASE,
+_WORDS_OF_DATE = (
+    r"date[ds]?|updated|revised|revision|as of|effective|issued|published|version|"
+    r"last (?:modified|changed|reviewed|updated)|approved|valid from"
 )
-#: Lines at the top of a document where it states its own date, and how much of each is read.
+#: A line that says what its date is: one of those words first (after any Markdown marks).
+_LABEL = re.compile(rf"^[\s#>*_|-]*(?:{_WORDS_OF_DATE})\b", re.IGNORECASE)
+#: A line that merely mentions such a word ("as approved by the board") beside a date.
+_MENTION = re.compile(rf"\b(?:{_WORDS_OF_DATE})\b", re.IGNORECASE)
+#: Lines at the top of a document where it states its own date, how many of them are "near the
+#: title", how many more may hold a date of no label, and how much of each line is read.
 _HEADER_LINES = 40
+_TITLE_LINES = 6
 _FIRST_LINES = 12
 _LINE_CHARS = 240
 _A_YEAR = re.compile(r"(?:19|20)\d\d")
+_FRONT_MATTER_KEYS = frozenset(("date", "updated", "lastmod", "last_modified", "modified"))
 
 _SUPERSEDED_WORDS = ("archive", "archived", "superseded", "obsolete", "deprecated", "outdated")
 _WORD = re.compile(r"[a-z0-9]+")
@@ -79,27 +98,123 @@ _VERSION_TOKENS = re.compile(
 )
 
 
-def stated_date(lines: Sequence[str]) -> str:
-    """The date the document states near its top (ISO, ``2026-03-14`` or ``2026-03``), or ""."""
-    head = [line[:_LINE_CHARS] for line in lines[:_HEADER_LINES] if line.strip()]
+class How(enum.StrEnum):
+    """How a document's date was found (the index's ``dated``), the most telling first."""
+
+    FRONT_MATTER = "front_matter"
+    LABEL = "label"
+    TITLE = "title"
+    PROPERTIES = "properties"
+    TEXT = "text"
+    MODIFIED = "modified"
+
+
+#: How a date was found, in the words every view uses ("dated 2026-10-02, stated near its title").
+HOW_WORDS: dict[str, str] = {
+    How.FRONT_MATTER: "from its front matter",
+    How.LABEL: "stated at its top",
+    How.TITLE: "stated near its title",
+    How.PROPERTIES: "from the document's properties",
+    How.TEXT: "stated in its text",
+    How.MODIFIED: "file modified",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentDate:
+    """A date a document gives itself (ISO, ``2026-03-14`` or ``2026-03``) and how it was found."""
+
+    date: str
+    how: How
+
+
+def stated_dates(lines: Sequence[str]) -> tuple[DocumentDate, ...]:
+    """The dates the document's text gives itself, at most one found each way, best first."""
+    found: dict[How, str] = {}
+    front, body = _front_matter(lines)
+    if front:
+        found[How.FRONT_MATTER] = front
+    head = [line[:_LINE_CHARS] for line in lines[body : body + _HEADER_LINES] if line.strip()]
     # A cheap test before the patterns: a line without a year states no date.
-    candidates = [(index, line) for index, line in enumerate(head) if _A_YEAR.search(line)]
-    for _index, line in candidates:
-        if _STATED.search(line):
-            found = _first_date(line)
-            if found:
-                return found
-    for index, line in candidates:
-        if index < _FIRST_LINES:
-            found = _first_date(line)
-            if found:
-                return found
-    return ""
+    for index, line in enumerate(head):
+        if not _A_YEAR.search(line):
+            continue
+        date = _first_date(line)
+        if not date:
+            continue
+        if _LABEL.search(line):
+            how = How.LABEL
+        elif index < _TITLE_LINES:
+            how = How.TITLE
+        elif index < _FIRST_LINES or _MENTION.search(line):
+            how = How.TEXT
+        else:
+            continue
+        found.setdefault(how, date)
+    return tuple(DocumentDate(found[how], how) for how in How if how in found)
+
+
+def ranked(dates: Iterable[DocumentDate]) -> tuple[DocumentDate, ...]:
+    """``dates`` best first (in :class:`How`'s order), one found each way."""
+    order = list(How)
+    kept: dict[How, DocumentDate] = {}
+    for date in dates:
+        kept.setdefault(date.how, date)
+    return tuple(sorted(kept.values(), key=lambda date: order.index(date.how)))
+
+
+def chosen(dates: Sequence[DocumentDate], mtime_ns: int) -> DocumentDate:
+    """The document's date: the best of ``dates`` that is not later than the file's own
+    timestamps, else the best of them, else its modification time (``mtime_ns``).
+
+    "Later" is a later month: a memo dated a few days after it was saved, or a time zone apart
+    from the file system's clock, is no date of the future.
+    """
+    modified = from_mtime(mtime_ns)
+    own = max([modified, *(date.date for date in dates if date.how is How.PROPERTIES)])
+    for date in dates:
+        if date.date[:7] <= own[:7]:
+            return date
+    return dates[0] if dates else DocumentDate(modified, How.MODIFIED)
+
+
+def properties_date(value: object) -> str:
+    """The date (ISO) of a property as a library gives it — a ``datetime``, an ISO string
+    ("2026-10-05T09:30:00Z") or a PDF date ("D:20261005093000+01'00'") — or ""."""
+    if isinstance(value, datetime | date_type):
+        return value.strftime("%Y-%m-%d")
+    if not isinstance(value, str):
+        return ""
+    pdf = _PDF_DATE.match(value.strip())
+    if pdf is not None:
+        year, month, day = pdf.groups()
+        if 1 <= int(month or "1") <= 12 and 1 <= int(day or "1") <= 31:
+            return "-".join(part for part in (year, month, day) if part)
+        return ""
+    return _first_date(value[:_LINE_CHARS])
+
+
+_PDF_DATE = re.compile(r"^D:((?:19|20)\d\d)(\d\d)?(\d\d)?")
 
 
 def normalized(text: str) -> str:
     """A date in any of the forms above (or ISO with a time) as ISO, or "" if there is none."""
     return _first_date(text)
+
+
+def _front_matter(lines: Sequence[str]) -> tuple[str, int]:
+    """The date in the document's front matter ("" if none) and the index of its first line after
+    the front matter (0 when it has none)."""
+    if not lines or lines[0].strip() != "---":
+        return "", 0
+    date = ""
+    for number, line in enumerate(lines[1:_HEADER_LINES], start=1):
+        if line.strip() in ("---", "..."):
+            return date, number + 1
+        key, _, value = line.partition(":")
+        if not date and key.strip().lower() in _FRONT_MATTER_KEYS:
+            date = _first_date(value[:_LINE_CHARS])
+    return "", 0  # not front matter after all: a rule under nothing
 
 
 def _first_date(text: str) -> str:
@@ -192,9 +307,13 @@ def _is_final(document: Dated) -> bool:
 
 
 def currency(date: str, dated: str, superseded: str) -> str:
-    """How a passage's document stands, in the words every view uses: "dated 2026-02-10",
-    "modified 2025-11-03", with "; looks superseded: …" when it does."""
+    """How a passage's document stands, in the words every view uses: "dated 2026-02-10, stated
+    near its title", "modified 2025-11-03", with "; looks superseded: …" when it does."""
     if not date:
         return f"looks superseded: {superseded}" if superseded else ""
-    text = f"{'modified' if dated == 'modified' else 'dated'} {date}"
+    if dated == How.MODIFIED:
+        text = f"modified {date}"
+    else:
+        how = HOW_WORDS.get(dated)
+        text = f"dated {date}, {how}" if how else f"dated {date}"
     return f"{text}; looks superseded: {superseded}" if superseded else text

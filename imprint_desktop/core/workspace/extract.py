@@ -12,7 +12,7 @@ tesseract where OCR is on. Those run in the reader worker (:mod:`.isolation`), n
 Decoding never fails: UTF-8 (with or without a byte-order mark), UTF-16 with a mark, then
 Windows-1252, then Latin-1, which accepts any byte. A file that is binary after all, or that a
 parser cannot read, raises :class:`DocumentError`; the index reports it and carries on. Each
-document also gets the date it states about itself (:mod:`.dating`), when it states one.
+document also gets the dates it gives itself, in its text or its properties (:mod:`.dating`).
 
 No document gives more than ``max_chars`` of text (``workspace.max_text_mb``): the library readers
 stop generating there (:class:`~.formats.text.LineWriter`), text files are cut there, and either
@@ -51,7 +51,7 @@ __all__ = ["Extracted", "Place", "decode", "split_lines"]
 log = logging.getLogger(__name__)
 
 #: Bumped when extraction or passage splitting changes, so existing indexes are rebuilt.
-EXTRACTOR_VERSION = 2
+EXTRACTOR_VERSION = 3
 
 
 class Format(enum.StrEnum):
@@ -200,11 +200,13 @@ def _with_gaps(document: Extracted, gaps: str) -> Extracted:
 
 
 def _dated(document: Extracted) -> Extracted:
-    """``document`` with the date it states (its metadata's, else one near its top), as ISO."""
-    date = dating.normalized(document.date) or dating.stated_date(document.lines)
-    if date == document.date:
+    """``document`` with the dates it gives itself — in its text, and the reader's from its
+    properties — best first (:mod:`.dating`); which one it is dated by is chosen when the file's
+    own timestamps are known (:func:`.dating.chosen`)."""
+    dates = dating.ranked((*dating.stated_dates(document.lines), *document.dates))
+    if dates == document.dates:
         return document
-    return dataclasses.replace(document, date=date)
+    return dataclasses.replace(document, dates=dates)
 
 
 #: The reader of each format a library reads: its module under ``formats`` and its function (with

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.errors import Cancelled, DocumentError
+from imprint_desktop.core.workspace.dating import DocumentDate, How, normalized
 from imprint_desktop.core.workspace.extract import (
     KINDS,
     Extracted,
@@ -231,7 +232,11 @@ class IsolatedExtractor:
             page_starts,
             str(reply["encoding"]),
             places,
-            str(reply.get("date", ""))[:40],
+            tuple(
+                DocumentDate(normalized(str(date)), How(how))
+                for date, how in reply.get("dates", ())[: len(How)]
+                if normalized(str(date))
+            ),
             "; ".join(part for part in (gaps, cut) if part),
         )
 
@@ -515,7 +520,7 @@ def _read(
         "page_starts": list(document.page_starts),
         "encoding": document.encoding,
         "places": [[place.start, place.name, list(place.rows)] for place in document.places],
-        "date": document.date,
+        "dates": [[date.date, date.how.value] for date in document.dates],
         "gaps": document.gaps,
     }
 

@@ -155,10 +155,11 @@ def store(
             "binary" if "binary" in reason else "error",
             reason,
             dating.from_mtime(entry.mtime_ns),
-            "modified",
+            dating.How.MODIFIED.value,
         )
         _upsert(db, entry.path, values, old)
         return True
+    dated = dating.chosen(document.dates, entry.mtime_ns)
     values = (
         entry.size,
         entry.mtime_ns,
@@ -168,8 +169,8 @@ def store(
         len(document.lines),
         "ok" if document.has_text or not document.gaps else "notext",
         document.gaps,
-        document.date or dating.from_mtime(entry.mtime_ns),
-        "stated" if document.date else "modified",
+        dated.date,
+        dated.how.value,
     )
     db.execute("SAVEPOINT store_file")
     stored = False
@@ -234,7 +235,7 @@ def touch(db: sqlite3.Connection, old: Known, entry: FileEntry) -> None:
     """Take the new size and time of a file whose content is what the index already holds."""
     db.execute(
         "UPDATE files SET size = ?, mtime_ns = ?, "
-        "date = CASE dated WHEN 'stated' THEN date ELSE ? END WHERE id = ?",
+        "date = CASE dated WHEN 'modified' THEN ? ELSE date END WHERE id = ?",
         (entry.size, entry.mtime_ns, dating.from_mtime(entry.mtime_ns), old.id),
     )
 

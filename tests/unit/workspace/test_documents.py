@@ -137,7 +137,7 @@ def test_every_office_format_is_indexed_with_its_structure(office: Path) -> None
             "chapter 2",
             "The Lighthouse Book",
         )
-        assert (storm.date, storm.dated) == ("2024-05-01", "stated")
+        assert (storm.date, storm.dated) == ("2024-05-01", "properties")
         assert best(index, "ferry noon").path == "memo.rtf"
 
 
@@ -284,14 +284,16 @@ def test_documents_carry_their_date_and_whether_they_look_superseded(tmp_path: P
         index.update()
         hits = {hit.path: hit for hit in index.search("Falcon costs dollars", 8)}
         final = hits["product/brief-final.docx"]
-        assert (final.date, final.dated, final.superseded) == ("2026-02-10", "stated", "")
-        assert final.currency == "dated 2026-02-10"
+        assert (final.date, final.dated, final.superseded) == ("2026-02-10", "label", "")
+        assert final.currency == "dated 2026-02-10, stated at its top"
         draft = hits["product/brief-draft.md"]
         assert draft.date == "2026-01-20"
         assert draft.superseded == "a draft; the final is product/brief-final.docx"
         concept = hits["product/archive/concept.md"]
         assert (concept.date, concept.superseded) == ("2025-03", 'its folder says "archive"')
-        assert concept.currency == 'dated 2025-03; looks superseded: its folder says "archive"'
+        assert concept.currency == (
+            'dated 2025-03, stated at its top; looks superseded: its folder says "archive"'
+        )
         old = best(index, "revenue million 2025")
         older = {hit.path: hit for hit in index.search("forecast revenue", 4)}
         assert older["finance/forecast-2025.md"].superseded == (
@@ -322,15 +324,15 @@ def test_search_results_show_the_model_each_passages_date_and_standing(tmp_path:
         workspace.index.update()
         toolbox = Toolbox(workspace, make_config().tools, None)
         result = run_tool(toolbox, "search_workspace", {"query": "Falcon costs"})
-    assert "brief.md, lines 1-5 — Brief (dated 2026-02-10)" in result.content
+    assert "brief.md, lines 1-5 — Brief (dated 2026-02-10, stated at its top)" in result.content
     assert (
-        "archive/brief.md, lines 1-5 — Brief (dated 2025-03-01; looks superseded: its folder says "
-        '"archive")' in result.content
+        "archive/brief.md, lines 1-5 — Brief (dated 2025-03-01, stated at its top; looks "
+        'superseded: its folder says "archive")' in result.content
     )
     assert "the current one holds" in result.content
     assert {item.currency for item in result.evidence} == {
-        "dated 2026-02-10",
-        'dated 2025-03-01; looks superseded: its folder says "archive"',
+        "dated 2026-02-10, stated at its top",
+        'dated 2025-03-01, stated at its top; looks superseded: its folder says "archive"',
     }
 
 

@@ -49,7 +49,9 @@ def read_epub(data: bytes, stem: str, max_chars: int = MAX_CHARS) -> Extracted:
                 writer.paragraph(line)
     title = _first(book.get_metadata("DC", "title"))
     date = _first(book.get_metadata("DC", "date"))
-    return writer.result(title or writer.first_text() or stem, encoding="epub", date=date)
+    return writer.result(
+        title or writer.first_text() or stem, encoding="epub", properties_date=date
+    )
 
 
 def _first(values: list[tuple[object, object]]) -> str:

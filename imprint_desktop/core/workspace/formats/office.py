@@ -14,11 +14,21 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from imprint_desktop.core.workspace.formats.archive import checked_zip
 from imprint_desktop.core.workspace.formats.text import MAX_CHARS, Extracted, LineWriter, one_line
 
+#: The core properties' dates in the templates python-docx and python-pptx make files from: every
+#: file they make says it was written then.
+_TEMPLATE_STAMPS = frozenset(
+    (
+        datetime(2013, 12, 23, 23, 15),  # python-docx
+        datetime(2013, 1, 27, 9, 14, 16),  # python-pptx
+        datetime(2013, 1, 27, 9, 15, 58),
+    )
+)
 #: Rows read from one sheet; past this a sheet is reported as partly read.
 MAX_SHEET_ROWS = 50_000
 _MAX_COLUMNS = 200
@@ -63,8 +73,22 @@ def read_docx(data: bytes, stem: str, max_chars: int = MAX_CHARS) -> Extracted:
             if not part.is_linked_to_previous:
                 for paragraph in part.paragraphs:
                     writer.paragraph(paragraph.text)
-    stated = one_line(document.core_properties.title or "")
-    return writer.result(stated or title or writer.first_text() or stem, encoding="docx")
+    properties = document.core_properties
+    stated = one_line(properties.title or "")
+    return writer.result(
+        stated or title or writer.first_text() or stem,
+        encoding="docx",
+        properties_date=_properties_date(properties),
+    )
+
+
+def _properties_date(properties: Any) -> datetime | None:
+    """When the file's core properties say it was last changed (else made), unless that is the
+    stamp of a library's own template, which says nothing of the document."""
+    for value in (properties.modified, properties.created):
+        if isinstance(value, datetime) and value.replace(tzinfo=None) not in _TEMPLATE_STAMPS:
+            return value
+    return None
 
 
 def _heading_level(style: str) -> int | None:
@@ -115,8 +139,13 @@ def read_pptx(data: bytes, stem: str, max_chars: int = MAX_CHARS) -> Extracted:
             notes = slide.notes_slide.notes_text_frame
             if notes is not None and notes.text.strip():
                 writer.paragraph(f"Speaker notes: {notes.text}")
-    stated = one_line(presentation.core_properties.title or "")
-    return writer.result(stated or first_title or stem, encoding="pptx")
+    properties = presentation.core_properties
+    stated = one_line(properties.title or "")
+    return writer.result(
+        stated or first_title or stem,
+        encoding="pptx",
+        properties_date=_properties_date(properties),
+    )
 
 
 def _flattened(shapes: Iterable[Any]) -> Iterable[Any]:
@@ -141,12 +170,13 @@ def read_xlsx(data: bytes, stem: str, max_chars: int = MAX_CHARS) -> Extracted:
             writer.heading(f"Sheet {sheet.title}", 2)
             writer.numbered_table(_sheet_rows(sheet, cut))
         title = one_line(workbook.properties.title or "")
+        stamped = _properties_date(workbook.properties)
     finally:
         workbook.close()
     gaps = ""
     if cut:
         gaps = f"only the first {MAX_SHEET_ROWS:,} rows of sheet(s) {', '.join(cut)} were read"
-    return writer.result(title or stem, encoding="xlsx", gaps=gaps)
+    return writer.result(title or stem, encoding="xlsx", properties_date=stamped, gaps=gaps)
 
 
 def _sheet_rows(sheet: Any, cut: list[str]) -> Iterable[tuple[int, Iterable[str]]]:

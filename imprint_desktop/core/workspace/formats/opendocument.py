@@ -23,6 +23,7 @@ _TABLE = "urn:oasis:names:tc:opendocument:xmlns:table:1.0"
 _DRAW = "urn:oasis:names:tc:opendocument:xmlns:drawing:1.0"
 _PRESENTATION = "urn:oasis:names:tc:opendocument:xmlns:presentation:1.0"
 _DC = "http://purl.org/dc/elements/1.1/"
+_META = "urn:oasis:names:tc:opendocument:xmlns:meta:1.0"
 
 #: Rows read from one sheet, and copies of one repeated row or cell that are written out.
 MAX_SHEET_ROWS = 50_000
@@ -59,7 +60,9 @@ def read_opendocument(data: bytes, stem: str, kind: str, max_chars: int = MAX_CH
     if not title and kind == "odt":
         first = next((line for line in writer.lines if line.startswith("# ")), "")
         title = first.removeprefix("# ") or writer.first_text()
-    return writer.result(title or stem, encoding=kind, gaps=gaps)
+    # dc:date is when it was last saved, meta:creation-date when it was made.
+    stamped = _meta(document, "date") or _meta(document, "creation-date", _META)
+    return writer.result(title or stem, encoding=kind, properties_date=stamped, gaps=gaps)
 
 
 def _children(node: Any, namespace: str, name: str) -> Iterator[Any]:
@@ -186,7 +189,7 @@ def _descendants(node: Any, namespace: str, name: str) -> Iterator[Any]:
             yield from _descendants(child, namespace, name)
 
 
-def _meta(document: Any, name: str) -> str:
-    for element in _descendants(document.meta, _DC, name):
+def _meta(document: Any, name: str, namespace: str = _DC) -> str:
+    for element in _descendants(document.meta, namespace, name):
         return one_line(_text(element))
     return ""

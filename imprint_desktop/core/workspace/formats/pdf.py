@@ -79,11 +79,19 @@ def _pages(document: object, stem: str, writer: LineWriter) -> Extracted:
         writer.text(page_lines or ("",))
     if count and unreadable == read:
         raise DocumentError("it is a PDF none of whose pages could be read (damaged?)")
-    title = _title(document)
+    metadata = _metadata(document)
+    title = str(metadata.get("Title", "")).strip()
+    if title.lower() == "untitled":
+        title = ""
     gaps = scans.gaps(read)
     if not gaps and not any(line.strip() for line in writer.lines):
         gaps = "no text was found on any of its pages"
-    return writer.result(title or writer.first_text() or stem, encoding="pdf", gaps=gaps)
+    return writer.result(
+        title or writer.first_text() or stem,
+        encoding="pdf",
+        properties_date=metadata.get("ModDate") or metadata.get("CreationDate"),
+        gaps=gaps,
+    )
 
 
 def _page_text(page: object, room: int) -> tuple[str, ...]:
@@ -143,13 +151,13 @@ def _has_content(page: object) -> bool:
     return next(iter(objects(max_depth=1)), None) is not None
 
 
-def _title(document: object) -> str | None:
+def _metadata(document: object) -> dict[str, str]:
+    """The document's info (Title, ModDate, CreationDate…), empty when it cannot be read."""
     try:
         metadata = document.get_metadata_dict(skip_empty=True)  # type: ignore[attr-defined]
     except Exception:  # broken metadata is common and harmless
-        return None
-    title = str(metadata.get("Title", "")).strip()
-    return title if title and title.lower() != "untitled" else None
+        return {}
+    return {str(key): str(value) for key, value in metadata.items()}
 
 
 def page_list(numbers: list[int]) -> str:

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
+from imprint_desktop.core.workspace import dating
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 _SPACES = re.compile(r"[ \t\u00a0]+")
 
@@ -55,9 +57,10 @@ class Place:
 class Extracted:
     """A document as text: its title, its lines, and where its pages and places start.
 
-    ``date`` is a date the document states about itself (ISO ``2026-03-14``, or ``2026-03`` when
-    it names only a month), empty when it states none. ``gaps`` says, as a sentence fragment, what
-    could not be read ("pages 2-5 have no text layer"); with no text at all it is why.
+    ``dates`` are the dates the document gives itself, best first, each with how it was found
+    (:func:`~..dating.stated_dates`, its properties); empty when it gives none. ``gaps`` says, as
+    a sentence fragment, what could not be read ("pages 2-5 have no text layer"); with no text at
+    all it is why.
     """
 
     title: str
@@ -65,8 +68,14 @@ class Extracted:
     page_starts: tuple[int, ...] = ()  # 1-based line numbers; empty when there are no pages
     encoding: str = "utf-8"
     places: tuple[Place, ...] = ()
-    date: str = ""
+    dates: tuple[dating.DocumentDate, ...] = ()
     gaps: str = ""
+
+    @property
+    def date(self) -> str:
+        """The best date the document gives itself (ISO), "" if none: what :func:`~..dating.chosen`
+        takes unless it lies after the file's own timestamps."""
+        return self.dates[0].date if self.dates else ""
 
     def page_of(self, line: int) -> int | None:
         """The 1-based page holding ``line``, or None for documents without pages."""
@@ -381,8 +390,13 @@ class LineWriter:
             self.places[-1] = Place(last.start, last.name, tuple(self._rows))
         self._rows = None
 
-    def result(self, title: str, *, encoding: str, date: str = "", gaps: str = "") -> Extracted:
-        """The document; ``gaps`` (what the reader could not read) with the writer's own cut."""
+    def result(
+        self, title: str, *, encoding: str, properties_date: object = None, gaps: str = ""
+    ) -> Extracted:
+        """The document; ``gaps`` (what the reader could not read) with the writer's own cut, and
+        ``properties_date`` the date its properties give, as its library gives it
+        (:func:`~..dating.properties_date`)."""
+        stamped = dating.properties_date(properties_date)
         self._close_place()
         while self.lines and not self.lines[-1]:
             self.lines.pop()
@@ -392,7 +406,7 @@ class LineWriter:
             tuple(self.page_starts),
             encoding,
             tuple(self.places),
-            date,
+            (dating.DocumentDate(stamped, dating.How.PROPERTIES),) if stamped else (),
             "; ".join(part for part in (gaps, self.cut) if part),
         )
 
