@@ -34,6 +34,9 @@ class QuestionEdit(QPlainTextEdit):
         super().keyPressEvent(event)
 
 
+_LABELS = {False: "&Send", True: "S&top"}  # the button's, while idle and while a reply runs
+
+
 class Composer(QWidget):
     """Question box plus Send/Stop."""
 
@@ -51,11 +54,19 @@ class Composer(QWidget):
         )
         self.edit.setTabChangesFocus(True)
         self.edit.setFixedHeight(self.edit.fontMetrics().lineSpacing() * 4 + 16)
-        self.button = QPushButton("&Send")
+        self.button = QPushButton(_LABELS[False])
         self.button.setObjectName("sendButton")
         self.button.setAccessibleName("Send question")
         self.button.setDefault(False)
         self.button.clicked.connect(self._clicked)
+        # As wide as its widest label: Send and Stop are one button in one place, and the first
+        # click on Stop must land where Send was.
+        widths = []
+        for label in _LABELS.values():
+            self.button.setText(label)
+            widths.append(self.button.sizeHint().width())
+        self.button.setFixedWidth(max(widths))
+        self.button.setText(_LABELS[False])
         self.edit.sig_submit_requested.connect(self.submit)
         self.edit.sig_stop_requested.connect(self.sig_stop_requested)
         layout = QHBoxLayout(self)
@@ -71,7 +82,7 @@ class Composer(QWidget):
     def set_running(self, running: bool) -> None:
         """Send while idle, Stop while a reply runs."""
         self._running = running
-        self.button.setText("S&top" if running else "&Send")
+        self.button.setText(_LABELS[running])
         self.button.setAccessibleName("Stop the reply" if running else "Send question")
         self.button.setToolTip("Stop (Esc)" if running else "Send (Enter)")
 

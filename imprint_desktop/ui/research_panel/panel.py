@@ -83,6 +83,17 @@ def evidence_row(item: ev.EvidenceItemView) -> QListWidgetItem:
     return row
 
 
+def _figures_line(lines: int = 1) -> QLabel:
+    """A line of figures that change while a reply runs. It wraps rather than widen the panel
+    (which would move the transcript and the Stop button under the pointer), and keeps room for
+    ``lines`` lines so that what is below does not jump when it wraps or empties."""
+    label = QLabel()
+    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setWordWrap(True)
+    label.setMinimumHeight(lines * label.fontMetrics().lineSpacing())
+    return label
+
+
 class ResearchPanel(QWidget, EventHandler):
     """Live view of one reply's research; also shows a finished reply's record."""
 
@@ -107,10 +118,10 @@ class ResearchPanel(QWidget, EventHandler):
         self.time_bar.setTextVisible(True)
         self.time_bar.setRange(0, 1000)
         self.token_bar = SegmentBar("Research tokens")
-        self.token_text = QLabel()
+        self.token_text = _figures_line(lines=2)  # "… used + … reserved of … (… left)"
         self.patience_bar = SegmentBar("Patience: rounds without new evidence")
-        self.patience_text = QLabel()
-        self.counters = QLabel()
+        self.patience_text = _figures_line()
+        self.counters = _figures_line()
         self.counters.setAccessibleName("Rounds and evidence")
 
         self.final_group = QGroupBox("Final answer")
