@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QSettings, Qt, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
-    QFileDialog,
     QLabel,
     QMainWindow,
     QMenu,
@@ -33,6 +32,7 @@ from imprint_desktop.background.bridge import Bridge
 from imprint_desktop.core import paths
 from imprint_desktop.core.chosen import chosen_model
 from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui import export_paths
 from imprint_desktop.ui.chat.banner import ProblemsBanner, welcome_html
 from imprint_desktop.ui.chat.chat_session import ChatSession
 from imprint_desktop.ui.chat.composer import Composer
@@ -304,11 +304,10 @@ class MainWindow(QMainWindow):
         if conversation is None:
             self.statusBar().showMessage("Open a conversation to export it.", 5000)
             return
-        path, _filter = QFileDialog.getSaveFileName(
-            self, "Export conversation", "conversation.md", "Markdown (*.md)"
-        )
-        if path:
-            self.bridge.export_conversation(conversation, Path(path))
+        title = self.conversations.title_of(conversation)
+        path = export_paths.ask_save_path(self, export_paths.CONVERSATION, title)
+        if path is not None:
+            self.bridge.export_conversation(conversation, path)
 
     @Slot()
     def _copy_last(self) -> None:

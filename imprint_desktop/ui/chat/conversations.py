@@ -77,6 +77,7 @@ class ConversationsPane(QWidget):
         self.rename_dialog: QInputDialog | None = None
         self.delete_box: QMessageBox | None = None
         self._selected: int | None = None
+        self._titles: dict[int, str] = {}  # of every conversation listed, searched for or not
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(SEARCH_DELAY_MS)
@@ -107,6 +108,7 @@ class ConversationsPane(QWidget):
         self.list.clear()
         for conversation in listing.conversations:
             self.list.addItem(self._item(conversation))
+            self._titles[conversation.id] = conversation.title
         self.list.blockSignals(False)
         self.select(self._selected)
 
@@ -134,12 +136,9 @@ class ConversationsPane(QWidget):
     def selected(self) -> int | None:
         return self._selected
 
-    def _title(self, conversation_id: int) -> str:
-        for row in range(self.list.count()):
-            item = self.list.item(row)
-            if item.data(ID_ROLE) == conversation_id:
-                return item.text().split("\n", 1)[0]
-        return ""
+    def title_of(self, conversation_id: int) -> str:
+        """The title of a conversation listed so far ("" for one never listed)."""
+        return self._titles.get(conversation_id, "")
 
     def _update_buttons(self) -> None:
         has = self._selected is not None
@@ -168,7 +167,7 @@ class ConversationsPane(QWidget):
         dialog = QInputDialog(self)
         dialog.setWindowTitle("Rename conversation")
         dialog.setLabelText("New name:")
-        dialog.setTextValue(self._title(conversation_id))
+        dialog.setTextValue(self.title_of(conversation_id))
         dialog.setAccessibleName("Rename conversation")
 
         def done(result: int) -> None:
@@ -186,10 +185,11 @@ class ConversationsPane(QWidget):
         conversation_id = self._selected
         if conversation_id is None:
             return
+        title = self.title_of(conversation_id)
         box = QMessageBox(
             QMessageBox.Icon.Question,
             "Delete conversation",
-            f"Delete “{self._title(conversation_id)}” and all its replies? This cannot be undone.",
+            f"Delete “{title}” and all its replies? This cannot be undone.",
             QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
             self,
         )

@@ -20,7 +20,6 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
@@ -43,6 +42,7 @@ from imprint_desktop.core.research.record.claims import (
     verdict_sentence,
 )
 from imprint_desktop.core.research.record.report import Report, build_report
+from imprint_desktop.ui import export_paths
 from imprint_desktop.ui.research_panel.activity import ActivityModel
 from imprint_desktop.ui.research_panel.activity_view import ActivityView, titled_stack
 from imprint_desktop.ui.research_panel.budget_chart import BudgetChart
@@ -244,19 +244,15 @@ class RecordDialog(QDialog):
 
     @Slot()
     def _export(self) -> None:
-        path, _filter = QFileDialog.getSaveFileName(
-            self, "Export report", "research-record.html", "HTML (*.html)"
-        )
-        if path:
-            self.export_to(Path(path))
+        path = export_paths.ask_save_path(self, export_paths.REPORT, self.report.summary.question)
+        if path is not None:
+            self.export_to(path)
 
     @Slot()
     def _save(self) -> None:
-        path, _filter = QFileDialog.getSaveFileName(
-            self, "Save trace", "imprint-trace.jsonl", "JSON Lines (*.jsonl)"
-        )
-        if path:
-            self._save_trace(Path(path))
+        path = export_paths.ask_save_path(self, export_paths.TRACE, self.report.summary.question)
+        if path is not None:
+            self._save_trace(path)
 
     @Slot(int)
     def _show_evidence(self, number: int) -> None:
