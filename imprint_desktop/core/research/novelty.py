@@ -13,6 +13,13 @@ substantially contained in what the reply has already seen (DESIGN §1). To make
   shingles were seen before, in any order, from any tool, round or worker. Result order, scores
   and the query that found a passage are never fingerprinted, so they cannot make old evidence
   look new.
+* A **short line changed in one word** is repeated too: a unit of :data:`VARIANT_WORDS` words or
+  fewer (at least :data:`VARIANT_MIN_WORDS`) whose words, but one, are those of a unit seen
+  before, in the same places ("You searched for: fog" after "You searched for: lamp", "Visitors
+  today: 1038" after "Visitors today: 1037"). Containment cannot see it: one changed word is a
+  fifth of such a line's words and every shingle it has. Each such unit is also kept as one
+  fingerprint per word, with that word left out. A UUID is one word ("uuid"), so "Request id
+  <uuid>" changes nothing at all.
 
 Speed: every tool result passes through here, so nothing runs per word in Python. The texts of a
 batch are normalized as one string (a few C-level passes: ``lower``, one regex, ``translate``),
@@ -48,6 +55,10 @@ import numpy.typing as npt
 SHINGLE_WORDS = 5
 CONTAINED = 0.8
 UNIT_WORDS = 80
+#: The longest unit (in words) that one changed word does not make new; past it, containment
+#: judges alone. Two-word units ("open daily", "open weekly") differ in half their words.
+VARIANT_WORDS = 12
+VARIANT_MIN_WORDS = 3
 MAX_FINGERPRINTS = 500_000
 # One byte per slot of the presence map, addressed by the top _PRESENCE_BITS of a fingerprint.
 _PRESENCE_BITS = 20
@@ -61,6 +72,23 @@ _MASK = (1 << 64) - 1
 _POSITION = np.array(
     [(0x9E3779B97F4A7C15 * (2 * k + 1)) & _MASK for k in range(SHINGLE_WORDS)], dtype=np.uint64
 )
+
+# One odd multiplier per word place of a short unit, for its fingerprints with one word left out,
+# and the value that stands for the word left out.
+_VARIANT_POSITION = np.array(
+    [(0xD6E8FEB86659FD93 * (2 * k + 1)) & _MASK for k in range(VARIANT_WORDS)], dtype=np.uint64
+)
+_LEFT_OUT = np.uint64(0x2545F4914F6CDD1D)
+# Fingerprints with a word left out live apart from shingles: their unit's length is mixed in
+# with this factor, then the whole is mixed once more.
+_VARIANT_LENGTH = np.uint64(0x9FB21C651E98DF25)
+_UUID = re.compile(
+    r"(?<![0-9a-z])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?![0-9a-z])"
+)
+# Its middle, which starts with a literal the regex engine skips to at C speed; a UUID regex that
+# starts with a class of letters tries at every letter a to f, several times slower than the rest
+# of normalizing.
+_UUID_MIDDLE = re.compile(r"-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-")
 
 # A digit first lets the regex engine skip quickly to candidates.
 _TIMESTAMP = re.compile(
@@ -164,9 +192,36 @@ class EvidenceStore:
         return [Novelty(count, again) for count, again in zip(new, repeated, strict=True)]
 
     def _judge(self, texts: Sequence[str]) -> list[Novelty]:
-        prints, units, unit_owner = _fingerprint(texts)
+        prints, units, unit_owner, variants, variant_units = _fingerprint(texts)
         if prints.size == 0:
             return [Novelty(0, 0) for _ in texts]
+        known, key_units, fresh = self._seen(prints, units)
+        total = np.bincount(key_units)
+        known_count = np.bincount(key_units, weights=known, minlength=total.size)
+        repeated_unit = known_count >= CONTAINED * total
+        if variants.size:
+            # A short unit is a changed line of one seen before when any of its fingerprints
+            # with one word left out was seen.
+            variant_known, variant_key_units, variant_fresh = self._seen(variants, variant_units)
+            changed_line = np.bincount(
+                variant_key_units, weights=variant_known, minlength=total.size
+            )
+            repeated_unit |= changed_line[: total.size] > 0
+            fresh = _merge(fresh, variant_fresh)  # fingerprints of two kinds: apart
+        repeated = np.bincount(unit_owner, weights=repeated_unit, minlength=len(texts))
+        all_units = np.bincount(unit_owner, minlength=len(texts))
+        self._remember(fresh)
+        return [
+            Novelty(int(count - again), int(again))
+            for count, again in zip(all_units.tolist(), repeated.tolist(), strict=True)
+        ]
+
+    def _seen(
+        self, prints: Hashes, units: Indices
+    ) -> tuple[npt.NDArray[np.bool_], Indices, Hashes]:
+        """For each of ``prints`` (of ``units``), in an order of their own: whether it was seen
+        (held, or in an earlier unit of the batch), and its unit; and the sorted, distinct
+        fingerprints not held yet."""
         # One sort of (fingerprint, unit) keys groups equal fingerprints with the earliest unit
         # first, which answers "seen in an earlier unit of this batch?" without an argsort.
         keys = (prints & _PRINT_BITS) | units.view(np.uint64)
@@ -181,16 +236,7 @@ class EvidenceStore:
         held = self._holds(distinct)
         group = np.cumsum(starts) - 1
         known = held[group] | (key_units > key_units[first_of_group][group])
-        total = np.bincount(key_units)
-        known_count = np.bincount(key_units, weights=known, minlength=total.size)
-        repeated_unit = known_count >= CONTAINED * total
-        repeated = np.bincount(unit_owner, weights=repeated_unit, minlength=len(texts))
-        all_units = np.bincount(unit_owner, minlength=len(texts))
-        self._remember(distinct[~held])
-        return [
-            Novelty(int(count - again), int(again))
-            for count, again in zip(all_units.tolist(), repeated.tolist(), strict=True)
-        ]
+        return known, key_units, distinct[~held]
 
     def _holds(self, distinct: Hashes) -> npt.NDArray[np.bool_]:
         """Which of the sorted, distinct fingerprints ``distinct`` the store holds."""
@@ -282,8 +328,26 @@ def _contains(haystack: Hashes, needles: Hashes) -> npt.NDArray[np.bool_]:
 
 
 def normalize(text: str) -> str:
-    """``text`` lower-cased, timestamps replaced by a token, punctuation folded to spaces."""
-    return _TIMESTAMP.sub(" timestamp ", text.lower()).translate(_FOLD)
+    """``text`` lower-cased, UUIDs and timestamps replaced by a token each, punctuation folded to
+    spaces."""
+    lowered = _without_uuids(text.lower())
+    return _TIMESTAMP.sub(" timestamp ", lowered).translate(_FOLD)
+
+
+def _without_uuids(text: str) -> str:
+    """``text`` (lower case) with every UUID replaced by one token."""
+    parts: list[str] = []
+    done = 0
+    for middle in _UUID_MIDDLE.finditer(text):
+        start = middle.start() - 8
+        found = _UUID.match(text, start) if start >= done else None
+        if found is not None:
+            parts += (text[done:start], " uuid ")
+            done = found.end()
+    if not parts:
+        return text
+    parts.append(text[done:])
+    return "".join(parts)
 
 
 def _batch(texts: Sequence[str]) -> str:
@@ -299,15 +363,16 @@ def _batch(texts: Sequence[str]) -> str:
     return normalize(joined)
 
 
-def _fingerprint(texts: Sequence[str]) -> tuple[Hashes, Indices, Indices]:
-    """Shingle fingerprints of a batch, the unit of each, and the text owning each unit."""
+def _fingerprint(texts: Sequence[str]) -> tuple[Hashes, Indices, Indices, Hashes, Indices]:
+    """Shingle fingerprints of a batch, the unit of each, the text owning each unit, and the
+    fingerprints of short units with one word left out, with the unit of each."""
     # Eight zero bytes after the text let every word be read in 8-byte loads (see _words).
     padded = np.frombuffer(_batch(texts).encode() + bytes(8), dtype=np.uint8)
     data = padded[:-8]
     starts, word_hashes = _words(padded)
     empty = np.empty(0, dtype=np.int64)
     if starts.size == 0:
-        return np.empty(0, dtype=np.uint64), empty, empty
+        return np.empty(0, dtype=np.uint64), empty, empty, np.empty(0, dtype=np.uint64), empty
 
     # Pieces end at separators; texts at the _TEXT separators only. Everything about pieces and
     # units is worked out per piece (thousands), and only then spread over the words (many more).
@@ -337,15 +402,16 @@ def _fingerprint(texts: Sequence[str]) -> tuple[Hashes, Indices, Indices]:
         shingles += word_hashes[offset : offset + count] * factor
     inside = unit[:count] == unit[span : span + count]
 
+    unit_first_word = np.cumsum(unit_size) - unit_size
+    place = np.arange(total) - unit_first_word[unit]
+    variants, variant_units = _left_out(word_hashes, unit, unit_size, place)
     # Units shorter than one shingle get one fingerprint of all their words.
     is_short = unit_size < SHINGLE_WORDS
     if not is_short.any():
-        return shingles[inside], unit[:count][inside], unit_owner
+        return shingles[inside], unit[:count][inside], unit_owner, variants, variant_units
     short_units = np.flatnonzero(is_short)
-    unit_first_word = np.cumsum(unit_size) - unit_size
     in_short = is_short[unit]
-    short_place = (np.arange(total) - unit_first_word[unit])[in_short]
-    terms = word_hashes[in_short] * _POSITION[short_place]
+    terms = word_hashes[in_short] * _POSITION[place[in_short]]
     short_prints = np.add.reduceat(
         terms, np.cumsum(unit_size[short_units]) - unit_size[short_units]
     )
@@ -353,7 +419,31 @@ def _fingerprint(texts: Sequence[str]) -> tuple[Hashes, Indices, Indices]:
         np.concatenate((shingles[inside], short_prints)),
         np.concatenate((unit[:count][inside], short_units)),
         unit_owner,
+        variants,
+        variant_units,
     )
+
+
+def _left_out(
+    word_hashes: Hashes, unit: Indices, unit_size: Indices, place: Indices
+) -> tuple[Hashes, Indices]:
+    """For every word of a unit of :data:`VARIANT_MIN_WORDS` to :data:`VARIANT_WORDS` words, the
+    fingerprint of its unit with that word left out (and the unit's length), and its unit."""
+    eligible = (unit_size >= VARIANT_MIN_WORDS) & (unit_size <= VARIANT_WORDS)
+    if not eligible.any():
+        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+    in_eligible = eligible[unit]
+    words = word_hashes[in_eligible]
+    places = place[in_eligible]
+    owners = unit[in_eligible]
+    terms = words * _VARIANT_POSITION[places]
+    sizes = unit_size[eligible]
+    whole = np.add.reduceat(terms, np.cumsum(sizes) - sizes)
+    # Units are numbered in order, so the eligible units' words come unit by unit.
+    whole_of_word = np.repeat(whole, sizes)
+    lengths = np.repeat(sizes, sizes).astype(np.uint64)
+    left_out = whole_of_word - terms + _LEFT_OUT * _VARIANT_POSITION[places]
+    return _mix(left_out ^ lengths * _VARIANT_LENGTH), owners
 
 
 def _words(padded: npt.NDArray[np.uint8]) -> tuple[Indices, Hashes]:

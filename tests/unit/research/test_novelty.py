@@ -12,6 +12,8 @@ from imprint_desktop.core.research.novelty import (
     CONTAINED,
     SHINGLE_WORDS,
     UNIT_WORDS,
+    VARIANT_MIN_WORDS,
+    VARIANT_WORDS,
     EvidenceStore,
     normalize,
 )
@@ -158,25 +160,38 @@ def _reference_shingles(words: list[str]) -> list[tuple[str, ...]]:
     return [tuple(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)]
 
 
+def _reference_left_out(words: list[str]) -> list[tuple[object, ...]]:
+    """A short unit with each of its words left out in turn (a changed line, issue 42)."""
+    if not VARIANT_MIN_WORDS <= len(words) <= VARIANT_WORDS:
+        return []
+    return [
+        ("left out", place, *words[:place], None, *words[place + 1 :])
+        for place in range(len(words))
+    ]
+
+
 class _ReferenceStore:
     """The same judgement with exact sets of word tuples: slow, obviously right, unbounded."""
 
     def __init__(self) -> None:
-        self.seen: set[tuple[str, ...]] = set()
+        self.seen: set[tuple[object, ...]] = set()
 
     def add_many(self, texts: list[str]) -> list[tuple[int, int]]:
         verdicts = []
-        batch_seen: set[tuple[str, ...]] = set()
+        batch_seen: set[tuple[object, ...]] = set()
         for text in texts:
             new = repeated = 0
             for unit in _reference_units(text):
                 shingles = _reference_shingles(unit)
                 known = sum(s in self.seen or s in batch_seen for s in shingles)
-                if known >= CONTAINED * len(shingles):
+                left_out = _reference_left_out(unit)
+                changed_line = any(v in self.seen or v in batch_seen for v in left_out)
+                if known >= CONTAINED * len(shingles) or changed_line:
                     repeated += 1
                 else:
                     new += 1
                 batch_seen.update(shingles)
+                batch_seen.update(left_out)
             verdicts.append((new, repeated))
         self.seen |= batch_seen
         return verdicts
