@@ -32,7 +32,7 @@ from typing import TextIO
 from imprint_desktop.commands.fetch_consent import is_terminal, terminal_consent
 from imprint_desktop.core import assistant, reply_services
 from imprint_desktop.core.cancel import CancelToken
-from imprint_desktop.core.chosen import chosen_model, workspace_root
+from imprint_desktop.core.chosen import chosen_model, workspace_folder, workspace_root
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.errors import (
     Cancelled,
@@ -110,7 +110,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         dest="follow_up",
         action="store_true",
         help="ask a follow-up in the newest conversation of the chat history (the question may "
-        "refer to the one before it: “How deep is it?”)",
+        "refer to the one before it: “How deep is it?”), in the folder it researched unless "
+        "--workspace says otherwise",
     )
     parser.add_argument(
         "--no-history",
@@ -204,8 +205,35 @@ def _prepare(args: argparse.Namespace, err: TextIO) -> _Run:
             f"the environment variable {args.api_key_env} is not set (or is empty); "
             "--api-key-env names the variable that holds the API key"
         )
-    root = workspace_root(config, args.workspace)
+    root = workspace_root(config, args.workspace or _continued_folder(args, err))
     return _Run(args, config, root, _open_trace(args.trace))
+
+
+def _continued_folder(args: argparse.Namespace, err: TextIO) -> Path | None:
+    """With ``--continue`` and no ``--workspace``, the folder the conversation continued
+    researches; None when it is not known, or gone (then said: the configured one is researched)."""
+    if not args.follow_up or args.no_history:
+        return None
+    try:
+        store = HistoryStore()
+        try:
+            newest = store.conversations()[:1]
+        finally:
+            store.close()
+    except (OSError, sqlite3.Error):
+        return None  # the history cannot be opened: _history says so
+    kept = newest[0].workspace if newest else None
+    if kept is None:
+        return None
+    folder = workspace_folder(kept)
+    if not folder.is_dir():
+        print(
+            f"warning: the conversation was about {terminal_safe(kept)}, which is no longer "
+            "there; researching the configured workspace",
+            file=err,
+        )
+        return None
+    return folder
 
 
 def _config(args: argparse.Namespace, err: TextIO) -> Config:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from imprint_desktop.core import paths
-from imprint_desktop.core.chosen import researched_folder
+from imprint_desktop.core.chosen import researched_folder, sample_workspace
 from imprint_desktop.core.config import Config
 from imprint_desktop.core.providers.base import Message
 from imprint_desktop.core.research import events as ev
@@ -36,7 +36,8 @@ CREATE TABLE IF NOT EXISTS conversations (
     id INTEGER PRIMARY KEY,
     title TEXT NOT NULL,
     created REAL NOT NULL,
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    workspace TEXT                 -- the folder its latest reply researched ('' the sample)
 );
 CREATE TABLE IF NOT EXISTS replies (
     id INTEGER PRIMARY KEY,
@@ -69,7 +70,8 @@ CREATE TABLE IF NOT EXISTS evidence (
 CREATE INDEX IF NOT EXISTS replies_by_conversation ON replies(conversation_id, id);
 """
 #: 2: answers are kept without their Sources block (the sources are the result's own field).
-SCHEMA_VERSION = 2
+#: 3: conversations keep the folder they research (taken from their latest reply's, when kept).
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,13 @@ class ConversationSummary:
     title: str
     updated: float
     replies: int
+    #: The folder it researches: a path, "" for the sample workspace, None when not known (a
+    #: conversation without replies, or whose replies are older than the folders they kept).
+    workspace: str | None = None
+
+    @property
+    def sample_workspace(self) -> bool:
+        return self.workspace == ""
 
 
 @dataclass(frozen=True)
@@ -130,16 +139,32 @@ class HistoryStore:
 
     def _upgrade(self) -> None:
         """Bring a history written by an older Imprint to :data:`SCHEMA_VERSION`: answers kept
-        with their Sources block written in lose it (their result keeps the sources)."""
+        with their Sources block written in lose it (their result keeps the sources), and
+        conversations gain the folder they research, their latest reply's where one was kept."""
         with self.transaction() as db:
             (version,) = db.execute("PRAGMA user_version").fetchone()
             if version >= SCHEMA_VERSION:
                 return
-            rows = db.execute("SELECT id, answer FROM replies WHERE answer IS NOT NULL").fetchall()
-            for stored_id, answer in rows:
-                kept = _without_sources_block(answer)
-                if kept != answer:
-                    db.execute("UPDATE replies SET answer = ? WHERE id = ?", (kept, stored_id))
+            if version < 2:
+                rows = db.execute(
+                    "SELECT id, answer FROM replies WHERE answer IS NOT NULL"
+                ).fetchall()
+                for stored_id, answer in rows:
+                    kept = _without_sources_block(answer)
+                    if kept != answer:
+                        db.execute("UPDATE replies SET answer = ? WHERE id = ?", (kept, stored_id))
+            columns = {row[1] for row in db.execute("PRAGMA table_info(conversations)")}
+            if "workspace" not in columns:
+                db.execute("ALTER TABLE conversations ADD COLUMN workspace TEXT")
+            latest = db.execute(
+                """SELECT r.conversation_id, r.workspace FROM replies r WHERE r.id = (
+                       SELECT MAX(q.id) FROM replies q
+                       WHERE q.conversation_id = r.conversation_id AND q.workspace IS NOT NULL)"""
+            ).fetchall()
+            db.executemany(
+                "UPDATE conversations SET workspace = ? WHERE id = ? AND workspace IS NULL",
+                [(kept_folder(Path(folder)), conversation) for conversation, folder in latest],
+            )
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     # --- connections ----------------------------------------------------------------------------
@@ -193,7 +218,7 @@ class HistoryStore:
         rows = (
             self._db()
             .execute(
-                """SELECT c.id, c.title, c.updated, COUNT(r.id) FROM conversations c
+                """SELECT c.id, c.title, c.updated, COUNT(r.id), c.workspace FROM conversations c
                LEFT JOIN replies r ON r.conversation_id = c.id
                WHERE ? = '%%' OR c.title LIKE ? OR EXISTS (
                    SELECT 1 FROM replies q WHERE q.conversation_id = c.id AND q.question LIKE ?)
@@ -282,6 +307,8 @@ class HistoryStore:
                 (conversation_id, question, now, str(workspace) if workspace else None),
             )
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conversation_id))
+            if workspace:
+                _keep_conversation_folder(db, conversation_id, workspace)
         assert cursor.lastrowid is not None
         return ReplyRecorder(self, cursor.lastrowid)
 
@@ -295,6 +322,22 @@ class HistoryStore:
             .fetchall()
         )
         return tuple(ev.EvidenceItemView(*row) for row in rows)
+
+
+def kept_folder(folder: Path) -> str:
+    """How a conversation keeps the folder it researches: its path, or "" for the sample
+    workspace, whose path changes with every installation."""
+    try:
+        sample = folder.resolve() == sample_workspace().resolve()
+    except OSError:
+        sample = False
+    return "" if sample else str(folder)
+
+
+def _keep_conversation_folder(db: sqlite3.Connection, conversation: int, folder: Path) -> None:
+    db.execute(
+        "UPDATE conversations SET workspace = ? WHERE id = ?", (kept_folder(folder), conversation)
+    )
 
 
 def _reply(row: tuple[Any, ...], evidence: tuple[ev.EvidenceItemView, ...]) -> StoredReply:
@@ -430,7 +473,12 @@ class ReplyRecorder(EventHandler):
         if folder is None:
             return
         with self.store.transaction() as db:
-            db.execute(
+            cursor = db.execute(
                 "UPDATE replies SET workspace = ? WHERE id = ? AND workspace IS NULL",
                 (str(folder), self.stored_id),
             )
+            if cursor.rowcount:
+                (conversation,) = db.execute(
+                    "SELECT conversation_id FROM replies WHERE id = ?", (self.stored_id,)
+                ).fetchone()
+                _keep_conversation_folder(db, conversation, folder)

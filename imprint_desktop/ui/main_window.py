@@ -37,6 +37,7 @@ from imprint_desktop.ui.chat.banner import ProblemsBanner, welcome_html
 from imprint_desktop.ui.chat.chat_session import ChatSession
 from imprint_desktop.ui.chat.composer import Composer
 from imprint_desktop.ui.chat.consent_card import ConsentCard
+from imprint_desktop.ui.chat.conversation_folder import ConversationFolder
 from imprint_desktop.ui.chat.conversations import ConversationsPane
 from imprint_desktop.ui.chat.document_viewer import SourceViewer
 from imprint_desktop.ui.chat.evidence_opener import EvidenceOpener
@@ -139,6 +140,10 @@ class MainWindow(QMainWindow):
             parent=self,
         )
         self.session.sig_problem.connect(self.show_problem)
+        self.conversation_folder = ConversationFolder(
+            store, self.conversations, self.toolbar_row.workspace.choose_folder, self
+        )
+        self.conversation_folder.sig_said.connect(self.show_status)
         self.session.sig_starter_answered.connect(self.starter_offer.starter_answered)
         self.session.sig_conversation_left.connect(self.starter_offer.conversation_left)
         self.composer.sig_question_sent.connect(lambda _question: self._show_summary())

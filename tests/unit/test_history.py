@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -13,6 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from imprint_desktop.core.chosen import sample_workspace
 from imprint_desktop.core.history import SCHEMA, HistoryStore
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.engine import ResearchEngine
@@ -212,3 +214,51 @@ def test_a_history_from_before_gains_the_column_and_reads_as_unknown(tmp_path: P
     (reply,) = store.replies(1)
     assert reply.workspace is None
     store.close()
+
+
+def test_a_conversation_keeps_the_folder_its_latest_reply_researched(tmp_path: Path) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    store = HistoryStore(tmp_path / "history.sqlite3")
+    conversation = store.create_conversation("c")
+    assert store.conversations()[0].workspace is None  # no reply yet: not known
+    store.start_reply(conversation, "q")(started(first))
+    assert store.conversations()[0].workspace == str(first)
+    store.start_reply(conversation, "q", workspace=second)
+    assert store.conversations()[0].workspace == str(second)
+    store.start_reply(conversation, "q", workspace=sample_workspace())
+    (summary,) = store.conversations()
+    assert (summary.workspace, summary.sample_workspace) == ("", True)  # not a path to a venv
+    store.close()
+
+
+def test_a_history_written_before_conversations_kept_their_folder_gains_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "history.sqlite3"
+    shutil.copyfile(ROOT / "tests/unit/history_files/history-v2.sqlite3", path)
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+    db.close()
+    store = HistoryStore(path)
+    folders = {c.title: c.workspace for c in store.conversations()}
+    assert folders == {
+        "What is the harbour wall made of?": "/home/ada/Documents/harbour",  # the latest reply's
+        "Who kept the light?": None,  # its reply kept no folder: as before
+        "Empty": None,
+    }
+    # Everything else is as it was.
+    harbour = next(c for c in store.conversations() if c.workspace)
+    assert [r.answer for r in store.replies(harbour.id)] == ["Granite.", "Granite."]
+    assert [r.workspace for r in store.replies(harbour.id)] == [
+        "/srv/harbour-docs",
+        "/home/ada/Documents/harbour",
+    ]
+    store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (3,)
+    db.close()
+    again = HistoryStore(path)  # opened again: nothing to do, nothing lost
+    assert {c.title: c.workspace for c in again.conversations()} == folders
+    again.close()

@@ -1,4 +1,5 @@
-"""The conversation list: search, new, rename and delete (with confirmation).
+"""The conversation list: search, new, rename and delete (with confirmation); each entry names the
+folder its conversation researches.
 
 The pane only asks; the history lives on the loop thread. It emits what the person wants and
 shows the :class:`~imprint_desktop.background.payloads.ConversationList` the bridge sends back.
@@ -9,6 +10,7 @@ runs inside a slot and the tests can answer them like a person would.
 from __future__ import annotations
 
 import time
+from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
@@ -26,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.background.payloads import ConversationList
+from imprint_desktop.core.chosen import sample_workspace
 from imprint_desktop.ui.inert import tooltip
 
 if TYPE_CHECKING:
@@ -37,6 +40,23 @@ SEARCH_DELAY_MS = 200
 
 def _when(stamp: float) -> str:
     return time.strftime("%d %b %Y %H:%M", time.localtime(stamp))
+
+
+def folder_name(workspace: str | None) -> str:
+    """A conversation's folder as its list entry names it: the folder's own name, "Sample
+    workspace", or "" when it is not known."""
+    if workspace is None:
+        return ""
+    if not workspace:
+        return "Sample workspace"
+    return PurePath(workspace).name or workspace
+
+
+def folder_path(workspace: str | None) -> str:
+    """A conversation's folder in full, for its tooltip ("" when not known)."""
+    if workspace is None:
+        return ""
+    return workspace or str(sample_workspace())
 
 
 class ConversationsPane(QWidget):
@@ -78,6 +98,7 @@ class ConversationsPane(QWidget):
         self.delete_box: QMessageBox | None = None
         self._selected: int | None = None
         self._titles: dict[int, str] = {}  # of every conversation listed, searched for or not
+        self._folders: dict[int, str | None] = {}  # and the folder each researches (see history)
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
         self._search_timer.setInterval(SEARCH_DELAY_MS)
@@ -109,14 +130,23 @@ class ConversationsPane(QWidget):
         for conversation in listing.conversations:
             self.list.addItem(self._item(conversation))
             self._titles[conversation.id] = conversation.title
+            self._folders[conversation.id] = conversation.workspace
         self.list.blockSignals(False)
         self.select(self._selected)
 
     def _item(self, conversation: ConversationSummary) -> QListWidgetItem:
         replies = f"{conversation.replies} question{'' if conversation.replies == 1 else 's'}"
-        item = QListWidgetItem(f"{conversation.title}\n{_when(conversation.updated)} · {replies}")
+        folder = folder_name(conversation.workspace)
+        details = " · ".join(
+            part for part in (folder, _when(conversation.updated), replies) if part
+        )
+        item = QListWidgetItem(f"{conversation.title}\n{details}")
         item.setData(ID_ROLE, conversation.id)
-        item.setToolTip(tooltip(conversation.title))  # a title is a question: any text
+        where = folder_path(conversation.workspace)
+        # A title is a question and a path any name: both any text, shown as text.
+        item.setToolTip(
+            tooltip(f"{conversation.title}\nFolder: {where}" if where else conversation.title)
+        )
         return item
 
     def select(self, conversation_id: int | None) -> None:
@@ -139,6 +169,12 @@ class ConversationsPane(QWidget):
     def title_of(self, conversation_id: int) -> str:
         """The title of a conversation listed so far ("" for one never listed)."""
         return self._titles.get(conversation_id, "")
+
+    def folder_of(self, conversation_id: int) -> str | None:
+        """The folder a listed conversation researches: a path, "" for the sample workspace, None
+        when it is not known (:attr:`~imprint_desktop.core.history.ConversationSummary.workspace`).
+        """
+        return self._folders.get(conversation_id)
 
     def _update_buttons(self) -> None:
         has = self._selected is not None

@@ -5,6 +5,7 @@ model file can reach (a fault of Imprint's own)."""
 from __future__ import annotations
 
 import gc
+import io
 import json
 import os
 from pathlib import Path
@@ -13,6 +14,8 @@ import pytest
 
 from imprint_desktop import cli
 from imprint_desktop.commands import ask
+from imprint_desktop.core.chosen import sample_workspace
+from imprint_desktop.core.history import HistoryStore
 
 
 def test_the_command_is_the_first_word_that_is_not_an_option() -> None:
@@ -80,3 +83,29 @@ def test_ctrl_c_before_the_reply_handles_it_is_one_json_object_too(
     payload = json.loads(capsys.readouterr().out)
     assert code == payload["exit_code"] == 130
     assert payload["stop_reason"] == "cancelled" and payload["error"]
+
+
+def test_continue_researches_the_folder_of_the_conversation_it_continues(
+    tmp_path: Path,
+) -> None:
+    """``imprint ask --continue`` without ``--workspace`` follows the conversation's folder
+    (issue 41, item 9); ``--workspace`` still wins, and a folder gone since is said."""
+    harbour = tmp_path / "harbour-docs"
+    harbour.mkdir()
+    history = HistoryStore()
+    history.start_reply(history.create_conversation("Harbour"), "How high is the wall?", harbour)
+    history.close()
+
+    def root(*words: str) -> tuple[Path, str]:
+        argv = ["ask", *words]
+        err = io.StringIO()
+        prepared = ask._prepare(cli.build_parser(argv).parse_args(argv), err)
+        return prepared.root, err.getvalue()
+
+    assert root("How deep is it?", "--continue") == (harbour, "")
+    assert root("How deep is it?")[0] == sample_workspace()  # a new conversation: the settings'
+    assert root("How deep is it?", "--continue", "--workspace", str(tmp_path))[0] == tmp_path
+    harbour.rmdir()
+    again, said = root("How deep is it?", "--continue")
+    assert again == sample_workspace()
+    assert f"the conversation was about {harbour}, which is no longer there" in said
