@@ -177,10 +177,15 @@ def started(workspace: Path) -> ev.ReplyStarted:
     return ev.ReplyStarted(0.0, "q", make_config({"workspace.path": str(workspace)}), "scripted")
 
 
-def test_a_reply_keeps_the_workspace_it_started_with(tmp_path: Path) -> None:
+def two_folders(tmp_path: Path) -> tuple[Path, Path]:
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
     second.mkdir()
+    return first, second
+
+
+def test_a_reply_keeps_the_workspace_it_started_with(tmp_path: Path) -> None:
+    first, second = two_folders(tmp_path)
     store = HistoryStore(tmp_path / "history.sqlite3")
     conversation = store.create_conversation("c")
     store.start_reply(conversation, "q")(started(first))
@@ -217,9 +222,7 @@ def test_a_history_from_before_gains_the_column_and_reads_as_unknown(tmp_path: P
 
 
 def test_a_conversation_keeps_the_folder_its_latest_reply_researched(tmp_path: Path) -> None:
-    first, second = tmp_path / "first", tmp_path / "second"
-    first.mkdir()
-    second.mkdir()
+    first, second = two_folders(tmp_path)
     store = HistoryStore(tmp_path / "history.sqlite3")
     conversation = store.create_conversation("c")
     assert store.conversations()[0].workspace is None  # no reply yet: not known

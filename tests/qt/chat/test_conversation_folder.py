@@ -43,6 +43,21 @@ def reopen(qtbot: QtBot, window: MainWindow, title: str) -> None:
         window.conversations.list.setCurrentRow(row)
 
 
+def asked_in_each(
+    qtbot: QtBot, store: SettingsStore, folders: tuple[Path, Path], *, listed: int
+) -> MainWindow:
+    """The window after one question about the wall in the first folder and one about the
+    ledger in the second (researched last), with ``listed`` conversations in the list."""
+    harbour, ferry = folders
+    store.set("workspace.path", str(harbour))
+    window = open_window(qtbot, store).window
+    ask_in(qtbot, window, "What is the wall made of?")
+    store.set("workspace.path", str(ferry))
+    ask_in(qtbot, window, "Who kept the ledger?")
+    qtbot.waitUntil(lambda: window.conversations.list.count() == listed, timeout=WAIT_MS)
+    return window
+
+
 @pytest.fixture
 def folders(tmp_path: Path) -> tuple[Path, Path]:
     return write_corpus(tmp_path / "harbour-docs"), write_corpus(tmp_path / "ferry-docs")
@@ -56,12 +71,7 @@ def test_the_list_names_each_conversations_folder_and_reopening_researches_it(
     history = HistoryStore()
     history.start_reply(history.create_conversation("An old question"), "An old question")
     history.close()
-    store.set("workspace.path", str(harbour))
-    window = open_window(qtbot, store).window
-    ask_in(qtbot, window, "What is the wall made of?")
-    store.set("workspace.path", str(ferry))
-    ask_in(qtbot, window, "Who kept the ledger?")
-    qtbot.waitUntil(lambda: window.conversations.list.count() == 3, timeout=WAIT_MS)
+    window = asked_in_each(qtbot, store, folders, listed=3)
 
     _row, text, tip = entry(window, "What is the wall made of?")
     assert text.split("\n")[1].startswith("harbour-docs · ")
@@ -88,12 +98,7 @@ def test_reopening_a_conversation_whose_folder_is_gone_asks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     harbour, ferry = folders
-    store.set("workspace.path", str(harbour))
-    window = open_window(qtbot, store).window
-    ask_in(qtbot, window, "What is the wall made of?")
-    store.set("workspace.path", str(ferry))
-    ask_in(qtbot, window, "Who kept the ledger?")
-    qtbot.waitUntil(lambda: window.conversations.list.count() == 2, timeout=WAIT_MS)
+    window = asked_in_each(qtbot, store, folders, listed=2)
     shutil.rmtree(harbour)
 
     reopen(qtbot, window, "What is the wall made of?")
