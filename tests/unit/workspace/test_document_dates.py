@@ -73,6 +73,7 @@ def test_a_date_from_the_document_properties_when_its_text_states_none(tmp_path:
         root / "lamps.docx", "Lamp stock", [("", "Forty spare quay lamps are kept.")]
     )
     saved(template)
+    saved(_odt_saved_on(root / "paint.odt", "2026-07-21T10:15:00"))
     pdf = tmp_path / "pdf"
     _pdf_made_on(pdf / "tides.pdf", datetime(2026, 8, 3, 9, tzinfo=UTC))
     with WorkspaceIndex(root, extraction=NO_OCR) as index:
@@ -83,9 +84,22 @@ def test_a_date_from_the_document_properties_when_its_text_states_none(tmp_path:
         "2026-10-09",
         "modified 2026-10-09",
     )
+    assert (hits["paint.odt"].date, hits["paint.odt"].dated) == ("2026-07-21", "properties")
     with WorkspaceIndex(pdf, extraction=NO_OCR) as index:
         tides = hits_by_path(index, "tide tables")["tides.pdf"]
     assert (tides.date, tides.dated) == ("2026-08-03", "properties")
+
+
+def _odt_saved_on(path: Path, stamp: str) -> Path:
+    from odf import dc, meta, text
+    from odf.opendocument import OpenDocumentText
+
+    document = OpenDocumentText()
+    document.meta.addElement(dc.Date(text=stamp))  # when it was last saved
+    document.meta.addElement(meta.CreationDate(text="2026-01-05T08:00:00"))
+    document.text.addElement(text.P(text="The quay lamps were painted green."))
+    document.save(str(path))
+    return path
 
 
 def _pdf_made_on(path: Path, made: datetime) -> None:
