@@ -40,7 +40,7 @@ import numpy.typing as npt
 from imprint_desktop.core import paths
 from imprint_desktop.core.errors import EmbedderError, ModelStoreError
 from imprint_desktop.core.workspace.encoder import SentenceEncoder, model_folder
-from imprint_desktop.core.workspace.query_words import content_words
+from imprint_desktop.core.workspace.query_words import meaning_words
 from imprint_desktop.core.workspace.word_tokens import WordTokens
 
 if TYPE_CHECKING:
@@ -153,13 +153,12 @@ class StaticEmbedder:
         return self._embedded(texts, query=False)
 
     def embed_query(self, text: str) -> Vectors:
-        """The mean of the query's content words (:func:`.query_words.content_words`): a
-        question as written and its content words get one vector, as function words would
-        only pull every query toward the same average (on the Flask paraphrases the words alone
-        put the answering document among the first three 19 times of 30, the whole question
-        19, and 17 against 16 on the held-out ones)."""
-        words = " ".join(content_words(text)) or text
-        row: Vectors = self._embedded([words], query=True)[0]
+        """The mean of the query's words that carry meaning (:func:`.query_words.meaning_words`:
+        its content words, and "up", "not", "more" and their like): a question as written and
+        its content words get one vector, as "what", "does" and "the" would only pull every
+        query toward the same average, and made-up words asked about in a whole question ("What
+        is zqxjkv?") must find nothing as the made-up words alone do."""
+        row: Vectors = self._embedded([meaning_words(text)], query=True)[0]
         return row
 
     def _embedded(self, texts: Sequence[str], *, query: bool) -> Vectors:

@@ -60,12 +60,22 @@ STOPWORDS: dict[str, frozenset[str]] = {
 }
 
 
-def content_words(question: str) -> list[str]:
-    """The words of ``question`` worth searching for, in order, each once (lower-cased)."""
+#: Function words that say something of what they stand beside ("costs going *up*", "*not*
+#: allowed", "*more* than"): nothing to a search by words, which finds them everywhere, but part
+#: of what a text means (:func:`meaning_words`).
+MEANINGFUL = word_set(
+    "up down over under off out above below against before after again further more most few "
+    "no nor not only same too very between during until"
+)
+
+
+def content_words(question: str, *, keep: frozenset[str] = frozenset()) -> list[str]:
+    """The words of ``question`` worth searching for, in order, each once (lower-cased): without
+    the function words of its language, but for those in ``keep``."""
     words = [word.lower() for word in WORD.findall(question)]
     if not words:
         return []
-    stop = function_words(words)
+    stop = function_words(words) - keep
     kept = [word for word in words if word not in stop and not _is_noise(word)]
     return list(dict.fromkeys(kept or words))
 
@@ -86,3 +96,10 @@ def _is_noise(word: str) -> bool:
 def is_function_word(word: str) -> bool:
     """Whether ``word`` (lower-cased) is a function word of any of the languages known."""
     return any(word in words for words in STOPWORDS.values())
+
+
+def meaning_words(text: str) -> str:
+    """``text`` as an embedder that averages its words' vectors reads it: its content words and
+    the function words that carry meaning (:data:`MEANINGFUL`), or ``text`` itself when it has
+    no word."""
+    return " ".join(content_words(text, keep=MEANINGFUL)) or text

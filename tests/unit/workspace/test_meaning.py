@@ -91,6 +91,9 @@ def test_the_built_in_embedder_reads_a_question_as_its_content_words() -> None:
     question = embedder.embed_query("When was the harbour light at Gannet Point first lit?")
     words = embedder.embed_query("harbour light gannet point first lit")
     assert np.array_equal(question, words)
+    # Words that say something of their neighbours stay: costs going up are not costs going down.
+    up = embedder.embed_query("Why are costs going up?")
+    assert not np.array_equal(up, embedder.embed_query("costs going"))
 
 
 def test_passages_get_vectors_as_they_are_indexed_and_lose_them_with_their_file(
