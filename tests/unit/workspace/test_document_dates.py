@@ -57,6 +57,25 @@ def test_board_minutes_are_dated_by_their_meeting_not_by_a_delivery_they_mention
     assert minutes.currency == "dated 2026-10-02, stated near its title"
 
 
+def test_a_date_in_a_word_files_page_header_is_stated_near_its_title(tmp_path: Path) -> None:
+    """Word writes a page header after the body in the text, however long the body is."""
+    import docx
+
+    root = tmp_path / "w"
+    root.mkdir()
+    made = docx.Document()
+    made.sections[0].header.paragraphs[0].text = "Harbour board · minutes of 2 October 2026"
+    made.add_heading("Minutes", 0)
+    for number in range(1, 16):
+        made.add_paragraph(f"Item {number}: the harbour board heard report {number}.")
+    made.add_paragraph("The dredging contract was approved on 14 September 2026.")
+    made.save(str(root / "minutes.docx"))
+    saved(root / "minutes.docx")
+    with WorkspaceIndex(root, extraction=NO_OCR) as index:
+        minutes = hits_by_path(index, "dredging contract approved")["minutes.docx"]
+    assert (minutes.date, minutes.dated) == ("2026-10-02", "title")
+
+
 def test_a_date_from_the_document_properties_when_its_text_states_none(tmp_path: Path) -> None:
     import docx
 

@@ -68,17 +68,21 @@ def read_docx(data: bytes, stem: str, max_chars: int = MAX_CHARS) -> Extracted:
                 writer.paragraph(block.text, bullet="list" in style)
         elif isinstance(block, Table):
             writer.table(_docx_rows(block), merges=True)
+    page_header: list[str] = []
     for section in document.sections:  # headers and footers often carry the date and status
-        for part in (section.header, section.footer):
+        for part, header in ((section.header, True), (section.footer, False)):
             if not part.is_linked_to_previous:
                 for paragraph in part.paragraphs:
                     writer.paragraph(paragraph.text)
+                    if header:
+                        page_header.append(paragraph.text)
     properties = document.core_properties
     stated = one_line(properties.title or "")
     return writer.result(
         stated or title or writer.first_text() or stem,
         encoding="docx",
         properties_date=_properties_date(properties),
+        page_header=" ".join(page_header),
     )
 
 

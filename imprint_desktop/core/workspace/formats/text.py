@@ -391,12 +391,25 @@ class LineWriter:
         self._rows = None
 
     def result(
-        self, title: str, *, encoding: str, properties_date: object = None, gaps: str = ""
+        self,
+        title: str,
+        *,
+        encoding: str,
+        properties_date: object = None,
+        page_header: str = "",
+        gaps: str = "",
     ) -> Extracted:
-        """The document; ``gaps`` (what the reader could not read) with the writer's own cut, and
+        """The document; ``gaps`` (what the reader could not read) with the writer's own cut,
         ``properties_date`` the date its properties give, as its library gives it
-        (:func:`~..dating.properties_date`)."""
+        (:func:`~..dating.properties_date`), and ``page_header`` the text at the top of its pages,
+        whose date is one stated near its title wherever the header's lines fall."""
+        dates: list[dating.DocumentDate] = []
+        headed = dating.normalized(page_header[:1000])
+        if headed:
+            dates.append(dating.DocumentDate(headed, dating.How.TITLE))
         stamped = dating.properties_date(properties_date)
+        if stamped:
+            dates.append(dating.DocumentDate(stamped, dating.How.PROPERTIES))
         self._close_place()
         while self.lines and not self.lines[-1]:
             self.lines.pop()
@@ -406,7 +419,7 @@ class LineWriter:
             tuple(self.page_starts),
             encoding,
             tuple(self.places),
-            (dating.DocumentDate(stamped, dating.How.PROPERTIES),) if stamped else (),
+            tuple(dates),
             "; ".join(part for part in (gaps, self.cut) if part),
         )
 
