@@ -82,6 +82,7 @@ TRACE_FIELDS: dict[str, set[str]] = {
         "new_evidence",
         "repeated_evidence",
         "seconds",
+        "past_deadline",  # how far past the research deadline the call returned (issue 42)
     },
     "user_wait": {"seconds"},
     "consent": {"call_id", "url", "decision", "seconds"},
@@ -297,6 +298,7 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
             assert record["status"] in ("ok", "empty", "error", "not_executed"), record
             assert TOOL_KINDS.get(record["name"], record["kind"]) == record["kind"], record
             assert is_number(record["seconds"]) and record["seconds"] >= 0, record
+            assert is_number(record["past_deadline"]) and record["past_deadline"] >= 0, record
             assert is_int(record["new_evidence"]) and is_int(record["repeated_evidence"])
         elif kind == "user_wait":
             assert is_number(record["seconds"]) and record["seconds"] >= 0, record

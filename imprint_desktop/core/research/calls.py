@@ -133,9 +133,11 @@ class ToolCalls:
         """The call's ``tool`` line: how it ended and what it found (``found``: the new evidence
         counted for it, when its own result is not where it was found — ``research_sections``,
         whose workers found it). What a call that ran looked for is noted for "not found": a call
-        refused or not run looked for nothing."""
+        refused or not run looked for nothing. The line says how far past the research deadline
+        the call returned (a blocking tool may, DESIGN §1; ADR 0102's third condition)."""
         if result.status in ("ok", "empty"):
             self.reply.looked.note(call.name, loose_arguments(call.arguments))
+        clock = self.reply.clock
         self.reply.emit(
             ev.ToolFinished(
                 self.reply.now_t(),
@@ -149,6 +151,7 @@ class ToolCalls:
                 seconds,
                 judged.new,
                 origin,
+                past_deadline=max(0.0, clock.elapsed - clock.limit),
             )
         )
 

@@ -126,6 +126,8 @@ class ToolFinished(Event):
     seconds: float
     evidence: tuple[EvidenceItemView, ...] = ()
     origin: ToolOrigin = "model"
+    #: Research seconds past the deadline when the call returned (0.0 within it).
+    past_deadline: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,11 +3,13 @@
 Written from the same events the window shows, so a trace is what the person saw. Each line is
 ``{"t": seconds since the reply started, "type": ..., ...}``; the types are ``run_start``,
 ``request``, ``tool``, ``user_wait``, ``consent``, ``round_end``, ``stop`` and ``final``, with
-exactly the fields DESIGN §5 lists. Secrets never appear: the settings snapshot holds no secret
-settings (they live in the keyring), no event carries one, a password written into a URL the model
-asked to fetch is replaced by ``***``, and URLs in settings (a server or proxy address may hold
-``user:password@`` or a key in its query) are written without credentials or query values
-(:mod:`imprint_desktop.core.urls` holds that policy).
+exactly the fields DESIGN §5 lists, plus where a ``request``'s reused prefix came from
+(``prefix_source``) and how far past the research deadline a ``tool`` call returned
+(``past_deadline``, seconds; 0 within it; docs/research-decisions.md). Secrets never appear:
+the settings snapshot holds no secret settings (they live in the keyring), no event carries one, a
+password written into a URL the model asked to fetch is replaced by ``***``, and URLs in settings
+(a server or proxy address may hold ``user:password@`` or a key in its query) are written without
+credentials or query values (:mod:`imprint_desktop.core.urls` holds that policy).
 Lines are flushed as they are written, so a trace of a killed process ends at the last event.
 """
 
@@ -70,6 +72,7 @@ def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one
                 "new_evidence": event.new_evidence,
                 "repeated_evidence": event.repeated_evidence,
                 "seconds": round(event.seconds, 4),
+                "past_deadline": round(event.past_deadline, 4),
             } | ({"origin": event.origin} if event.origin != "model" else {})
         case ev.UserWait():
             return {"t": t, "type": "user_wait", "seconds": round(event.seconds, 4)}

@@ -9,8 +9,11 @@ sentence the model can act on. The toolbox calls nothing of the engine's: ``ask_
 
 Blocking work (index queries, file reads, note writes) runs in worker threads via
 :func:`asyncio.to_thread`, so the engine's loop keeps streaming and checking its clocks. Reads are
-bounded by the caller's ``timeout`` (the research time left); a write is never abandoned half-way,
-so ``write_note`` runs to completion however little time is left.
+bounded by the caller's ``timeout`` (the research time left), and a read given up on — at the
+deadline, or on Stop — is told so through the call's stop event, so its worker thread does not run
+on: a document in the isolated reader has its worker process ended within a few hundredths of a
+second. A write is never abandoned half-way, so ``write_note`` runs to completion however little
+time is left.
 
 ``fetch_url`` asks first (DESIGN §2): a URL that is never fetched (link-local, cloud metadata) is
 refused without asking; otherwise, with ``tools.fetch_url_confirm`` on, the person decides. The
@@ -28,7 +31,9 @@ nor the person takes them for the person's own documents.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -59,8 +64,9 @@ from imprint_desktop.core.workspace.passages import split_passages
 log = logging.getLogger(__name__)
 
 
-#: A tool's implementation: its validated arguments, the research time left, the result's size cap.
-_Runner = Callable[[dict[str, Any], float | None, int], Awaitable[Output]]
+#: A tool's implementation: its validated arguments, the research time left, the result's size cap
+#: and the event set once the call is given up on (blocking work in a thread stops at it).
+_Runner = Callable[[dict[str, Any], float | None, int, threading.Event], Awaitable[Output]]
 #: Where ``fetch_url``'s runner finds who allows a redirect to another site (beside its arguments).
 _REDIRECTS = "\x00redirect_consent"
 
@@ -184,10 +190,14 @@ class Toolbox:
                 "url": self._allowed_target(values["url"], consent),
                 _REDIRECTS: self._redirects(redirect_consent),
             }
-        if spec.kind is ToolKind.READ and timeout is not None and not fetching:
-            output = await asyncio.wait_for(runner(values, timeout, cap), timeout)
-        else:
-            output = await runner(values, timeout, cap)
+        given_up = threading.Event()
+        try:
+            if spec.kind is ToolKind.READ and timeout is not None and not fetching:
+                output = await asyncio.wait_for(runner(values, timeout, cap, given_up), timeout)
+            else:
+                output = await runner(values, timeout, cap, given_up)
+        finally:
+            given_up.set()  # what still runs in a worker thread for this call stops
         return render(name, output, max_chars=cap, first_citation=first_citation)
 
     def _spec(self, name: str) -> ToolSpec:
@@ -204,7 +214,7 @@ class Toolbox:
     # --- the tools -----------------------------------------------------------------------------
 
     async def _search_workspace(
-        self, values: dict[str, Any], timeout: float | None, max_chars: int
+        self, values: dict[str, Any], timeout: float | None, max_chars: int, _stop: threading.Event
     ) -> Output:
         return await asyncio.to_thread(
             self._labelled,
@@ -216,11 +226,11 @@ class Toolbox:
         )
 
     async def _read_document(
-        self, values: dict[str, Any], timeout: float | None, max_chars: int
+        self, values: dict[str, Any], timeout: float | None, max_chars: int, stop: threading.Event
     ) -> Output:
         return await asyncio.to_thread(
             self._labelled,
-            workspace_tools.read_document,
+            functools.partial(workspace_tools.read_document, stop=stop),
             self.workspace,
             values["path"],
             values["start_line"],
@@ -229,7 +239,7 @@ class Toolbox:
         )
 
     async def _list_documents(
-        self, values: dict[str, Any], timeout: float | None, max_chars: int
+        self, values: dict[str, Any], timeout: float | None, max_chars: int, _stop: threading.Event
     ) -> Output:
         return await asyncio.to_thread(
             self._labelled, workspace_tools.list_documents, self.workspace, values["folder"]
@@ -265,7 +275,7 @@ class Toolbox:
         return refuse
 
     async def _fetch_url(
-        self, values: dict[str, Any], timeout: float | None, max_chars: int
+        self, values: dict[str, Any], timeout: float | None, max_chars: int, _stop: threading.Event
     ) -> Output:
         assert self._http is not None  # _available() hides the tool otherwise
         # fetch_page's own deadline bounds the whole exchange (and pauses while the person
@@ -297,7 +307,7 @@ class Toolbox:
         return Output(f"Web page {page.url} — {page.title}.{cut}", items)
 
     async def _write_note(
-        self, values: dict[str, Any], timeout: float | None, max_chars: int
+        self, values: dict[str, Any], timeout: float | None, max_chars: int, _stop: threading.Event
     ) -> Output:
         # A write is never abandoned: shielded, so even a cancelled caller leaves a whole file.
         path = await asyncio.shield(

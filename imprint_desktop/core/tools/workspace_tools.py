@@ -7,6 +7,8 @@ thread. Sizes are planned against the result cap here, where it is known what ca
 
 from __future__ import annotations
 
+import threading
+
 from imprint_desktop.core.errors import ToolArgumentError
 from imprint_desktop.core.tools.tool import EvidenceItem, Output
 from imprint_desktop.core.workspace import Workspace, clean_relative
@@ -59,9 +61,17 @@ def search_workspace(workspace: Workspace, query: str, limit: int, max_chars: in
 
 
 def read_document(
-    workspace: Workspace, path: str, start_line: int, end_line: int | None, max_chars: int
+    workspace: Workspace,
+    path: str,
+    start_line: int,
+    end_line: int | None,
+    max_chars: int,
+    *,
+    stop: threading.Event | None = None,
 ) -> Output:
-    relative, document = workspace.read(path)
+    """Lines of one document; a document read in the isolated reader ends the read as soon as
+    ``stop`` is set (the caller gave up on the call: its worker thread does not run on)."""
+    relative, document = workspace.read(path, stop)
     total = len(document.lines)
     if total == 0:
         return Output(f"{relative} is empty (no text could be taken from it).", status="empty")

@@ -464,7 +464,7 @@ def test_trace_has_the_documented_lines(tmp_path: Path) -> None:
         },
         "tool": {
             "round", "call_id", "name", "kind", "status", "new_evidence", "repeated_evidence",
-            "seconds",
+            "seconds", "past_deadline",
         },
         "round_end": {"round", "progress", "excluded", "no_progress_rounds"},
         "stop": {"reason"},

@@ -169,6 +169,7 @@ def test_the_first_request_holds_the_seeded_passages_and_may_answer_at_once() ->
             "new_evidence": 1,
             "repeated_evidence": 0,
             "seconds": tool_lines[0]["seconds"] if tool_lines[0] else 0,
+            "past_deadline": 0.0,
             "origin": "engine",
         }
     ]

@@ -1,0 +1,60 @@
+"""A read given up on at the research deadline leaves no worker thread running on (issue 42,
+item 3): the document's reader is told, and its worker process ends with the thread.
+
+The document is a PDF whose reader (in the isolated worker process) never returns, as a parser
+stuck in a loop would; the reader's own limit is far past the test's bounds, so only the toolbox
+giving up can end it in time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import shutil
+import threading
+import time
+from pathlib import Path
+
+from imprint_desktop.core.tools import Toolbox
+from imprint_desktop.core.workspace import ExtractionLimits, Workspace
+from tests.support.settings import make_config
+from tests.unit.workspace import hostile_files
+from tests.unit.workspace.conftest import SAMPLE
+
+#: The reader's own limit: longer than the test waits for anything.
+READER_SECONDS = 30.0
+DEADLINE = 0.5
+#: How long the worker thread may take to notice, once the call was given up on.
+WIND_DOWN = 5.0
+
+
+def test_a_read_blocking_past_the_deadline_leaves_no_thread_running(tmp_path: Path) -> None:
+    folder = tmp_path / "w"
+    folder.mkdir()
+    (folder / "stuck.pdf").write_bytes(b"%PDF-1.4\n" + hostile_files.MARKER + b"\n%%EOF\n")
+    limits = ExtractionLimits(
+        base_seconds=READER_SECONDS, seconds_per_mb=0.0, reader=hostile_files.hanging
+    )
+    shutil.copy(SAMPLE / "reports/annual-report-1998.pdf", folder / "report.pdf")
+    loop = asyncio.new_event_loop()
+    try:
+        with Workspace(folder, extraction=limits) as workspace:
+            # A document read well first: what the reader keeps for every read (its process
+            # launcher) is running before the threads are counted.
+            assert workspace.read("report.pdf")[1].lines
+            threads_before = threading.active_count()
+            toolbox = Toolbox(workspace, make_config().tools, None)
+            started = time.monotonic()
+            result = loop.run_until_complete(
+                toolbox.execute("read_document", {"path": "stuck.pdf"}, timeout=DEADLINE)
+            )
+            returned = time.monotonic() - started
+            assert result.status == "error" and "did not finish" in result.content
+            assert returned < DEADLINE + 1.0, returned
+            # Every worker thread of the loop ends: shutting the pool down waits for them, and
+            # a thread still blocked in the read would hold it past the bound.
+            loop.run_until_complete(asyncio.wait_for(loop.shutdown_default_executor(), WIND_DOWN))
+            assert multiprocessing.active_children() == []
+    finally:
+        loop.close()
+    assert threading.active_count() == threads_before, [t.name for t in threading.enumerate()]
