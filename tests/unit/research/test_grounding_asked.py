@@ -103,6 +103,8 @@ def test_an_answer_to_which_that_names_nothing_is_flagged() -> None:
         "the answer gives no name, code or number, which the question asks for"
     ]
     assert ground(question, "It is form OP-17.", (valves,)).grounding.verdict == "supported"
+    # The sentence's first word, capitalised, is no part of the name the passage gives.
+    assert ground(question, "Form OP-17.", (valves,)).grounding.verdict == "supported"
 
 
 def test_an_answer_that_only_repeats_the_question_is_flagged() -> None:

@@ -47,6 +47,8 @@ class Checker:
         self.units = units
         self.refers = False  # the answer names the question's subject
         self.anchors = {unit.order: anchors_in(unit.text, opening=True) for unit in units}
+        #: The passages' words as written: one found there in lower case is a word, not a name.
+        self.passage_text = " ".join(unit.text for unit in units)
         #: What a sentence is compared on: the question's key terms and its subject's names.
         self.terms = set(question.key).union(*question.subjects)
         count = max(1, len(units))
@@ -96,6 +98,9 @@ class Checker:
         """Whether a passage sentence about the question holds ``anchor`` of sentence ``claim``
         of the answer (or one the claim restates, whatever the question)."""
         holders = self.holders(anchor)
+        if not holders and anchor.kind == "name":
+            anchor = self._without_common_head(anchor)
+            holders = self.holders(anchor)
         if not holders:
             return Verdict(None, NOT_IN_DOCUMENTS)
         verdicts = [(unit, self._doubt(anchor, unit, claim)) for unit in holders]
@@ -109,6 +114,16 @@ class Checker:
             return Verdict(max(good, key=lambda u: (self.score(u), -u.order)))
         unit, note = max(verdicts, key=lambda pair: (self.score(pair[0]), -pair[0].order))
         return Verdict(unit, note)
+
+    def _without_common_head(self, name: Anchor) -> Anchor:
+        """``name`` without its first word when the passages write that word in lower case: a
+        sentence's first word is capitalised and joins the name after it ("Form OP-17." of
+        "form OP-17"); ``name`` itself otherwise."""
+        head, _, rest = name.text.partition(" ")
+        if not rest or not re.search(rf"\b{re.escape(head.lower())}\b", self.passage_text):
+            return name
+        words = sorted(word.lower() for word in rest.split())
+        return Anchor("name", ("name", *words), rest, name.start + len(head) + 1)
 
     def _doubt(self, anchor: Anchor, unit: Unit, claim: str) -> str:
         """Why ``unit``, which holds ``anchor`` of sentence ``claim``, does not support it ("" when
