@@ -39,6 +39,7 @@ from imprint_desktop.core.research.record.rows import (
     describe_started,
     read_words,
     round_heading,
+    without_unopened_rounds,
 )
 from imprint_desktop.core.research.wording import phase_words
 
@@ -125,6 +126,16 @@ class ActivityModel(QAbstractTableModel, EventHandler):
             self._append(row)
         self._publish_tail()
         self.endResetModel()
+
+    def settle(self, rounds: int, stop_reason: str) -> None:
+        """The reply ended after ``rounds`` rounds: the request that opened none (the one that
+        answered, or one research stopped during) moves to the group the record shows it in, so
+        the panel never names a round its "rounds done" does not count."""
+        self.flush()
+        rows = self.rows()
+        settled = without_unopened_rounds(rows, rounds, stop_reason)
+        if settled != rows:
+            self.load(sorted(settled, key=lambda row: row.group))
 
     def feed(self, event: ev.Event) -> None:
         """Take one research event; views see it within :data:`FLUSH_MS`."""

@@ -90,6 +90,7 @@ def _figures_line(lines: int = 1) -> QLabel:
     label = QLabel()
     label.setTextFormat(Qt.TextFormat.PlainText)
     label.setWordWrap(True)
+    label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
     label.setMinimumHeight(lines * label.fontMetrics().lineSpacing())
     return label
 
@@ -175,6 +176,7 @@ class ResearchPanel(QWidget, EventHandler):
         self._clock = ClockReading(0.0, 1.0, False, 0.0, False)
         self._final_started: float | None = None
         self._research_over = False
+        self._rounds = 0  # rounds done, as the last budget update counted them
         self._final_deadline = 120.0
         self._tick = QTimer(self)
         self._tick.setInterval(TICK_MS)
@@ -189,6 +191,7 @@ class ResearchPanel(QWidget, EventHandler):
         self._clock = ClockReading(0.0, 1.0, False, 0.0, False)
         self._final_started = None
         self._research_over = False
+        self._rounds = 0
         self.final_group.hide()
         self.stop_label.clear()
         self.evidence.clear()
@@ -255,6 +258,7 @@ class ResearchPanel(QWidget, EventHandler):
             f"{update.no_progress_rounds} of {update.patience} rounds without new evidence"
         )
         # Rounds done, not the round under way: the activity list names that one ("Round 1").
+        self._rounds = update.rounds
         self.counters.setText(
             f"{update.rounds} round{'' if update.rounds == 1 else 's'} done · "
             f"{update.evidence} piece{'' if update.evidence == 1 else 's'} of evidence"
@@ -318,7 +322,7 @@ class ResearchPanel(QWidget, EventHandler):
     def finish(self, reason: str | None, evidence: tuple[ev.EvidenceItemView, ...]) -> None:
         """Research is over: freeze the clock, say why it ended, list all the evidence."""
         self._tick.stop()
-        self.activity_model.flush()
+        self.activity_model.settle(self._rounds, reason or "")
         self._flush_evidence()
         self._clock = ClockReading(
             self._clock.now(time.monotonic()), self._clock.limit, False, 0.0, False

@@ -78,3 +78,34 @@ def chart_series(report: Report) -> tuple[ChartSeries, ...]:
 def stop_label(report: Report) -> str:
     """The chart's stop mark: "stopped: time ran out"."""
     return stop_mark(report.summary.stop_reason)
+
+
+def last_place(report: Report) -> int:
+    """The chart's last place along x (at least 1, so that the axis has a length)."""
+    last = max((point.round for point in report.series), default=0)
+    return max(last, report.stop_round or 0, 1)
+
+
+def chart_places(report: Report) -> tuple[tuple[int, str], ...]:
+    """The chart's places along x, each with its name on the axis: the rounds by number (Imprint's
+    own search before the model is round 0; at most about a dozen named), and, when research
+    stopped in a request that opened no round, that place named by what happened there ("answer",
+    "stopped"). So the chart counts the rounds the record's figures and activity count."""
+    last = last_place(report)
+    numbered = report.summary.rounds if report.stop_round is not None else last
+    step = max(1, -(-numbered // 12))
+    places = [(number, str(number)) for number in range(0, numbered + 1, step)]
+    if report.stopped_past_rounds and report.stop_round is not None:
+        answered = report.summary.stop_reason == "answered"
+        places.append((report.stop_round, "answer" if answered else "stopped"))
+    return tuple(places)
+
+
+def stop_place(report: Report) -> str:
+    """Where research stopped, in words: "in round 3", or "after round 2" when it stopped in a
+    request that opened no round ("" when it never stopped)."""
+    if report.stop_round is None:
+        return ""
+    if report.stopped_past_rounds:
+        return f"after round {report.summary.rounds}"
+    return f"in round {report.stop_round}"

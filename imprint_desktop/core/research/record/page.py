@@ -18,7 +18,13 @@ from typing import TextIO
 
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.handler import EventHandler
-from imprint_desktop.core.research.record.chart import STOP_COLOUR, chart_series, stop_label
+from imprint_desktop.core.research.record.chart import (
+    STOP_COLOUR,
+    chart_places,
+    chart_series,
+    last_place,
+    stop_label,
+)
 from imprint_desktop.core.research.record.claims import (
     GROUNDING_TITLE,
     claim_rows,
@@ -92,8 +98,7 @@ def report_html(report: Report) -> str:
 def budget_svg(report: Report) -> str:
     """The budgets per round as an inline SVG line chart, with the stop marked."""
     series = chart_series(report)
-    last = max((r for s in series for r, _ in s.points), default=0)
-    last = max(last, report.stop_round or 0, 1)
+    last = last_place(report)
     top = max([100.0, *(value for s in series for _, value in s.points)])
     top = 25.0 * -(-top // 25)  # up to the next quarter
     inner_w, inner_h = _WIDTH - _LEFT - _RIGHT, _HEIGHT - _TOP - _BOTTOM
@@ -116,11 +121,10 @@ def budget_svg(report: Report) -> str:
             f"y2='{y(percent):.1f}'/><text class='axis' x='{_LEFT - 6}' y='{y(percent) + 4:.1f}' "
             f"text-anchor='end'>{percent}%</text>"
         )
-    step = max(1, -(-last // 12))
-    for number in range(0, last + 1, step):
+    for number, name in chart_places(report):
         parts.append(
             f"<text class='axis' x='{x(number):.1f}' y='{_TOP + inner_h + 18}' "
-            f"text-anchor='middle'>{number}</text>"
+            f"text-anchor='middle'>{html.escape(name)}</text>"
         )
     parts.append(
         f"<text class='axis' x='{_LEFT + inner_w / 2:.1f}' y='{_HEIGHT - 6}' "
@@ -128,11 +132,13 @@ def budget_svg(report: Report) -> str:
     )
     if report.stop_round is not None:
         at = x(report.stop_round)
+        right = report.stop_round * 2 >= last  # the label reads away from the nearer edge
         parts.append(
             f"<line x1='{at:.1f}' x2='{at:.1f}' y1='{_TOP}' y2='{_TOP + inner_h}' "
             f"stroke='{STOP_COLOUR}' stroke-width='2' stroke-dasharray='2 3'/>"
-            f"<text x='{at - 4:.1f}' y='{_TOP - 8}' fill='{STOP_COLOUR}' font-size='12' "
-            f"text-anchor='end'>{html.escape(stop_label(report))}</text>"
+            f"<text x='{at + (-4 if right else 4):.1f}' y='{_TOP - 8}' fill='{STOP_COLOUR}' "
+            f"font-size='12' text-anchor='{'end' if right else 'start'}'>"
+            f"{html.escape(stop_label(report))}</text>"
         )
     for index, line in enumerate(series):
         dash = " stroke-dasharray='6 4'" if line.dashed else ""
@@ -161,8 +167,9 @@ def _series_table(report: Report) -> str:
     if not series:
         return ""
     head = "".join(f"<th>{html.escape(s.name)}</th>" for s in series)
+    names = dict(chart_places(report))
     rows = "".join(
-        f"<tr><td>{point.round}</td>"
+        f"<tr><td>{html.escape(names.get(point.round, str(point.round)))}</td>"
         + "".join(f"<td class='num'>{s.points[i][1]:.0f}%</td>" for s in series)
         + "</tr>"
         for i, point in enumerate(report.series)

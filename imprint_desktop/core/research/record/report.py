@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from imprint_desktop.core.research.record.rows import (
     FINAL_GROUP,
     ActivityRow,
+    without_unopened_rounds,
     words_without_arguments,
 )
 from imprint_desktop.core.research.wording import (
@@ -97,11 +98,21 @@ class Report:
     series: tuple[BudgetPoint, ...]
     activity: tuple[ActivityRow, ...]
     evidence: tuple[EvidenceItemView, ...]
-    stop_round: int | None  # the round research stopped in, None when it never stopped
+    #: Where research stopped on the chart's x: the round it stopped in, or the place just past
+    #: the last round when it stopped in a request that opened none (:attr:`stopped_past_rounds`);
+    #: None when it never stopped.
+    stop_round: int | None
     lines: tuple[Mapping[str, object], ...] = field(default=(), repr=False)
     #: What the answer stands on (:mod:`.claims` words it); None when no answer was written or
     #: the reply is older than the check. Not in the trace: the reply's result keeps it.
     grounding: GroundingView | None = None
+
+    @property
+    def stopped_past_rounds(self) -> bool:
+        """Whether research stopped in a request that opened no round: the one that answered, or
+        one cut short (:func:`~.rows.without_unopened_rounds`). The chart then names that place
+        by what happened there, not by a round number the figures do not count."""
+        return self.stop_round is not None and self.stop_round > self.summary.rounds
 
     def groups(self) -> Iterator[tuple[int, list[ActivityRow]]]:
         """The activity rows by round (Imprint's own search first, the final answer last)."""
@@ -277,28 +288,9 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
         patience=_setting_int(settings, "chat.research_no_progress_rounds"),
     )
     series = tuple(points[number] for number in sorted(points))
-    rows = _answer_in_final_group(rows, rounds, stop_reason)
+    rows = without_unopened_rounds(rows, rounds, stop_reason)
     activity = tuple(sorted(rows, key=lambda row: row.group))  # stable: trace order within
     return Report(summary, series, activity, tuple(ordered), stop_round, tuple(lines), grounding)
-
-
-def _answer_in_final_group(
-    rows: list[ActivityRow], rounds: int, stop_reason: str
-) -> list[ActivityRow]:
-    """The request that answered opened no round (the engine counts ``rounds`` rounds): it is
-    the final answer's row, not a round's of its own."""
-    if stop_reason != "answered":
-        return rows
-    with_calls = {row.group for row in rows if row.kind == "tool"}
-    return [
-        replace(row, group=FINAL_GROUP)
-        if row.kind == "request"
-        and row.status == "research"
-        and row.group > rounds
-        and row.group not in with_calls
-        else row
-        for row in rows
-    ]
 
 
 def _number(value: object) -> float:

@@ -12,7 +12,7 @@ spec (:mod:`imprint_desktop.core.tools.specs`), untrusted text put on one line b
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from imprint_desktop.core.research.wording import status_words
@@ -24,6 +24,9 @@ if TYPE_CHECKING:  # the window imports this module at startup; the events load 
 
 #: The group of activity rows that belong to the final answer, after every round.
 FINAL_GROUP = 1 << 30
+#: The group of the model's request research stopped during (Stop, the time running out, a failure):
+#: it opened no round, so it is named by what happened, not by a round the record does not count.
+STOPPED_GROUP = FINAL_GROUP - 1
 
 
 def describe_call(name: str, arguments: object) -> str:
@@ -96,6 +99,8 @@ class ActivityRow:
 def group_title(group: int) -> str:
     if group == FINAL_GROUP:
         return "Final answer"
+    if group == STOPPED_GROUP:
+        return "Stopped during the model's request"
     if group == 0:
         return "Before the model"
     return f"Round {group}"
@@ -107,6 +112,33 @@ def round_heading(group: int, calls: int, found: int) -> str:
     if calls:
         words += f" · {calls} call{'' if calls == 1 else 's'}"
     return words + (f" · +{found} new" if found else "")
+
+
+def without_unopened_rounds(
+    rows: Sequence[ActivityRow], rounds: int, stop_reason: str
+) -> list[ActivityRow]:
+    """``rows`` with no group for a round that never began.
+
+    A round begins when the model's request returns the calls it asks for (DESIGN §1; the engine
+    counts ``rounds``, Imprint's own search before the model being round 0). The last research
+    request, numbered for the round it would have opened, opens none when it answered (it is the
+    final answer's row) or when research stopped while it ran (the row of
+    :data:`STOPPED_GROUP`). So the activity, the chart and the figure "Rounds" count the same
+    rounds. A trace without a stop (an interrupted reply) is left as it is.
+    """
+    if not stop_reason:
+        return list(rows)
+    with_calls = {row.group for row in rows if row.kind == "tool"}
+    home = FINAL_GROUP if stop_reason == "answered" else STOPPED_GROUP
+    return [
+        replace(row, group=home)
+        if row.kind == "request"
+        and row.status in {"research", "running"}
+        and rounds < row.group < STOPPED_GROUP
+        and row.group not in with_calls
+        else row
+        for row in rows
+    ]
 
 
 def words_without_arguments(

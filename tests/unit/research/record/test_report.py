@@ -13,7 +13,7 @@ import pytest
 
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.engine import ResearchEngine
-from imprint_desktop.core.research.record.chart import chart_series
+from imprint_desktop.core.research.record.chart import chart_places, chart_series, stop_place
 from imprint_desktop.core.research.record.page import (
     budget_svg,
     report_html,
@@ -22,8 +22,10 @@ from imprint_desktop.core.research.record.page import (
 from imprint_desktop.core.research.record.report import build_report
 from imprint_desktop.core.research.record.rows import (
     FINAL_GROUP,
+    STOPPED_GROUP,
     describe_call,
     describe_started,
+    group_title,
 )
 from imprint_desktop.core.research.trace import trace_line
 from imprint_desktop.core.research.wording import stop_sentence
@@ -321,3 +323,59 @@ class _Tags(html.parser.HTMLParser):
                 self.urls.append(value)
                 if name == "href":
                     self.links.append(value)
+
+
+def cut_short() -> list[Line]:
+    """Imprint's own search, then Stop while the model is asked for its first round."""
+    return [
+        {"t": 0.0, "type": "run_start", "question": "When?", "settings": SETTINGS},
+        tool(0.5, 0, "seed", "search_workspace", "ok", 1, origin="engine"),
+        round_end(0.5, 0, True, 0),
+        request(1.3, 1, 2024),
+        {"t": 1.3, "type": "stop", "reason": "cancelled"},
+        {"t": 1.3, "type": "final", "mode": "fallback", "seconds": 0.0},
+    ]  # fmt: skip
+
+
+def answered_after_two_rounds() -> list[Line]:
+    return [
+        *a_time_stop()[:14],
+        request(60.0, 3, 500),
+        {"t": 60.0, "type": "stop", "reason": "answered"},
+        {"t": 60.0, "type": "final", "mode": "model", "seconds": 0.0},
+    ]
+
+
+def test_a_request_research_stopped_during_opens_no_round() -> None:
+    """Issue 41, item 5: "Rounds: 0" was shown beside an activity group "Round 1"."""
+    report = build_report(cut_short(), EVIDENCE[:1])
+    assert dict(report.summary.figures())["Rounds"] == "0"
+    assert [group for group, _ in report.groups()] == [0, STOPPED_GROUP]
+    assert group_title(STOPPED_GROUP) == "Stopped during the model's request"
+    assert report.summary.tokens_charged == 2024  # its tokens are still counted
+    assert report.stopped_past_rounds
+    assert chart_places(report) == ((0, "0"), (1, "stopped"))
+    assert stop_place(report) == "after round 0"
+    svg = budget_svg(report)
+    assert ">stopped</text>" in svg and ">1</text>" not in svg
+
+
+@pytest.mark.parametrize("trace", [a_time_stop, cut_short, answered_after_two_rounds])
+def test_the_figures_the_activity_and_the_chart_count_the_same_rounds(trace: Any) -> None:
+    report = build_report(trace(), EVIDENCE)
+    rounds = report.summary.rounds
+    numbered = {group for group, _ in report.groups() if group < STOPPED_GROUP}
+    assert numbered <= set(range(rounds + 1))  # no activity group for a round not counted
+    named = [int(name) for _, name in chart_places(report) if name.isdigit()]
+    assert max(named) <= rounds
+    page = report_html(report)
+    assert f"<th>Rounds</th><td>{rounds}</td>" in page
+    assert f"Round {rounds + 1}" not in page
+
+
+def test_the_chart_names_the_answer_after_the_last_round() -> None:
+    report = build_report(answered_after_two_rounds(), EVIDENCE)
+    assert report.summary.rounds == 2 and report.stop_round == 3
+    assert chart_places(report) == ((0, "0"), (1, "1"), (2, "2"), (3, "answer"))
+    assert stop_place(report) == "after round 2"
+    assert [group for group, _ in report.groups()] == [0, 1, 2, FINAL_GROUP]
