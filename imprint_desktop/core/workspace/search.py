@@ -58,8 +58,9 @@ class SearchHit:
     in a keyword search (times :data:`SUPERSEDED_WEIGHT` for a document that looks superseded),
     the fused score (:func:`fuse`) in the others.
 
-    ``date`` is its document's date (ISO), ``dated`` how it was found (``stated`` in the document,
-    else ``modified`` time), ``superseded`` why the document looks superseded (empty when it looks
+    ``date`` is its document's date (ISO), ``dated`` how it was found (:class:`.dating.How`: near
+    its title, labelled, in its front matter or properties, in its text, else its ``modified``
+    time), ``superseded`` why the document looks superseded (empty when it looks
     current), ``place`` its named place ("slide 4", "sheet Revenue, rows 2-9") if it has one."""
 
     path: str
@@ -84,7 +85,8 @@ class SearchHit:
 
     @property
     def currency(self) -> str:
-        """ "dated 2026-02-10", "modified 2025-11-03; looks superseded: …" (see :mod:`.dating`)."""
+        """ "dated 2026-10-02, stated near its title", "modified 2025-11-03; looks superseded: …"
+        (see :mod:`.dating`)."""
         return currency(self.date, self.dated, self.superseded)
 
 
