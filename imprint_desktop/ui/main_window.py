@@ -342,9 +342,8 @@ class MainWindow(QMainWindow):
         self.toolbar_row.show_index(status)
         if status.outcome is p.Outcome.FAILED:
             self.show_problem(status.message)
-        elif status.outcome is p.Outcome.FINISHED and status.stage is p.IndexStage.FILES:
-            problems = f" — {status.problems}" if status.problems else ""
-            self.statusBar().showMessage(f"Workspace indexed: {status.root}{problems}", 8000)
+        elif line := self.toolbar_row.finished_line(status):  # "indexed" once every step is
+            self.statusBar().showMessage(line, 8000)
 
     @Slot(object)
     def _connection_tested(self, test: p.ConnectionTest) -> None:

@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMenu,
-    QProgressBar,
     QToolButton,
     QWidget,
 )
@@ -40,6 +39,13 @@ from imprint_desktop.core.chosen import (
 )
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.chat.banner import STARTER_HONESTY
+from imprint_desktop.ui.chat.index_progress import (
+    STEP_PURPOSES,
+    ElidedBar,
+    Pace,
+    finished_line,
+    progress_line,
+)
 from imprint_desktop.ui.inert import tooltip
 
 if TYPE_CHECKING:  # the model store is imported by the download manager, after the first paint
@@ -185,10 +191,12 @@ class ResearchToolbar(QWidget):
         self.workspace = WorkspacePicker(store)
         self.model_state = QLabel()
         self.model_state.setAccessibleName("Model state")
-        self.index_bar = QProgressBar()
+        self.index_bar = ElidedBar()
         self.index_bar.setAccessibleName("Workspace indexing")
-        self.index_bar.setMaximumWidth(220)
         self.index_bar.hide()
+        self._pace = Pace()
+        self._files_read = True  # the last update of the files was not stopped half-way
+        self._problems = ""  # what it could not fully read
         self.index_problems = QLabel()
         self.index_problems.setTextFormat(Qt.TextFormat.PlainText)
         self.index_problems.setAccessibleName("Files the index could not fully read")
@@ -221,25 +229,32 @@ class ResearchToolbar(QWidget):
 
     @Slot(object)
     def show_index(self, status: IndexStatus) -> None:
+        """Show the index's progress (:mod:`.index_progress` words it), or hide the bar when a
+        step ends."""
         if status.outcome is not None:
             self.index_bar.hide()
-            if status.outcome is Outcome.FINISHED:
+            self._pace.forget()
+            if status.stage is IndexStage.FILES:
+                self._files_read = status.outcome is Outcome.FINISHED
+            if status.outcome is Outcome.FINISHED and status.stage is IndexStage.FILES:
+                self._problems = status.problems
                 self._show_index_problems(status)
             return
         self.index_bar.show()
         self.index_bar.setRange(0, max(1, status.total))
         self.index_bar.setValue(status.done)
-        if status.message:  # waiting for another Imprint's indexing
-            self.index_bar.setFormat(status.message)
-        elif status.stage is IndexStage.MEANING:
-            self.index_bar.setFormat(f"Embedding passages {status.done} of {status.total}")
-        elif status.stage is IndexStage.IMPROVING:  # the better embedder, while no reply runs
-            self.index_bar.setFormat(
-                f"Improving search: {status.done:,} of {status.total:,} passages"
-            )
-        else:
-            self.index_bar.setFormat(f"Indexing {status.done} of {status.total}")
-        self.index_bar.setToolTip(tooltip(status.path))  # a file name may hold anything
+        line = progress_line(status, self._pace.seconds_left(status))
+        self.index_bar.setFormat(line.replace("%", "%%"))  # a file name may hold "%p"
+        self.index_bar.setAccessibleDescription(line)
+        where = f"\n{status.path}" if status.path else ""
+        # A file name may hold anything: the tooltip is escaped.
+        self.index_bar.setToolTip(tooltip(f"{line}\n\n{STEP_PURPOSES[status.stage]}{where}"))
+        self.index_bar.updateGeometry()  # its width follows its line, up to a limit
+
+    def finished_line(self, status: IndexStatus) -> str:
+        """What the status bar says of ``status`` once its step ended ("" for nothing): the
+        workspace is called indexed only when every step it needs is done."""
+        return finished_line(status, self._files_read, self._problems)
 
     def _show_index_problems(self, status: IndexStatus) -> None:
         """What the last update could not read: a count beside the picker, each file and why in

@@ -1,6 +1,7 @@
 """The sentence encoder embeds the workspace in the background while the window is idle (issue
-39): the toolbar shows "Improving search: n of m passages", a reply stops it at its next batch and
-is never held up by it, and it goes on once the reply has ended. The real encoder, a real index."""
+39): the toolbar shows "Improving search (optional): n of m passages", a reply stops it at its
+next batch and is never held up by it, and it goes on once the reply has ended. The real encoder,
+a real index."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def test_the_toolbar_words_the_background_progress(qtbot: QtBot, store: Settings
     toolbar.show()
     toolbar.show_index(p.IndexStatus("/w", 320, 1892, stage=p.IndexStage.IMPROVING))
     assert toolbar.index_bar.isVisible()
-    assert toolbar.index_bar.format() == "Improving search: 320 of 1,892 passages"
+    assert toolbar.index_bar.format() == "Improving search (optional): 320 of 1,892 passages"
     assert (toolbar.index_bar.value(), toolbar.index_bar.maximum()) == (320, 1892)
     toolbar.show_index(p.IndexStatus("/w", 1892, 1892, outcome=p.Outcome.FINISHED))
     assert not toolbar.index_bar.isVisible()
@@ -63,7 +64,10 @@ def test_the_encoder_embeds_while_idle_gives_way_to_a_reply_and_goes_on_after_it
     qtbot.waitUntil(lambda: any(status.done > 0 for status, _, _ in seen), timeout=WAIT_MS)
     status, shown, visible = seen[-1]
     assert status.outcome is None and status.total == PASSAGES
-    assert visible and shown == f"Improving search: {status.done} of {PASSAGES} passages"
+    # (and about how long is left, once it has run a while)
+    assert visible and shown.startswith(
+        f"Improving search (optional): {status.done} of {PASSAGES} passages"
+    )
 
     with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
         type_question(qtbot, window, "Was a quokka seen?")

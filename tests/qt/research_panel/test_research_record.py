@@ -209,5 +209,5 @@ def test_a_chosen_workspace_is_embedded_in_the_background_with_progress(
         research_store.set("workspace.path", str(folder))
     status = ended.args[0]
     assert (status.outcome, status.done, status.message) == (p.Outcome.FINISHED, 5, "")
-    assert shown and shown[0] == "Embedding passages 0 of 5"
+    assert shown and shown[0] == "Indexing 2/2 · search by meaning: 0 of 5 passages"
     qtbot.waitUntil(lambda: not window.toolbar_row.index_bar.isVisible(), timeout=WAIT_MS)
