@@ -36,7 +36,7 @@ pytest:
 bench: setup-test
 	for script in bench/bench_*.py; do $(PYTHON_BIN)/python "$$script" || exit 1; done
 
-# The frozen bundle, its smoke test and the installer (packaging/README.md).
+# The frozen bundle, its smoke test, the installer and the Debian package (packaging/README.md).
 package: setup-test
 	$(PYTHON_BIN)/python packaging/build.py
 

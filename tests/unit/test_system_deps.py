@@ -51,6 +51,8 @@ PACKAGES: dict[str, str] = {
     "apt-get": "apt",
     "dpkg-query": "dpkg",
     "dpkg": "dpkg",
+    "dpkg-deb": "dpkg",
+    "ldd": "libc-bin",
     "bash": "bash",
     "sh": "dash",
     "grep": "grep",
@@ -71,7 +73,19 @@ OPTIONAL: dict[str, str] = {
 }
 # On every Debian and Ubuntu system: Essential packages, and apt, which installs all the others.
 BASE_SYSTEM = frozenset(
-    {"apt", "bash", "coreutils", "dash", "dpkg", "findutils", "grep", "sed", "tar", "util-linux"}
+    {
+        "apt",
+        "bash",
+        "coreutils",
+        "dash",
+        "dpkg",
+        "findutils",
+        "grep",
+        "libc-bin",
+        "sed",
+        "tar",
+        "util-linux",
+    }
 )
 
 # --- the repository ----------------------------------------------------------------------------
