@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSize, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QFormLayout,
-    QGroupBox,
     QLabel,
     QListWidget,
     QListWidgetItem,
@@ -35,11 +34,16 @@ from imprint_desktop.core.research.wording import final_mode_words, phase_words,
 from imprint_desktop.ui.research_panel.activity import ActivityModel
 from imprint_desktop.ui.research_panel.activity_view import ActivityView, titled_stack
 from imprint_desktop.ui.research_panel.budget_widgets import SegmentBar, seconds_text
+from imprint_desktop.ui.research_panel.steady_lines import FittedLabel
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
 
 TICK_MS = 100
+#: What the final answer's line says before its stage begins, and when the model answered during
+#: research (no stage of its own).
+FINAL_WAITS = "After research, with a time and tokens of its own."
+FINAL_NOT_NEEDED = "None needed: the answer came with research's last request."
 #: The most of a status line the "now" label shows.
 NOW_CHARS = 300
 EVIDENCE_ROLE = Qt.ItemDataRole.UserRole
@@ -83,18 +87,6 @@ def evidence_row(item: ev.EvidenceItemView) -> QListWidgetItem:
     return row
 
 
-def _figures_line(lines: int = 1) -> QLabel:
-    """A line of figures that change while a reply runs. It wraps rather than widen the panel
-    (which would move the transcript and the Stop button under the pointer), and keeps room for
-    ``lines`` lines so that what is below does not jump when it wraps or empties."""
-    label = QLabel()
-    label.setTextFormat(Qt.TextFormat.PlainText)
-    label.setWordWrap(True)
-    label.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
-    label.setMinimumHeight(lines * label.fontMetrics().lineSpacing())
-    return label
-
-
 class ResearchPanel(QWidget, EventHandler):
     """Live view of one reply's research; also shows a finished reply's record."""
 
@@ -104,14 +96,13 @@ class ResearchPanel(QWidget, EventHandler):
         super().__init__(parent)
         self.setObjectName("researchPanel")
         self.setAccessibleName("Research panel")
-        self.now_label = QLabel("Ask a question to start research.")
-        self.now_label.setTextFormat(Qt.TextFormat.PlainText)  # built from tool arguments
+        # Every line that changes while a reply runs keeps its room (:mod:`.steady_lines`): the
+        # panel never widens (moving Send/Stop) and the lists below never move.
+        self.now_label = FittedLabel(2)  # built from tool arguments: plain text
+        self.now_label.setText("Ask a question to start research.")
         self.now_label.setObjectName("nowLine")
-        self.now_label.setWordWrap(True)
         self.now_label.setAccessibleName("What research is doing now")
-        self.stop_label = QLabel()
-        self.stop_label.setTextFormat(Qt.TextFormat.PlainText)
-        self.stop_label.setWordWrap(True)
+        self.stop_label = FittedLabel(2)
         self.stop_label.setAccessibleName("Why research stopped")
 
         self.time_bar = QProgressBar()
@@ -119,23 +110,19 @@ class ResearchPanel(QWidget, EventHandler):
         self.time_bar.setTextVisible(True)
         self.time_bar.setRange(0, 1000)
         self.token_bar = SegmentBar("Research tokens")
-        self.token_text = _figures_line(lines=2)  # "… used + … reserved of … (… left)"
+        self.token_text = FittedLabel(2)  # "… used + … reserved of … (… left)"
         self.patience_bar = SegmentBar("Patience: rounds without new evidence")
-        self.patience_text = _figures_line()
-        self.counters = _figures_line()
+        self.patience_text = FittedLabel(1)
+        self.counters = FittedLabel(1)
         self.counters.setAccessibleName("Rounds and evidence")
 
-        self.final_group = QGroupBox("Final answer")
-        self.final_group.setAccessibleName("Final answer stage")
-        self.final_text = QLabel()
-        self.final_text.setWordWrap(True)
+        # The final answer's stage: its allowance and deadline are outside the research budgets,
+        # so it has its own bar, there before it starts (greyed) so that nothing moves when it does.
         self.final_bar = QProgressBar()
         self.final_bar.setAccessibleName("Final answer time")
         self.final_bar.setRange(0, 1000)
-        final_layout = QVBoxLayout(self.final_group)
-        final_layout.addWidget(self.final_text)
-        final_layout.addWidget(self.final_bar)
-        self.final_group.hide()
+        self.final_text = FittedLabel(2)
+        self.final_text.setAccessibleName("Final answer stage")
 
         self.evidence = QListWidget()
         self.evidence.setObjectName("evidenceList")
@@ -157,11 +144,14 @@ class ResearchPanel(QWidget, EventHandler):
 
         budgets = QFormLayout()
         budgets.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        budgets.setVerticalSpacing(3)  # a bar and the line of figures under it read as one
         budgets.addRow("Time", self.time_bar)
         budgets.addRow("Tokens", self.token_bar)
         budgets.addRow("", self.token_text)
         budgets.addRow("Patience", self.patience_bar)
         budgets.addRow("", self.patience_text)
+        budgets.addRow("Final", self.final_bar)
+        budgets.addRow("", self.final_text)
         layout = QVBoxLayout(self)
         heading = QLabel("<b>Research</b>")
         layout.addWidget(heading)
@@ -169,7 +159,6 @@ class ResearchPanel(QWidget, EventHandler):
         layout.addLayout(budgets)
         layout.addWidget(self.counters)
         layout.addWidget(self.stop_label)
-        layout.addWidget(self.final_group)
         self.lists = titled_stack((("&Activity", self.activity), ("&Evidence", self.evidence)))
         layout.addWidget(self.lists, 1)
 
@@ -192,7 +181,10 @@ class ResearchPanel(QWidget, EventHandler):
         self._final_started = None
         self._research_over = False
         self._rounds = 0
-        self.final_group.hide()
+        self.final_bar.setEnabled(False)
+        self.final_bar.setValue(0)
+        self.final_bar.setFormat("not started")
+        self.final_text.setText(FINAL_WAITS)
         self.stop_label.clear()
         self.evidence.clear()
         self._evidence_pending = []
@@ -310,7 +302,7 @@ class ResearchPanel(QWidget, EventHandler):
             f"Up to {event.allowance:,} tokens, within {event.deadline_seconds:.0f} s "
             "(outside the research budgets)."
         )
-        self.final_group.show()
+        self.final_bar.setEnabled(True)
         self._tick.start()
 
     def on_final_finished(self, event: ev.FinalFinished) -> None:
@@ -331,6 +323,8 @@ class ResearchPanel(QWidget, EventHandler):
         self.set_now("Done." if reason != "cancelled" else "Stopped.")
         if reason:
             self.stop_label.setText(stop_sentence(reason))
+        if not self.final_bar.isEnabled():  # the final stage never began
+            self.final_text.setText(FINAL_NOT_NEEDED if reason == "answered" else "Not started.")
         known = {
             self.evidence.item(row).data(EVIDENCE_ROLE).id for row in range(self.evidence.count())
         }
