@@ -87,8 +87,9 @@ class Question:
         lowered = [word.lower() for word in words]
         qualifiers = {
             stem_of(word): word
-            for before, word in itertools.pairwise(lowered)
-            if before in _NARROWING and stem_of(word) in key
+            for at, (before, word) in enumerate(itertools.pairwise(lowered))
+            if (before in _NARROWING or (at == 0 and before in _ASKING_WHICH))
+            and stem_of(word) in key
         }
         return cls(
             question,
@@ -108,10 +109,13 @@ class Question:
 
 #: Words after which a word narrows down what a question asks about ("the *original* viaduct").
 _NARROWING = word_set(
-    "what which whose a an the its their his her this that these those each every "
+    "a an the its their his her this these those each every "
     "first last original new old former current next previous "
     "in of for during"
 )
+#: Opening a question, these narrow down the word after them ("Which *form* …?"); within one
+#: ("the aqueduct that carries …") a verb follows them, as after "that".
+_ASKING_WHICH = word_set("what which whose")
 
 
 def _wanted_kind(question: str, words: list[str], units: bool) -> str:
