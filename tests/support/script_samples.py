@@ -145,6 +145,14 @@ SAMPLES: dict[str, str] = {
         'logbook recorded 212 fog days in 1968."}, {"path": "signals/diaphone.md", "lines": '
         '[1, 9], "score": 0.5102, "text": "The diaphone sounded two blasts every minute."}'
     ),
+    "table": (
+        "| Region | Q1 | Q2 | Q3 | Q4 |\n|---|---:|---:|---:|---:|\n"
+        "| North | 1,200 | 1,350 | 1,410 | 1,520 |\n| South | 980 | 1,020 | 1,105 | 1,230 |\n"
+        "| East | 1,045 | 990 | 1,130 | 1,210 |\n\n"
+        "Region: North; Q1: 1200; Q2: 1350; Q3: 1410; Q4: 1520\n"
+        "Region: South; Q1: 980; Q2: 1020; Q3: 1105; Q4: 1230\n"
+        "Keeper | Station | Years | Fog days\nAda Quill | Greyness Point | 1941–1971 | 212\n"
+    ),
     "numbers": (
         "2024-03-01 12:00:07 1968 212 31.5 0x1F 3.14159 1,024 -273.15 +44 20 7946 0000 "
         "192.168.0.1 10:45 1871/11/01 99.9% 5e-3 42 17 8 256 65536 4096 2048 1024 512"
