@@ -57,6 +57,16 @@ def succeeded(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout
 
 
+def dpkg(*arguments: str) -> str:
+    """Run dpkg, which must succeed; its output."""
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    return succeeded(
+        subprocess.run(
+            ["dpkg", *arguments], env=env, capture_output=True, text=True, check=False, timeout=300
+        )
+    )
+
+
 def status() -> str:
     """dpkg's status of the package (``install ok installed``), or "" when dpkg has no record."""
     result = subprocess.run(
@@ -133,17 +143,7 @@ def entry_command(entry: Path) -> list[str]:
 
 def install(deb: Path) -> float:
     started = time.monotonic()
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    succeeded(
-        subprocess.run(
-            ["dpkg", "-i", str(deb)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=300,
-        )
-    )
+    dpkg("-i", str(deb))
     return time.monotonic() - started
 
 
@@ -254,27 +254,11 @@ def check(deb: Path, bundle: Path, version: str) -> dict[str, float]:
                 raise CheckError("the upgrade changed the person's files")
             print(f"ok: upgraded to {status().split()[-1]}; the person's files unchanged")
             installed = installed_files()
-            succeeded(
-                subprocess.run(
-                    ["dpkg", "-r", debian.PACKAGE],
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                    timeout=300,
-                )
-            )
+            dpkg("-r", debian.PACKAGE)
             left = [str(path) for path in installed if path.exists() or path.is_symlink()]
             if left or debian.INSTALL_DIR.exists():
                 raise CheckError(f"dpkg -r left installed files: {left[:10]}")
-            succeeded(
-                subprocess.run(
-                    ["dpkg", "--purge", debian.PACKAGE],
-                    capture_output=True,
-                    text=True,
-                    check=False,
-                    timeout=300,
-                )
-            )
+            dpkg("--purge", debian.PACKAGE)
             if status() and "not-installed" not in status():
                 raise CheckError(f"dpkg still knows the package after purging: {status()}")
             if files_under(home) != person:
