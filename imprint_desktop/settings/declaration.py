@@ -59,6 +59,8 @@ class Setting:
     maximum: float | None = None
     unit: str = ""
     choices: tuple[tuple[str, str], ...] = ()  # (value, title)
+    #: An integer setting's value that people see and type as a word, e.g. ``(-1, "auto")``.
+    word: tuple[int, str] | None = None
     restart: bool = False
     check: Callable[[str], str | None] | None = field(default=None, compare=False)
 
@@ -89,6 +91,10 @@ class Setting:
         if self.minimum is None or self.maximum is None:
             return ""
         unit = f" {self.unit}" if self.unit else ""
+        if self.word is not None and self.word[0] == self.minimum:  # the word stands for it
+            return f"{self.word[1]}, or between {_number(self.minimum + 1)} and " + (
+                f"{_number(self.maximum)}{unit}"
+            )
         return f"between {_number(self.minimum)} and {_number(self.maximum)}{unit}"
 
     def coerce(self, value: object) -> Value:
@@ -100,6 +106,8 @@ class Setting:
                 raise SettingValueError(self.key, f"must be true or false (got {value!r})")
             return value
         if self.kind in (Kind.INT, Kind.FLOAT):
+            if self.word is not None and isinstance(value, str) and value == self.word[1]:
+                return self.word[0]  # the word as the settings file may hold it
             return self._coerce_number(value)
         return self._coerce_text(value)
 
@@ -138,13 +146,7 @@ class Setting:
                 return False
             raise SettingValueError(self.key, f"must be true or false (got {text!r})")
         if self.kind is Kind.INT:
-            try:
-                number = int(stripped.replace("_", ""))
-            except ValueError:
-                raise SettingValueError(
-                    self.key, f"must be a whole number {self.bounds_text()} (got {text!r})"
-                ) from None
-            return self.coerce(number)
+            return self._parse_whole(stripped, text)
         if self.kind is Kind.FLOAT:
             try:
                 real = float(stripped)
@@ -157,12 +159,25 @@ class Setting:
             return self.coerce(stripped)
         return self.coerce(text)
 
+    def _parse_whole(self, stripped: str, text: str) -> Value:
+        if self.word is not None and stripped.lower() == self.word[1]:
+            return self.word[0]
+        try:
+            number = int(stripped.replace("_", ""))
+        except ValueError:
+            raise SettingValueError(
+                self.key, f"must be a whole number {self.bounds_text()} (got {text!r})"
+            ) from None
+        return self.coerce(number)
+
     def format(self, value: Value | None) -> str:
         """A value as a person reads it (and as :meth:`parse` accepts it back)."""
         if value is None:
             return ""
         if isinstance(value, bool):
             return "true" if value else "false"
+        if self.word is not None and value == self.word[0]:
+            return self.word[1]
         if isinstance(value, float):
             return _number(value)
         return str(value)

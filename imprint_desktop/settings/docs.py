@@ -41,7 +41,7 @@ def _default(setting: schema.Setting) -> str:
 
 def _allowed(setting: schema.Setting) -> str:
     if setting.bounds_text():
-        return setting.bounds_text().removeprefix("between ").replace(" and ", " – ", 1)
+        return setting.bounds_text().replace("between ", "", 1).replace(" and ", " – ", 1)
     if setting.choices:
         return ", ".join(f"`{value}`" for value in setting.choice_values)
     return {

@@ -134,9 +134,11 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=0, maximum=256,
     ),
     Setting(
-        "model.n_gpu_layers", Kind.INT, 0, "GPU layers",
-        "Layers to offload to the GPU when llama.cpp was built with GPU support; -1 offloads all.",
-        minimum=-1, maximum=1000,
+        "model.n_gpu_layers", Kind.INT, -1, "GPU layers",
+        "Layers of the local model put on the GPU. auto fits as many as its free memory holds "
+        "(none without a GPU, or when llama.cpp was built for the CPU only); 0 keeps the model "
+        "on the CPU; a number puts that many there (1000: all).",
+        minimum=-1, maximum=1000, word=(-1, "auto"),
     ),
     Setting(
         "model.n_batch", Kind.INT, 512, "Prompt batch size",

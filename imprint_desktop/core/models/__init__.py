@@ -8,6 +8,7 @@ Pure Python (no Qt), shared by the window's download workers and the ``imprint m
 * :mod:`.layout`, :mod:`.journal` — where files live and what survives a restart
 * :mod:`.gguf`, :mod:`.naming`, :mod:`.fit` — what a file is, what its name says, whether it fits
 * :mod:`.machine`, :mod:`.recommended` — this computer, and the curated models judged for it
+* :mod:`.gpu` — the layers of a model to put on the GPU found (``model.n_gpu_layers`` "auto")
 """
 
 from __future__ import annotations

@@ -163,9 +163,20 @@ def find_gpu(
     if not (can_offload or _llama_can_offload)():
         return None, (
             f"This build of llama.cpp cannot use the {best.name} (it was built for the CPU only), "
-            "so only the CPU is counted."
+            f"so only the CPU is counted. {gpu_build_hint(best.name)}"
         )
     return best, ""
+
+
+def gpu_build_hint(gpu_name: str) -> str:
+    """How to build llama.cpp for ``gpu_name``, in the words of llama-cpp-python's README: CUDA
+    for NVIDIA cards, Vulkan for every vendor (README, "Using a GPU")."""
+    flags = "-DGGML_CUDA=on" if gpu_name.startswith("NVIDIA") else "-DGGML_VULKAN=on"
+    return (
+        f'To use it, build llama.cpp again with CMAKE_ARGS="{flags}" pip install '
+        "--force-reinstall --no-cache-dir --no-deps llama-cpp-python (the README's "
+        '"Using a GPU").'
+    )
 
 
 def _drm_gpus(drm: Path) -> tuple[list[Gpu], list[str]]:
@@ -222,8 +233,14 @@ def _nvidia_gpu() -> Gpu | None:
     except (OSError, subprocess.SubprocessError) as error:
         log.info("nvidia-smi failed: %s", error)
         return None
+    return nvidia_smi_gpu(done.stdout)
+
+
+def nvidia_smi_gpu(output: str) -> Gpu | None:
+    """The card with the most free memory in ``nvidia-smi --query-gpu=name,memory.free
+    --format=csv,noheader,nounits`` output (one ``name, MiB`` line a card), or None."""
     best: Gpu | None = None
-    for line in done.stdout.splitlines():
+    for line in output.splitlines():
         name, _, free = line.rpartition(",")
         try:
             free_bytes = int(float(free.strip()) * 1024 * 1024)

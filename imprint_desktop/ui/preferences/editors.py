@@ -78,7 +78,11 @@ class _LenientSpinBox(QSpinBox):
 
     def validate(self, text: str, position: int) -> tuple[QValidator.State, str, int]:
         state, text, position = super().validate(text, position)
-        if state == QValidator.State.Invalid and _is_number(_bare(self, text), int):
+        bare = _bare(self, text)
+        word = self.specialValueText()  # "auto" for GPU layers: typed letter by letter
+        if state == QValidator.State.Invalid and (
+            _is_number(bare, int) or (bare and word.startswith(bare))
+        ):
             state = QValidator.State.Intermediate
         return state, text, position
 
@@ -135,6 +139,9 @@ class NumberEditor(Editor):
         if setting.kind is Kind.INT:
             spin = _LenientSpinBox()
             spin.setRange(int(setting.minimum), int(setting.maximum))
+            if setting.word is not None and setting.word[0] == setting.minimum:
+                spin.setSpecialValueText(setting.word[1])  # shown, and typed, for the minimum
+                spin.lineEdit().textChanged.connect(self._take_word)
             spin.valueChanged.connect(self._emit_changed)
             self.spin = spin
         else:
@@ -155,6 +162,14 @@ class NumberEditor(Editor):
         self.spin.lineEdit().textChanged.connect(self._emit_changed)
         self._add(self.spin)
         self._layout.addStretch(1)
+
+    def _take_word(self, text: str) -> None:
+        """The word typed in full is its value (Qt accepts the text but keeps the old value)."""
+        spin = self.spin
+        if not isinstance(spin, QSpinBox):
+            return
+        if _bare(spin, text) == spin.specialValueText() and spin.value() != spin.minimum():
+            spin.setValue(spin.minimum())
 
     def value(self) -> Value:
         return self.spin.value()

@@ -49,7 +49,8 @@ from imprint_desktop.core.errors import (
 )
 from imprint_desktop.core.models.fit import WORKING_MEMORY, available_memory, human_size
 from imprint_desktop.core.models.gguf import GgufInfo, inspect_gguf
-from imprint_desktop.core.models.machine import physical_cores
+from imprint_desktop.core.models.gpu import AUTO, OffloadPlan, offload_plan
+from imprint_desktop.core.models.machine import Gpu, find_gpu, physical_cores
 from imprint_desktop.core.providers.local.template import ChatTemplate
 
 log = logging.getLogger(__name__)
@@ -80,6 +81,7 @@ class LoadedModel:
     n_ctx: int
     add_bos: bool
     bos_text: str
+    offload: OffloadPlan  # the layers put on the GPU (model.n_gpu_layers "auto" made a number)
 
     @property
     def parameters(self) -> int:
@@ -154,13 +156,15 @@ def load_model(
     source = info.metadata.get("tokenizer.chat_template")
     template_source = source if isinstance(source, str) else None
     template_source = usable_template(template_source, name)
-    check_memory(path, info, options)
+    offload = gpu_offload(path, info, options)
+    log.info("%s: %d GPU layers (%s)", name, offload.layers, offload.reason)
+    check_memory(path, info, options, offload.layers)
     if cancel is not None and cancel.cancelled:
         raise Cancelled("Model loading was stopped.")
 
     _install_log_router()
     model_params = llama_cpp.llama_model_default_params()
-    model_params.n_gpu_layers = options.n_gpu_layers
+    model_params.n_gpu_layers = offload.layers
 
     def on_progress(fraction: float, _data: ctypes.c_void_p) -> bool:
         report(0.05 + 0.85 * float(fraction), "Loading weights")
@@ -198,6 +202,7 @@ def load_model(
         n_ctx=int(llama_cpp.llama_n_ctx(context)),
         add_bos=bool(llama_cpp.llama_vocab_get_add_bos(vocab)),
         bos_text=bos_text,
+        offload=offload,
     )
 
 
@@ -215,13 +220,33 @@ def check_model_file(path: Path) -> GgufInfo:
         raise ModelFileError(f"{path.name}: {error}") from error
 
 
-def check_memory(path: Path, info: GgufInfo, options: ModelConfig) -> None:
+def gpu_offload(
+    path: Path,
+    info: GgufInfo,
+    options: ModelConfig,
+    find: Callable[[], tuple[Gpu | None, str]] = find_gpu,
+) -> OffloadPlan:
+    """The layers to put on the GPU: ``model.n_gpu_layers``, or for "auto" what fits the GPU that
+    ``find`` finds (:func:`~imprint_desktop.core.models.machine.find_gpu`: the kernel's cards,
+    ``nvidia-smi``, and whether this llama.cpp can offload at all)."""
+    gpu, why = find() if options.n_gpu_layers == AUTO else (None, "")
+    return offload_plan(
+        options.n_gpu_layers,
+        file_bytes=path.stat().st_size,
+        block_count=info.arch_int("block_count"),
+        kv_bytes=info.kv_cache_bytes(options.n_ctx),
+        gpu=gpu,
+        no_gpu_reason=why,
+    )
+
+
+def check_memory(path: Path, info: GgufInfo, options: ModelConfig, gpu_layers: int = 0) -> None:
     """Refuse a model whose weights and KV cache for ``n_ctx`` exceed the memory available now.
 
-    Only for CPU inference: with layers on a GPU, video memory is what runs out, and llama.cpp's
-    own failure is reported instead.
+    Only for CPU inference (``gpu_layers`` 0): with layers on a GPU, video memory is what runs
+    out, and llama.cpp's own failure is reported instead.
     """
-    if options.n_gpu_layers != 0:
+    if gpu_layers != 0:
         return
     kv_bytes = info.kv_cache_bytes(options.n_ctx)
     available = available_memory()

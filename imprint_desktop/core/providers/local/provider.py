@@ -100,6 +100,11 @@ class LocalProvider:
         return self._session.loaded.path
 
     @property
+    def gpu_layers(self) -> int:
+        """The layers put on the GPU (``model.n_gpu_layers``, "auto" made a number)."""
+        return self._session.loaded.offload.layers
+
+    @property
     def n_batch(self) -> int:
         return self._session.n_batch
 
