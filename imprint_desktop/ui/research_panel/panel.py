@@ -117,7 +117,7 @@ class ResearchPanel(QWidget, EventHandler):
         self.counters.setAccessibleName("Rounds and evidence")
 
         # The final answer's stage: its allowance and deadline are outside the research budgets,
-        # so it has its own bar, there before it starts (greyed) so that nothing moves when it does.
+        # so it has its own bar, there before it starts so that nothing moves when it does.
         self.final_bar = QProgressBar()
         self.final_bar.setAccessibleName("Final answer time")
         self.final_bar.setRange(0, 1000)
@@ -164,6 +164,8 @@ class ResearchPanel(QWidget, EventHandler):
 
         self._clock = ClockReading(0.0, 1.0, False, 0.0, False)
         self._final_started: float | None = None
+        self.final_began = False  # whether this reply's final answer has a stage of its own
+        self._limit_known = False  # a budget update has said the research time limit
         self._research_over = False
         self._rounds = 0  # rounds done, as the last budget update counted them
         self._final_deadline = 120.0
@@ -181,7 +183,8 @@ class ResearchPanel(QWidget, EventHandler):
         self._final_started = None
         self._research_over = False
         self._rounds = 0
-        self.final_bar.setEnabled(False)
+        self.final_began = False
+        self._limit_known = False
         self.final_bar.setValue(0)
         self.final_bar.setFormat("not started")
         self.final_text.setText(FINAL_WAITS)
@@ -218,6 +221,7 @@ class ResearchPanel(QWidget, EventHandler):
 
     def on_budget_update(self, update: ev.BudgetUpdate) -> None:
         running = self._tick.isActive() and not self._research_over
+        self._limit_known = True
         self._clock = ClockReading(
             update.research_seconds,
             update.time_budget,
@@ -302,12 +306,17 @@ class ResearchPanel(QWidget, EventHandler):
             f"Up to {event.allowance:,} tokens, within {event.deadline_seconds:.0f} s "
             "(outside the research budgets)."
         )
-        self.final_bar.setEnabled(True)
+        self.final_began = True
+        self.final_bar.setFormat(f"{seconds_text(0.0)} of {seconds_text(event.deadline_seconds)}")
         self._tick.start()
 
     def on_final_finished(self, event: ev.FinalFinished) -> None:
         self._final_started = None
         how = final_mode_words(event.mode).done
+        if not self.final_began:  # no stage of its own: the answer came with research's last
+            self.final_bar.setFormat("none")
+            self.final_text.setText(FINAL_NOT_NEEDED if event.mode == "model" else f"None: {how}.")
+            return
         self.final_text.setText(f"Done in {event.seconds:.1f} s: {how}.")
         self.final_bar.setValue(1000)
 
@@ -323,8 +332,8 @@ class ResearchPanel(QWidget, EventHandler):
         self.set_now("Done." if reason != "cancelled" else "Stopped.")
         if reason:
             self.stop_label.setText(stop_sentence(reason))
-        if not self.final_bar.isEnabled():  # the final stage never began
-            self.final_text.setText(FINAL_NOT_NEEDED if reason == "answered" else "Not started.")
+        if not self.final_began and self.final_text.whole == FINAL_WAITS:
+            self.final_text.setText("Not started.")  # research ended with no final answer
         known = {
             self.evidence.item(row).data(EVIDENCE_ROLE).id for row in range(self.evidence.count())
         }
@@ -358,6 +367,8 @@ class ResearchPanel(QWidget, EventHandler):
             )
 
     def _show_time(self) -> None:
+        if not self._limit_known:  # "not started" until the engine says the time limit
+            return
         clock = self._clock
         shown = clock.now(time.monotonic())
         value = int(1000 * min(1.0, shown / max(clock.limit, 1e-9)))

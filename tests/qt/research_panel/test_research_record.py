@@ -39,7 +39,7 @@ def test_patience_runs_out_and_the_final_stage_is_shown_apart(
         if isinstance(payload.event, ev.FinalStarted):
             during_final.append(
                 (
-                    panel.final_bar.isEnabled(),
+                    panel.final_began,
                     panel.final_text.text(),
                     panel.now_label.text(),
                 )

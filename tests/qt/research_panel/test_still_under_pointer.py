@@ -19,9 +19,11 @@ from PySide6.QtCore import QRect, Qt, QTimer
 from pytestqt.qtbot import QtBot
 
 from imprint_desktop.app import build_window
+from imprint_desktop.core.research import events as ev
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
+from imprint_desktop.ui.research_panel.panel import ResearchPanel
 from imprint_desktop.ui.research_panel.steady_lines import FittedLabel
 from tests.qt.research_harness import (
     Script,
@@ -29,9 +31,11 @@ from tests.qt.research_harness import (
     search,
     show_window,
     type_question,
+    watch_the_panel,
 )
 from tests.support.research_run import research_then_final
 from tests.support.scripted_provider import ScriptedProvider, Step
+from tests.support.settings import make_config
 
 WAIT_MS = 10_000
 
@@ -122,3 +126,15 @@ def test_a_long_line_keeps_its_room_and_is_whole_in_its_tooltip(qtbot: QtBot) ->
     assert len(label.text()) > len(narrow) and label.height() == height  # more, in the same room
     label.setText("Done.")
     assert (label.text(), label.height()) == ("Done.", height)
+
+
+def test_the_clock_says_not_started_until_the_time_limit_is_known(qtbot: QtBot) -> None:
+    """Before the first budget update the panel once showed "0.0 s of 1.0 s", a limit nobody set."""
+    panel = ResearchPanel()
+    qtbot.addWidget(panel)
+    panel.begin("Updating the workspace index…")
+    panel.apply(ev.ReplyStarted(0.0, "Q?", make_config({}), "scripted"))
+    watch_the_panel(qtbot, ticks=2)
+    assert panel.time_bar.format() == "not started"
+    panel.apply(ev.BudgetUpdate(0.5, 0.5, 300.0, False, 0, 0, 65_536, 0, 4, 0, 1))
+    assert panel.time_bar.format().endswith("of 5:00 min")
