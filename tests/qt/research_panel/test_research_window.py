@@ -19,7 +19,7 @@ from imprint_desktop.core.history import HistoryStore
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.main_window import MainWindow
-from imprint_desktop.ui.research_panel.panel import NOW_CHARS
+from imprint_desktop.ui.research_panel.panel import FINAL_NOT_NEEDED, NOW_CHARS
 from tests.qt.research_harness import (
     ask,
     open_window,
@@ -108,6 +108,9 @@ def test_a_reply_drives_every_widget(qtbot: QtBot, research_store: SettingsStore
 
     panel = window.panel
     assert panel.stop_label.text() == "The model answered."
+    # The answer came with a research request: no final stage, and the bar does not pretend one.
+    assert (panel.final_bar.format(), panel.final_bar.value()) == ("none", 0)
+    assert panel.final_text.whole == FINAL_NOT_NEEDED
     assert panel.evidence.count() == 3  # granite, quokka, and the person's answer
     assert panel.counters.text() == "4 rounds done · 3 pieces of evidence"
     assert not window.card.isVisible()
