@@ -85,7 +85,7 @@ def stop_words(reason: StopReason) -> StopWords:  # noqa: PLR0911 - one per reas
                 sentence="Stopped.",
                 why="you stopped the reply",
                 brief="stopped",
-                mark="stopped: stopped by you",
+                mark="stopped: by you",
                 to_model="the reply was stopped",
             )
         case "error":

@@ -52,7 +52,7 @@ SAID_BEFORE: dict[str, tuple[str, str, str, str, str]] = {
         "Stopped.",
         "you stopped the reply",
         "stopped",
-        "stopped: stopped by you",
+        "stopped: by you",
         "the reply was stopped",
     ),
     "error": (
