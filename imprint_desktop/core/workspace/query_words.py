@@ -99,7 +99,10 @@ def is_function_word(word: str) -> bool:
 
 
 def meaning_words(text: str) -> str:
-    """``text`` as an embedder that averages its words' vectors reads it: its content words and
-    the function words that carry meaning (:data:`MEANINGFUL`), or ``text`` itself when it has
-    no word."""
-    return " ".join(content_words(text, keep=MEANINGFUL)) or text
+    """``text`` as an embedder that averages its words' vectors reads it: its words as written
+    (the case the documents were embedded in), without the function words of its language but
+    for those that carry meaning (:data:`MEANINGFUL`); ``text`` itself when nothing is left."""
+    words = WORD.findall(text)
+    stop = function_words([word.lower() for word in words]) - MEANINGFUL
+    kept = [word for word in words if word.lower() not in stop and not _is_noise(word)]
+    return " ".join(dict.fromkeys(kept)) or text
