@@ -70,6 +70,7 @@ PACKAGES: dict[str, str] = {
 # Programs the code asks for only when they are there, and works without (reviewed, with why).
 OPTIONAL: dict[str, str] = {
     "nvidia-smi": "the model recommendations ask it about an NVIDIA GPU; without it there is none",
+    "vulkaninfo": "asked for a GPU's free memory when nothing else tells; without it none is seen",
 }
 # On every Debian and Ubuntu system: Essential packages, and apt, which installs all the others.
 BASE_SYSTEM = frozenset(

@@ -1,8 +1,9 @@
 """What this computer offers a local model: free memory, a usable GPU, CPU cores, free disk.
 
-:func:`probe_machine` reads it once (``/proc``, ``nvidia-smi``, the disk), which takes a few
-milliseconds to a second, so it runs on a worker thread or in the CLI, never on the GUI thread. The
-result is a frozen :class:`Machine` that :mod:`.fit` judges models against; tests build one by hand.
+:func:`probe_machine` reads it once (``/proc``, ``nvidia-smi`` or ``vulkaninfo``, the disk), which
+takes a few milliseconds to a second, so it runs on a worker thread or in the CLI, never on the GUI
+thread. The result is a frozen :class:`Machine` that :mod:`.fit` judges models against; tests build
+one by hand.
 """
 
 from __future__ import annotations
@@ -154,6 +155,9 @@ def find_gpu(
         if nvidia is not None:
             found = [gpu for gpu in found if not gpu.name.startswith("NVIDIA")] + [nvidia]
             unreadable = [name for name in unreadable if not name.startswith("NVIDIA")]
+        if not found:  # Windows, or a card whose driver keeps its memory to itself
+            vulkan = _vulkan_gpu()
+            found, unreadable = ([vulkan], []) if vulkan is not None else (found, unreadable)
     if not found:
         if not unreadable:
             return None, ""
@@ -249,6 +253,49 @@ def nvidia_smi_gpu(output: str) -> Gpu | None:
         if best is None or free_bytes > best.free_bytes:
             best = Gpu(name.strip() or "NVIDIA GPU", free_bytes)
     return best
+
+
+def _vulkan_gpu() -> Gpu | None:
+    tool = shutil.which("vulkaninfo")
+    if tool is None:
+        return None
+    try:
+        done = subprocess.run(
+            [tool], capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        log.info("vulkaninfo failed: %s", error)
+        return None
+    return vulkaninfo_gpu(done.stdout)
+
+
+def vulkaninfo_gpu(output: str) -> Gpu | None:
+    """The graphics card with the most free video memory in ``vulkaninfo``'s text output, or None.
+
+    Free memory is a device-local heap's ``budget`` less its ``usage``, which vulkaninfo prints
+    when the driver has the memory-budget extension; without them nothing is counted. Software
+    renderers (``PHYSICAL_DEVICE_TYPE_CPU``, such as llvmpipe) are not graphics cards.
+    """
+    found: list[Gpu] = []
+    name = kind = ""
+    heap: dict[str, int] = {}
+    local = False
+    for line in [*output.splitlines(), "GPU (the end)"]:
+        key, _, value = (part.strip() for part in line.partition("="))
+        if key == "deviceName":
+            name = value
+        elif key == "deviceType":
+            kind = value
+        elif key.startswith(("memoryHeaps[", "memoryTypes")) or line.strip().startswith("GPU"):
+            free = heap.get("budget", 0) - heap.get("usage", 0)  # of the heap that ends here
+            if local and "budget" in heap and kind != "PHYSICAL_DEVICE_TYPE_CPU" and free > 0:
+                found.append(Gpu(name or "Vulkan GPU", free))
+            heap, local = {}, False
+        elif key in ("budget", "usage") and value.split(" ", 1)[0].isdigit():
+            heap[key] = int(value.split(" ", 1)[0])
+        elif "MEMORY_HEAP_DEVICE_LOCAL_BIT" in line:
+            local = True
+    return max(found, key=lambda gpu: gpu.free_bytes, default=None)
 
 
 def _llama_can_offload() -> bool:

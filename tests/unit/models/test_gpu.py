@@ -20,6 +20,7 @@ GB = 1 << 30
 @pytest.fixture(autouse=True)
 def no_nvidia_smi(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(machine_module, "_nvidia_gpu", lambda: None)
+    monkeypatch.setattr(machine_module, "_vulkan_gpu", lambda: None)
 
 
 def card(drm: Path, name: str, vendor: str, *, total: int | None = None, used: int = 0) -> Path:

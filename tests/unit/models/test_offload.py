@@ -16,7 +16,13 @@ from imprint_desktop.core.models import machine
 from imprint_desktop.core.models.fit import MEMORY_HEADROOM, WORKING_MEMORY
 from imprint_desktop.core.models.gguf import inspect_gguf
 from imprint_desktop.core.models.gpu import ALL_LAYERS, AUTO, offload_plan
-from imprint_desktop.core.models.machine import Gpu, find_gpu, gpu_build_hint, nvidia_smi_gpu
+from imprint_desktop.core.models.machine import (
+    Gpu,
+    find_gpu,
+    gpu_build_hint,
+    nvidia_smi_gpu,
+    vulkaninfo_gpu,
+)
 from imprint_desktop.core.providers.local.loader import gpu_offload
 from imprint_desktop.core.resources import starter_model_path
 from imprint_desktop.settings.schema import SETTINGS
@@ -39,6 +45,76 @@ def test_nvidia_smi_lines_it_cannot_read_are_skipped() -> None:
     assert nvidia_smi_gpu(output) == Gpu("NVIDIA GPU", 2048 * MIB)
     assert nvidia_smi_gpu("") is None
     assert nvidia_smi_gpu("NVIDIA-SMI has failed because it couldn't communicate") is None
+
+
+# What vulkaninfo prints (its text output, abridged): two GPUs and the software renderer. The
+# discrete card's memory heap has a budget and usage (the driver's memory-budget extension).
+VULKANINFO = """\
+Device Properties and Extensions:
+=================================
+GPU0:
+VkPhysicalDeviceProperties:
+---------------------------
+\tapiVersion        = 1.3.255 (4206847)
+\tdeviceType        = PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU
+\tdeviceName        = Intel(R) UHD Graphics 620
+VkPhysicalDeviceMemoryProperties:
+=================================
+memoryHeaps: count = 1
+\tmemoryHeaps[0]:
+\t\tsize   = 8245542912 (0x1eb79c000) (7.68 GiB)
+\t\tbudget = 6000000000 (0x165a0bc00) (5.59 GiB)
+\t\tusage  = 1000000000 (0x3b9aca00) (953.67 MiB)
+\t\tflags: count = 1
+\t\t\tMEMORY_HEAP_DEVICE_LOCAL_BIT
+memoryTypes: count = 1
+\tmemoryTypes[0]:
+\t\theapIndex     = 0
+GPU1:
+VkPhysicalDeviceProperties:
+---------------------------
+\tdeviceType        = PHYSICAL_DEVICE_TYPE_DISCRETE_GPU
+\tdeviceName        = AMD Radeon RX 6600
+VkPhysicalDeviceMemoryProperties:
+=================================
+memoryHeaps: count = 2
+\tmemoryHeaps[0]:
+\t\tsize   = 8573157376 (0x1ff000000) (7.98 GiB)
+\t\tbudget = 8325693440 (0x1f0400000) (7.75 GiB)
+\t\tusage  = 325693440 (0x13698000) (310.60 MiB)
+\t\tflags: count = 1
+\t\t\tMEMORY_HEAP_DEVICE_LOCAL_BIT
+\tmemoryHeaps[1]:
+\t\tsize   = 16777216000 (0x3e8000000) (15.62 GiB)
+\t\tbudget = 16000000000 (0x3b9aca000) (14.90 GiB)
+\t\tusage  = 0 (0x00000000) (0.00 B)
+\t\tflags:
+\t\t\tNone
+memoryTypes: count = 1
+GPU2:
+\tdeviceType        = PHYSICAL_DEVICE_TYPE_CPU
+\tdeviceName        = llvmpipe (LLVM 15.0.6, 256 bits)
+memoryHeaps: count = 1
+\tmemoryHeaps[0]:
+\t\tsize   = 24000000000 (0x596682f00) (22.35 GiB)
+\t\tbudget = 24000000000 (0x596682f00) (22.35 GiB)
+\t\tusage  = 0 (0x00000000) (0.00 B)
+\t\tflags: count = 1
+\t\t\tMEMORY_HEAP_DEVICE_LOCAL_BIT
+"""
+
+
+def test_the_card_with_the_most_free_video_memory_is_read_from_vulkaninfo() -> None:
+    # Not the host heap (not device-local), nor llvmpipe (a CPU): the discrete card's own heap.
+    assert vulkaninfo_gpu(VULKANINFO) == Gpu("AMD Radeon RX 6600", 8325693440 - 325693440)
+
+
+def test_vulkaninfo_without_a_memory_budget_counts_nothing() -> None:
+    without_budget = "\n".join(
+        line for line in VULKANINFO.splitlines() if "budget" not in line and "usage" not in line
+    )
+    assert vulkaninfo_gpu(without_budget) is None
+    assert vulkaninfo_gpu("") is None
 
 
 # --- the fit --------------------------------------------------------------------------------------
@@ -141,6 +217,7 @@ def test_a_gpu_a_cpu_build_cannot_use_is_named_with_the_build_that_can(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(machine, "_nvidia_gpu", lambda: None)  # an AMD card alone
+    monkeypatch.setattr(machine, "_vulkan_gpu", lambda: None)
     drm = tmp_path / "drm"
     device = drm / "card0-device"
     device.mkdir(parents=True)
@@ -163,3 +240,12 @@ def test_the_readmes_gpu_builds_name_the_pinned_llama_cpp_python() -> None:
     assert len(pins) == 1 and builds
     assert {version for _flag, version in builds} == set(pins)
     assert {flag for flag, _version in builds} == {"CUDA", "VULKAN"}
+
+
+def test_vulkaninfo_speaks_when_neither_the_kernel_nor_nvidia_smi_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(machine, "_nvidia_gpu", lambda: None)
+    monkeypatch.setattr(machine, "_vulkan_gpu", lambda: vulkaninfo_gpu(VULKANINFO))
+    gpu, why = find_gpu(drm=tmp_path / "no-drm", can_offload=lambda: True)
+    assert gpu == Gpu("AMD Radeon RX 6600", 8_000_000_000) and why == ""
