@@ -165,8 +165,9 @@ class Setting:
         try:
             number = int(stripped.replace("_", ""))
         except ValueError:
+            what = "" if self.word is not None else "a whole number "  # "auto, or between …"
             raise SettingValueError(
-                self.key, f"must be a whole number {self.bounds_text()} (got {text!r})"
+                self.key, f"must be {what}{self.bounds_text()} (got {text!r})"
             ) from None
         return self.coerce(number)
 
