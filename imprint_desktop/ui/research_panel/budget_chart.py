@@ -120,9 +120,9 @@ class BudgetChart(QWidget):
         bottom.setStyle(hideOverlappingLabels=False)  # "answer", "stopped" at the end, too
         quarters = [(p, f"{p}%") for p in range(0, int(top) + 1, 25)]
         plot.getAxis("left").setTicks([quarters, []])
-        plot.getAxis("left").setStyle(hideOverlappingLabels=False)  # 0 % at the bottom edge
         plot.setXRange(0, last, padding=0.08)
-        plot.setYRange(-top * 0.03, top * _BAND, padding=0)
+        # Room under 0 % for its name: the axis leaves out a name that would pass the plot's edge.
+        plot.setYRange(-top * 0.08, top * _BAND, padding=0)
         layout.addWidget(self.plot_widget)
 
     def _mark_stop(self, pg: Any, plot: Any, top: float, last: int) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QPainter, QPixmap
 from pytestqt.qtbot import QtBot
 
 from imprint_desktop.background import payloads as p
@@ -124,3 +125,22 @@ def test_the_stop_label_is_clear_of_the_legend_wherever_research_stopped(
     qtbot.waitExposed(record)
     assert chart_places(record.report) == places
     assert_label_clear_of_legend(record)
+
+
+def test_every_quarter_of_the_budgets_is_named_on_the_axis(qtbot: QtBot) -> None:
+    lines: list[dict[str, Any]] = [
+        {"t": 0.0, "type": "run_start", "question": "Q?", "settings": SETTINGS},
+        {"t": 0.5, "type": "stop", "reason": "time_budget"},
+    ]
+    record = RecordDialog("Q?", (), lines, lambda _path: None)
+    qtbot.addWidget(record)
+    record.show()
+    qtbot.waitExposed(record)
+    axis = record.chart.plot.getAxis("left")
+    canvas = QPixmap(10, 10)
+    painter = QPainter(canvas)
+    try:  # the words the axis draws, as it lays them out to paint
+        _axis, _ticks, texts = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    assert sorted(text for _rect, _flags, text in texts) == ["0%", "100%", "25%", "50%", "75%"]
