@@ -228,7 +228,10 @@ def check(deb: Path, bundle: Path, version: str) -> dict[str, float]:
     if os.geteuid() != 0:
         raise CheckError("dpkg -i needs root (CI runs as root)")
     if status():
-        raise CheckError(f"{debian.PACKAGE} is already known to dpkg ({status()}): not touching it")
+        raise CheckError(
+            f"{debian.PACKAGE} is already known to dpkg ({status()}): not touching it "
+            f"(sudo dpkg --purge {debian.PACKAGE} first, to run this check)"
+        )
     starter = build.starter_model()
     with tempfile.TemporaryDirectory(prefix="imprint-deb-check-") as folder:
         work = Path(folder)
