@@ -46,6 +46,7 @@ from imprint_desktop.ui.chat.index_progress import (
     finished_line,
     progress_line,
 )
+from imprint_desktop.ui.fitted_label import FittedLabel
 from imprint_desktop.ui.inert import tooltip
 
 if TYPE_CHECKING:  # the model store is imported by the download manager, after the first paint
@@ -197,8 +198,7 @@ class ResearchToolbar(QWidget):
         self._pace = Pace()
         self._files_read = True  # the last update of the files was not stopped half-way
         self._problems = ""  # what it could not fully read
-        self.index_problems = QLabel()
-        self.index_problems.setTextFormat(Qt.TextFormat.PlainText)
+        self.index_problems = FittedLabel(1)  # as long as the problems: cut, never widening
         self.index_problems.setAccessibleName("Files the index could not fully read")
         self.index_problems.hide()
         self._describe = describe

@@ -31,10 +31,10 @@ from PySide6.QtWidgets import (
 
 from imprint_desktop.core.research.handler import EventHandler
 from imprint_desktop.core.research.wording import final_mode_words, phase_words, stop_sentence
+from imprint_desktop.ui.fitted_label import FittedLabel
 from imprint_desktop.ui.research_panel.activity import ActivityModel
 from imprint_desktop.ui.research_panel.activity_view import ActivityView, titled_stack
 from imprint_desktop.ui.research_panel.budget_widgets import SegmentBar, seconds_text
-from imprint_desktop.ui.research_panel.steady_lines import FittedLabel
 
 if TYPE_CHECKING:
     from imprint_desktop.core.research import events as ev
@@ -96,8 +96,8 @@ class ResearchPanel(QWidget, EventHandler):
         super().__init__(parent)
         self.setObjectName("researchPanel")
         self.setAccessibleName("Research panel")
-        # Every line that changes while a reply runs keeps its room (:mod:`.steady_lines`): the
-        # panel never widens (moving Send/Stop) and the lists below never move.
+        # Every line that changes while a reply runs keeps its room (a FittedLabel): the panel
+        # never widens (moving Send/Stop) and the lists below never move.
         self.now_label = FittedLabel(2)  # built from tool arguments: plain text
         self.now_label.setText("Ask a question to start research.")
         self.now_label.setObjectName("nowLine")

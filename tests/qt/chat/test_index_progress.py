@@ -69,6 +69,25 @@ def test_the_bar_reads_on_one_line_at_any_window_width(
     )
     assert not window.toolbar_row.index_bar.isVisible()
 
+    # What the update could not read is as long as its problems: cut, it never widens the window
+    # (it did, from 605 to 879 px), and its tooltip names each file.
+    problems = "3 files have no text layer · 1 file could not be read · 2 files are too large"
+    done = p.IndexStatus(
+        "/w", 6, 6, outcome=p.Outcome.FINISHED, problems=problems, details=("scan.pdf: no text",)
+    )
+    window.bridge.sig_index_progress.emit(done)
+    QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest.value)
+    line = window.toolbar_row.index_problems
+    assert line.isVisible() and line.whole == problems and window.width() == width
+    shown = line.text()
+    if wide:
+        assert shown == problems
+    else:
+        assert shown == problems or (shown.endswith("…") and problems.startswith(shown[:-1]))
+    assert line.fontMetrics().horizontalAdvance(shown) <= line.contentsRect().width()
+    assert line.visibleRegion().boundingRect() == line.rect()
+    assert "scan.pdf: no text" in html.unescape(line.toolTip())
+
 
 def test_the_time_left_is_told_once_the_step_has_run_a_while() -> None:
     now = [0.0]

@@ -22,9 +22,9 @@ from imprint_desktop.app import build_window
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.settings.secrets import SecretStore
 from imprint_desktop.settings.store import SettingsStore
+from imprint_desktop.ui.fitted_label import FittedLabel
 from imprint_desktop.ui.main_window import MainWindow
 from imprint_desktop.ui.research_panel.panel import ResearchPanel
-from imprint_desktop.ui.research_panel.steady_lines import FittedLabel
 from tests.qt.research_harness import (
     Script,
     scripted_model,

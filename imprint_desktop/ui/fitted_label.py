@@ -1,15 +1,16 @@
-"""Lines of the research panel that keep their room while a reply runs.
+"""Lines of text that keep their room whatever they say: nothing moves when they change.
 
-What the panel says changes many times a reply: what research is doing now, the figures, why it
-stopped. A label sized by its text would widen the panel (moving the transcript and Send/Stop) or
-push the lists below it down a line and back (moving the row under the pointer). These labels wrap
-within the panel's width and keep the room of a fixed number of lines whatever they say
-(:class:`FittedLabel`): what would take more lines is cut with "…" and is whole in the tooltip.
+What the research panel says changes many times a reply (what research is doing now, the figures,
+why it stopped), and the toolbar's line of index problems is as long as the problems are. A label
+sized by its text would widen the panel or the window (moving the transcript and Send/Stop) or push
+what is below it down a line and back (moving the row under the pointer). A :class:`FittedLabel`
+wraps within the width it is given and keeps the room of a fixed number of lines: what would take
+more is cut with "…" and is whole in the tooltip.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, Qt
+from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QWidget
 
@@ -38,6 +39,14 @@ class FittedLabel(QLabel):
 
     def clear(self) -> None:
         self.setText("")
+
+    def sizeHint(self) -> QSize:
+        """One line: as wide as its whole text (up to a limit), so a row of widgets gives it room
+        for all of it when there is room."""
+        hint = super().sizeHint()
+        if self._lines == 1:
+            hint.setWidth(min(self.fontMetrics().horizontalAdvance(self.whole) + 4, 480))
+        return QSize(hint.width(), self.height())
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
