@@ -53,6 +53,8 @@ if TYPE_CHECKING:  # the model store is imported by the download manager, after 
     from imprint_desktop.core.models import InstalledModel
 
 _ACTION = "action"
+#: The most of the workspace folder's name the toolbar shows (its tooltip has the whole path).
+FOLDER_CHARS = 28
 
 
 class ModelPicker(QComboBox):
@@ -166,7 +168,10 @@ class WorkspacePicker(QToolButton):
 
     def refresh(self) -> None:
         folder = chosen_workspace(self._store.config().workspace.path)
-        self.setText(f"Workspace: {folder.name if folder is not None else 'Sample workspace'}")
+        name = folder.name if folder is not None else "Sample workspace"
+        if len(name) > FOLDER_CHARS:  # a long name would widen the window; the tooltip has it
+            name = name[: FOLDER_CHARS - 1] + "…"
+        self.setText(f"Workspace: {name}")
         self.setToolTip(tooltip(str(folder or sample_workspace())))
 
     @Slot()

@@ -20,6 +20,7 @@ from pytestqt.qtbot import QtBot
 from imprint_desktop.background import payloads as p
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.chat.index_progress import Pace, progress_line, time_left_words
+from imprint_desktop.ui.chat.toolbar import FOLDER_CHARS
 from imprint_desktop.ui.main_window import MainWindow
 from tests.qt.research_harness import open_window, write_corpus
 
@@ -143,3 +144,19 @@ def test_the_status_bar_says_indexed_only_when_every_step_is_done(
     assert said[files_done][2] == f"Files read: {root}. Preparing search by meaning…"
     assert all("indexed" not in message.lower() for _, _, message in said[:-1])
     assert said[-1][2] == f"Workspace indexed: {root}"
+
+
+def test_a_long_folder_name_does_not_widen_the_window(
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
+) -> None:
+    folder = write_corpus(tmp_path / ("Harbour archive, minutes and letters " * 3).strip())
+    window = open_window(qtbot, store).window
+    width = window.minimumSizeHint().width()
+    window.resize(width, 700)
+    qtbot.waitUntil(lambda: window.width() == width)
+    store.set("workspace.path", str(folder))
+    QApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest.value)
+    picker = window.toolbar_row.workspace
+    assert picker.text() == f"Workspace: {folder.name[: FOLDER_CHARS - 1]}…"
+    assert str(folder) in html.unescape(picker.toolTip())
+    assert window.width() == width and window.minimumSizeHint().width() <= width
