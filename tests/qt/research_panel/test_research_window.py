@@ -262,7 +262,7 @@ def test_citations_copy_and_the_research_record(
     ]
     window = open_window(qtbot, research_store, script).window
     with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
-        type_question(qtbot, window, "Tell me two things")
+        type_question(qtbot, window, "What is the harbour wall made of, and what was seen?")
 
     click_link(qtbot, window.transcript, "[2]")
     current = window.panel.evidence.currentItem()
