@@ -92,6 +92,8 @@ class StarterOffer(QFrame):
 
         self.text = QLabel(STARTER_OFTEN_WRONG)
         self.text.setTextFormat(Qt.TextFormat.PlainText)
+        # Wrapped when the window is narrow: the line never widens the window it is shown in.
+        self.text.setWordWrap(True)
         self.text.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self.get_button = QPushButton()
         self.get_button.setObjectName("starterOfferGet")
@@ -111,9 +113,8 @@ class StarterOffer(QFrame):
         layout = QHBoxLayout(self)
         layout.setContentsMargins(6, 0, 0, 0)
         layout.setSpacing(4)
-        layout.addWidget(self.text)
+        layout.addWidget(self.text, 1)
         layout.addWidget(self.get_button)
-        layout.addStretch(1)
         layout.addWidget(self.dismiss_button)
         self.hide()
         unsubscribe = store.subscribe(self._settings_changed)

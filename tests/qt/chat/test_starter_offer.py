@@ -245,3 +245,18 @@ def test_a_best_fit_already_here_is_used_in_one_click(
     assert manager is not None and "Qwen3 4B is now used for research" in manager.message.text()
     window.close()
     assert downloads.shutdown(30_000)
+
+
+def test_the_offer_never_widens_the_window(qtbot: QtBot, store: SettingsStore) -> None:
+    """Its words wrap in a narrow window (they asked 744 px, and widened a 900 px window to
+    1,193 px when the first answer came)."""
+    from imprint_desktop.ui.chat.starter_offer import StarterOffer
+
+    offer = StarterOffer(store, lambda: None, lambda: None)
+    qtbot.addWidget(offer)
+    offer.get_button.setText(OFFER)
+    offer.show()
+    assert offer.minimumSizeHint().width() <= 540
+    offer.resize(540, offer.heightForWidth(540) if offer.hasHeightForWidth() else 60)
+    assert offer.get_button.geometry().right() <= offer.dismiss_button.geometry().left()
+    assert offer.dismiss_button.geometry().right() <= 540
