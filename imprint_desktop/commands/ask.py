@@ -44,6 +44,7 @@ from imprint_desktop.core.errors import (
 from imprint_desktop.core.history import HistoryStore
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.handler import EventHandler
+from imprint_desktop.core.research.record.counts import CountsCheck, RequestLines
 from imprint_desktop.core.research.record.page import report_writer
 from imprint_desktop.core.research.sources import with_sources
 from imprint_desktop.core.research.trace import TraceWriter, fan_out
@@ -142,6 +143,8 @@ class _Ending:
     trace: str | None = None
     #: Which embedders served the searches by meaning (None: no workspace was opened).
     search_embedder: str | None = None
+    #: The server's prompt counts against Imprint's estimates (None: none reported).
+    token_counts: CountsCheck | None = None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -180,7 +183,8 @@ def _run(args: argparse.Namespace, err: TextIO) -> _Ending:
     cancel = CancelToken()
     try:
         api_key = _api_key(args, prepared.config)
-        result, search_embedder = asyncio.run(_ask(prepared, api_key, cancel, err))
+        requests = RequestLines()
+        result, search_embedder = asyncio.run(_ask(prepared, api_key, cancel, err, requests))
     except Cancelled:
         return _Ending(EXIT_INTERRUPTED, error="stopped before research began", trace=trace)
     except ImprintError as error:  # the model cannot be loaded, the keyring refused, ...
@@ -192,7 +196,7 @@ def _run(args: argparse.Namespace, err: TextIO) -> _Ending:
         code = EXIT_INTERRUPTED
     else:
         code = EXIT_ERROR if result.stop_reason == "error" else EXIT_OK
-    return _Ending(code, result, search_embedder=search_embedder)
+    return _Ending(code, result, search_embedder=search_embedder, token_counts=requests.check())
 
 
 def _prepare(args: argparse.Namespace, err: TextIO) -> _Run:
@@ -295,7 +299,7 @@ def _open_trace(path: Path | None) -> TraceWriter | None:
 
 
 async def _ask(
-    prepared: _Run, api_key: str | None, cancel: CancelToken, err: TextIO
+    prepared: _Run, api_key: str | None, cancel: CancelToken, err: TextIO, requests: RequestLines
 ) -> tuple[ev.ReplyResult, str | None]:
     """The reply, and which embedders served its searches by meaning."""
     args, config, trace = prepared.args, prepared.config, prepared.trace
@@ -318,7 +322,7 @@ async def _ask(
         read_line=_read_line,
     )
     front = assistant.ReplyFront(
-        sink=fan_out([trace, progress, report_writer(args.report, err)]),
+        sink=fan_out([trace, progress, report_writer(args.report, err), requests]),
         ask=ask,
         consent=lambda _conversation: consent,
     )
@@ -461,6 +465,8 @@ def ending_json(ending: _Ending) -> dict[str, object]:
         )
         payload = {**nothing.to_json(), "final_mode": None}
     payload["search_embedder"] = ending.search_embedder
+    counts = ending.token_counts
+    payload["token_counts"] = counts.to_json() if counts is not None else None
     payload["exit_code"] = ending.code
     return payload
 

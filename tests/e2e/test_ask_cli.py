@@ -68,6 +68,11 @@ def test_research_then_answer(
     assert payload["runaway"] is None
     # Nothing has run the better embedder over this new folder: the built-in one ranked alone.
     assert payload["search_embedder"] == StaticEmbedder.name
+    # The server counted 900 and 1,300 prompt tokens; the estimates charged first are beside them.
+    counts = payload["token_counts"]
+    assert counts["requests"] == 2 and counts["reported_prompt_tokens"] == 2200
+    assert counts["estimated_prompt_tokens"] > 0
+    assert counts["ratio"] == round(counts["estimated_prompt_tokens"] / 2200, 3)
     assert payload["tokens"]["budget"] == 65536 and payload["tokens"]["final_charged"] == 0
     # Charged as the server reported: 900 + 20, then (1300 - 900 cached) + 12.
     assert payload["tokens"]["charged"] == 920 + 412

@@ -225,6 +225,7 @@ def assert_result_fields(payload: Mapping[str, Any]) -> None:
         "grounding",
         "runaway",
         "search_embedder",
+        "token_counts",
     } - set(payload)
     assert not missing, f"missing fields {missing} in {payload}"
     assert isinstance(payload["answer"], str) and payload["answer"].strip(), payload

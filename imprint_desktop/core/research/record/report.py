@@ -22,6 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from imprint_desktop.core.research.record.counts import CountsCheck, counts_check
 from imprint_desktop.core.research.record.rows import (
     FINAL_GROUP,
     ActivityRow,
@@ -68,6 +69,9 @@ class Summary:
     token_budget: int | None
     time_budget: float | None
     patience: int | None
+    #: The server's prompt counts against Imprint's estimates (None: a local model, or a server
+    #: that reports no usage).
+    counts: CountsCheck | None = None
 
     @property
     def stop_text(self) -> str:
@@ -87,6 +91,8 @@ class Summary:
             ("Tokens refunded", f"{self.tokens_refunded:,}"),
             ("Final answer tokens", f"{self.tokens_final:,} (outside the budget)"),
         ]
+        if self.counts is not None:
+            rows.append(("Token counts", self.counts.words()))
         if mode := self.final_mode:
             rows.append(("Answer", final_mode_words(mode).answer if is_final_mode(mode) else mode))
         return rows
@@ -286,6 +292,7 @@ def build_report(  # noqa: PLR0915 - one pass over the trace, one branch per lin
         token_budget=_setting_int(settings, "chat.research_token_budget"),
         time_budget=_setting_float(settings, "chat.research_timeout_sec"),
         patience=_setting_int(settings, "chat.research_no_progress_rounds"),
+        counts=counts_check(lines),
     )
     series = tuple(points[number] for number in sorted(points))
     rows = without_unopened_rounds(rows, rounds, stop_reason)
