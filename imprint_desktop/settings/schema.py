@@ -55,7 +55,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "chat.research_token_budget", Kind.INT, 65536, "Research token budget",
         "Tokens a reply may spend on research requests: new prompt tokens (the reused "
-        "prompt prefix is free) plus generated tokens.",
+        "prompt prefix is free) plus generated tokens. A local model counts them exactly; a "
+        "server's are estimated before each request (a little high) and settled by the usage "
+        "it reports.",
         minimum=1024, maximum=2_000_000, unit="tokens",
     ),
     Setting(
