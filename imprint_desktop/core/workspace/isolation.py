@@ -76,6 +76,13 @@ from imprint_desktop.core.workspace.extract import (
 )
 from imprint_desktop.core.workspace.formats import ocr
 from imprint_desktop.core.workspace.formats.ocr import FILE_SECONDS, MAX_PAGES, OcrSettings
+from imprint_desktop.core.workspace.formats.pdf_page import (
+    MAX_PIXELS,
+    Box,
+    PageRequest,
+    RenderedPage,
+    render_page,
+)
 from imprint_desktop.core.workspace.formats.text import MAX_CHARS, MAX_LINES, MAX_NAME, MAX_PARTS
 
 if TYPE_CHECKING:
@@ -130,6 +137,9 @@ class ExtractionLimits:
     ocr_max_pages: int = MAX_PAGES
     #: The most text one document may give, in characters (``workspace.max_text_mb``).
     max_text_chars: int = MAX_CHARS
+    #: Draws a PDF page for the viewer (module-level, like ``reader``; tests give it one that
+    #: hangs).
+    renderer: Callable[[bytes, PageRequest], RenderedPage] = render_page
 
     def seconds_for(self, size: int) -> float:
         return min(self.base_seconds + self.seconds_per_mb * size / 2**20, self.max_seconds)
@@ -173,15 +183,7 @@ class IsolatedExtractor:
 
     def extract(self, name: str, data: bytes, cancel: Stop | None = None) -> Extracted:
         """The text of ``data``: :class:`DocumentError` says why not, :class:`Cancelled` on Stop."""
-        connection = self._ready(cancel)
-        try:
-            connection.send_bytes(json.dumps({"name": name}).encode("utf-8"))
-            connection.send_bytes(data)
-        except OSError:  # the worker died between files: one fresh start
-            self._kill()
-            connection = self._ready(cancel)
-            connection.send_bytes(json.dumps({"name": name}).encode("utf-8"))
-            connection.send_bytes(data)
+        self._send({"name": name}, data, cancel)
         clock = _FileClock(self.limits, len(data))
         reply = self._answer(clock, cancel)
         if reply is None:
@@ -202,6 +204,78 @@ class IsolatedExtractor:
         except (KeyError, TypeError, ValueError) as error:
             self._kill()
             raise DocumentError("the document reader gave an answer that makes no sense") from error
+
+    def render(
+        self, name: str, data: bytes, request: PageRequest, cancel: Stop | None = None
+    ) -> RenderedPage:
+        """A page of the PDF ``data`` drawn, with its sentence's boxes, under the same time (the
+        file's, by its size) and memory limits as its text: :class:`DocumentError` says why not."""
+        asked = {
+            "page": request.page,
+            "scale": request.scale,
+            "sentences": request.sentences,
+            "fit_width": request.fit_width,
+        }
+        self._send({"name": name, "page": asked}, data, cancel)
+        clock = _FileClock(self.limits, len(data))
+        reply = self._answer(clock, cancel)
+        image = None
+        if reply is not None and reply.get("ok"):
+            image = self._image(clock, cancel, int(reply.get("png_bytes", 0)))
+        if reply is None or (reply.get("ok") and image is None):
+            self._kill()
+            raise DocumentError(
+                f"drawing its page {request.page} took longer than {clock.allowed:.0f} s, so it "
+                "was stopped"
+            )
+        if image is None:
+            raise DocumentError(str(reply.get("reason") or "its page could not be drawn"))
+        try:
+            return _page(reply, image)
+        except (KeyError, TypeError, ValueError) as error:
+            self._kill()
+            raise DocumentError("the document reader gave an answer that makes no sense") from error
+
+    def _send(self, header: dict[str, Any], data: bytes, cancel: Stop | None) -> None:
+        connection = self._ready(cancel)
+        try:
+            connection.send_bytes(json.dumps(header).encode("utf-8"))
+            connection.send_bytes(data)
+        except OSError:  # the worker died between files: one fresh start
+            self._kill()
+            connection = self._ready(cancel)
+            connection.send_bytes(json.dumps(header).encode("utf-8"))
+            connection.send_bytes(data)
+
+    def _image(self, clock: _FileClock, cancel: Stop | None, size: int) -> bytes | None:
+        """The page image that follows a drawn page's answer; None when ``clock`` runs out."""
+        from multiprocessing.connection import wait  # noqa: PLC0415 - see _ready
+
+        connection, process = self._connection, self._process
+        assert connection is not None and process is not None
+        if not 0 < size <= MAX_PNG_BYTES:
+            self._kill()
+            raise DocumentError("the document reader gave a page image larger than any page")
+        while not clock.out():
+            if is_cancelled(cancel):
+                self._kill()
+                raise Cancelled("Drawing the page was stopped.")
+            if connection in wait([connection, process.sentinel], timeout=_POLL_SECONDS):
+                try:
+                    image = connection.recv_bytes(MAX_PNG_BYTES)
+                except (EOFError, OSError) as error:
+                    self._kill()
+                    raise DocumentError(
+                        "the document reader stopped while drawing the page"
+                    ) from error
+                if len(image) != size:
+                    self._kill()
+                    raise DocumentError("the document reader gave a page image cut short")
+                return image
+            if not process.is_alive():
+                self._kill()
+                raise DocumentError("the document reader stopped while drawing the page")
+        return None
 
     def _document(self, reply: dict[str, Any]) -> Extracted:
         """The document in a worker's answer, checked (raises ``ValueError`` and the like when
@@ -274,7 +348,11 @@ class IsolatedExtractor:
         process = context.Process(
             target=serve,
             args=(child, self.limits.memory_bytes, self.limits.reader, self.limits.ocr_settings()),
-            kwargs={"scratch": self._scratch, "max_chars": self.limits.max_text_chars},
+            kwargs={
+                "scratch": self._scratch,
+                "max_chars": self.limits.max_text_chars,
+                "renderer": self.limits.renderer,
+            },
             name="imprint-document-reader",
             daemon=True,
         )
@@ -429,6 +507,30 @@ class _FileClock:
         return f" ({self.own:.0f} s for a file of its size, the rest for OCR of its pages)"
 
 
+#: The largest page image taken from the worker: a page of the most pixels, uncompressed.
+MAX_PNG_BYTES = 4 * MAX_PIXELS + 2**20
+#: The most boxes one marked sentence may have (one a line of text).
+MAX_BOXES = 2_000
+
+
+def _page(reply: dict[str, Any], image: bytes) -> RenderedPage:
+    """A drawn page from a worker's answer, checked (raises ``ValueError`` and the like)."""
+    width, height = int(reply["width"]), int(reply["height"])
+    boxes = reply["boxes"]
+    if not (width > 0 and height > 0 and width * height <= MAX_PIXELS and len(boxes) <= MAX_BOXES):
+        raise ValueError("a page out of bounds")
+    return RenderedPage(
+        int(reply["page"]),
+        int(reply["page_count"]),
+        float(reply["scale"]),
+        width,
+        height,
+        image,
+        tuple(Box(*(float(side) for side in box[:4])) for box in boxes),
+        int(reply["found"]),
+    )
+
+
 def _kill_group(process: BaseProcess) -> None:
     """Kill the worker and, on POSIX, its process group: the tesseract it may be running."""
     if sys.platform != "win32" and process.pid is not None:
@@ -459,6 +561,7 @@ def serve(
     *,
     scratch: str | None = None,
     max_chars: int = MAX_CHARS,
+    renderer: Callable[[bytes, PageRequest], RenderedPage] = render_page,
 ) -> None:
     """The worker's main loop: its life tied to its parent's, its files private, limits first,
     then one file after another until the input ends."""
@@ -480,6 +583,13 @@ def serve(
         except (EOFError, OSError):
             return
         _limit_cpu()
+        if isinstance(header.get("page"), dict):
+            reply, image = _draw(renderer, data, header["page"])
+            del data
+            connection.send_bytes(json.dumps(reply).encode("utf-8"))
+            if image:
+                connection.send_bytes(image)
+            continue
         ocr.begin_file()
         reply = _read(reader, str(header.get("name", "")), data, max_chars)
         del data
@@ -523,6 +633,39 @@ def _read(
         "dates": [[date.date, date.how.value] for date in document.dates],
         "gaps": document.gaps,
     }
+
+
+def _draw(
+    renderer: Callable[[bytes, PageRequest], RenderedPage], data: bytes, asked: dict[str, Any]
+) -> tuple[dict[str, Any], bytes]:
+    """A page drawn for the viewer: the answer, and the PNG sent after it (empty on failure)."""
+    try:
+        request = PageRequest(
+            int(asked["page"]),
+            float(asked["scale"]),
+            tuple(str(sentence) for sentence in asked.get("sentences", ())),
+            int(asked.get("fit_width", 0)),
+        )
+        page = renderer(data, request)
+    except MemoryError:
+        return {"ok": False, "reason": "drawing its page needed more memory than allowed"}, b""
+    except DocumentError as error:
+        return {"ok": False, "reason": str(error)}, b""
+    except Exception as error:  # a parser failure is a reason, never the worker's end
+        log.debug("page not drawn: %r", error)
+        return {"ok": False, "reason": "its page could not be drawn (the file is damaged?)"}, b""
+    reply = {
+        "ok": True,
+        "page": page.page,
+        "page_count": page.page_count,
+        "scale": page.scale,
+        "width": page.width,
+        "height": page.height,
+        "boxes": [[box.left, box.top, box.right, box.bottom] for box in page.boxes],
+        "found": page.found,
+        "png_bytes": len(page.png),
+    }
+    return reply, page.png
 
 
 #: ``prctl`` asks the kernel for a signal when the parent ends (``linux/prctl.h``).

@@ -22,8 +22,16 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from imprint_desktop.core.workspace.extract import ISOLATED, Extracted, extract, format_for
+from imprint_desktop.core.errors import DocumentError
+from imprint_desktop.core.workspace.extract import (
+    ISOLATED,
+    Extracted,
+    Format,
+    extract,
+    format_for,
+)
 from imprint_desktop.core.workspace.formats import ocr
+from imprint_desktop.core.workspace.formats.pdf_page import PageRequest, RenderedPage
 from imprint_desktop.core.workspace.isolation import (
     DEFAULT_LIMITS,
     ExtractionLimits,
@@ -112,6 +120,23 @@ class DocumentReader:
         if key is not None:
             self._keep(key, document)
         return document
+
+    @staticmethod
+    def drawable(name: str) -> bool:
+        """Whether a file called ``name`` has pages :meth:`render` can draw (a PDF)."""
+        return format_for(name) is Format.PDF
+
+    def render(
+        self, name: str, data: bytes, request: PageRequest, cancel: Stop | None = None
+    ) -> RenderedPage:
+        """A page of the PDF ``data`` drawn in the worker, with the boxes of the first of the
+        request's sentences found on it; :class:`DocumentError` says why not (too large, too
+        slow: the file's own time limit), :class:`~imprint_desktop.core.errors.Cancelled` on
+        ``cancel``."""
+        if not self.drawable(name):
+            raise DocumentError(f"{name} has no pages to draw")
+        with self._lock:
+            return self._pdfs.render(name, data, request, cancel)
 
     def _recall(self, key: tuple[str, FileStamp]) -> Extracted | None:
         with self._kept_lock:

@@ -24,6 +24,7 @@ a note of how much is left out, and the numbering stays the document's.
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from concurrent.futures import Future
@@ -46,11 +47,13 @@ from PySide6.QtWidgets import (
     QLabel,
     QMessageBox,
     QPushButton,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from imprint_desktop.ui.chat.numbered_text import NumberedText
+from imprint_desktop.ui.chat.page_view import PageView
 from imprint_desktop.ui.inert import is_web_link
 
 if TYPE_CHECKING:
@@ -71,6 +74,9 @@ READ_POLL_MS = 20
 LINE_CHARS = 4_000
 _LINES = re.compile(r"lines?\s+(\d+)(?:\s*[-–]\s*(\d+))?")
 _WORD = re.compile(r"\w+")
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n\s*\n")
+#: Words this short say little about which sentence is meant ("a", "of", "the").
+_SHORT_WORD = 3
 
 
 def cited_lines(location: str) -> tuple[int, int] | None:
@@ -80,6 +86,30 @@ def cited_lines(location: str) -> tuple[int, int] | None:
         return None
     first = int(match.group(1))
     return first, max(first, int(match.group(2) or first))
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut after each full stop, question or exclamation mark, and at blank lines."""
+    return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
+
+
+def citing_sentences(answer: str, number: int) -> list[str]:
+    """The sentences of ``answer`` that cite ``[number]`` (alone or in a list: ``[1, 3]``)."""
+    mark = re.compile(rf"\[(?:\d+\s*,\s*)*{number}(?:\s*,\s*\d+)*\]")
+    return [sentence for sentence in sentences(answer) if mark.search(sentence)]
+
+
+def quoted_sentence(excerpt: str, claims: list[str]) -> str:
+    """The sentence of ``excerpt`` that the answer's ``claims`` (its sentences citing it) draw
+    on: the one sharing the most of their words; "" when none shares any."""
+    said = {word for claim in claims for word in _WORD.findall(claim.lower())}
+    said = {word for word in said if len(word) >= _SHORT_WORD and not word.isdigit()}
+    best, best_score = "", 0
+    for sentence in sentences(excerpt):
+        score = len(said & set(_WORD.findall(sentence.lower())))
+        if score > best_score:
+            best, best_score = sentence, score
+    return best
 
 
 def system_safe(name: str) -> bool:
@@ -97,6 +127,22 @@ class SourceText:
     title: str = ""
     path: Path | None = None  # the file, when it was read from the workspace
     note: str = ""  # what the person should know: the excerpt is shown instead, or it changed
+    #: The file's bytes, kept for a document whose pages can be drawn (a PDF), else empty.
+    data: bytes = b""
+
+    def page_of(self, line: int) -> int:
+        """The page (1-based) that line ``line`` is on; 1 for a document without pages."""
+        return max(bisect.bisect_right(self.page_starts, line), 1)
+
+    def cited_on_page(self) -> tuple[int, str]:
+        """The page the highlight starts on, and the highlighted lines on it."""
+        if self.highlight is None:
+            return 1, ""
+        first, last = self.highlight
+        page = self.page_of(first)
+        if page < len(self.page_starts):
+            last = min(last, self.page_starts[page] - 1)
+        return page, "\n".join(self.lines[first - 1 : last])
 
 
 def excerpt_source(item: ev.EvidenceItemView, note: str) -> SourceText:
@@ -139,7 +185,7 @@ def read_source(
             "saved with it is shown.",
         )
     try:
-        path, document = _workspace_file(workspace, item.source, max_bytes, reader, stop)
+        path, data, document = _workspace_file(workspace, item.source, max_bytes, reader, stop)
     except (ImprintError, OSError) as error:
         reason = str(error).rstrip(".")
         return excerpt_source(item, f"{reason}. The passage saved with the evidence is shown.")
@@ -149,7 +195,8 @@ def read_source(
     note = ""
     if span is not None and not _contains(document.lines[span[0] - 1 : span[1]], item.excerpt):
         note = "The document has changed since it was cited: the highlighted lines may differ."
-    return SourceText(document.lines, span, document.page_starts, document.title, path, note)
+    kept = data if reader.drawable(path.name) else b""
+    return SourceText(document.lines, span, document.page_starts, document.title, path, note, kept)
 
 
 def _workspace_file(
@@ -158,8 +205,9 @@ def _workspace_file(
     max_bytes: int,
     reader: DocumentReader,
     stop: threading.Event | None,
-) -> tuple[Path, Extracted]:
-    """The cited file inside ``workspace`` and its text, or an error that says why not."""
+) -> tuple[Path, bytes, Extracted]:
+    """The cited file inside ``workspace``, its bytes and its text, or an error that says why
+    not."""
     from imprint_desktop.core.errors import DocumentError  # noqa: PLC0415 - on the reading thread
     from imprint_desktop.core.workspace import (  # noqa: PLC0415
         clean_relative,
@@ -178,7 +226,7 @@ def _workspace_file(
     # Opened one folder at a time without following a link (the index never follows one), the
     # size checked on the open file.
     data, _ = read_inside(root, relative, max_bytes=max_bytes)
-    return path, reader.read(relative.rsplit("/", 1)[-1], data, stop)
+    return path, data, reader.read(relative.rsplit("/", 1)[-1], data, stop)
 
 
 def _contains(lines: tuple[str, ...], excerpt: str) -> bool:
@@ -190,7 +238,9 @@ def _contains(lines: tuple[str, ...], excerpt: str) -> bool:
 
 
 class SourceViewer(QDialog):
-    """One piece of evidence in its document, the cited lines highlighted and in view."""
+    """One piece of evidence in its document, the cited lines highlighted and in view; a PDF
+    also as its page, the quoted sentence marked there (:class:`~.page_view.PageView`), the
+    text one tab away."""
 
     #: The source was read and is shown. Payload: the :class:`SourceText`.
     sig_loaded = Signal(object)
@@ -203,11 +253,16 @@ class SourceViewer(QDialog):
         max_bytes: int,
         reader: DocumentReader,
         stop: threading.Event | None = None,
+        quoted: str = "",
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
         self.item = item
+        #: The excerpt's sentence the answer drew on, marked on a PDF's page ("" when unknown).
+        self.quoted = quoted
         self.source: SourceText | None = None
+        self.page_view: PageView | None = None
+        self._reader, self._stop = reader, stop
         self.setWindowTitle(item.source)
         self.setAccessibleName(f"Source {item.source}")
         self.resize(780, 620)
@@ -239,7 +294,12 @@ class SourceViewer(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.heading)
         layout.addWidget(self.note)
-        layout.addWidget(self.view, 1)
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("sourceTabs")
+        self.tabs.setDocumentMode(True)
+        self.tabs.setTabBarAutoHide(True)  # a document without pages has its text only
+        self.tabs.addTab(self.view, "&Text")
+        layout.addWidget(self.tabs, 1)
         layout.addWidget(buttons)
         self._reading: Future[SourceText] = Future()
         self._poll = QTimer(self)  # the reading thread touches no Qt object: the viewer asks it
@@ -291,7 +351,29 @@ class SourceViewer(QDialog):
         if source.highlight is not None:
             self._highlight(*source.highlight)
         self.view.setFocus()
+        if source.data and source.path is not None:
+            self._show_page(source, source.path.name)
         self.sig_loaded.emit(source)
+
+    def _show_page(self, source: SourceText, name: str) -> None:
+        """Add the Page tab, in front: the cited page drawn, the quoted sentence marked (the
+        sentence the answer drew on, else the excerpt, else the cited lines on that page: the
+        first of them the page holds)."""
+        page, cited = source.cited_on_page()
+        sentences = tuple(text for text in (self.quoted, self.item.excerpt, cited) if text.strip())
+        self.page_view = PageView(
+            self._reader,
+            name,
+            source.data,
+            page=page,
+            sentences=sentences,
+            page_count=len(source.page_starts),
+            stop=self._stop,
+        )
+        self.tabs.insertTab(0, self.page_view, "&Page")
+        self.tabs.setCurrentIndex(0)
+        self.page_view.setFocus()
+        self.page_view.start()
 
     def _highlight(self, first: int, last: int) -> None:
         """Shade the cited lines across the whole width (wrapped lines too) and bring them into

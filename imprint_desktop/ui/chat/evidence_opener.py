@@ -29,7 +29,12 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 from imprint_desktop.background import payloads as p
 from imprint_desktop.background.bridge import Bridge
 from imprint_desktop.core.workspace.reader import DocumentReader
-from imprint_desktop.ui.chat.document_viewer import SourceViewer, confirm_web_link
+from imprint_desktop.ui.chat.document_viewer import (
+    SourceViewer,
+    citing_sentences,
+    confirm_web_link,
+    quoted_sentence,
+)
 from imprint_desktop.ui.chat.view import ChatView, Citation
 from imprint_desktop.ui.inert import is_web_link
 from imprint_desktop.ui.research_panel.panel import ResearchPanel
@@ -114,7 +119,8 @@ class EvidenceOpener(QObject):
         self.panel.select_evidence(citation.number)
         item = next((item for item in message.evidence if item.id == citation.number), None)
         if item is not None:
-            self.open_source(item, message.workspace)
+            claims = citing_sentences(message.text, citation.number)
+            self.open_source(item, message.workspace, quoted_sentence(item.excerpt, claims))
         else:
             self.sig_status.emit(f"The answer cites [{citation.number}], which it never found.")
 
@@ -123,8 +129,11 @@ class EvidenceOpener(QObject):
         """An evidence row was chosen: open it from the workspace of the reply it belongs to."""
         self.open_source(item, self._panel_workspace)
 
-    def open_source(self, item: ev.EvidenceItemView, workspace: str | None) -> SourceViewer:
-        """Show ``item`` in Imprint's own viewer at the cited lines (one viewer at a time)."""
+    def open_source(
+        self, item: ev.EvidenceItemView, workspace: str | None, quoted: str = ""
+    ) -> SourceViewer:
+        """Show ``item`` in Imprint's own viewer at the cited lines (one viewer at a time); a PDF
+        at its page, ``quoted`` (the excerpt's sentence the answer drew on) marked there."""
         if self.viewer is not None:
             self.viewer.close()
             self.viewer.deleteLater()
@@ -134,6 +143,7 @@ class EvidenceOpener(QObject):
             max_bytes=self._source_bytes(),
             reader=self._reader,
             stop=self._closing,
+            quoted=quoted,
             parent=self._window,
         )
         self.viewer.show()
