@@ -49,8 +49,8 @@ DRAW_POLL_MS = 20
 ZOOM_STEP = 1.25
 #: A scale of 1 draws a point as a pixel; "100 %" is a page at its printed size on a 96 dpi screen.
 ACTUAL_SIZE = 96 / 72
-#: Room left beside a page fitted to the width (besides the scroll bar), in pixels.
-FIT_MARGIN = 8
+#: The grey border around the page, in pixels.
+PAGE_MARGIN = 8
 #: How long the view waits after a resize before a page fitted to the width is drawn again.
 REFIT_MS = 150
 
@@ -108,6 +108,9 @@ class PageView(QWidget):
         self.canvas.setObjectName("sourcePage")
         self.canvas.setAccessibleName("Page")
         self.canvas.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
+        # Always there: a page fitted to the width keeps its place, centred, whether or not it
+        # is taller than the view (Qt centres as if a scroll bar that comes and goes were not).
+        self.canvas.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         self.canvas.setBackgroundBrush(self.palette().color(QPalette.ColorRole.Mid))
         self.status = QLabel("Drawing the page…")
         self.status.setObjectName("pageStatus")
@@ -199,7 +202,7 @@ class PageView(QWidget):
         so a page that needs one fits the same)."""
         canvas = self.canvas
         bar = canvas.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent, None, canvas)
-        return max(canvas.width() - 2 * canvas.frameWidth() - bar - FIT_MARGIN, 100)
+        return max(canvas.width() - 2 * canvas.frameWidth() - bar - 2 * PAGE_MARGIN, 100)
 
     def _wanted(self) -> tuple[int, float, int]:
         """The page to show: its number, and its zoom or, fitted, the width it must have."""
@@ -296,11 +299,16 @@ class PageView(QWidget):
             mark.setPen(QPen(edge, 1))
             self.scene.addItem(mark)
             self.marks.append(mark)
-        self.scene.setSceneRect(self.image.boundingRect())
+        margin = PAGE_MARGIN
+        self.scene.setSceneRect(
+            self.image.boundingRect().adjusted(-margin, -margin, margin, margin)
+        )
         self.status.hide()
         self._update_controls()
-        if self.marks:
-            self.canvas.centerOn(self.marks[0])
+        if self.marks:  # the sentence in the middle, its first line's start in view
+            first = self.marks[0].sceneBoundingRect()
+            self.canvas.centerOn(first.center())
+            self.canvas.ensureVisible(QRectF(first.topLeft(), first.topLeft()), 24, 24)
         else:
             self.canvas.verticalScrollBar().setValue(0)
         self.sig_page_shown.emit(page)
