@@ -36,6 +36,10 @@ reused for the next), and the calling thread waits for the answer:
   it goes. On POSIX the worker leads a process group of its own, so killing it kills the tesseract
   it may be running too.
 
+The same worker draws a PDF's page for the source viewer (:meth:`IsolatedExtractor.render`, the
+page's PNG sent after its JSON answer): under the file's time and the memory limit, and at most
+:data:`~.formats.pdf_page.MAX_PIXELS` large, so a page that would need gigabytes is refused.
+
 Answers come back as JSON, never pickles, and are checked and size-capped: a worker that a file
 managed to subvert still cannot make this process run anything. The worker is started with
 ``multiprocessing``'s *spawn* method on every platform (forking a process that runs Qt and

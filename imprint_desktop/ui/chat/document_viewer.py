@@ -17,6 +17,12 @@ GUI thread; when the file cannot be read (moved, too big, outside the workspace,
 saved before Imprint kept its workspace), the viewer shows the excerpt saved with the evidence and
 says why.
 
+A PDF opens at its page as it looks, in front of the text (the Page tab of
+:class:`~.page_view.PageView`): drawn by the same isolated worker, the sentence the answer drew on
+marked there (:func:`quoted_sentence`: of the excerpt's sentences, the one sharing most words with
+the answer's sentences citing it), else the excerpt, else the cited lines on that page. Office files
+and e-books keep the text view alone.
+
 A line is laid out whole, so one of :data:`LINE_CHARS` characters at most is shown (a Markdown
 note with an embedded image holds a megabyte of base64 on one line); the rest of it is replaced by
 a note of how much is left out, and the numbering stays the document's.

@@ -17,7 +17,7 @@ from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.workspace.isolation import ExtractionLimits
 from imprint_desktop.core.workspace.reader import DocumentReader
 from imprint_desktop.settings.store import SettingsStore
-from imprint_desktop.ui.chat.document_viewer import SourceViewer
+from imprint_desktop.ui.chat.document_viewer import SourceViewer, citing_sentences, quoted_sentence
 from imprint_desktop.ui.chat.page_view import PageView
 from imprint_desktop.ui.main_window import MainWindow
 from tests.qt.research_harness import open_window, search, type_question
@@ -226,3 +226,24 @@ def test_a_stop_while_a_page_is_drawn_leaves_no_thread_waiting(
             timeout=WAIT_MS,
         )
         viewer.close()
+
+
+def test_the_sentence_marked_is_the_one_of_the_passage_the_answer_drew_on() -> None:
+    answer = (
+        "A cormorant nested under the rail [2]. The lamp dates from 1871 [1, 2]. "
+        "Boats came twice [1].\n\nNothing else [12]."
+    )
+    assert citing_sentences(answer, 2) == [
+        "A cormorant nested under the rail [2].",
+        "The lamp dates from 1871 [1, 2].",
+    ]
+    assert citing_sentences(answer, 1) == [
+        "The lamp dates from 1871 [1, 2].",
+        "Boats came twice [1].",
+    ]
+    excerpt = "The second page begins with the log. " + SENTENCE + " The relief boat came twice."
+    assert quoted_sentence(excerpt, citing_sentences(answer, 2)[:1]) == SENTENCE
+    assert quoted_sentence(excerpt, ["Boats came twice [1]."]) == "The relief boat came twice."
+    # Short words and numbers alone say nothing of which sentence is meant.
+    assert quoted_sentence(excerpt, ["It was in 1871, a [2]."]) == ""
+    assert quoted_sentence(excerpt, []) == ""
