@@ -588,6 +588,7 @@ def serve(
             return
         _limit_cpu()
         if isinstance(header.get("page"), dict):
+            ocr.begin_file()  # a scan's words are read under OCR's bounds for one file
             reply, image = _draw(renderer, data, header["page"])
             del data
             connection.send_bytes(json.dumps(reply).encode("utf-8"))

@@ -123,8 +123,8 @@ class DocumentReader:
 
     @staticmethod
     def drawable(name: str) -> bool:
-        """Whether a file called ``name`` has pages :meth:`render` can draw (a PDF)."""
-        return format_for(name) is Format.PDF
+        """Whether a file called ``name`` has pages :meth:`render` can draw (a PDF, an image)."""
+        return format_for(name) in {Format.PDF, Format.IMAGE}
 
     def render(
         self, name: str, data: bytes, request: PageRequest, cancel: Stop | None = None

@@ -17,7 +17,7 @@ GUI thread; when the file cannot be read (moved, too big, outside the workspace,
 saved before Imprint kept its workspace), the viewer shows the excerpt saved with the evidence and
 says why.
 
-A PDF opens at its page as it looks, in front of the text (the Page tab of
+A PDF (or an image: a scan) opens at its page as it looks, in front of the text (the Page tab of
 :class:`~.page_view.PageView`): drawn by the same isolated worker, the sentence the answer drew on
 marked there (:func:`quoted_sentence`: of the excerpt's sentences, the one sharing most words with
 the answer's sentences citing it), else the excerpt, else the cited lines on that page. Office files

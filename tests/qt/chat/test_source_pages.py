@@ -10,10 +10,12 @@ import re
 import threading
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from pytestqt.qtbot import QtBot
 
 from imprint_desktop.core.research import events as ev
+from imprint_desktop.core.workspace.formats import ocr
 from imprint_desktop.core.workspace.isolation import ExtractionLimits
 from imprint_desktop.core.workspace.reader import DocumentReader
 from imprint_desktop.settings.store import SettingsStore
@@ -22,10 +24,14 @@ from imprint_desktop.ui.chat.page_view import PageView
 from imprint_desktop.ui.main_window import MainWindow
 from tests.qt.research_harness import open_window, search, type_question
 from tests.qt.transcript_links import click_link
+from tests.support.documents import docx_file, scanned_image
 from tests.support.pdf_pages import SENTENCE, hanging_renderer, huge_page_pdf, two_page_pdf
 from tests.support.scripted_provider import Step
 
 WAIT_MS = 15_000
+needs_tesseract = pytest.mark.skipif(
+    not ocr.tesseract_installed(), reason="the tesseract program is not installed"
+)
 
 
 def page_view_of(qtbot: QtBot, window: MainWindow) -> tuple[SourceViewer, PageView]:
@@ -247,3 +253,36 @@ def test_the_sentence_marked_is_the_one_of_the_passage_the_answer_drew_on() -> N
     # Short words and numbers alone say nothing of which sentence is meant.
     assert quoted_sentence(excerpt, ["It was in 1871, a [2]."]) == ""
     assert quoted_sentence(excerpt, []) == ""
+
+
+@needs_tesseract
+def test_a_scanned_image_opens_as_its_picture_with_the_sentence_marked(
+    qtbot: QtBot, tmp_path: Path
+) -> None:
+    scanned_image(tmp_path / "scan.png", ["The keeper's log.", SENTENCE, "Boats came."])
+    item = ev.EvidenceItemView(1, "scan.png", "lines 2-2", SENTENCE)
+    with DocumentReader() as reader:
+        viewer = SourceViewer(item, tmp_path, max_bytes=2**24, reader=reader)
+        qtbot.addWidget(viewer)
+        viewer.show()
+        qtbot.waitUntil(lambda: viewer.page_view is not None, timeout=WAIT_MS)
+        page_view = viewer.page_view
+        assert page_view is not None
+        shown_page(qtbot, page_view, 1)
+        assert page_view.page_count == 1 and not page_view.next_button.isEnabled()
+        assert len(page_view.marks) == 1 and page_view.mark_visible()
+        viewer.close()
+
+
+def test_a_document_without_pages_keeps_its_text_view_alone(qtbot: QtBot, tmp_path: Path) -> None:
+    docx_file(tmp_path / "log.docx", "Log", [("", SENTENCE)])
+    item = ev.EvidenceItemView(1, "log.docx", "lines 1-3", SENTENCE)
+    with DocumentReader() as reader:
+        viewer = SourceViewer(item, tmp_path, max_bytes=2**24, reader=reader)
+        qtbot.addWidget(viewer)
+        with qtbot.waitSignal(viewer.sig_loaded, timeout=WAIT_MS):
+            viewer.show()
+        assert viewer.page_view is None and viewer.tabs.count() == 1
+        assert not viewer.tabs.tabBar().isVisible() and viewer.view.isVisible()
+        assert any("cormorant" in line for line in viewer.highlighted_lines())
+        viewer.close()

@@ -10,9 +10,16 @@ import pytest
 from PIL import Image
 
 from imprint_desktop.core.errors import DocumentError
-from imprint_desktop.core.workspace.formats.pdf_page import Box, PageRequest, matched_span
+from imprint_desktop.core.workspace.formats import ocr
+from imprint_desktop.core.workspace.formats.pdf_page import (
+    Box,
+    PageRequest,
+    RenderedPage,
+    matched_span,
+)
 from imprint_desktop.core.workspace.isolation import ExtractionLimits
 from imprint_desktop.core.workspace.reader import DocumentReader
+from tests.support.documents import scanned_image, scanned_pdf
 from tests.support.pdf_pages import SENTENCE, hanging_renderer, huge_page_pdf, two_page_pdf
 
 SCALE = 1.5
@@ -129,3 +136,46 @@ def test_the_longest_run_of_the_sentences_words_is_matched() -> None:
     assert matched_span(words, "two seven") is None  # no run: chance, not the sentence
     assert matched_span(words, "six") == (25, 28)  # a one-word sentence, whole
     assert matched_span(words, "") is None
+
+
+needs_tesseract = pytest.mark.skipif(
+    not ocr.tesseract_installed(), reason="the tesseract program is not installed"
+)
+SCAN_LINES = ["Gannet Point light, the keeper's log.", SENTENCE, "The relief boat came twice."]
+
+
+def ocr_boxes_cover_the_sentence(page: RenderedPage) -> None:
+    """One box, on the sentence's line (the second of SCAN_LINES), across most of its width."""
+    assert page.found == 0 and len(page.boxes) == 1, page.boxes
+    (box,) = page.boxes
+    line_top = (60 + 80) / 1400 * page.width  # where text_image draws the second line
+    assert abs(box.top - line_top) < 12 * page.width / 1400
+    assert box.left < 100 * page.width / 1400 and box.right > 700 * page.width / 1400
+
+
+@needs_tesseract
+def test_a_scanned_pdf_page_marks_the_sentence_where_ocr_reads_it(tmp_path: Path) -> None:
+    data = scanned_pdf(tmp_path / "scan.pdf", [["A first page."], SCAN_LINES]).read_bytes()
+    with DocumentReader() as reader:
+        page = reader.render("scan.pdf", data, PageRequest(2, 0, (SENTENCE,), fit_width=700))
+    assert (page.page, page.page_count, page.width) == (2, 2, 700)
+    ocr_boxes_cover_the_sentence(page)
+
+
+@needs_tesseract
+def test_an_image_shows_as_its_page_with_the_sentence_marked(tmp_path: Path) -> None:
+    data = scanned_image(tmp_path / "scan.png", SCAN_LINES).read_bytes()
+    with DocumentReader() as reader:
+        page = reader.render("scan.png", data, PageRequest(1, 1 / 0.75, (SENTENCE,)))
+        assert (page.width, page.page_count) == (1400, 1)  # a pixel a pixel at 100 %
+        ocr_boxes_cover_the_sentence(page)
+        smaller = reader.render("scan.png", data, PageRequest(1, 0, ("nowhere",), fit_width=700))
+    assert smaller.width == 700 and smaller.found == -1 and smaller.boxes == ()
+    assert Image.open(io.BytesIO(smaller.png)).size == (700, smaller.height)
+
+
+def test_without_ocr_a_scan_is_drawn_unmarked(tmp_path: Path) -> None:
+    data = scanned_image(tmp_path / "scan.png", SCAN_LINES).read_bytes()
+    with DocumentReader(ExtractionLimits(ocr=False)) as reader:
+        page = reader.render("scan.png", data, PageRequest(1, 0, (SENTENCE,), fit_width=700))
+    assert page.width == 700 and page.png and page.boxes == () and page.found == -1
