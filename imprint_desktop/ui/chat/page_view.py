@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from imprint_desktop.core.workspace.formats.pdf_page import (
+    MAX_PIXELS,
     MAX_SCALE,
     MIN_SCALE,
     PageRequest,
@@ -179,18 +180,19 @@ class PageView(QWidget):
 
     @Slot()
     def zoom_in(self) -> None:
-        self._zoom(self.scale * ZOOM_STEP)
+        self.zoom_to(self.scale * ZOOM_STEP)
 
     @Slot()
     def zoom_out(self) -> None:
-        self._zoom(self.scale / ZOOM_STEP)
+        self.zoom_to(self.scale / ZOOM_STEP)
 
     @Slot()
     def fit_to_width(self) -> None:
         self.fit_width = True
         self._draw()
 
-    def _zoom(self, scale: float) -> None:
+    def zoom_to(self, scale: float) -> None:
+        """Draw the page at ``scale`` pixels a point (within the zoom bounds)."""
         self.fit_width = False
         self.scale = clamp_scale(scale)
         self._draw()
@@ -270,6 +272,12 @@ class PageView(QWidget):
             "in the Text tab."
         )
         self.status.show()
+        if self._shown_as is not None and self.shown is not None:
+            # The page shown stays, and the controls say which page and zoom it is.
+            page, _, room = self._shown_as
+            self.page, self.scale, self.fit_width = page, self.shown.scale, room != 0
+            self._shown_as = self._wanted()
+            self._update_controls()
         self.sig_page_refused.emit(failure)
 
     def _show(self, page: RenderedPage) -> None:
@@ -324,8 +332,20 @@ class PageView(QWidget):
         self.next_button.setEnabled(not count or self.page < count)
         self.fit_button.setChecked(self.fit_width)
         self.zoom_out_button.setEnabled(self.scale > MIN_SCALE)
-        self.zoom_in_button.setEnabled(self.scale < MAX_SCALE)
+        self.zoom_in_button.setEnabled(self._can_zoom_in())
         self.zoom_label.setText(f"{self.scale / ACTUAL_SIZE:.0%}" if self.scale else "")
+
+    def _can_zoom_in(self) -> bool:
+        """Is there a larger zoom, and would the page drawn at it stay within the pixels a page
+        may have (a poster of a page is drawn small, and + stops before it is refused)?"""
+        if self.scale >= MAX_SCALE:
+            return False
+        if self.shown is None or not self.shown.scale:
+            return True
+        ratio = self.devicePixelRatioF()
+        larger = clamp_scale(self.scale * ZOOM_STEP) * ratio
+        points = self.shown.width * self.shown.height / (self.shown.scale * ratio) ** 2
+        return points * larger**2 <= MAX_PIXELS
 
     @property
     def settled(self) -> bool:

@@ -16,11 +16,12 @@ from pytestqt.qtbot import QtBot
 
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.workspace.formats import ocr
+from imprint_desktop.core.workspace.formats.pdf_page import MAX_PIXELS, MIN_SCALE
 from imprint_desktop.core.workspace.isolation import ExtractionLimits
 from imprint_desktop.core.workspace.reader import DocumentReader
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.chat.document_viewer import SourceViewer, citing_sentences, quoted_sentence
-from imprint_desktop.ui.chat.page_view import PageView
+from imprint_desktop.ui.chat.page_view import ACTUAL_SIZE, ZOOM_STEP, PageFailure, PageView
 from imprint_desktop.ui.main_window import MainWindow
 from tests.qt.research_harness import open_window, search, type_question
 from tests.qt.transcript_links import click_link
@@ -179,7 +180,7 @@ def test_a_page_that_hangs_while_drawn_is_refused_with_its_reason_and_the_text_s
         viewer.close()
 
 
-def test_a_huge_page_is_drawn_small_and_refused_past_the_size_a_page_may_have(
+def test_a_huge_page_is_drawn_small_and_zooms_in_only_as_far_as_a_page_may_be_drawn(
     qtbot: QtBot, tmp_path: Path
 ) -> None:
     pdf = huge_page_pdf(tmp_path / "poster.pdf")
@@ -192,20 +193,25 @@ def test_a_huge_page_is_drawn_small_and_refused_past_the_size_a_page_may_have(
         page_view = viewer.page_view
         assert page_view is not None
         shown_page(qtbot, page_view, 1)
-        assert page_view.marks  # the sentence, small, on a page drawn at the least zoom
-        refused: list[object] = []
+        assert page_view.scale == MIN_SCALE and page_view.marks  # at the least zoom, marked
+        refused: list[PageFailure] = []
         page_view.sig_page_refused.connect(refused.append)
-        while not refused:
-            assert page_view.zoom_in_button.isEnabled()
+        presses = 0
+        while page_view.zoom_in_button.isEnabled():
             qtbot.mouseClick(page_view.zoom_in_button, Qt.MouseButton.LeftButton)
-            qtbot.waitUntil(
-                lambda: (
-                    bool(refused)
-                    or (page_view.shown is not None and page_view.shown.scale == page_view.scale)
-                ),
-                timeout=WAIT_MS,
-            )
+            shown_page(qtbot, page_view, 1)
+            presses += 1
+        shown = page_view.shown
+        assert shown is not None and refused == []
+        assert presses >= 3 and shown.width * shown.height <= MAX_PIXELS
+        assert shown.width * shown.height * ZOOM_STEP**2 > MAX_PIXELS  # one more: too large
+        # Asked past that all the same, the worker refuses it; the page shown and its zoom stay.
+        drawn_at = page_view.scale
+        page_view.zoom_to(drawn_at * ZOOM_STEP * ZOOM_STEP)
+        qtbot.waitUntil(lambda: bool(refused), timeout=WAIT_MS)
         assert "too large to draw at this size" in page_view.status.text()
+        assert page_view.scale == drawn_at and page_view.settled
+        assert page_view.zoom_label.text() == f"{drawn_at / ACTUAL_SIZE:.0%}"
         viewer.tabs.setCurrentIndex(1)
         assert SENTENCE[:20] in " ".join(viewer.highlighted_lines())
         viewer.close()
