@@ -146,6 +146,17 @@ def test_a_cited_pdfs_pages_turn_and_zoom(
     assert abs(page_view.scale - fitted) < 0.02 * fitted and page_view.mark_visible()
 
 
+def first_page_of(qtbot: QtBot, viewer: SourceViewer) -> PageView:
+    """Show ``viewer`` and wait for its first page drawn."""
+    qtbot.addWidget(viewer)
+    viewer.show()
+    qtbot.waitUntil(lambda: viewer.page_view is not None, timeout=WAIT_MS)
+    page_view = viewer.page_view
+    assert page_view is not None
+    shown_page(qtbot, page_view, 1)
+    return page_view
+
+
 def cited_item(reader: DocumentReader, pdf: Path) -> ev.EvidenceItemView:
     """Evidence citing the line of ``pdf`` that holds the start of SENTENCE, as search cites."""
     lines = reader.read(pdf.name, pdf.read_bytes()).lines
@@ -187,12 +198,7 @@ def test_a_huge_page_is_drawn_small_and_zooms_in_only_as_far_as_a_page_may_be_dr
     with DocumentReader() as reader:
         item = cited_item(reader, pdf)
         viewer = SourceViewer(item, tmp_path, max_bytes=2**24, reader=reader)
-        qtbot.addWidget(viewer)
-        viewer.show()
-        qtbot.waitUntil(lambda: viewer.page_view is not None, timeout=WAIT_MS)
-        page_view = viewer.page_view
-        assert page_view is not None
-        shown_page(qtbot, page_view, 1)
+        page_view = first_page_of(qtbot, viewer)
         assert page_view.scale == MIN_SCALE and page_view.marks  # at the least zoom, marked
         refused: list[PageFailure] = []
         page_view.sig_page_refused.connect(refused.append)
@@ -269,12 +275,7 @@ def test_a_scanned_image_opens_as_its_picture_with_the_sentence_marked(
     item = ev.EvidenceItemView(1, "scan.png", "lines 2-2", SENTENCE)
     with DocumentReader() as reader:
         viewer = SourceViewer(item, tmp_path, max_bytes=2**24, reader=reader)
-        qtbot.addWidget(viewer)
-        viewer.show()
-        qtbot.waitUntil(lambda: viewer.page_view is not None, timeout=WAIT_MS)
-        page_view = viewer.page_view
-        assert page_view is not None
-        shown_page(qtbot, page_view, 1)
+        page_view = first_page_of(qtbot, viewer)
         assert page_view.page_count == 1 and not page_view.next_button.isEnabled()
         assert len(page_view.marks) == 1 and page_view.mark_visible()
         viewer.close()

@@ -107,6 +107,17 @@ def announce_page(seconds: float | None = None) -> None:
 def recognise(image: Any) -> str | None:
     """The text of a PIL image, or None when tesseract gave up at the page's time limit or the
     file's bounds (:func:`spent`) leave it no time."""
+    found = _page(
+        lambda tesseract, seconds: tesseract.image_to_string(
+            image, lang=_settings.language, timeout=seconds
+        )
+    )
+    return None if found is None else str(found)
+
+
+def _page(read: Callable[[Any, float], Any]) -> Any:
+    """``read(pytesseract, seconds)`` for one page, within the file's bounds and counted against
+    them; None when they leave no time or tesseract gave up at the page's limit."""
     if spent():
         return None
     import pytesseract  # noqa: PLC0415 - imported only where pages are recognised
@@ -116,7 +127,7 @@ def recognise(image: Any) -> str | None:
     _file.pages += 1
     started = time.monotonic()
     try:
-        return str(pytesseract.image_to_string(image, lang=_settings.language, timeout=seconds))
+        return read(pytesseract, seconds)
     except RuntimeError:  # pytesseract's word for "the time limit passed"
         return None
     finally:
@@ -139,22 +150,15 @@ def words(image: Any) -> list[Word] | None:
     """The words of a PIL image with their boxes (for marking a sentence on a scan), or None
     when tesseract gave up or the file's bounds leave it no time; under the same bounds as
     :func:`recognise`."""
-    if why_not() or spent():
+    if why_not():
         return None
-    import pytesseract  # noqa: PLC0415
-
-    seconds = page_allowance()
-    announce_page(seconds)
-    _file.pages += 1
-    started = time.monotonic()
-    try:
-        found = pytesseract.image_to_data(
-            image, lang=_settings.language, timeout=seconds, output_type=pytesseract.Output.DICT
+    found = _page(
+        lambda tesseract, seconds: tesseract.image_to_data(
+            image, lang=_settings.language, timeout=seconds, output_type=tesseract.Output.DICT
         )
-    except RuntimeError:
+    )
+    if found is None:
         return None
-    finally:
-        _file.seconds += time.monotonic() - started
     return [
         Word(
             str(text),
