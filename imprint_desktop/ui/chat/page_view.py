@@ -132,7 +132,7 @@ class PageView(QWidget):
 
     def _bar(self) -> QHBoxLayout:
         """The page controls: previous, next, the page number; fit width, −, the zoom, +."""
-        self.previous_button = _tool("◀ &Previous", "Previous page", self.previous_page)
+        self.previous_button = _tool("◀ Pre&vious", "Previous page", self.previous_page)
         self.next_button = _tool("&Next ▶", "Next page", self.next_page)
         self.page_box = QSpinBox()
         self.page_box.setAccessibleName("Page number")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QAbstractButton
 from pytestqt.qtbot import QtBot
 
 from imprint_desktop.core.research import events as ev
@@ -101,6 +102,12 @@ def test_a_cited_pdf_opens_at_its_page_with_the_sentence_marked_and_the_text_a_c
     assert first.top() < page_view.image.boundingRect().height() / 4
     assert sum(mark.rect().height() for mark in page_view.marks) < 60
     assert page_view.shown is not None and page_view.shown.found == 0  # the quoted sentence
+
+    # Every control has a key of its own (Alt and the underlined letter).
+    keys = [viewer.tabs.tabText(i) for i in range(viewer.tabs.count())]
+    keys += [button.text() for button in viewer.findChildren(QAbstractButton) if button.text()]
+    letters = [text[text.index("&") + 1].lower() for text in keys if "&" in text]
+    assert len(letters) >= 6 and len(set(letters)) == len(letters), keys
 
     # The text, one click away, with the cited lines highlighted as before.
     tab_bar = viewer.tabs.tabBar()
