@@ -179,3 +179,29 @@ def test_without_ocr_a_scan_is_drawn_unmarked(tmp_path: Path) -> None:
     with DocumentReader(ExtractionLimits(ocr=False)) as reader:
         page = reader.render("scan.png", data, PageRequest(1, 0, (SENTENCE,), fit_width=700))
     assert page.width == 700 and page.png and page.boxes == () and page.found == -1
+
+
+def test_a_turned_and_cropped_page_is_marked_where_its_sentence_is_drawn(tmp_path: Path) -> None:
+    document = pdfium.PdfDocument(two_page_pdf(tmp_path / "log.pdf").read_bytes())
+    document[1].set_rotation(90)  # a quarter turn clockwise, as a landscape scan is stored
+    document[1].set_cropbox(0, 400, 595, 842)  # the top half of the page only
+    turned = io.BytesIO()
+    document.save(turned)
+    document.close()
+    data = turned.getvalue()
+    with DocumentReader() as reader:
+        page = reader.render("log.pdf", data, PageRequest(2, 1.0, (SENTENCE,)))
+    assert (page.width, page.height) == (442, 595) and page.found == 0
+    (box,) = page.boxes
+    assert box.bottom - box.top > 10 * (box.right - box.left)  # the line runs down the image
+    # A quarter turn clockwise: the page's x runs down the image, its y to the right.
+    source = pdfium.PdfDocument(data)
+    textpage = source[1].get_textpage()
+    start, count = textpage.search(SENTENCE, match_case=True).get_next()
+    for index in range(start, start + count):
+        left, bottom, right, top = textpage.get_charbox(index)
+        if right > left:
+            char = Box(bottom - 400, left, top - 400, right)
+            assert inside(char, box), (char, box)
+    textpage.close()
+    source.close()
