@@ -36,10 +36,10 @@ below the one-shot arm's on a set, or its median time is over 1.5× the one-shot
 
 Per arm and set it also prints how an answer stands (:func:`_grounding_table`): **confidently
 wrong** — the fact is not in the answer, and the answer is neither flagged (Imprint's ``--json``
-``grounding`` verdict ``partly`` or ``unsupported``) nor "not found" (the engine's own, or a reply
-that says the documents do not say); and **right but flagged** — the fact is there, yet the answer
-is flagged. The one-shot arm flags nothing. On ``absent`` a reply is confidently wrong unless it is
-"not found" or flagged.
+``grounding`` verdict ``partly`` or ``unsupported``) nor "not found" (the engine's own, the
+labelled evidence fallback, or a reply that says the documents do not say); and **right but
+flagged** — the fact is there, yet the answer is flagged. The one-shot arm flags nothing. On
+``absent`` a reply is confidently wrong unless it is "not found" or flagged.
 
 A 135M model's answers swing with the sampling seed, and a set has 4 to 24 questions, so one
 fact either way is noise. ``--seeds A,B,…`` asks every set once per sampling seed (both arms: the
@@ -413,11 +413,14 @@ def _runaway_table(results: dict[str, list[Outcome]]) -> None:
 def with_grounding(outcome: Outcome, case: Case, result: dict[str, Any]) -> Outcome:
     """``outcome`` with how its answer stands: flagged (the ``grounding`` verdict of an
     ``imprint ask --json`` result; a result without one, the one-shot arm's or an older
-    Imprint's, flags nothing) and "not found" (the engine's own reply, or one saying so)."""
+    Imprint's, flags nothing) and "not found" (the engine's own reply, the labelled evidence
+    fallback, or one saying so)."""
     grounding = result.get("grounding") or {}
     flagged = grounding.get("verdict") in ("partly", "unsupported")
+    # The labelled evidence fallback ("No final answer could be written: …") shows no answer as
+    # the documents' either: it is counted with "not found".
     declined = (
-        result.get("final_mode") == "no_evidence"
+        result.get("final_mode") in ("no_evidence", "fallback")
         or grounding.get("verdict") == "not_found"
         or declines(str(result.get("answer", "")))
     )
