@@ -193,6 +193,22 @@ def year_like(anchor: Anchor) -> bool:
     return anchor.kind == "number" and not anchor.unit and 1000 <= float(str(anchor.key[1])) < 2200
 
 
+def part_of(whole: Anchor, other: Anchor) -> bool:
+    """Whether ``other`` is a part of the date ``whole`` written apart: its year, or its day and
+    month without one ("1857" and "1 November" in a row "| 1857 | … lit on 1 November |" are
+    no other date than 1 November 1857)."""
+    if whole.kind != "date" or len(whole.key) != 4:
+        return False
+    year, month, day = whole.key[1:]
+    if other.kind == "number":
+        return isinstance(year, int) and year > 0 and other.key[1:] == (float(year),)
+    if other.kind == "date" and len(other.key) == 4:
+        other_year, other_month, other_day = other.key[1:]
+        same_day = (other_month, other_day) == (month, day)
+        return (other_year == 0 and same_day) or (other_year == year and not other_month)
+    return False
+
+
 def same_value(claim: Anchor, held: Anchor) -> bool:  # noqa: PLR0911 - one case per kind
     """Whether ``held`` (in a passage) is what ``claim`` (in an answer) says."""
     if claim.kind == "date":

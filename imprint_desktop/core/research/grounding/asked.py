@@ -19,9 +19,10 @@ railway's archive, or a made-up word a search by meaning matched to something) a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-from imprint_desktop.core.research.grounding.anchors import Anchor, anchors_in
+from imprint_desktop.core.research.grounding.anchors import Anchor, anchors_in, part_of, same_value
 from imprint_desktop.core.research.grounding.checker import Checker, Verdict
 from imprint_desktop.core.research.grounding.passages import PassageText, Unit, units_of
 from imprint_desktop.core.research.grounding.question import Question
@@ -32,6 +33,7 @@ from imprint_desktop.core.research.grounding.words import (
     stems_of,
     word_set,
 )
+from imprint_desktop.core.workspace.query_words import is_function_word
 
 #: What each kind of value is called in a note.
 _KIND_WORDS = {
@@ -63,18 +65,30 @@ def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answe
         spelled = question.wants == "number" and not _NUMBER_WORDS.isdisjoint(
             WORD.findall(answer.lower())
         )
-        return "" if spelled else f"the answer gives no {kind}, which the question asks for"
-    key = set(question.key)
+        named = question.wants == "which" and _names_a_thing(question, answer)
+        if spelled or named:
+            return ""
+        return f"the answer gives no {kind}, which the question asks for"
+    key = set(_asking_part(question).key)
     if question.wants == "which" or not key or any(verdict.note for _, verdict in wanted):
         return ""  # nothing to compare with, or flagged already
     if not wanted:
         return ""
     # The sentences that hold a value of the kind asked, by how many of its key terms they hold:
     # the answer's values must come from one that holds as many as any.
+    # A sentence that holds no value but the answer's (or its parts: "| 1857 | … 1 November |")
+    # stands with the answer, however many key terms it holds.
+    given_values = [anchor for anchor, _ in wanted]
+
+    def another_value(held: Anchor) -> bool:
+        return checker.wanted(held) and not any(
+            same_value(value, held) or part_of(value, held) for value in given_values
+        )
+
     elsewhere = {
         unit.order: len(unit.about & key)
         for unit in checker.units
-        if any(checker.wanted(a) for a in checker.anchors[unit.order])
+        if any(another_value(a) for a in checker.anchors[unit.order])
     }
     most = max(elsewhere.values(), default=0)
     if most == 0 or any(
@@ -84,6 +98,46 @@ def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answe
     best = next(u for u in checker.units if elsewhere.get(u.order) == most)
     words = [word for stem, word in question.key.items() if stem in best.about]
     return f"the {kind} the answer gives is said of something else, not of {_quoted(words)}"
+
+
+#: Words that stand for a thing without naming it ("the *one* that is handed in").
+_STAND_INS = word_set("one ones thing things kind sort type")
+
+
+def _names_a_thing(question: Question, answer: str) -> bool:
+    """Whether ``answer`` to a "which …?" question opens by naming the thing with a common noun
+    of its own ("A quokka was seen." or "It is a quokka." to "Which animal was seen?"): its
+    first content word is not the question's, nor a stand-in ("The one that is handed in …"),
+    nor an adverb ("Probably …")."""
+    for word in (word.lower() for word in WORD.findall(answer)):
+        if is_function_word(word) or len(word) < 3:
+            continue
+        stem = stem_of(word)
+        return not (
+            stem in question.terms
+            or stem in _FRAMING
+            or word in _STAND_INS
+            or word.endswith("ly")
+            or word.isdigit()
+        )
+    return False
+
+
+#: Where a question asks a second thing ("When was it first lit, *and who* built it?").
+_SECOND_ASK = re.compile(
+    r"(?:,\s*|;\s*|\s+)and\s+(?=(?:who|what|when|where|which|how|why)\b)", re.IGNORECASE
+)
+
+
+def _asking_part(question: Question) -> Question:
+    """The part of ``question`` that asks for the kind of value it wants: its first ask, when
+    it asks two things ("When was it first lit" of "When was it first lit, and who built it?"),
+    so the terms of the other ask ("built") are not counted against a date."""
+    parts = _SECOND_ASK.split(question.text)
+    if len(parts) < 2:
+        return question
+    first = Question.read(parts[0])
+    return first if first.wants == question.wants and first.key else question
 
 
 #: Numbers as words ("six permanent staff"): a number all the same.
@@ -114,12 +168,26 @@ def _quoted(words: Sequence[str]) -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
 
 
+#: A question for a value ("How many …?", "Who …?") is about something when it has this many key
+#: terms at least; with fewer it is as open as "Anything unusual?".
+_SPECIFIC_TERMS = 2
+
+
 def unmentioned(question: str, passages: Sequence[PassageText]) -> tuple[str, ...]:
     """The words of ``question`` that say what it is about (its names and key terms), when
-    none of ``passages`` holds any of them; () when one does, or when it has no such words."""
+    none of ``passages`` holds any of them; () when one does, or when it has no such words.
+
+    Only a question about something in particular can be answered "not found" so: one that
+    names something past its first word ("the capital of *Australia*"), or asks for a value
+    with key terms enough to say of what ("How many *unicorns* *live* here?"). An open question
+    ("Anything unusual?", "Tell me two things", "Summarize this.") is the model's to answer from
+    whatever was found, however few of its words the documents use."""
     asked = Question.read(question)
     words = set(asked.key).union(*asked.subjects)
     if not words or not passages:
+        return ()
+    named = any(name.start > 0 for name in _names(asked))
+    if not (named or _only_terms(question) or (asked.wants and len(asked.key) >= _SPECIFIC_TERMS)):
         return ()
     units: list[Unit] = []
     for passage in passages:
@@ -129,6 +197,17 @@ def unmentioned(question: str, passages: Sequence[PassageText]) -> tuple[str, ..
         return ()
     names = [n.text for n in _names(asked)]
     return tuple(dict.fromkeys([*asked.key.values(), *names]))
+
+
+#: Words that leave open what a question is about ("Anything unusual?").
+_OPEN = word_set("anything something everything nothing anyone someone everyone whatever")
+
+
+def _only_terms(question: str) -> bool:
+    """Whether ``question`` is nothing but terms, as typed into a search box ("zqxjkv", "apple
+    scab"): no function word, nothing that leaves it open."""
+    words = [word.lower() for word in WORD.findall(question)]
+    return bool(words) and not any(is_function_word(word) or word in _OPEN for word in words)
 
 
 def _names(asked: Question) -> list[Anchor]:

@@ -12,6 +12,7 @@ from imprint_desktop.core.research.grounding.anchors import (
     anchors_in,
     comparable,
     names_in,
+    part_of,
     same_value,
     year_like,
     years_in,
@@ -253,13 +254,16 @@ class Checker:
         values = [
             a
             for a in anchors_in(text)
-            if comparable(anchor, a) and self.wanted(a) and _yearish(a) == _yearish(anchor)
+            if comparable(anchor, a)
+            and self.wanted(a)
+            and _yearish(a) == _yearish(anchor)
+            and not part_of(anchor, a)
         ]
         return bool(values) and not any(same_value(anchor, a) for a in values)
 
     def _rival_value(self, anchor: Anchor, text: str) -> bool:
         """Whether ``text`` holds a value of ``anchor``'s kind that is not it."""
-        values = [a for a in anchors_in(text) if comparable(anchor, a)]
+        values = [a for a in anchors_in(text) if comparable(anchor, a) and not part_of(anchor, a)]
         return bool(values) and not any(same_value(anchor, a) for a in values)
 
     def _what(self, unit: Unit, clause: str, mine: Anchor) -> str:

@@ -1,0 +1,65 @@
+"""Right answers and open questions the grounding must leave alone (found in the window)."""
+
+from __future__ import annotations
+
+import pytest
+
+from imprint_desktop.core.research.grounding import PassageText, ground, unmentioned
+
+TOWER = PassageText(
+    2,
+    "## The tower\n\n- Lit: 1 November 1857.\n- Engineer: Elias Brandt.\n"
+    "- Tower: round granite tower, 31 metres tall, painted white with one red band.\n",
+    "stations/gannet-point.md",
+    "Gannet Point lighthouse",
+)
+SEQUENCE = PassageText(
+    3,
+    "## The building sequence\n\n| year | work |\n|---|---|\n"
+    "| 1854 | Old Quay harbour light, a cast-iron lantern on the quay wall |\n"
+    "| 1857 | Gannet Point lighthouse lit on 1 November |\n"
+    "| 1863 | Carrick Spit light, a screw-pile structure on the sand spit |\n",
+    "history/founding-1852.md",
+    "Founding",
+)
+ENGINEER = PassageText(
+    1,
+    "## The first engineer\n\nThe commissioners appointed **Elias Brandt** as engineer in October "
+    "1852. Brandt had trained on\ncanal works and had never built a lighthouse; his first report "
+    "argued for three lights.\n",
+    "history/founding-1852.md",
+)
+GRANITE = PassageText(1, "Granite from the Dunmore quarry was shipped by barge.\n", "alpha.md")
+
+
+def test_a_right_date_is_not_said_to_be_of_something_else_by_a_row_that_splits_it() -> None:
+    """A table row that holds more of the question's words writes the same date in two cells
+    ("| 1857 | … lit on 1 November |"): no other date than the answer's."""
+    checked = ground(
+        "When was the Gannet Point light first lit, and who built it?",
+        "Gannet Point was first lit on **1 November 1857**. Its engineer was Elias Brandt.",
+        (ENGINEER, TOWER, SEQUENCE),
+    ).grounding
+    assert [claim.note for claim in checked.flagged] == []
+    assert checked.verdict == "supported"
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Anything unusual?", "Tell me two things", "What should I read first?", "Summarize this."],
+)
+def test_an_open_question_naming_nothing_is_never_not_found(question: str) -> None:
+    assert unmentioned(question, (GRANITE,)) == ()
+
+
+def test_a_question_naming_what_no_passage_holds_is_not_found() -> None:
+    assert unmentioned("What is the capital of Australia?", (GRANITE,)) != ()
+
+
+def test_a_which_question_is_answered_by_a_common_noun_too() -> None:
+    quokka = PassageText(1, "A quokka was seen near the pier once.\n", "deep/gamma.md", "Gamma")
+    checked = ground("Which animal was seen?", "A quokka was seen [1].", (quokka,)).grounding
+    assert checked.flagged == () and checked.verdict == "supported"
+    # One that names nothing of its own still gives no answer.
+    empty = ground("Which animal was seen?", "An animal was seen.", (quokka,)).grounding
+    assert [claim.note for claim in empty.flagged] != []
