@@ -35,11 +35,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import debian
-
-import build  # the smoke test's pieces
 from imprint_desktop import __version__
 from imprint_desktop.commands.desktop import ICON_SIZES
+
+import build  # the smoke test's pieces
+import debian
 
 UPGRADE_MARKER = Path("_internal") / "upgrade-check.txt"
 IMPRINT = "/usr/bin/imprint"  # debian.COMMAND, written out for tests/unit/test_system_deps.py
