@@ -437,9 +437,8 @@ def make_debian_package(bundle: Path) -> tuple[Path | None, dict[str, float]]:
         print("skipped: the Debian package (no dpkg-deb here)")
         return None, {}
     sys.path.insert(0, str(ROOT / "packaging"))
-    import debian_check  # noqa: PLC0415
-
     import debian  # noqa: PLC0415
+    import debian_check  # noqa: PLC0415
 
     step("dpkg-deb: the Debian package")
     try:
