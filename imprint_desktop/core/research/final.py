@@ -31,6 +31,7 @@ from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import prompts, runaway, seed
 from imprint_desktop.core.research.reply import Reply
 from imprint_desktop.core.research.requests import Requests
+from imprint_desktop.core.research.sources import EVIDENCE_GATHERED
 from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.research.wording import stop_words
 from imprint_desktop.core.workspace.passages import focus, query_terms
@@ -369,7 +370,7 @@ class FinalStage:
             if self.cut_answer.strip()
             else ""
         )
-        text = f"{FALLBACK_LABEL}: {why.rstrip('.')}.\n\n{cut}Evidence gathered:\n\n{body}"
+        text = f"{FALLBACK_LABEL}: {why.rstrip('.')}.\n\n{cut}{EVIDENCE_GATHERED}\n\n{body}"
         seconds = reply.clock_now() - started if started is not None else 0.0
         reply.emit(ev.FinalFinished(reply.now_t(), "fallback", seconds))
         return FinalAnswer(text, "fallback", detail or None)

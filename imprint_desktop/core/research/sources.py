@@ -170,11 +170,42 @@ def snippets(
 _ROW = re.compile(r"^[^:;\n]{1,60}: [^;\n]*(?:; [^:;\n]{1,60}: [^;\n]*)+$|^\|?(?:[^|\n]+\|){2,}")
 
 
+#: A Markdown table's rule under its header: "|---|:---:|".
+_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
+
+
+def table_rows(text: str) -> list[str]:
+    """The rows of the tables in ``text`` as a person reads a row quoted alone: each cell with
+    its column's header ("year: 1857; work: Gannet Point lighthouse lit on 1 November" for a
+    Markdown table's row), as the reader writes a spreadsheet's ("Region: North; Q1: 1200").
+    A table's header and its rule are no rows of their own."""
+    lines = [line.strip() for line in text.splitlines()]
+    rows: list[str] = []
+    header: list[str] = []
+    for at, line in enumerate(lines):
+        if line.startswith("|") and line.count("|") >= 2 and not _RULE.match(line):
+            cells = [cell.strip() for cell in line.strip("|").split("|")]
+            if at + 1 < len(lines) and _RULE.match(lines[at + 1]):
+                header = cells  # the header row: what the next rows' cells are
+            elif len(header) == len(cells):
+                rows.append(
+                    "; ".join(f"{name}: {cell}" for name, cell in zip(header, cells, strict=True))
+                )
+            else:
+                rows.append(" | ".join(cells))
+        elif not _RULE.match(line):
+            header = []
+            if _ROW.match(line):
+                rows.append(line)
+    return rows
+
+
 def _focused(text: str, terms: frozenset[str], weights: Mapping[str, float]) -> str:
     """The part of ``text`` that matches ``terms`` best, short. A table row that matches best
-    is quoted whole (a row cut short loses the value at its end); otherwise
+    is quoted whole, with its header (a row cut short loses the value at its end, and one without
+    its header says nothing of what its numbers are); otherwise
     :func:`~imprint_desktop.core.workspace.passages.focus` cuts around the best sentence."""
-    rows = [line.strip() for line in text.splitlines() if _ROW.match(line.strip())]
+    rows = table_rows(text)
     if rows and terms:
         scored = [(_row_score(row, terms, weights), -index, row) for index, row in enumerate(rows)]
         score, _, row = max(scored)
@@ -190,6 +221,31 @@ def _row_score(row: str, terms: frozenset[str], weights: Mapping[str, float]) ->
     return sum(weights.get(term, 1.0) for term in held)
 
 
+#: Where a labelled fallback's evidence starts (:mod:`.final`): numbered passages, as found.
+EVIDENCE_GATHERED = "Evidence gathered:"
+#: A passage's line in a fallback: "[3] stations/gannet-point.md, lines 1-4 (dated …):".
+_EVIDENCE_HEAD = re.compile(r"^\[\d+\] \S.*:$")
+#: What Markdown could read as a mark in a passage's text.
+_MARKDOWN_MARK = re.compile(r"[\\`*_{}\[\]()#+\-.!|<>~]")
+
+
+def literal_evidence(answer: str) -> str:
+    """A labelled fallback answer as Markdown that shows its evidence as written: each passage's
+    lines quoted, its headings, list marks, tables and emphasis never drawn as such (a
+    document's "# Title" in a stopped reply was a page-wide heading). What comes before the
+    evidence, and each "[n] source, lines:" line, are unchanged; any other answer too."""
+    head, marker, body = answer.partition(f"\n\n{EVIDENCE_GATHERED}\n\n")
+    if not marker:
+        return answer
+    lines = [
+        line
+        if not line.strip() or _EVIDENCE_HEAD.match(line)
+        else "> " + _MARKDOWN_MARK.sub(lambda mark: "\\" + mark.group(), line) + "  "
+        for line in body.split("\n")
+    ]
+    return head + marker + "\n".join(lines)
+
+
 def with_sources(
     answer: str,
     sources: Sequence[ev.SourceView],
@@ -199,7 +255,10 @@ def with_sources(
 ) -> str:
     """``answer`` followed by what to check in it (:func:`check_block`) and its Sources block, as
     text (nothing added when there is neither): how the command line, the transcript and the
-    export show an answer. ``strong`` wraps the check's heading ("**" in Markdown)."""
+    export show an answer. ``strong`` wraps the check's heading ("**" in Markdown), and makes
+    a fallback's evidence literal Markdown (:func:`literal_evidence`)."""
+    if strong:
+        answer = literal_evidence(answer)
     text = answer.rstrip()
     check = check_block(grounding, strong=strong)
     if check:

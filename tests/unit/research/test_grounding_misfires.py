@@ -63,3 +63,16 @@ def test_a_which_question_is_answered_by_a_common_noun_too() -> None:
     # One that names nothing of its own still gives no answer.
     empty = ground("Which animal was seen?", "An animal was seen.", (quokka,)).grounding
     assert [claim.note for claim in empty.flagged] != []
+
+
+def test_a_markdown_table_row_is_quoted_with_its_header_and_never_the_header_alone() -> None:
+    """Issue 41, item 13: sources quoted "| year | work | |---|---|" raw, a header without a row."""
+    from imprint_desktop.core.research import events as ev
+    from imprint_desktop.core.research import sources
+
+    found = (ev.SourceView(3, "history/founding-1852.md", "lines 23-30", "Founding", cited=False),)
+    quoted = sources.snippets(found, {3: SEQUENCE.text}, "In which year was Gannet Point lit?")
+    assert quoted[3] == "year: 1857; work: Gannet Point lighthouse lit on 1 November"
+    # A question in the header's own words still gets a row, not the header and its rule.
+    about_the_table = sources.snippets(found, {3: SEQUENCE.text}, "Which work came in which year?")
+    assert "---" not in about_the_table[3] and about_the_table[3].startswith("year: ")
