@@ -13,6 +13,7 @@ plain text or escaped.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, assert_never
 
@@ -75,13 +76,18 @@ class ClaimRow:
         return " · ".join(parts) or UNMATCHED
 
 
+#: The model's Markdown emphasis around a claim's words ("**1 November 1857**"), which the
+#: record shows as plain text.
+_EMPHASIS = re.compile(r"\*\*|__|(?<!\w)[*_`](?=\S)|(?<=\S)[*_`](?!\w)")
+
+
 def claim_rows(grounding: GroundingView | None) -> tuple[ClaimRow, ...]:
     """Every claim of the answer, in its order, with what it stands on."""
     if grounding is None:
         return ()
     return tuple(
         ClaimRow(
-            plain(claim.text, CLAIM_CHARS),
+            plain(_EMPHASIS.sub("", claim.text), CLAIM_CHARS),
             tuple(claim.supported_by),
             plain(claim.note, CLAIM_CHARS),
         )

@@ -103,3 +103,15 @@ def test_imprint_ask_report_carries_the_replys_grounding(tmp_path: Path) -> None
     assert problems == [] and writer.written
     assert verdict_sentence("partly") in page and "It was automated in 1986." in page
     assert "Gannet Point" in page
+
+
+def test_a_claims_markdown_emphasis_is_not_shown_as_asterisks() -> None:
+    from imprint_desktop.core.research import events as ev
+    from imprint_desktop.core.research.record.claims import claim_rows
+
+    grounding = ev.GroundingView(
+        "supported",
+        (ev.ClaimView("Gannet Point was first lit on **1 November 1857**.", (2,), ""),),
+    )
+    [row] = claim_rows(grounding)
+    assert row.claim == "Gannet Point was first lit on 1 November 1857."
