@@ -25,9 +25,10 @@ Arms (one model, the starter model, sampling seed ``chat.seed``):
   answer from the engine's search), so a reply is round 0 and one request: this arm measures
   whether the engine's own search brings the answer;
 - ``tools``: ``--set chat.first_request_tools=offered``. The tools are described to the model
-  and the grammar admits calls, yet on these questions the starter model answers at once (no
-  call in 20 replies at seed 24301, nor at seeds 1 and 2, nor at temperature 1.0), so this arm
-  measures the seeded search again, with a longer prompt;
+  and the grammar admits calls, yet the starter model answers at once (not one call in 20
+  replies at seed 24301, 12 at seeds 1 and 2, 4 at ``chat.temperature=1.0``, 3 with
+  ``chat.research_first=false``; 6 December 2026), so this arm measures the engine's search again,
+  under a longer prompt;
 - ``server``: the same model file behind ``python -m llama_cpp.server --chat_format
   chatml-function-calling`` on loopback, asked with ``--provider remote`` (every server is
   offered the tools). That chat format makes the model choose, under a grammar, between a
