@@ -76,3 +76,34 @@ def test_a_markdown_table_row_is_quoted_with_its_header_and_never_the_header_alo
     # A question in the header's own words still gets a row, not the header and its rule.
     about_the_table = sources.snippets(found, {3: SEQUENCE.text}, "Which work came in which year?")
     assert "---" not in about_the_table[3] and about_the_table[3].startswith("year: ")
+
+
+MARL = PassageText(
+    9,
+    "Marl Lane treatment works can treat up to 24 megalitres a day. The raw water main from "
+    "the reservoir is 11.2 km long.\n",
+    "operations/marl-lane.md",
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "note"),
+    [
+        (
+            "Marl Lane can treat 11.2 km a day.",
+            "the answer gives 11.2 km, a length, where the question asks for megalitres",
+        ),
+        ("It can treat 24 Ml/d.", None),
+        ("Marl Lane can treat up to 24 megalitres a day [9].", None),
+    ],
+)
+def test_a_value_in_a_unit_of_another_measure_is_no_answer(answer: str, note: str | None) -> None:
+    """Found on the held-back set: "11.2 km" stood unflagged for megalitres a day."""
+    checked = ground("How many megalitres a day can Marl Lane treat?", answer, (MARL,)).grounding
+    assert [claim.note for claim in checked.flagged] == ([note] if note else [])
+
+
+def test_a_value_in_another_unit_of_the_same_measure_is_not_flagged_for_it() -> None:
+    gauge = PassageText(10, "The track gauge is 610 mm (2 ft).\n", "engineering/track.md")
+    checked = ground("What is the gauge of the track in metres?", "It is 0.61 m.", (gauge,))
+    assert not any("a length" in claim.note for claim in checked.grounding.flagged)

@@ -19,6 +19,7 @@ railway's archive, or a made-up word a search by meaning matched to something) a
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -27,8 +28,11 @@ from imprint_desktop.core.research.grounding.checker import Checker, Verdict
 from imprint_desktop.core.research.grounding.passages import PassageText, Unit, units_of
 from imprint_desktop.core.research.grounding.question import Question
 from imprint_desktop.core.research.grounding.words import (
+    MEASURES,
+    UNITS,
     WORD,
     content_stems,
+    listed,
     stem_of,
     stems_of,
     word_set,
@@ -52,7 +56,44 @@ def unanswered(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answer
     question = checker.question
     if _repeats(question, answer):
         return "the answer only repeats the question"
+    if unit := _other_measure(question, [anchor for anchor, _ in given]):
+        return unit
     return _kind_given(checker, given, answer) if question.wants else ""
+
+
+#: The words before a unit a question asks its answer in ("how *many* megalitres", "*in*
+#: millimetres"); a unit's word elsewhere is part of a name ("a water meter").
+_ASKED_IN = word_set("many much in into")
+
+
+#: Each measure of :data:`.words.MEASURES` in a note's words.
+_MEASURE_WORDS = {
+    "length": "a length",
+    "mass": "a weight",
+    "volume": "a volume",
+    "money": "a sum of money",
+    "time": "a time",
+    "share": "a share",
+}
+
+
+def _other_measure(question: Question, values: Sequence[Anchor]) -> str:
+    """Why the answer's values measure something else than the question asks ("the answer gives
+    11.2 km, a length, where the question asks for megalitres"); "" when any value is in a unit
+    of the measure asked, or the question asks for no unit, or the answer names none."""
+    words = WORD.findall(question.text)
+    named = [
+        word
+        for before, word in itertools.pairwise(words)
+        if before.lower() in _ASKED_IN and UNITS.get(word.lower(), "") in MEASURES
+    ]
+    asked = {MEASURES[UNITS[word.lower()]] for word in named}
+    given = [value for value in values if value.kind == "number" and value.unit in MEASURES]
+    if not asked or not given or any(MEASURES[value.unit] in asked for value in given):
+        return ""
+    said = listed(list(dict.fromkeys(value.text for value in given)))
+    measure = _MEASURE_WORDS[MEASURES[given[0].unit]]
+    return f"the answer gives {said}, {measure}, where the question asks for {listed(named)}"
 
 
 def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answer: str) -> str:

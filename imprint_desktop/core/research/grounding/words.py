@@ -83,6 +83,18 @@ UNITS = _by_form(
 ) | {"per cent": "%", "percent": "%"}
 
 
+#: What each unit of :data:`UNITS` measures: values in units of one measure may be converted
+#: into each other (a gauge in metres for one asked in millimetres), not across measures.
+MEASURES = {
+    **dict.fromkeys(("m", "km", "mm", "cm", "ft", "mi", "nmi"), "length"),
+    **dict.fromkeys(("t", "kg"), "mass"),
+    **dict.fromkeys(("l", "ml"), "volume"),
+    **dict.fromkeys(("gbp", "usd", "eur"), "money"),
+    **dict.fromkeys(("min", "h", "s", "day", "week", "month", "yr"), "time"),
+    "%": "share",
+}
+
+
 def stems_of(text: str) -> set[str]:
     return {stem_of(word) for word in WORD.findall(text.lower())}
 
