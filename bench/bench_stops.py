@@ -254,7 +254,8 @@ class Asker:
             stdin=subprocess.DEVNULL,
             timeout=900,
         )
-        if done.returncode != 0:
+        # An error reply (exit 1) still prints its --json and trace: its stop is "error".
+        if done.returncode != 0 and not (done.returncode == 1 and done.stdout.startswith("{")):
             raise SystemExit(
                 f"imprint ask failed ({done.returncode}) for {case.question!r}:\n"
                 f"{done.stderr[-2000:]}"
