@@ -69,8 +69,7 @@ class EvidenceLedger:
         judged = [_evidence_text(item) for item in items]
         verdicts = [novelty.is_new for novelty in self.store.add_many(judged)]
         masked = [
-            (_mask_numbers(item.source), item.location, hash(_mask_numbers(item.text)))
-            for item in items
+            (_place(item.source), item.location, hash(_mask_numbers(item.text))) for item in items
         ]
         verdicts = [
             is_new and key not in self._masked for is_new, key in zip(verdicts, masked, strict=True)
@@ -165,12 +164,27 @@ def _mask_numbers(text: str) -> str:
     return " ".join(_NUMBER.sub("#", masked).split())
 
 
+def _place(source: str) -> str:
+    """Where ``source`` was read, for the same place read again: a page's address with its
+    numbers and ids masked (a counter, a page number, a nonce in its query), a document's path
+    as it is ("budget-2025.md" and "budget-2026.md" are two documents, however alike)."""
+    return _mask_numbers(source) if "://" in source else source
+
+
+#: The location of a document's line in a list of the workspace's documents.
+LISTING = "listing"
+
+
 def _evidence_text(item: EvidenceItem) -> str:
     """What of ``item`` is judged for novelty: all of it, but for a model-written note the lines
     the engine wrapped it in (front matter, footer), which the model never wrote and which are
-    no evidence of anything."""
+    no evidence of anything; a listed document with its path."""
     if item.location.startswith(MODEL_WRITTEN):
         return engine_lines_dropped(item.text)
+    if item.location == LISTING:
+        # "Budget (230 bytes)": what tells one listed document from another is its path, which a
+        # short line changed in one word ("Budget (219 bytes)" of last year's) would not show.
+        return f"{item.source}: {item.text}"
     return item.text
 
 

@@ -238,3 +238,33 @@ def test_evidence_as_text_says_how_each_document_stands() -> None:
     text = ledger.as_text()
     assert "[1] brief.docx, lines 5-7 (dated 2026-02):\nThe price is 56,000." in text
     assert "[2] notes.md, lines 1-2:\n" in text
+
+
+def test_listed_documents_that_differ_in_one_word_are_each_new() -> None:
+    """Found replaying a real trace (tests/data/traces/server-share-00): "Budget (230 bytes)" of
+    finance/budget-2026.md was judged a repeat of "Budget (219 bytes)" of budget-2025.md, a
+    short line changed in one word; the same document listed again is still a repeat."""
+    from imprint_desktop.core.research.ledger import LISTING, EvidenceLedger
+    from imprint_desktop.core.tools.tool import EvidenceItem
+
+    ledger = EvidenceLedger()
+    first = ledger.record([EvidenceItem("finance/budget-2025.md", LISTING, "Budget (219 bytes)")])
+    second = ledger.record([EvidenceItem("finance/budget-2026.md", LISTING, "Budget (230 bytes)")])
+    again = ledger.record([EvidenceItem("finance/budget-2026.md", LISTING, "Budget (230 bytes)")])
+    assert (len(first.new), len(second.new), len(again.new)) == (1, 1, 0)
+
+
+def test_two_documents_alike_but_for_their_figures_are_each_new() -> None:
+    """A year's report beside last year's, in the same words with other figures: two places,
+    not one read again (a page's address with a changed number is one place)."""
+    from imprint_desktop.core.research.ledger import EvidenceLedger
+    from imprint_desktop.core.tools.tool import EvidenceItem
+
+    text = "Leakage averaged {} megalitres a day, against a target of {}."
+    ledger = EvidenceLedger()
+    first = ledger.record([EvidenceItem("reports/2023.md", "lines 4-5", text.format(41, 43))])
+    second = ledger.record([EvidenceItem("reports/2024.md", "lines 4-5", text.format(39, 42))])
+    page, counter = "https://example.org/stats?visit={}", "The stats page has had {} visits."
+    third = ledger.record([EvidenceItem(page.format(1), "page", counter.format(1017))])
+    fourth = ledger.record([EvidenceItem(page.format(2), "page", counter.format(1018))])
+    assert [len(judged.new) for judged in (first, second, third, fourth)] == [1, 1, 1, 0]
