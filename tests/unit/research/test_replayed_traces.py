@@ -8,8 +8,9 @@ call the judgement the trace recorded, item by item, and every round the progres
 change to the novelty rules that makes useful evidence look repeated (or old evidence look new)
 fails here on replies a person could have asked.
 
-Two verdicts in them are known to be wrong, and either verdict is accepted for them
-(:data:`KNOWN_GAPS`), so that fixing them does not fail here; every other item must keep its own.
+One verdict in them is known to be wrong, and either verdict is accepted for it
+(:data:`KNOWN_GAPS`), so that fixing it does not fail here; one the reply got wrong is right now
+and must stay so (:data:`FIXED`); every other item must keep its own.
 """
 
 from __future__ import annotations
