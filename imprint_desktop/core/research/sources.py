@@ -170,6 +170,9 @@ def snippets(
 _ROW = re.compile(r"^[^:;\n]{1,60}: [^;\n]*(?:; [^:;\n]{1,60}: [^;\n]*)+$|^\|?(?:[^|\n]+\|){2,}")
 
 
+#: A Markdown table's rule within a line, and the space between two rows put on one line.
+_FLAT_RULE = re.compile(r"\|\s*:?-{3,}:?\s*\|")
+_ROW_BREAK = re.compile(r"\|\s+\|(?=\s*[^\s|])")
 #: A Markdown table's rule under its header: "|---|:---:|".
 _RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
 
@@ -179,6 +182,10 @@ def table_rows(text: str) -> list[str]:
     its column's header ("year: 1857; work: Gannet Point lighthouse lit on 1 November" for a
     Markdown table's row), as the reader writes a spreadsheet's ("Region: North; Q1: 1200").
     A table's header and its rule are no rows of their own."""
+    if "\n" not in text.strip() and _FLAT_RULE.search(text):
+        # A search result cut around what matched comes on one line: "…| year | work | |---|---|
+        # | 1854 | … |": its rows end where one "|" meets the next across a space.
+        text = _ROW_BREAK.sub("|\n|", text.lstrip("…"))
     lines = [line.strip() for line in text.splitlines()]
     rows: list[str] = []
     header: list[str] = []

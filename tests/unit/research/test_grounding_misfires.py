@@ -107,3 +107,18 @@ def test_a_value_in_another_unit_of_the_same_measure_is_not_flagged_for_it() -> 
     gauge = PassageText(10, "The track gauge is 610 mm (2 ft).\n", "engineering/track.md")
     checked = ground("What is the gauge of the track in metres?", "It is 0.61 m.", (gauge,))
     assert not any("a length" in claim.note for claim in checked.grounding.flagged)
+
+
+def test_a_table_cut_onto_one_line_by_the_search_is_quoted_by_its_row_too() -> None:
+    """The search tool's result is cut around what matched, on one line: "…| year | work |
+    |---|---| | 1854 | … |" was quoted raw under a cited source in the window."""
+    from imprint_desktop.core.research import events as ev
+    from imprint_desktop.core.research import sources
+
+    flat = "…" + " ".join(SEQUENCE.text.split("\n\n", 1)[1].split())
+    assert "\n" not in flat
+    found = (ev.SourceView(3, "history/founding-1852.md", "lines 23-30", "Founding", cited=True),)
+    quoted = sources.snippets(found, {3: flat}, "Why does the Carrick Spit light stand on piles?")
+    assert (
+        quoted[3] == "year: 1863; work: Carrick Spit light, a screw-pile structure on the sand spit"
+    )
