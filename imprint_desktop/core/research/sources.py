@@ -91,6 +91,15 @@ def sources_for(
     return tuple(_view(item, cited=False) for item in top)
 
 
+def _quoted(supporting: str | None, best: str) -> str:
+    """What a cited source quotes: the sentence that supports the answer, but for a table cut
+    onto one line (which the grounding reads as one sentence), whose best row is quoted with
+    its header instead."""
+    if supporting and not (_FLAT_RULE.search(supporting) and best):
+        return supporting
+    return best
+
+
 def grounded(
     question: str,
     answer: str,
@@ -109,7 +118,7 @@ def grounded(
     if found and found[0].cited:
         best = snippets(found, full, question)
         found = tuple(
-            replace(s, excerpt=checked.quotes.get(s.id) or best.get(s.id, "")) for s in found
+            replace(s, excerpt=_quoted(checked.quotes.get(s.id), best.get(s.id, ""))) for s in found
         )
     else:
         found = with_snippets(found, full, question)

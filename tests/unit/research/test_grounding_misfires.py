@@ -122,3 +122,23 @@ def test_a_table_cut_onto_one_line_by_the_search_is_quoted_by_its_row_too() -> N
     assert (
         quoted[3] == "year: 1863; work: Carrick Spit light, a screw-pile structure on the sand spit"
     )
+
+
+def test_a_cited_table_cut_onto_one_line_is_quoted_by_its_row() -> None:
+    """The grounding reads a table the search cut onto one line as one sentence; the cited
+    source quotes its matching row with the header rather than the whole line."""
+    from imprint_desktop.core.research import events as ev
+    from imprint_desktop.core.research import sources
+
+    flat = "…" + " ".join(SEQUENCE.text.split("\n\n", 1)[1].split())
+    evidence = (ev.EvidenceItemView(2, "history/founding-1852.md", "lines 23-34", flat[:400]),)
+    _, cited, _ = sources.grounded(
+        "Why does the Carrick Spit light stand on piles?",
+        "The Carrick Spit light is a screw-pile structure on the sand spit [2].",
+        evidence,
+        {2: evidence[0]},
+        {2: flat},
+    )
+    assert [source.excerpt for source in cited] == [
+        "year: 1863; work: Carrick Spit light, a screw-pile structure on the sand spit"
+    ]
