@@ -21,6 +21,9 @@ if [[ $purpose == test ]]; then
     packages+=(
         xvfb xauth xdotool dbus dbus-x11 gnome-keyring nsis desktop-file-utils mount wine64
         tesseract-ocr tesseract-ocr-eng
+        # What the Debian package Depends on (packaging/debian.py), which `make package` installs
+        # with dpkg -i: dpkg installs no dependency itself.
+        libxcb1 libdrm2 libwayland-client0 libwayland-cursor0 libwayland-egl1 fontconfig-config
     )
 fi
 if [[ ${2:-} == --list ]]; then

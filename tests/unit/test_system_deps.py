@@ -319,3 +319,20 @@ def test_a_program_missing_from_the_list_is_named_with_its_package() -> None:
 def test_the_repository_reading_finds_the_programs_the_suite_is_known_to_start() -> None:
     programs = {launch.program for launch in repository_launches()[0]}
     assert {"Xvfb", "xdotool", "makensis", "gnome-keyring-daemon", "wine64", "mount"} <= programs
+
+
+def test_the_debian_packages_dependencies_are_installed_by_the_test_list() -> None:
+    """`make package` installs the Debian package with dpkg -i, which installs no dependency
+    itself: on a new machine each package its Depends names must already be there."""
+    import importlib.util
+    import sys
+
+    name = "imprint_debian"
+    spec = importlib.util.spec_from_file_location(name, ROOT / "packaging" / "debian.py")
+    assert spec is not None and spec.loader is not None
+    debian = sys.modules.get(name) or importlib.util.module_from_spec(spec)
+    if name not in sys.modules:
+        sys.modules[name] = debian  # its dataclasses look their module up there
+        spec.loader.exec_module(debian)
+    wanted = {*debian.LIBRARY_DEPENDS, *debian.OTHER_DEPENDS}
+    assert wanted <= listed_packages("test"), wanted - listed_packages("test")
