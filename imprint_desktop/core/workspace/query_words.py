@@ -69,13 +69,13 @@ MEANINGFUL = word_set(
 )
 
 
-def content_words(question: str, *, keep: frozenset[str] = frozenset()) -> list[str]:
+def content_words(question: str) -> list[str]:
     """The words of ``question`` worth searching for, in order, each once (lower-cased): without
-    the function words of its language, but for those in ``keep``."""
+    the function words of its language."""
     words = [word.lower() for word in WORD.findall(question)]
     if not words:
         return []
-    stop = function_words(words) - keep
+    stop = function_words(words)
     kept = [word for word in words if word not in stop and not _is_noise(word)]
     return list(dict.fromkeys(kept or words))
 
