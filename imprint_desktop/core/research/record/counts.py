@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.trace import trace_line
@@ -63,14 +63,13 @@ def counts_check(lines: Iterable[Mapping[str, object]]) -> CountsCheck | None:
         counted, own = usage.get("prompt_tokens"), line.get("prompt_tokens")
         if not _count(counted) or not _count(own):
             continue
-        assert isinstance(counted, int) and isinstance(own, int)
         requests += 1
         estimated += own
         reported += counted
     return CountsCheck(requests, estimated, reported) if requests else None
 
 
-def _count(value: object) -> bool:
+def _count(value: object) -> TypeGuard[int]:
     """Whether ``value`` is a count of some tokens (a positive int, not a bool)."""
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
