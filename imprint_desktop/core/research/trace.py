@@ -5,12 +5,14 @@ Written from the same events the window shows, so a trace is what the person saw
 ``request``, ``tool``, ``user_wait``, ``consent``, ``round_end``, ``stop`` and ``final``, with
 exactly the fields DESIGN §5 lists, plus where a ``request``'s reused prefix came from
 (``prefix_source``) and how far past the research deadline a ``tool`` call returned
-(``past_deadline``, seconds; 0 within it; docs/research-decisions.md). Secrets never appear:
-the settings snapshot holds no secret settings (they live in the keyring), no event carries one, a
-password written into a URL the model asked to fetch is replaced by ``***``, and URLs in settings
-(a server or proxy address may hold ``user:password@`` or a key in its query) are written without
-credentials or query values (:mod:`imprint_desktop.core.urls` holds that policy).
-Lines are flushed as they are written, so a trace of a killed process ends at the last event.
+(``past_deadline``, seconds; 0 within it; docs/research-decisions.md); a ``round_end`` the engine
+researched on the model's behalf is marked ``"origin": "engine"``, like its own calls. Secrets
+never appear: the settings snapshot holds no secret settings (they live in the keyring), no event
+carries one, a password written into a URL the model asked to fetch is replaced by ``***``, and
+URLs in settings (a server or proxy address may hold ``user:password@`` or a key in its query)
+are written without credentials or query values (:mod:`imprint_desktop.core.urls` holds that
+policy). Lines are flushed as they are written, so a trace of a killed process ends at the last
+event.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def trace_line(event: ev.Event) -> dict[str, Any] | None:  # noqa: PLR0911 - one
                 "progress": event.progress,
                 "excluded": event.excluded,
                 "no_progress_rounds": event.no_progress_rounds,
-            }
+            } | ({"origin": event.origin} if event.origin != "model" else {})
         case ev.ResearchStopped():
             return {"t": t, "type": "stop", "reason": event.reason}
         case ev.FinalFinished():
