@@ -17,6 +17,8 @@ signal                         payload
 ``sig_reply_ended``            :class:`ReplyEnded` — one per reply: finished/failed/cancelled
 ``sig_model_status``           :class:`ModelStatus` — loading / ready / failed
 ``sig_index_progress``         :class:`IndexStatus` — workspace indexing progress and its end
+``sig_index_standing``         :class:`IndexStanding` — a question is answered from the index as
+                               it stands, while the background indexing is behind
 ``sig_conversations_listed``   :class:`ConversationList`
 ``sig_conversation_loaded``    :class:`ConversationRecord`
 ``sig_trace_loaded``           :class:`TraceRecord`
@@ -65,6 +67,7 @@ class Bridge(QObject):
     sig_reply_ended = Signal(p.ReplyEnded)
     sig_model_status = Signal(p.ModelStatus)
     sig_index_progress = Signal(p.IndexStatus)
+    sig_index_standing = Signal(p.IndexStanding)
     sig_conversations_listed = Signal(p.ConversationList)
     sig_conversation_loaded = Signal(p.ConversationRecord)
     sig_trace_loaded = Signal(p.TraceRecord)
@@ -225,6 +228,8 @@ class Bridge(QObject):
                 return self.sig_model_status
             case p.IndexStatus():
                 return self.sig_index_progress
+            case p.IndexStanding():
+                return self.sig_index_standing
             case p.ConversationList():
                 return self.sig_conversations_listed
             case p.ConversationRecord():

@@ -132,9 +132,10 @@ class LoopThread(QThread):
         self._submit(lambda: services.warm_up(config), jobs.model_failed(config))
 
     def index_workspace(self, config: Config) -> None:
-        """Update the index; the update ends with its own terminal IndexStatus."""
-        services, emit = self._services, self._emit
-        self._submit(lambda: services.update_index(config, emit), jobs.index_failed(config))
+        """Bring the index up to date in the background; each folder's update ends with its own
+        terminal IndexStatus."""
+        services = self._services
+        self._submit(lambda: services.update_index(config), jobs.index_failed(config))
 
     def test_connection(self, config: Config) -> None:
         async def work() -> None:

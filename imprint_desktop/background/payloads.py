@@ -127,6 +127,16 @@ class IndexStatus:
     stage: IndexStage = IndexStage.FILES
     problems: str = ""
     details: tuple[str, ...] = ()
+    #: Changes the folders' watch saw that wait behind this update (paths).
+    pending: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStanding:
+    """A question is answered from the index as it stands while the background indexing is
+    behind; ``message`` says so (what the search tool also tells the model)."""
+
+    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +194,7 @@ Payload = (
     ReplyPayload
     | ModelStatus
     | IndexStatus
+    | IndexStanding
     | ConversationList
     | ConversationRecord
     | TraceRecord

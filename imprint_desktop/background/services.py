@@ -36,9 +36,10 @@ from imprint_desktop.core.errors import ProviderError, SecretStoreError
 if TYPE_CHECKING:  # imported on the loop thread, where they are used, to keep startup fast
     import httpx
 
+    from imprint_desktop.background.keeping import IndexKeeper
     from imprint_desktop.core.config import NetworkConfig
     from imprint_desktop.core.providers.base import Provider
-    from imprint_desktop.core.workspace import Workspace
+    from imprint_desktop.core.workspace import Workspace, WorkspaceIndex
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +85,8 @@ def workspace_key(root: Path, config: Config) -> tuple[object, ...]:
     ``workspace.path`` leads)."""
     return (
         str(root),
+        config.workspace.more_folders,
+        config.workspace.watch,
         config.workspace.notes_folder,
         config.workspace.max_file_mb,
         config.workspace.embedder,
@@ -121,6 +124,8 @@ class KeptServices:
         self._provider_key: tuple[object, ...] = ()
         self._workspace: Workspace | None = None
         self._workspace_key: tuple[object, ...] = ()
+        self._keeper: IndexKeeper | None = None  # keeps the open workspace's indexes current
+        self._embed_again = False  # an update committed while the embedding job ran
         self._stop_indexing = threading.Event()
         self._embedding: asyncio.Task[None] | None = None
         self._embedding_for: Workspace | None = None
@@ -137,6 +142,8 @@ class KeptServices:
         self._stop_indexing.set()
         self._stop_embedding.set()
         self._stop_improving.set()
+        if self._keeper is not None:
+            self._keeper.halt()
 
     def reply_started(self) -> None:
         """A reply starts (or waits for the one before): the better embedder stops at its next
@@ -218,93 +225,92 @@ class KeptServices:
         key = workspace_key(root, config)
         if self._workspace is None or key != self._workspace_key:
             if self._workspace is not None:
+                if self._keeper is not None:
+                    self._keeper.close()
+                    self._keeper = None
                 self._stop_embedding.set()  # ends at its next batch; close waits for that
                 self._stop_improving.set()
                 self._workspace.close()
                 self._workspace = None
             self._workspace = Workspace.from_config(root, config.workspace)
             self._workspace_key = key
+            for problem in self._workspace.folder_problems:
+                self._emit(p.JobProblem(f"A folder of the workspace: {problem}"))
         return self._workspace
 
-    async def ready_workspace(self, config: Config, cancel: CancelToken) -> Workspace:
-        """The workspace the settings choose, its index brought up to date for a reply (Stop,
-        ``cancel``, ends the update), with its progress reported."""
-        await self.update_index(config, self._emit, cancel)
-        return self.workspace(config)
-
-    async def update_index(
-        self,
-        config: Config,
-        progress: Callable[[p.IndexStatus], None],
-        cancel: CancelToken | None = None,
-    ) -> None:
-        """Bring the chosen workspace's index up to date, reporting progress (throttled).
-
-        ``cancel`` is the reply's Stop, which ends the update at once (a PDF being read
-        included); without it only closing the app does (:meth:`stop_indexing`)."""
-        from imprint_desktop.core.workspace.update import WAITING  # noqa: PLC0415 - loop thread
+    def keeper(self, config: Config) -> IndexKeeper:
+        """What keeps the chosen workspace's indexes current (:mod:`.keeping`), started with
+        it: its folders watched (``workspace.watch``) and each brought up to date in the
+        background."""
+        from imprint_desktop.background.keeping import IndexKeeper  # noqa: PLC0415 - loop thread
 
         workspace = self.workspace(config)
-        root = str(workspace.root)
-        throttle = _Throttle(0.05)
-
-        def report(event: Any) -> None:
-            if throttle.due(always=event.done == event.total):
-                waiting = WAITING if event.waiting else ""
-                progress(p.IndexStatus(root, event.done, event.total, event.path, message=waiting))
-
-        result = await asyncio.to_thread(
-            workspace.index.update,
-            progress=report,
-            cancel=cancel if cancel is not None else self._stop_indexing,
-            embed=False,
-        )
-        from imprint_desktop.core.workspace import problem_summary  # noqa: PLC0415 - loop thread
-
-        outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
-        progress(
-            p.IndexStatus(
-                root,
-                result.documents,
-                result.documents,
-                outcome=outcome,
-                problems=problem_summary(result.problems),
-                details=tuple(f"{item.path}: {item.reason}" for item in result.problems),
+        if self._keeper is None:
+            self._keeper = IndexKeeper(
+                workspace,
+                self._emit,
+                watch=config.workspace.watch,
+                updated=lambda: self._embed_in_background(workspace),
             )
+            self._keeper.start()
+        return self._keeper
+
+    async def ready_workspace(self, config: Config, cancel: CancelToken) -> Workspace:
+        """The workspace the settings choose, for a reply: it waits for the files that changed
+        just before, never for a whole folder (:meth:`.keeping.IndexKeeper.ready`); Stop
+        (``cancel``) ends the wait, not the background indexing."""
+        await self.keeper(config).ready(cancel)
+        return self.workspace(config)
+
+    async def update_index(self, config: Config) -> None:
+        """Bring the chosen workspace's indexes up to date in the background, reporting
+        progress and each folder's end: the first time, and whenever the settings change, the
+        folders are opened (and watched); otherwise every folder is looked at again."""
+        opened = self._keeper is not None and self._workspace_key == workspace_key(
+            workspace_root(config), config
         )
-        self._embed_in_background(workspace)
+        keeper = self.keeper(config)
+        if opened:
+            keeper.check_again()
 
     def _embed_in_background(self, workspace: Workspace) -> None:
-        """Give the passages of ``workspace`` their vectors, reporting progress, while replies
-        go on (they search by words what has no vector yet). One job at a time: a running one
-        also takes the passages a later update adds."""
+        """Give the passages of ``workspace``'s folders their vectors, reporting progress, while
+        replies go on (they search by words what has no vector yet). One job at a time: a
+        running one goes over the folders again for passages a later update added."""
         running = self._embedding is not None and not self._embedding.done()
-        if (running and self._embedding_for is workspace) or self._stop_indexing.is_set():
+        if self._stop_indexing.is_set():
+            return
+        if running and self._embedding_for is workspace:
+            self._embed_again = True
             return  # (one running for a workspace closed since has been told to stop)
         from imprint_desktop.core.workspace.update import WAITING  # noqa: PLC0415 - loop thread
 
         self._stop_embedding = stop = threading.Event()
         self._embedding_for = workspace
-        root, emit = str(workspace.root), self._emit
-        throttle = _Throttle(0.05)
+        emit = self._emit
         meaning = p.IndexStage.MEANING
 
-        def report(event: Any) -> None:  # on the worker thread; emit is thread-safe
-            going = event.waiting or event.done < event.total
-            if going and throttle.due(always=event.waiting):
-                waiting = WAITING if event.waiting else ""
-                emit(p.IndexStatus(root, event.done, event.total, message=waiting, stage=meaning))
+        def reporter(root: str) -> Callable[[Any], None]:
+            throttle = _Throttle(0.05)
 
-        async def embed() -> None:
+            def report(event: Any) -> None:  # on the worker thread; emit is thread-safe
+                going = event.waiting or event.done < event.total
+                if going and throttle.due(always=event.waiting):
+                    waiting = WAITING if event.waiting else ""
+                    emit(
+                        p.IndexStatus(root, event.done, event.total, message=waiting, stage=meaning)
+                    )
+
+            return report
+
+        async def embed_folder(root: str, index: WorkspaceIndex) -> p.Outcome:
             try:
-                result = await asyncio.to_thread(
-                    workspace.index.embed, progress=report, cancel=stop
-                )
+                result = await asyncio.to_thread(index.embed, progress=reporter(root), cancel=stop)
             except Exception as error:  # the index is still searched by words
                 log.exception("embedding the workspace's passages failed")
                 failed = p.Outcome.FAILED
                 emit(p.IndexStatus(root, 0, 0, outcome=failed, message=str(error), stage=meaning))
-                return
+                return failed
             outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
             if result.embedder_problem:  # search goes on by words; the person is told why
                 outcome = p.Outcome.FAILED
@@ -318,7 +324,17 @@ class KeptServices:
                     stage=meaning,
                 )
             )
-            if outcome is p.Outcome.FINISHED and not stop.is_set():
+            return outcome
+
+        async def embed() -> None:
+            outcomes: list[p.Outcome] = []
+            again = True
+            while again and not stop.is_set():
+                self._embed_again, outcomes = False, []
+                for folder, index in workspace.indexes:
+                    outcomes.append(await embed_folder(str(folder.root), index))
+                again = self._embed_again
+            if all(outcome is p.Outcome.FINISHED for outcome in outcomes) and not stop.is_set():
                 self._improve_in_background(workspace)
 
         self._embedding = asyncio.create_task(embed())
@@ -342,22 +358,22 @@ class KeptServices:
         previous = self._improving
         self._stop_improving = stop = threading.Event()
         self._improving_for = workspace
-        root, emit = str(workspace.root), self._emit
-        throttle = _Throttle(0.25)
+        emit = self._emit
         improving = p.IndexStage.IMPROVING
 
-        def report(event: Any) -> None:  # on the worker thread; emit is thread-safe
-            if not event.waiting and event.done < event.total and throttle.due():
-                emit(p.IndexStatus(root, event.done, event.total, stage=improving))
+        def reporter(root: str) -> Callable[[Any], None]:
+            throttle = _Throttle(0.25)
 
-        async def improve() -> None:
-            if previous is not None:
-                await asyncio.gather(previous, return_exceptions=True)
-            if stop.is_set():
-                return
+            def report(event: Any) -> None:  # on the worker thread; emit is thread-safe
+                if not event.waiting and event.done < event.total and throttle.due():
+                    emit(p.IndexStatus(root, event.done, event.total, stage=improving))
+
+            return report
+
+        async def improve_folder(root: str, index: WorkspaceIndex) -> None:
             try:
                 result = await asyncio.to_thread(
-                    workspace.index.improve, progress=report, cancel=stop
+                    index.improve, progress=reporter(root), cancel=stop
                 )
             except Exception as error:  # search goes on with the quick embedder's vectors
                 log.exception("improving the workspace's vectors failed")
@@ -379,6 +395,14 @@ class KeptServices:
                 )
             )
 
+        async def improve() -> None:
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            for folder, index in workspace.indexes:
+                if stop.is_set():
+                    return
+                await improve_folder(str(folder.root), index)
+
         self._improving = asyncio.create_task(improve())
 
     async def test_connection(self, config: Config) -> p.ConnectionTest:
@@ -391,6 +415,8 @@ class KeptServices:
         """Close the provider, the client and the workspace (on the loop, when it stops)."""
         await self._close_provider()
         self._closed = True
+        if self._keeper is not None:
+            self._keeper.close()
         self._stop_embedding.set()
         self._stop_improving.set()
         if self._embedding is not None:

@@ -123,6 +123,12 @@ class WorkspaceConfig:
     path: str
     """Workspace folder (folder path; empty: not set)."""
 
+    more_folders: str
+    """More folders."""
+
+    watch: bool
+    """Keep folders current."""
+
     notes_folder: str
     """Notes folder."""
 
@@ -237,6 +243,8 @@ class Config:
             ),
             workspace=WorkspaceConfig(
                 path=read_str(values, "workspace.path"),
+                more_folders=read_str(values, "workspace.more_folders"),
+                watch=read_bool(values, "workspace.watch"),
                 notes_folder=read_str(values, "workspace.notes_folder"),
                 max_file_mb=read_int(values, "workspace.max_file_mb"),
                 max_text_mb=read_int(values, "workspace.max_text_mb"),
@@ -288,6 +296,8 @@ class Config:
             "remote.model": self.remote.model,
             "remote.context_window": self.remote.context_window,
             "workspace.path": self.workspace.path,
+            "workspace.more_folders": self.workspace.more_folders,
+            "workspace.watch": self.workspace.watch,
             "workspace.notes_folder": self.workspace.notes_folder,
             "workspace.max_file_mb": self.workspace.max_file_mb,
             "workspace.max_text_mb": self.workspace.max_text_mb,

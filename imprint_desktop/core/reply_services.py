@@ -77,9 +77,12 @@ def provider_note(provider: Provider) -> str:
 
 
 async def prepare_workspace(workspace: Workspace, cancel: CancelToken | None = None) -> None:
-    """Bring the workspace index up to date before research time starts counting; Stop
-    (``cancel``) ends it at once, keeping what was indexed."""
-    await asyncio.to_thread(workspace.index.update, cancel=cancel)
+    """Bring the workspace's indexes (one per folder) up to date before research time starts
+    counting; Stop (``cancel``) ends it at once, keeping what was indexed."""
+    for _, index in workspace.indexes:
+        await asyncio.to_thread(index.update, cancel=cancel)
+        if cancel is not None and cancel.cancelled:
+            return
 
 
 async def warm_up(

@@ -191,6 +191,20 @@ SETTINGS: tuple[Setting, ...] = (
         "The folder of documents to research. Empty uses the bundled sample workspace.",
     ),
     Setting(
+        "workspace.more_folders", Kind.TEXT, "", "More folders",
+        "Other folders researched with the workspace folder, one per line. Their documents "
+        "are named by the folder's name first (Reports/2026/plan.pdf). Removing a folder "
+        "here removes its passages from answers; its index is kept for when it comes back.",
+    ),
+    Setting(
+        "workspace.watch", Kind.BOOL, True, "Keep folders current",
+        "While the window is open, watch the folders and index a file as soon as it is "
+        "saved, renamed or removed, in the background at low priority. A question waits only "
+        "for the files that changed, never for a whole folder being indexed: it is answered "
+        "from the index as it stands, and says so. Off: the index is brought up to date "
+        "before each question.",
+    ),
+    Setting(
         "workspace.notes_folder", Kind.STR, "notes", "Notes folder",
         "Folder inside the workspace where the model's notes are written.",
         check=check_relative_folder,

@@ -151,6 +151,7 @@ class MainWindow(QMainWindow):
         self.toolbar_row.model.sig_remote_settings_requested.connect(self.open_preferences)
         bridge.sig_model_status.connect(self.toolbar_row.show_model)
         bridge.sig_index_progress.connect(self._index_progress)
+        bridge.sig_index_standing.connect(self._index_standing)
         bridge.sig_job_problem.connect(lambda problem: self.show_problem(problem.message))
         bridge.sig_file_saved.connect(self._saved)
         bridge.sig_connection_tested.connect(self._connection_tested)
@@ -344,6 +345,13 @@ class MainWindow(QMainWindow):
             self.show_problem(status.message)
         elif line := self.toolbar_row.finished_line(status):  # "indexed" once every step is
             self.statusBar().showMessage(line, 8000)
+
+    @Slot(object)
+    def _index_standing(self, standing: p.IndexStanding) -> None:
+        """A question is answered while the background indexing is behind: the status bar says
+        what it searched."""
+        message = standing.message
+        self.statusBar().showMessage(f"{message[:1].upper()}{message[1:]}.", 15_000)
 
     @Slot(object)
     def _connection_tested(self, test: p.ConnectionTest) -> None:

@@ -95,9 +95,12 @@ class Toolbox:
 
     @property
     def scope(self) -> str:
-        """Where the tools look, in words: the workspace folder's name and path."""
+        """Where the tools look, in words: the workspace folder's name and path, and the other
+        folders' with the names that begin their documents' paths."""
         root = self.workspace.root
-        return f"the workspace “{root.name or root}” ({root})"
+        more = [f"{folder.name}/ ({folder.root})" for folder in self.workspace.folders[1:]]
+        also = f" with the folders {', '.join(more)}" if more else ""
+        return f"the workspace “{root.name or root}” ({root}){also}"
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -25,10 +25,12 @@ _MIN_PASSAGE_CHARS = 240
 
 
 def search_workspace(workspace: Workspace, query: str, limit: int, max_chars: int) -> Output:
-    hits = workspace.index.search(query, limit)
+    hits = workspace.search(query, limit)
     if not hits:
+        standing = f" Note: {workspace.standing}." if workspace.standing else ""
         return Output(
-            f"No passages in the workspace match {query!r}. Try other words, or list_documents.",
+            f"No passages in the workspace match {query!r}. Try other words, or "
+            f"list_documents.{standing}",
             status="empty",
         )
     room = max((max_chars - _OVERHEAD) // len(hits) - 60, _MIN_PASSAGE_CHARS)
@@ -52,6 +54,8 @@ def search_workspace(workspace: Workspace, query: str, limit: int, max_chars: in
             " Some passages come from documents that look superseded (marked so): where they "
             "disagree with a current document, the current one holds."
         )
+    if workspace.standing:  # background indexing is behind: say what was searched
+        note += f" Note: {workspace.standing}."
     return Output(
         f"{len(hits)} passage(s) from the workspace for {query!r}, best first. "
         f"read_document shows more of a file.{note}",
@@ -90,7 +94,7 @@ def read_document(
         end += 1
     end = max(end, start_line)  # always at least one line, however long (render cuts it)
     lines = document.lines[start_line - 1 : end]
-    currency = workspace.index.currency(relative)
+    currency = workspace.currency(relative)
     items = []
     for passage in split_passages(lines):
         first, final = passage.start_line + start_line - 1, passage.end_line + start_line - 1
@@ -116,7 +120,7 @@ def read_document(
 
 def list_documents(workspace: Workspace, folder: str) -> Output:
     prefix = "" if folder.strip() in ("", ".", "./") else clean_relative(folder)
-    documents = workspace.index.documents(prefix)
+    documents = workspace.documents(prefix)
     where = f"in {prefix}/" if prefix else "in the workspace"
     if not documents:
         return Output(f"No documents {where}.{_where_to_look(workspace, prefix)}", status="empty")
@@ -132,7 +136,7 @@ def _where_to_look(workspace: Workspace, prefix: str) -> str:
     """For an empty folder: the folders there are, so the model's next call can do better."""
     if not prefix:
         return ""
-    paths = (document.path for document in workspace.index.documents(""))
+    paths = (document.path for document in workspace.documents(""))
     folders = sorted({path.split("/", 1)[0] + "/" for path in paths if "/" in path})
     there = f" The workspace's folders are: {', '.join(folders[:20])}." if folders else ""
     return (

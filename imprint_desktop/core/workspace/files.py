@@ -38,7 +38,7 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,7 +127,9 @@ def is_link(info: os.stat_result) -> bool:
     return bool(getattr(info, "st_reparse_tag", 0) & _NAME_SURROGATE)
 
 
-def scan(root: Path, *, max_file_bytes: int, skip_suffixes: frozenset[str]) -> Iterator[FileEntry]:
+def scan(
+    root: Path, *, max_file_bytes: int, skip_suffixes: frozenset[str], prefix: str = ""
+) -> Iterator[FileEntry]:
     """Every regular file under ``root`` worth offering to the extractor.
 
     Skips hidden names, names with ``:``, tooling folders, links and junctions (a link could lead
@@ -137,9 +139,10 @@ def scan(root: Path, *, max_file_bytes: int, skip_suffixes: frozenset[str]) -> I
     skipped silently: a permission problem in one corner must not stop the rest. Order is stable —
     by name, a folder's files before its subfolders — so progress and reports read the same from
     run to run. Paths are in the text form (:func:`name_text`), below a folder whose name is not
-    text as well.
+    text as well. ``prefix`` begins every path (a folder's own path, "…/", when it is scanned
+    for :func:`scan_changed`).
     """
-    stack = [(root, "")]
+    stack = [(root, prefix)]
     while stack:
         folder, prefix = stack.pop()
         try:
@@ -174,6 +177,58 @@ def scan(root: Path, *, max_file_bytes: int, skip_suffixes: frozenset[str]) -> I
                 skipped = f"larger than the {limit} limit (workspace.max_file_mb)"
             yield FileEntry(relative, info.st_size, info.st_mtime_ns, skipped)
         stack.extend(reversed(folders))  # popped in name order, after this folder's files
+
+
+def scan_changed(
+    root: Path, paths: Iterable[str], *, max_file_bytes: int, skip_suffixes: frozenset[str]
+) -> Iterator[FileEntry]:
+    """What :func:`scan` would yield at or under each of ``paths`` (in the text form, as
+    :func:`name_text` gives them): the file at a path, every file under a folder's, nothing for a
+    path that is gone or that :func:`scan` would not walk to (a hidden name, a tooling folder, a
+    link on the way). A path under another of ``paths`` is scanned with it, once."""
+    wanted = sorted(set(paths))
+    for relative in wanted:
+        parts = relative.split("/")
+        if any("/".join(parts[:end]) in wanted for end in range(1, len(parts))):
+            continue  # scanned with the folder it is in
+        if any(
+            is_hidden(part) or is_stream_name(disk_name(part)) or not part for part in parts
+        ) or any(part in SKIPPED_FOLDERS for part in parts[:-1]):
+            continue
+        path = root
+        info: os.stat_result | None = None
+        for part in parts:
+            path = path / disk_name(part)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                info = None
+                break
+            if is_link(info):
+                info = None
+                break
+        if info is None:
+            continue
+        if stat.S_ISDIR(info.st_mode):
+            if parts[-1] not in SKIPPED_FOLDERS:
+                yield from scan(
+                    path,
+                    max_file_bytes=max_file_bytes,
+                    skip_suffixes=skip_suffixes,
+                    prefix=f"{relative}/",
+                )
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            continue
+        name = parts[-1]
+        dot = name.rfind(".")
+        if 0 < dot < len(name) - 1 and name[dot:].lower() in skip_suffixes:
+            continue
+        skipped = ""
+        if info.st_size > max_file_bytes:
+            limit = size_limit_words(max_file_bytes)
+            skipped = f"larger than the {limit} limit (workspace.max_file_mb)"
+        yield FileEntry(relative, info.st_size, info.st_mtime_ns, skipped)
 
 
 def clean_relative(user_path: str) -> str:

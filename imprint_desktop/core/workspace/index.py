@@ -27,7 +27,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,14 +132,16 @@ class WorkspaceIndex:
         embed: bool = True,
         embed_progress: Callable[[EmbedProgress], None] | None = None,
         wait: bool = True,
+        paths: Collection[str] | None = None,
     ) -> IndexReport:
         """Bring the index up to date with the folder (see :mod:`.update`), and then, with
-        ``embed``, give every passage its vector (:meth:`embed`).
+        ``embed``, give every passage its vector (:meth:`embed`). With ``paths`` (folder-relative,
+        in the text form) only what is at or under them is looked at: what a watcher saw change.
 
         While another process updates the index, this one waits for it to finish (``progress``
         is told: :attr:`IndexProgress.waiting`; ``cancel`` ends the wait) and then updates what is
         left; without ``wait``, it leaves the work to that one (the report says ``busy``)."""
-        report = self._update_files(progress, cancel, wait)
+        report = self._update_files(progress, cancel, wait, paths)
         if not embed or report.cancelled or report.busy:
             return report
         return self.embed(report, progress=embed_progress, cancel=cancel, wait=wait)
@@ -316,7 +318,11 @@ class WorkspaceIndex:
         return Coverage(quick, self.better_name, done, total)
 
     def _update_files(
-        self, progress: Callable[[IndexProgress], None] | None, cancel: Stop | None, wait: bool
+        self,
+        progress: Callable[[IndexProgress], None] | None,
+        cancel: Stop | None,
+        wait: bool,
+        paths: Collection[str] | None,
     ) -> IndexReport:
         started = time.perf_counter()
 
@@ -341,6 +347,7 @@ class WorkspaceIndex:
                         reader=reader,
                         progress=progress,
                         cancel=cancel,
+                        paths=paths,
                     )
                     return update.run(started)
         except sqlite3.Error as error:

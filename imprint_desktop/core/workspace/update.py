@@ -28,14 +28,14 @@ import contextlib
 import hashlib
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from imprint_desktop.core.errors import Cancelled, DocumentError
 from imprint_desktop.core.workspace import records
 from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES, Extracted
-from imprint_desktop.core.workspace.files import FileEntry, read_inside, scan
+from imprint_desktop.core.workspace.files import FileEntry, read_inside, scan, scan_changed
 from imprint_desktop.core.workspace.isolation import PdfReaderUnavailableError, Stop, is_cancelled
 from imprint_desktop.core.workspace.reader import DocumentReader
 from imprint_desktop.core.workspace.records import IndexProblem, Known
@@ -100,8 +100,10 @@ class IndexUpdate:
         reader: DocumentReader,
         progress: Callable[[IndexProgress], None] | None,
         cancel: Stop | None,
+        paths: Collection[str] | None = None,
     ) -> None:
         self._db = db
+        self._paths = None if paths is None else frozenset(paths)
         self._root = root
         self._max_file_bytes = max_file_bytes
         self._reader = reader
@@ -119,10 +121,21 @@ class IndexUpdate:
         """Bring the index up to date; ``started`` is when the caller asked (``perf_counter``)."""
         db = self._db
         stamps = records.file_stamps(db)
+        if self._paths is None:
+            found = scan(
+                self._root, max_file_bytes=self._max_file_bytes, skip_suffixes=BINARY_SUFFIXES
+            )
+        else:  # only what is at or under the paths that changed; the rest stays as it is
+            changed = self._paths
+            stamps = {path: stamp for path, stamp in stamps.items() if _under(path, changed)}
+            found = scan_changed(
+                self._root,
+                changed,
+                max_file_bytes=self._max_file_bytes,
+                skip_suffixes=BINARY_SUFFIXES,
+            )
         entries: list[FileEntry] = []
-        for entry in scan(
-            self._root, max_file_bytes=self._max_file_bytes, skip_suffixes=BINARY_SUFFIXES
-        ):
+        for entry in found:
             if entry.skipped:  # never read (too large): reported with the reason scan gives
                 self._unreadable.append(IndexProblem(entry.path, entry.skipped))
             else:
@@ -235,6 +248,18 @@ class IndexUpdate:
             raise DocumentError(
                 f"cannot be turned into text ({type(error).__name__}: {error})"
             ) from error
+
+
+def _under(path: str, changed: frozenset[str]) -> bool:
+    """Is ``path`` one of ``changed``, or inside a folder that is?"""
+    if path in changed:
+        return True
+    cut = path.rfind("/")
+    while cut > 0:
+        if path[:cut] in changed:
+            return True
+        cut = path.rfind("/", 0, cut)
+    return False
 
 
 class _Writes:

@@ -6,7 +6,8 @@ search by meaning (passages done of all). The workspace is *indexed* when both a
 then does the status bar say so. After that, while no reply runs, a better embedder may improve
 search by meaning: optional, and said so (search works meanwhile).
 
-The bar's line says the step, how far it is and about how long is left (:class:`Pace`); it is cut
+The bar's line says the step, how far it is, about how long is left (:class:`Pace`) and what the
+folders' watch saw change meanwhile, waiting its turn (:func:`pending_words`); it is cut
 with "…" to the bar's width (:class:`ElidedBar`), so it reads on one line at any window width, and
 its tooltip says it whole with what the step is for.
 """
@@ -62,7 +63,14 @@ def progress_line(status: IndexStatus, seconds_left: float | None = None) -> str
         return status.message
     unit = "" if status.stage is IndexStage.FILES else " passages"
     line = f"{STEP_NAMES[status.stage]}: {status.done:,} of {status.total:,}{unit}"
-    return line if seconds_left is None else f"{line} · {time_left_words(seconds_left)}"
+    if seconds_left is not None:
+        line = f"{line} · {time_left_words(seconds_left)}"
+    return f"{line} · {pending_words(status.pending)}" if status.pending else line
+
+
+def pending_words(pending: int) -> str:
+    """What the folders' watch saw change that waits its turn: "3 changes waiting"."""
+    return f"{pending:,} change{'s' if pending != 1 else ''} waiting"
 
 
 class Pace:

@@ -1,0 +1,162 @@
+"""Folders that keep themselves current (issue 44, item 2), in the real window with the real
+watch, real files and a real index: a file saved, changed, renamed or removed while the window is
+idle is searchable as it now is within five seconds; a second folder is researched under its name
+and taken out with its passages; a question asked while a large folder is still being indexed is
+answered at once from the index as it stands, and says so."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from pytestqt.qtbot import QtBot
+
+from imprint_desktop.background import payloads as p
+from imprint_desktop.core.workspace import WorkspaceIndex
+from imprint_desktop.settings.store import SettingsStore
+from tests.qt.research_harness import open_window, search, type_question, write_corpus
+from tests.support.scripted_provider import Step
+
+WAIT_MS = 30_000
+#: The target: a file saved into a watched folder is searchable this soon while the window idles.
+SEARCHABLE_MS = 5_000
+
+
+def files_read(root: Path) -> object:
+    def check(status: p.IndexStatus) -> bool:
+        return (
+            status.root == str(root.resolve())
+            and status.stage is p.IndexStage.FILES
+            and status.outcome is p.Outcome.FINISHED
+        )
+
+    return check
+
+
+def found(index: WorkspaceIndex, words: str) -> list[str]:
+    return [hit.path for hit in index.search(words)]
+
+
+def passage_ids(index: WorkspaceIndex, path: str) -> list[int]:
+    with sqlite3.connect(index.db_path) as db:
+        rows = db.execute(
+            "SELECT passages.id FROM passages JOIN files ON files.id = passages.file_id "
+            "WHERE files.path = ? ORDER BY passages.id",
+            (path,),
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def test_files_saved_changed_renamed_and_removed_are_searchable_within_seconds(
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
+) -> None:
+    folder = write_corpus(tmp_path / "corpus")
+    store.set("workspace.embedder", "builtin")
+    window = open_window(qtbot, store).window
+    with qtbot.waitSignal(
+        window.bridge.sig_index_progress, timeout=WAIT_MS, check_params_cb=files_read(folder)
+    ):
+        store.set("workspace.path", str(folder))
+    with WorkspaceIndex(folder) as index:  # another reader of the window's index
+        (folder / "tide.md").write_text("# Tide\n\nThe tide gauge was moved to the ferry slip.\n")
+        qtbot.waitUntil(
+            lambda: found(index, "tide gauge ferry slip") == ["tide.md"], timeout=SEARCHABLE_MS
+        )
+
+        with (folder / "tide.md").open("a", encoding="utf-8") as changed:  # changed in place
+            changed.write("\nA cormorant colony nests on the old breakwater.\n")
+        qtbot.waitUntil(
+            lambda: found(index, "cormorant colony") == ["tide.md"], timeout=SEARCHABLE_MS
+        )
+        kept = passage_ids(index, "tide.md")
+
+        (folder / "tide.md").rename(folder / "deep" / "tides.md")
+        qtbot.waitUntil(
+            lambda: found(index, "cormorant colony") == ["deep/tides.md"], timeout=SEARCHABLE_MS
+        )
+        assert passage_ids(index, "deep/tides.md") == kept  # a rename keeps its passages
+
+        (folder / "deep" / "tides.md").unlink()
+        qtbot.waitUntil(lambda: found(index, "cormorant colony") == [], timeout=SEARCHABLE_MS)
+    qtbot.waitUntil(lambda: not window.toolbar_row.index_bar.isVisible(), timeout=WAIT_MS)
+
+
+def test_a_second_folder_is_researched_under_its_name_and_leaves_with_its_passages(
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
+) -> None:
+    folder = write_corpus(tmp_path / "corpus")
+    reports = tmp_path / "Reports"
+    reports.mkdir()
+    (reports / "q1.md").write_text("# Q1\n\nRevenue at the ferry terminal grew by nine percent.\n")
+    store.set("workspace.embedder", "builtin")
+    store.set("workspace.path", str(folder))
+    script = [
+        Step(calls=[search("ferry terminal revenue")]),
+        Step("Revenue grew by nine percent [1]."),
+        Step(calls=[search("ferry terminal revenue")]),
+        Step("Nothing about it."),
+    ]
+    opened = open_window(qtbot, store, script)
+    window = opened.window
+    with qtbot.waitSignal(
+        window.bridge.sig_index_progress, timeout=WAIT_MS, check_params_cb=files_read(reports)
+    ):
+        store.set("workspace.more_folders", str(reports))
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        type_question(qtbot, window, "How did revenue at the ferry terminal grow?")
+    first = [message for request in opened.provider.requests for message in request.messages]
+    assert any("Reports/q1.md" in message.content for message in first)
+
+    store.set("workspace.more_folders", "")
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        type_question(qtbot, window, "And the ferry terminal revenue now?")
+    last = opened.provider.requests[-1].messages
+    results = [message.content for message in last if message.role == "tool"]
+    assert results and "Reports/q1.md" not in results[-1]
+    assert "No passages in the workspace match" in results[-1]
+
+
+def test_a_question_on_a_folder_still_being_indexed_is_answered_at_once_and_says_so(
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
+) -> None:
+    folder = write_corpus(tmp_path / "corpus")
+    for number in range(3000):
+        (folder / "logs").mkdir(exist_ok=True)
+        (folder / "logs" / f"log{number:04d}.md").write_text(
+            f"# Log {number}\n\nThe tide gauge read {number} centimetres.\n", encoding="utf-8"
+        )
+    store.set("workspace.embedder", "builtin")
+    script = [Step(calls=[search("quokka")]), Step("A quokka was seen near the pier [1].")]
+    opened = open_window(qtbot, store, script)
+    window = opened.window
+    standing: list[p.IndexStanding] = []
+    window.bridge.sig_index_standing.connect(standing.append)
+    under_way: list[p.IndexStatus] = []
+
+    def reading(status: p.IndexStatus) -> bool:
+        going = status.stage is p.IndexStage.FILES and status.outcome is None
+        if going and status.total >= 3000:
+            under_way.append(status)
+            return status.total - status.done > 1000
+        return False
+
+    with qtbot.waitSignal(
+        window.bridge.sig_index_progress, timeout=WAIT_MS, check_params_cb=reading
+    ):
+        store.set("workspace.path", str(folder))
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS) as ended:
+        type_question(qtbot, window, "Was a quokka seen?")
+    assert ended.args[0].outcome is p.Outcome.FINISHED
+    assert standing and "still being indexed in the background" in standing[0].message
+    assert "still being indexed" in window.statusBar().currentMessage()
+    tool_results = [
+        message.content
+        for message in opened.provider.requests[-1].messages
+        if message.role == "tool"
+    ]
+    assert "the index is searched as it stands" in tool_results[-1]
+    assert window.toolbar_row.index_bar.isVisible()  # the folder is still being read
+    with qtbot.waitSignal(
+        window.bridge.sig_index_progress, timeout=WAIT_MS, check_params_cb=files_read(folder)
+    ):
+        pass
