@@ -16,8 +16,10 @@ What counts, read line by line and sentence by sentence (each a *unit*):
   more that is a near copy (:data:`NEAR_COPY` of its words in order) of two of the few before it
   (a loop "with small variations": a citation or a word changed); or, without any line or sentence
   end, the last words repeating a run of up to :data:`MAX_PERIOD` words three times over at least
-  :data:`MIN_LOOP_WORDS` words ("the flood of 1912 the flood of 1912 …"). Kept: everything before
-  the second copy.
+  :data:`MIN_LOOP_WORDS` words ("the flood of 1912 the flood of 1912 …"); or a run of
+  :data:`LOOP_NGRAM` words written a third time anywhere, with other words between ("the Chair of
+  the Audit and Risk Committee was the Chair of the Audit and Risk Committee and …"). Kept:
+  everything before the second copy.
 * **an echo** — a line that is the request's scaffolding (:class:`Scaffolding`): after the answer
   has begun, the first such line ends it there; before it, a few are let pass (a model may
   restate the question and the passage it answers from, then answer) and the
@@ -59,6 +61,9 @@ ECHOES_BEFORE_ANSWER = 4
 MAX_PERIOD = 40
 #: A phrase loop covers at least this many words (and its phrase comes three times).
 MIN_LOOP_WORDS = 48
+#: A run of this many words written a third time, outside a table, is a loop however far apart
+#: its copies stand: longer than the opening a list's items share.
+LOOP_NGRAM = 8
 
 #: Labels of the engine's own request a reply must not paste (lower-cased, as a line starts).
 _LABELS = (
@@ -192,6 +197,8 @@ class Watch:
     _word_spans: list[tuple[int, int]] = field(default_factory=list)
     _runs: list[int] = field(default_factory=lambda: [0] * (MAX_PERIOD + 1))
     _word_done: int = 0
+    # Where each run of LOOP_NGRAM words began (by word index), its copies not overlapping.
+    _ngrams: dict[tuple[str, ...], list[int]] = field(default_factory=dict)
 
     def feed(self, piece: str) -> Verdict | None:
         """Read the next ``piece`` of the answer; the verdict once it has run away."""
@@ -296,7 +303,29 @@ class Watch:
                 first_copy_end = last - run  # the last word of the phrase's first copy
                 keep = self._word_spans[first_copy_end][1]
                 return Verdict("loop", keep, " ".join(words[last - period + 1 :])[:120])
-        return None
+        return self._ngram(last, start)
+
+    def _ngram(self, last: int, start: int) -> Verdict | None:
+        """A loop when the run of :data:`LOOP_NGRAM` words ending at word ``last`` (which
+        starts at ``start``) is written a third time."""
+        first = last - LOOP_NGRAM + 1
+        line = self.text[self.text.rfind("\n", 0, start) + 1 :].lstrip()
+        gram = tuple(self._words[max(0, first) :])
+        # A table's rows may repeat their cells; a word or two over and over is the phrase
+        # check's to judge.
+        if first < 0 or line.startswith("|") or len(set(gram)) < LOOP_NGRAM // 2:
+            return None
+        starts = self._ngrams.setdefault(gram, [])
+        if starts and first < starts[-1] + LOOP_NGRAM:
+            return None  # overlapping its last copy: the phrase check's to judge
+        starts.append(first)
+        if len(starts) < 3:
+            return None
+        one, two, three = starts[-3:]
+        if self._words[one:two] == self._words[two:three]:
+            return None  # copies back to back, nothing else between: the phrase check's
+        keep = self._word_spans[starts[1]][0]
+        return Verdict("loop", keep, " ".join(self._words[first:])[:120])
 
 
 def _near_copy(one: list[str], other: list[str]) -> bool:

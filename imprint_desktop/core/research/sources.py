@@ -140,11 +140,21 @@ def unmentioned_why(words: Sequence[str]) -> str:
     return f"nothing found mentions {listed}"
 
 
+#: What opens why a document looks superseded in its currency (:func:`.dating.currency`).
+_SUPERSEDED = "looks superseded: "
+
+
 def _passages(
     evidence: Sequence[ev.EvidenceItemView], texts: Mapping[int, str]
 ) -> list[PassageText]:
     return [
-        PassageText(item.id, texts.get(item.id) or item.excerpt, item.source, item.title)
+        PassageText(
+            item.id,
+            texts.get(item.id) or item.excerpt,
+            item.source,
+            item.title,
+            item.currency.partition(_SUPERSEDED)[2],
+        )
         for item in evidence
         if item.location != "listing"
     ]

@@ -238,3 +238,22 @@ def test_an_answer_of_only_passage_heads_is_not_sound() -> None:
         "2. [2] incidents/great-frost.md, lines 1-4 — The great frost of 1956\n"
     )
     assert runaway.sound_answer(heads, SCAFFOLDING) == ""
+
+
+def test_a_phrase_written_a_third_time_between_other_words_is_a_loop() -> None:
+    text = (
+        "1. The Chair of the Audit and Risk Committee (CRC) was the Chair of the Audit and Risk "
+        "Committee (CRC) and the Chair of the Audit and Risk Committee (CRC) was the Chair of "
+        "the Audit and Risk Committee (CRC) [1]"
+    )
+    watch = streamed(text)
+    assert watch.verdict is not None and watch.verdict.kind == "loop"
+    assert watch.kept == "1. The Chair of the Audit and Risk Committee (CRC) was"
+
+
+def test_a_long_phrase_said_twice_is_not_a_loop() -> None:
+    text = (
+        "The Chair of the Audit and Risk Committee reported in March [1]. In June the Chair of "
+        "the Audit and Risk Committee reported again, on the new plan [2]."
+    )
+    assert streamed(text).verdict is None

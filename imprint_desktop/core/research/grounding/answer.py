@@ -21,7 +21,7 @@ from imprint_desktop.core.research.grounding.passages import (
     units_of,
 )
 from imprint_desktop.core.research.grounding.question import Question
-from imprint_desktop.core.research.grounding.words import STOP, WORD, stem_of, stems_of
+from imprint_desktop.core.research.grounding.words import STOP, WORD, stem_of, stems_of, word_set
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ def ground(question: str, answer: str, passages: Sequence[PassageText]) -> Groun
     for passage in passages:
         units += units_of(passage, len(units))
     asked = Question.read(question)
-    checker = Checker(asked, units)
+    checker = Checker(asked, units, {p.id: p.superseded for p in passages if p.superseded})
     checker.refers = asked.names_subject(stems_of(answer))
     claims: list[ClaimView] = []
     quotes: dict[int, list[str]] = {}
@@ -144,6 +144,10 @@ def _claim(
             cited = f"the passage [{verdict.unit.passage}]"
             notes.append(f"“{anchor.text}”: {verdict.note.replace('the passage', cited, 1)}")
     if not anchors:
+        # What it says in words of its own is its claim: the question's words around them
+        # ("The light stands on piles because of …") say nothing the passages could hold.
+        if unheld := _unheld_words(sentence, checker):
+            return ClaimView(sentence, (), f"{_quoted_words(unheld)} {NOT_IN_DOCUMENTS}"), [], []
         unit = _by_words(sentence, checker)
         if unit is None:
             return None
@@ -163,6 +167,45 @@ def _by_words(sentence: str, checker: Checker) -> Unit | None:
     if best is None or len(words & best.words) < max(2, math.ceil(0.6 * len(words))):
         return None
     return best
+
+
+#: Words a sentence of an answer may add that tell nothing of the documents ("I hope this
+#: helps", "In short, …").
+_COURTESY = frozenset(
+    stem_of(word)
+    for word in word_set(
+        "hope help helps helpful let know glad happy please note short summary sum overall "
+        "conclusion mean means answer question document documents passage passages text say "
+        "says said state states stated mention mentions mentioned"
+    )
+)
+
+
+def _unheld_words(sentence: str, checker: Checker) -> list[str]:
+    """What ``sentence`` says in words of its own that no passage holds, when it holds no
+    number, date or name to check and its question asks for no such value ("Why …?", "What is a
+    screw-pile?"): the words it adds to the question's, as it wrote them, when none of them is
+    found ("the *design* of the light"); [] when any is, or when it adds none."""
+    question = checker.question
+    if question.wants or not checker.units:
+        return []
+    own: dict[str, str] = {}
+    for word in WORD.findall(sentence):
+        lower = word.lower()
+        if len(lower) <= 2 or lower in STOP or lower.isdigit():
+            continue
+        stem = stem_of(lower)
+        if stem not in question.terms and stem not in _COURTESY:
+            own.setdefault(stem, lower)
+    if not own or not own.keys().isdisjoint(checker.everywhere):
+        return []
+    return list(own.values())
+
+
+def _quoted_words(words: Sequence[str]) -> str:
+    shown = [f"“{word}”" for word in words[:3]]
+    said = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
+    return f"{said} {'is' if len(shown) == 1 else 'are'}"
 
 
 def _cited(piece: str, numbers: Sequence[int]) -> str:
@@ -201,13 +244,24 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     value a question could want; None when no sentence does."""
     question = checker.question
     present = set(question.key) - {stem_of(word) for word in checker.missing}
+
+    def answers(unit: Unit) -> bool:
+        if len(re.findall(r",\S", unit.text)) > 2:
+            return False  # a table's lines run together ("Old Quay,1854,F G,,green")
+        if any(checker.wanted(a) for a in anchors_in(unit.text)):
+            return True  # a value of the kind asked for
+        # Or, to a question that asks for no value ("Why …?"), a sentence of prose that says
+        # what it asks about.
+        prose = not question.wants and not unit.row and len(unit.text) <= QUOTE_CHARS * 2
+        return prose and bool(unit.words & present)
+
     candidates = [
         unit
         for unit in checker.units
         if (not question.subjects or question.names_subject(unit.about))
         and (not present or unit.about & present)
         and len(checker.missing) < 2
-        and any(checker.wanted(a) for a in anchors_in(unit.text))
+        and answers(unit)
         and unit.order not in supporting
     ]
     if not candidates:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from imprint_desktop.core.research.grounding.anchors import (
@@ -25,6 +25,7 @@ from imprint_desktop.core.research.grounding.words import (
     listed,
     stem_of,
     stems_of,
+    word_set,
 )
 
 NOT_IN_DOCUMENTS = "not in your documents"
@@ -38,14 +39,25 @@ class Verdict:
     note: str = ""  # empty when supported
 
 
+#: What a value only a document that looks superseded holds is said to stand on.
+_STALE = "the passage is from a document that looks superseded"
+#: Words by which a question asks of an earlier version than the current one.
+_PAST = word_set(
+    "previous former old older earlier original archived superseded past prior last until "
+    "before used"
+)
 #: Words by which a sentence of an answer speaks of what an earlier one named.
 _PRONOUN = re.compile(r"\b(?:it|its|it's|she|her|he|his|they|their|there)\b", re.IGNORECASE)
 
 
 class Checker:
-    def __init__(self, question: Question, units: Sequence[Unit]) -> None:
+    def __init__(
+        self, question: Question, units: Sequence[Unit], stale: Mapping[int, str] | None = None
+    ) -> None:
         self.question = question
         self.units = units
+        #: Why the document of each passage that looks superseded does, by passage number.
+        self.stale = dict(stale or {})
         self.refers = False  # the answer names the question's subject
         self.anchors = {unit.order: anchors_in(unit.text, opening=True) for unit in units}
         #: The passages' words as written: one found there in lower case is a word, not a name.
@@ -58,11 +70,26 @@ class Checker:
             for term in self.terms
         }
         everywhere = set().union(*(unit.about for unit in units)) if units else set()
+        #: Every word the passages hold, with what they stand under.
+        self.everywhere = everywhere
         #: Key terms no passage holds: the question asks about something the documents lack.
         self.missing = [word for stem, word in question.key.items() if stem not in everywhere]
         #: Of those, the words that narrow down what it asks about: "senior" of a senior fare.
         self.narrowing_missing = [
             word for stem, word in question.qualifiers.items() if stem not in everywhere
+        ]
+        # What each passage holds, with what it stands under: a name may be written in one of
+        # its sentences and its other words in the next ("Elias … Brandt").
+        held: dict[int, set[str]] = {}
+        for unit in units:
+            held.setdefault(unit.passage, set()).update(unit.about)
+        #: The passages that name the question's subject (any of its names).
+        self.naming = {number for number, words in held.items() if question.names_subject(words)}
+        #: The names the question gives that no passage holds: what it asks about is not there.
+        self.unnamed = [
+            name
+            for name, stems in zip(question.names, question.subjects, strict=True)
+            if stems and not any(stems <= words for words in held.values())
         ]
 
     def wanted(self, anchor: Anchor) -> bool:
@@ -106,15 +133,29 @@ class Checker:
             return Verdict(None, NOT_IN_DOCUMENTS)
         verdicts = [(unit, self._doubt(anchor, unit, claim)) for unit in holders]
         good = [unit for unit, note in verdicts if not note]
-        if good and self.narrowing_missing and self.wanted(anchor):
-            # What it asks about is narrower than anything found ("a senior fare"): whatever
-            # value is given for it, nothing found says it of that.
+        missing = [*self.unnamed, *self.narrowing_missing]
+        if good and missing and self.wanted(anchor):
+            # What it asks about is not in anything found ("the dam at *Fellgate*"), or is
+            # narrower than it ("a *senior* fare"): whatever value is given for it, nothing
+            # found says it of that.
             unit = max(good, key=lambda u: (self.score(u), -u.order))
-            return Verdict(unit, f"nothing found mentions {_quoted(self.narrowing_missing)}")
+            return Verdict(unit, f"nothing found mentions {_quoted(missing)}")
         if good:
-            return Verdict(max(good, key=lambda u: (self.score(u), -u.order)))
+            current = [unit for unit in good if unit.passage not in self.stale]
+            unit = max(current or good, key=lambda u: (self.score(u), -u.order))
+            if not current and self.wanted(anchor) and not self._asks_of_the_past():
+                # Only an older version says it: the current one says otherwise, or nothing.
+                why = self.stale[unit.passage]
+                return Verdict(unit, f"{_STALE} ({why})")
+            return Verdict(unit)
         unit, note = max(verdicts, key=lambda pair: (self.score(pair[0]), -pair[0].order))
         return Verdict(unit, note)
+
+    def _asks_of_the_past(self) -> bool:
+        """Whether the question asks of a year or of an earlier version ("last year's
+        charge", "the previous policy"), which a superseded document may well answer."""
+        question = self.question
+        return bool(question.years) or not _PAST.isdisjoint(WORD.findall(question.text.lower()))
 
     def _without_common_head(self, name: Anchor) -> Anchor:
         """``name`` without its first word when the passages write that word in lower case: a
@@ -197,12 +238,8 @@ class Checker:
                 for text in others
             ):
                 return f"the passage says this of {named[0]}"
-        # The question names a year; this sentence and what it stands under name only others.
-        years = years_in(f"{unit.text} {unit.context}") - years_in(mine.text)
-        if question.years and years and years.isdisjoint(question.years):
-            return (
-                f"the passage says this of {min(years, key=lambda y: abs(y - max(question.years)))}"
-            )
+        if note := self._other_subject_or_year(anchor, unit, at, mine):
+            return note
         # Another sentence holds the question's terms and more, with another value of this kind.
         have = self.coverage(unit)
         for rival in self.units:
@@ -225,6 +262,30 @@ class Checker:
                 f"the passage says this of {self._what(unit, at, mine)}; your documents do not "
                 f"mention {listed(self.missing)}"
             )
+        return ""
+
+    def _other_subject_or_year(self, anchor: Anchor, unit: Unit, at: str, mine: Anchor) -> str:
+        """Why ``unit`` is about another subject or year than the question's, by what its
+        passage names ("" when nothing says so)."""
+        question = self.question
+        # The question names its subject, another passage names it too, but this one names it
+        # nowhere, and this sentence names another: the value is that other's ("the dam at
+        # Brantwater is 41 m high" to "How tall is the dam at Fellgate?").
+        if self.naming and unit.passage not in self.naming and self.wanted(anchor):
+            named = [
+                n.text
+                for n in names_in(at)
+                if not question.names_subject(stems_of(n.text))
+                and n.key not in question.anchors
+                and stems_of(n.text).isdisjoint(stems_of(mine.text))
+            ]
+            if named:
+                return f"the passage says this of {named[0]}"
+        # The question names a year; this sentence and what it stands under name only others.
+        years = years_in(f"{unit.text} {unit.context}") - years_in(mine.text)
+        if question.years and years and years.isdisjoint(question.years):
+            nearest = min(years, key=lambda y: abs(y - max(question.years)))
+            return f"the passage says this of {nearest}"
         return ""
 
     def _answers_else(self, anchor: Anchor, unit: Unit, at: str, mine: Anchor) -> str:

@@ -25,6 +25,8 @@ class PassageText:
     text: str
     source: str = ""
     title: str = ""
+    #: Why its document looks superseded ("archive/… : its folder says "archive""), or "".
+    superseded: str = ""
 
 
 CELL = re.compile(r"(?:^|;\s+)(?P<label>[^:;]{1,60}):\s+(?P<value>[^;]*)")

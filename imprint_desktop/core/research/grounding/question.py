@@ -45,12 +45,14 @@ class Question:
     #: *winter*"). A verb stands elsewhere ("how much can it *hold*"), and is as often
     #: paraphrased by the documents as not.
     qualifiers: dict[str, str] = field(default_factory=dict)
+    #: The names it gives, as it wrote them (each beside its stems in :attr:`subjects`).
+    names: list[str] = field(default_factory=list)
 
     @classmethod
     def read(cls, question: str) -> Question:
         names = names_in(question)
         for match in re.finditer(r"[A-Z][\w'’-]+", question):  # its first word too, if a name
-            word = match.group()
+            word = match.group().removesuffix("'s").removesuffix("’s")  # "North's sales"
             lower = word.lower()
             if lower in NOT_NAMES or lower in STOP or any(word in n.text for n in names):
                 continue
@@ -101,6 +103,7 @@ class Question:
             _wanted_kind(question, lowered, bool(units)),
             years_in(question),
             qualifiers,
+            [n.text for n in names],
         )
 
     def names_subject(self, words: set[str]) -> bool:

@@ -1,0 +1,155 @@
+"""Grounding knows which place a value is said of, which document is current, and what a
+reason given in words stands on (issue 40, item 2).
+
+Three ways a wrong answer still looked right: a value the passages say of another place than the
+one asked about ("How tall is the dam at Fellgate?" answered with Brantwater's), a value only an
+older version of a document holds (last year's charge, from the archive), and a reason given in
+words that no passage gives ("because of the design of the light"). Each is flagged, and a right
+answer beside it is not.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from imprint_desktop.core.research.grounding import PassageText, ground
+
+BRANTWATER = PassageText(
+    1,
+    "# Brantwater Reservoir\n\nThe dam at Brantwater is 41 metres high and holds back "
+    "9,200 megalitres.\n",
+    "reservoirs/brantwater.md",
+    "Brantwater Reservoir",
+)
+FELLGATE = PassageText(
+    2,
+    "# Fellgate Reservoir\n\nThe reservoir supplies the north of the town. The last inspection "
+    "(2024) found it in good condition.\n",
+    "reservoirs/fellgate.md",
+    "Fellgate Reservoir",
+)
+FELLGATE_DAM = PassageText(
+    3,
+    "# Fellgate Reservoir\n\nIts dam is 28 metres high.\n",
+    "reservoirs/fellgate-dam.md",
+    "Fellgate Reservoir",
+)
+
+
+def test_a_value_said_of_another_place_is_flagged_with_the_place_it_is_said_of() -> None:
+    result = ground(
+        "How tall is the dam at Fellgate?", "The dam is 41 metres high.", [BRANTWATER, FELLGATE]
+    )
+    [claim] = result.grounding.claims
+    assert result.grounding.verdict == "unsupported"
+    assert "the passage [1] says this of Brantwater" in claim.note
+
+
+def test_a_value_of_the_place_asked_about_stands() -> None:
+    passages = [BRANTWATER, FELLGATE, FELLGATE_DAM]
+    result = ground("How tall is the dam at Fellgate?", "The dam is 28 metres high.", passages)
+    assert result.grounding.verdict == "supported", result.grounding
+    assert result.grounding.claims[0].supported_by == (3,)
+
+
+def test_a_value_for_a_place_no_passage_names_is_flagged() -> None:
+    result = ground("How tall is the dam at Skelwith?", "The dam is 41 metres high.", [BRANTWATER])
+    [claim] = result.grounding.claims
+    assert result.grounding.verdict != "supported"
+    assert "nothing found mentions “Skelwith”" in claim.note
+
+
+def test_a_possessive_name_is_the_name() -> None:
+    result = ground("How high is Brantwater's dam?", "It is 41 metres high.", [BRANTWATER])
+    assert result.grounding.verdict == "supported", result.grounding
+
+
+CURRENT = PassageText(
+    1,
+    "# Charges scheme 2025-26\n\n| Charge | Amount |\n|---|---|\n| Standing charge (per year) | "
+    "£58.40 |\n",
+    "finance/tariffs-2025-26.md",
+    "Charges scheme 2025-26",
+)
+ARCHIVED = PassageText(
+    2,
+    "# Charges scheme 2024-25\n\n| Charge | Amount |\n|---|---|\n| Standing charge (per year) | "
+    "£54.10 |\n",
+    "archive/tariffs-2024-25.md",
+    "Charges scheme 2024-25",
+    superseded='its folder says "archive"',
+)
+
+
+def test_a_value_only_a_superseded_document_holds_is_flagged_and_the_current_one_offered() -> None:
+    question = "What is the yearly standing charge?"
+    result = ground(question, "The yearly standing charge is £54.10.", [CURRENT, ARCHIVED])
+    [claim] = result.grounding.claims
+    assert result.grounding.verdict != "supported"
+    assert "the passage [2] is from a document that looks superseded" in claim.note
+    assert "archive" in claim.note
+    assert "£58.40" in result.grounding.offered
+
+
+def test_the_current_value_stands() -> None:
+    question = "What is the yearly standing charge?"
+    result = ground(question, "The yearly standing charge is £58.40.", [CURRENT, ARCHIVED])
+    assert result.grounding.verdict == "supported", result.grounding
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What was the standing charge in 2024?", "What was the previous standing charge?"],
+)
+def test_a_question_about_an_earlier_version_may_be_answered_from_it(question: str) -> None:
+    result = ground(question, "The standing charge was £54.10.", [CURRENT, ARCHIVED])
+    assert "superseded" not in result.grounding.claims[0].note
+
+
+CARRICK = PassageText(
+    1,
+    "# Carrick Spit light\n\n## A light on legs\n\nBecause the sand could not carry masonry, the "
+    "light stood on a screw-pile structure: nine cast-iron piles screwed into the sand.\n",
+    "stations/carrick-spit.md",
+    "Carrick Spit light",
+)
+LIGHTS = PassageText(
+    2,
+    "station,lit,colour,power\nCarrick Spit,1863,white,acetylene\nGannet Point,1857,white,mains "
+    "with diesel standby\n",
+    "operations/lights.csv",
+)
+WHY = "Why does the Carrick Spit light stand on piles?"
+
+
+def test_a_reason_no_passage_gives_is_flagged_and_the_passage_reason_offered() -> None:
+    answer = "The Carrick Spit light stands on piles because of the design of the light."
+    result = ground(WHY, answer, [CARRICK, LIGHTS])
+    [claim] = result.grounding.claims
+    assert result.grounding.verdict == "unsupported"
+    assert claim.note == "“design” is not in your documents"
+    # The sentence that gives the reason is offered, not the table's lines run together.
+    assert result.grounding.offered.startswith("Because the sand could not carry masonry")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The Carrick Spit light stands on piles because the sand could not carry masonry.",
+        "Because the sand could not carry masonry. I hope this helps.",
+    ],
+)
+def test_a_reason_the_passage_gives_stands(answer: str) -> None:
+    result = ground(WHY, answer, [CARRICK, LIGHTS])
+    assert result.grounding.verdict == "supported", result.grounding
+    assert all(not claim.note for claim in result.grounding.claims)
+
+
+def test_words_of_an_answer_to_a_question_for_a_value_are_not_judged_so() -> None:
+    # "How many …?" is judged by its number; the words around it are the answer's own.
+    result = ground(
+        "How many piles carry the Carrick Spit light?",
+        "Nine sturdy piles carry it [1].",
+        [CARRICK],
+    )
+    assert "not in your documents" not in result.grounding.claims[0].note
