@@ -27,12 +27,14 @@ Question sets:
 - ``heldback``: ``[[heldback]]`` in ``bench/quality-corpus.toml``, questions over the utility's
   share written before the grounding rules were tuned and never tuned on (paraphrases, values
   beside neighbouring ones, and answers the documents do not hold, judged like ``absent``);
-- ``multipart``: ``bench/multipart-questions.toml`` over ``bench/multipart-workspace``, questions
+- ``multipart``: ``bench/multipart-questions.toml`` over ``bench/multipart-workspace`` and the
+  utility's share, questions
   that ask more than one thing (two-part questions, comparisons, lists over a table, a fact in a
   document another one names), each part with its fact and its answering document. Per arm it
   prints the parts the answer states, the questions with every part right, the questions whose
   evidence holds every part's answering passage (a passage of the part's document stating its
-  fact: Imprint's ``--json`` evidence excerpts, the one-shot arm's three passages), and rounds.
+  fact, read at the passage's lines: Imprint's ``--json`` evidence, the one-shot arm's three
+  passages), and rounds.
   It is judged on parts: Imprint states more than the one-shot arm, and its evidence holds every
   part at least 1.5× as often (issue 43).
 
@@ -211,8 +213,9 @@ RAILWAY_FOLLOWUPS = (
 )
 
 
-def multipart_cases() -> tuple[Case, ...]:
-    """The ``multipart`` set (empty when its file is absent)."""
+def multipart_cases(workspace: str) -> tuple[Case, ...]:
+    """The ``multipart`` set's questions over ``workspace`` ("multipart": its own workspace;
+    "utility": the water utility's share); empty when its file is absent."""
     if not MULTIPART_CASES.is_file():
         return ()
     data = tomllib.loads(MULTIPART_CASES.read_text(encoding="utf-8"))
@@ -225,6 +228,7 @@ def multipart_cases() -> tuple[Case, ...]:
             kind=m["kind"],
         )
         for m in data.get("multipart", [])
+        if m.get("workspace", "multipart") == workspace
     )
 
 
@@ -344,7 +348,10 @@ class OneShot:
         seconds = time.perf_counter() - started
         text = reply["choices"][0]["message"]["content"] or ""  # type: ignore[index]
         outcome = _judge(case, text, {hit.path for hit in hits}, seconds, "")
-        outcome = replace(outcome, passages=tuple((hit.path, hit.text) for hit in hits))
+        passages = tuple(
+            (hit.path, lines_of(root, hit.path, hit.location, hit.text)) for hit in hits
+        )
+        outcome = replace(outcome, passages=passages)
         outcome = with_grounding(outcome, case, {"answer": text})
         return with_runaway(outcome, question, [hit.path for hit in hits])
 
@@ -421,10 +428,25 @@ class Imprint:
         text = _written(result)
         note = f"{result['stop_reason']}/{result['final_mode']}, {result['rounds']} rounds"
         outcome = _judge(case, text, {item["source"] for item in result["evidence"]}, final, note)
-        evidence = tuple((item["source"], item["excerpt"]) for item in result["evidence"])
+        evidence = tuple(
+            (item["source"], lines_of(root, item["source"], item["location"], item["excerpt"]))
+            for item in result["evidence"]
+        )
         outcome = replace(outcome, passages=evidence, rounds=int(result["rounds"]))
         outcome = with_grounding(outcome, case, result)
         return with_runaway(outcome, case.question, [item["source"] for item in result["evidence"]])
+
+
+def lines_of(root: Path, source: str, location: str, shown: str) -> str:
+    """The lines of ``source`` a passage at ``location`` ("lines 5-8") holds, read from the
+    workspace, so that both arms' evidence is judged on the same text (``--json`` shows an
+    excerpt of each passage); ``shown`` where the location names no lines."""
+    found = re.search(r"lines (\d+)-(\d+)", location)
+    path = root / source
+    if found is None or not path.is_file():
+        return shown
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return "\n".join(lines[int(found.group(1)) - 1 : int(found.group(2))])
 
 
 def with_runaway(outcome: Outcome, question: str, sources: Sequence[str]) -> Outcome:
@@ -696,7 +718,8 @@ def main() -> int:
         "heldback": [(heldback, UTILITY)] if heldback else [],
         "followup": [(RAILWAY_FOLLOWUPS, RAILWAY)]
         + ([(utility_follow, UTILITY)] if utility_follow else []),
-        "multipart": [(multipart_cases(), MULTIPART)],
+        "multipart": [(multipart_cases("multipart"), MULTIPART)]
+        + ([(multipart_cases("utility"), UTILITY)] if utility else []),
     }
     wanted = [name.strip() for name in args.sets.split(",") if name.strip()]
     ok = True

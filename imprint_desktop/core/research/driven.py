@@ -42,6 +42,10 @@ NEIGHBOUR_LINES = 12
 PART_PASSAGES = 2
 #: Passages a search for a document another passage names returns.
 REFERENCE_LIMIT = 2
+#: How the model answers a question of several parts: one request for each part, joined
+#: (True), or one request with every part's passages (False). Chosen by
+#: ``bench/bench_quality.py --sets multipart`` (see :func:`answers_part_by_part`).
+PART_BY_PART = True
 #: The id prefix of the engine's own calls past its first search.
 ENGINE_CALL_ID = "imprint_engine"
 
@@ -50,7 +54,7 @@ ENGINE_CALL_ID = "imprint_engine"
 _REFERENCE = re.compile(
     r"\b(?:see(?: also)?|set out in|described in|given in|detailed in|recorded in|reported in|"
     r"listed in|according to|in accordance with|as in)\s+(?:the\s+)?"
-    r"(?P<name>[^.;:()\n]{3,80}?)\s*(?=[.;:()\n]|$)",
+    r"(?P<name>[^.;:(),\n]{3,80}?)\s*(?=[.;:(),\n]|$)",
     re.IGNORECASE,
 )
 _FILE_NAME = re.compile(r"(?<![\w/])(?P<name>[\w./-]+\.(?:md|txt|pdf|docx?|odt|html?|csv|xlsx?))\b")
@@ -89,6 +93,7 @@ class DrivenResearch:
     _asked: set[str] = field(init=False, default_factory=set)  # queries and places looked at
     _ids: int = field(init=False, default=0)
     _started: bool = field(init=False, default=False)
+    _seed: set[int] = field(init=False, default_factory=set)  # the first search's numbers
 
     def __post_init__(self) -> None:
         self.parts = parts_of(self.question, self.earlier)
@@ -101,6 +106,7 @@ class DrivenResearch:
         for index in range(len(self.parts)):
             self._note(index, first, items)
         self._asked.add(_key("search", self.question))
+        self._seed = {first + rank for rank in range(len(items))}
 
     def answered_at_once(self) -> bool:
         """Whether the first search already answers the question: it asks one thing, a passage
@@ -149,7 +155,9 @@ class DrivenResearch:
         for found in about:
             for name in _references(found.item.text):
                 self._search(part, name, REFERENCE_LIMIT)
-        held = any(self._holds(part, found) for found in self._found[part])
+        # A question of one part that the first search did not answer whole is shown that
+        # search's passages, as before: only a list, or a table cut to a row, is read around.
+        held = len(self.parts) == 1 or any(self._holds(part, f) for f in self._found[part])
         for found in sorted(about, key=lambda f: (-self._score(part, f), f.rank))[:1]:
             if self.parts[part].listing or not held or _cut_table(found.item.text):
                 self._read_around(part, found.item)
@@ -211,16 +219,45 @@ class DrivenResearch:
             return ask
         return f"{prompts.PASSAGES_INTRO}\n\n" + "\n\n".join(blocks) + f"\n\n{ask}"
 
+    def part_turn(self, part: int, part_chars: int) -> str | None:
+        """The user turn of a request that answers ``part`` alone: its best passages, then its
+        own words as the question; None when nothing was found for it."""
+        best = self.best(part)
+        if not best:
+            return None
+        share = max(200, part_chars // PART_PASSAGES)
+        terms = self.parts[part].terms
+        passages = [
+            prompts.Passage(
+                found.number,
+                found.item.source,
+                found.item.location,
+                focus(found.item.text, terms, share),
+                found.item.title,
+            )
+            for found in best
+        ]
+        ask = f"{prompts.QUESTION_LABEL} {self.parts[part].text}"
+        return f"{prompts.PASSAGES_INTRO}\n\n{prompts.passages_block(passages)}\n\n{ask}"
+
     def best(self, part: int) -> list[Found]:
         """The passages that answer ``part`` best: those holding most of what it asks. A passage
-        found again has a number of its own: it counts once, by its first number."""
+        found again has a number of its own: it counts once, by its first number.
+
+        A question of one part keeps its first search's passages in their order, as it is shown
+        them without the engine's rounds, and gains what the rounds found about it."""
         first: dict[tuple[str, str, str], Found] = {}
         for found in self._found[part]:
             kept = first.setdefault(_place(found), found)
             if found.number < kept.number:
                 first[_place(found)] = found
         ranked = sorted(first.values(), key=lambda f: (-self._score(part, f), f.rank, f.number))
-        return [found for found in ranked if self._score(part, found) > 0][:PART_PASSAGES]
+        about = [found for found in ranked if self._score(part, found) > 0]
+        if len(self.parts) > 1:
+            return about[:PART_PASSAGES]
+        seeded = sorted((f for f in first.values() if f.number in self._seed), key=_number)
+        more = [found for found in about if found.number not in self._seed]
+        return seeded + more[:PART_PASSAGES]
 
     def evidence_for(self, part: int) -> tuple[int, ...]:
         """The numbers of every passage found for ``part``."""
@@ -237,6 +274,10 @@ class DrivenResearch:
     def _holds(self, part: int, found: Found) -> bool:
         terms = self.parts[part].terms
         return bool(terms) and terms <= _stems(_read_as(found.item))
+
+
+def _number(found: Found) -> int:
+    return found.number
 
 
 def _place(found: Found) -> tuple[str, str, str]:
@@ -258,17 +299,37 @@ def _key(kind: str, what: str) -> str:
 
 
 def _references(text: str) -> list[str]:
-    """The documents ``text`` names as where something is found ("Inspection Note 14")."""
-    names = [match.group("name").strip() for match in _REFERENCE.finditer(text)]
-    names += [match.group("name") for match in _FILE_NAME.finditer(text)]
+    """The documents ``text`` names as where something is found ("Inspection Note 14"), as a
+    search finds them: a file's name by its words ("lead pipe programme" for
+    "lead-pipe-programme.md"), a folder not at all (it is no one document)."""
+    files = [match.group("name") for match in _FILE_NAME.finditer(text)]
+    named = [match.group("name").strip() for match in _REFERENCE.finditer(text)]
+    names = [_file_words(name) for name in files]
+    names += [name for name in named if not any(file.startswith(name) for file in files)]
     return list(dict.fromkeys(name for name in names if _worth_searching(name)))
+
+
+def _file_words(name: str) -> str:
+    """The words of a file's name: "lead pipe programme" for "water/lead-pipe-programme.md"."""
+    stem = name.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return " ".join(re.split(r"[-_.\s]+", stem)).strip()
 
 
 def _worth_searching(name: str) -> bool:
     words = name.split()
-    return 1 <= len(words) <= 12 and any(len(word) > 2 for word in words)
+    return (
+        1 <= len(words) <= 12
+        and any(len(word) > 2 for word in words)
+        and not name.rstrip().endswith("/")
+    )
 
 
 def _cut_table(text: str) -> bool:
     """Whether ``text`` holds rows of a table without the rule under its header."""
     return bool(_TABLE_ROW.search(text)) and not _TABLE_RULE.search(text)
+
+
+def answers_part_by_part(plan: DrivenResearch) -> bool:
+    """Whether the model answers ``plan``'s question part by part (:data:`PART_BY_PART`): only a
+    question of several parts is."""
+    return PART_BY_PART and len(plan.parts) > 1

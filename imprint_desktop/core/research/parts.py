@@ -60,8 +60,11 @@ _VERSUS = re.compile(
 _HOW_COMPARE = re.compile(
     r"^how\s+(?:does|do|did)\s+(?P<a>.+?)\s+compare\s+(?:with|to)\s+(?P<b>.+)$", re.IGNORECASE
 )
-#: Where clauses part: a second question mark, a semicolon, or a conjunction.
-_CLAUSE_BREAK = re.compile(r"\?\s+(?=\S)|;\s*|,?\s+\b(?:and|but|also|and also)\s+", re.IGNORECASE)
+#: Where clauses part: a second question mark, a semicolon, a conjunction or a comma (the last
+#: two only before a question of their own).
+_CLAUSE_BREAK = re.compile(
+    r"\?\s+(?=\S)|;\s*|,?\s+\b(?:and|but|also|and also)\s+|,\s+", re.IGNORECASE
+)
 _DETERMINERS = word_set("the a an its their his her this that these those")
 #: At most this many parts: a question listing more is asked about as a whole beside them.
 MAX_PARTS = 4
@@ -74,8 +77,9 @@ class Part:
     text: str  # as a question of its own: "How much will the new press cost?"
     kind: PartKind
     listing: bool = False  # asks for every item of something: its passages are read around
-    #: What the engine searches for it: its content words, and when it names nothing, the
-    #: names and numbers of the question ("What caused the failure?" of "… at Skerry Head …").
+    #: What the engine searches for it: its content words, and for a short part that names
+    #: nothing or one that refers back, the question's names and numbers ("What caused the
+    #: failure?" of "… at Skerry Head …").
     query: str = ""
 
     @property
@@ -105,8 +109,13 @@ def parts_of(question: str, earlier: Sequence[str] = ()) -> tuple[Part, ...]:
         if parts:
             written = _with_subject(_filled(written, parts[0].text), parts[0].text)
         own = content_words(written)
-        # A part that names nothing is about what the question names ("What caused the failure?").
-        lacking = [] if _names(written) else [name for name in names if name not in own]
+        # A short part that names nothing, or one that refers back ("that incident"), is about
+        # what the question names ("What caused the failure?").
+        asks = [word for word in own if word not in _ASKING]
+        leans = len(asks) < _WHOLE or seed.refers_back(written)
+        lacking = (
+            [name for name in names if name not in own] if leans and not _names(written) else []
+        )
         if len([word for word in own if word not in _ASKING]) < 2:  # "Who designed it?"
             lacking += content_words(parts[0].text) if parts else []
         query = " ".join(dict.fromkeys([*own, *lacking])) or written

@@ -71,6 +71,7 @@ class Rounds:
         self._worker_stop: ResearchStop | None = None
         # The engine's first search: its first citation, its passages, the characters it took.
         self._seeded: tuple[int, tuple[EvidenceItem, ...], int] = (0, (), 0)
+        self._part_chars = 0  # the characters each part's passages take in an answer's request
 
     async def research(self, conversation: Conversation) -> ResearchAnswer:
         """Rounds until the model answers (returned, and whether the coordinator's answer was cut
@@ -94,7 +95,11 @@ class Rounds:
                 )
             )
             if answer_first:  # the model will not research: the engine does, in its place
-                await self._drive(conversation, ask)
+                plan = await self._drive(conversation, ask)
+                if plan is not None and driven.answers_part_by_part(plan):
+                    by_parts = await self._answer_by_parts(conversation, plan)
+                    if by_parts is not None:
+                        return by_parts
         while True:
             # Answering first, the first request is an answer's: its instructions, no tools, the
             # answer allowance.
@@ -214,7 +219,7 @@ class Rounds:
         self._end_round(conversation, progress=progress, excluded=False)
         return bool(passages)
 
-    async def _drive(self, conversation: Conversation, ask: str) -> None:
+    async def _drive(self, conversation: Conversation, ask: str) -> driven.DrivenResearch | None:
         """Rounds the engine researches on the model's behalf (:mod:`.driven`), after its first
         search and before the model answers; the model's turn then holds the evidence laid out
         part by part, with ``ask`` (the question) last. A question the first search answers
@@ -228,9 +233,12 @@ class Rounds:
         )
         plan.seeded(first, items)
         if plan.answered_at_once():
-            return
+            return None
         part_chars = chars * 2 // (len(plan.parts) + 1)
-        while leads := plan.next_round():
+        leads = plan.next_round()
+        if not leads:  # nothing to look for: the first search's passages, as they were shown
+            return None
+        while leads:
             reply.check_cancel_and_time()
             await self._answer_fits(conversation, plan.answer_turn(ask, part_chars))
             self._next_round(conversation)
@@ -249,7 +257,40 @@ class Rounds:
                 self._emit_round_end(conversation, batch.progress, False, origin="engine")
                 raise
             self._end_round(conversation, progress=batch.progress, excluded=False, origin="engine")
+            leads = plan.next_round()
         conversation.messages[-1] = Message("user", plan.answer_turn(ask, part_chars))
+        self._part_chars = part_chars
+        return plan
+
+    async def _answer_by_parts(
+        self, conversation: Conversation, plan: driven.DrivenResearch
+    ) -> ResearchAnswer | None:
+        """The answer written part by part: one short request for each part, with its own
+        passages and its own words last, the answers joined in the order of the parts. None
+        when no part was answered (the model is then asked as it would be otherwise)."""
+        settings = self.reply.settings
+        system = Message("system", prompts.answer_first_system(settings.system_prompt))
+        allowance = max(64, settings.max_tokens // len(plan.parts))
+        answers: list[str] = []
+        for index in range(len(plan.parts)):
+            turn = plan.part_turn(index, self._part_chars)
+            if turn is None:
+                continue
+            completion = await self.requests.send(
+                [system, *conversation.messages[1:-1], Message("user", turn)],
+                conversation.phase,
+                max_tokens=allowance,
+                answer_max_tokens=allowance,
+                check_context=True,
+            )
+            text = completion.text.strip()
+            if completion.stop == "length":
+                text = runaway.whole_sentences(text)
+            if text:
+                answers.append(text)
+        if not answers:
+            return None
+        return ResearchAnswer("\n\n".join(answers))
 
     async def _answer_fits(self, conversation: Conversation, turn: str) -> None:
         """Raise ``token_budget`` when the answer's request, with ``turn`` as the evidence found

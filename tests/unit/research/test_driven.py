@@ -8,6 +8,9 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import pytest
+
+from imprint_desktop.core.research import driven
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research.engine import ResearchEngine
 from imprint_desktop.core.research.trace import trace_line
@@ -103,12 +106,16 @@ def engine_rounds(recorder: Recorder) -> list[ev.RoundEnded]:
     return [event for event in recorder.of(ev.RoundEnded) if event.origin == "engine"]
 
 
-def test_each_part_is_searched_in_an_engine_round_and_answered_from_its_own_passages() -> None:
-    respond = by_query(
+def two_part_tools() -> Any:
+    return by_query(
         {"orchard apple scab": found(SCAB), "new press cost": found(PRESS)},
         otherwise=found(SCAB),  # the first search, for the whole question, finds one half
     )
-    engine, tools, provider, recorder = make([Step("Long Meadow [1]; £14,800 [2].")], respond)
+
+
+def test_each_part_is_searched_in_an_engine_round_that_shows_and_is_traced() -> None:
+    engine, tools, _provider, recorder = make([Step("Long Meadow [1]."), Step("£14,800.")],
+                                              two_part_tools())  # fmt: skip
     result = asyncio.run(engine.run(TWO_PARTS, tools))
 
     assert result.stop_reason == "answered" and result.rounds == 1
@@ -125,12 +132,38 @@ def test_each_part_is_searched_in_an_engine_round_and_answered_from_its_own_pass
     [ended] = engine_rounds(recorder)
     assert ended.round == 1 and ended.progress
     assert recorder.of(ev.BudgetUpdate)[-1].rounds == 1
-    # The trace marks the round and its calls as the engine's.
+    # The trace marks the round as the engine's.
     lines = [trace_line(event) for event in recorder.events]
-    assert {"type": "round_end", "round": 1, "origin": "engine"}.items() <= next(
-        line.items() for line in lines if line and line["type"] == "round_end" and line["round"]
+    [round_end] = [line for line in lines if line and line["type"] == "round_end" and line["round"]]
+    assert round_end["origin"] == "engine" and round_end["progress"] is True
+    assert {line["origin"] for line in lines if line and line["type"] == "tool"} == {"engine"}
+
+
+def test_the_model_answers_part_by_part_each_from_its_own_passages() -> None:
+    engine, tools, provider, _recorder = make(
+        [Step("Long Meadow has apple scab [1]."), Step("It will cost £14,800 [3].")],
+        two_part_tools(),
     )
-    # One answer, from the passages laid out per part, the question last, no tools.
+    result = asyncio.run(engine.run(TWO_PARTS, tools))
+    assert result.answer == "Long Meadow has apple scab [1].\n\nIt will cost £14,800 [3]."
+    first, second = provider.requests
+    assert first.tools == () and second.tools == ()
+    assert SCAB.text in first.messages[-1].content and PRESS.text not in first.messages[-1].content
+    assert first.messages[-1].content.endswith("Question: Which orchard has apple scab?")
+    assert (
+        PRESS.text in second.messages[-1].content and SCAB.text not in second.messages[-1].content
+    )
+    assert second.messages[-1].content.endswith("Question: How much will the new press cost?")
+
+
+def test_in_one_request_the_passages_are_laid_out_per_part_with_the_question_last(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(driven, "PART_BY_PART", False)
+    engine, tools, provider, _recorder = make([Step("Long Meadow [1]; £14,800 [3].")],
+                                              two_part_tools())  # fmt: skip
+    result = asyncio.run(engine.run(TWO_PARTS, tools))
+    assert result.stop_reason == "answered" and result.rounds == 1
     [answer] = provider.requests
     assert answer.tools == ()
     turn = answer.messages[-1].content
@@ -216,20 +249,25 @@ def test_the_research_time_stops_the_engine_s_rounds() -> None:
     assert provider.requests[-1].phase == "final"
 
 
-def test_the_tokens_of_the_growing_answer_stop_the_engine_s_research() -> None:
+@pytest.mark.parametrize("part_by_part", [True, False])
+def test_the_tokens_of_the_growing_answer_stop_the_engine_s_research(
+    monkeypatch: pytest.MonkeyPatch, part_by_part: bool
+) -> None:
+    monkeypatch.setattr(driven, "PART_BY_PART", part_by_part)
     scab_more = " ".join(f"Row {n} of the Bramley block was sprayed." for n in range(12))
     press_more = " ".join(f"Belt {n} of the press takes a tonne an hour." for n in range(12))
     scab = EvidenceItem(SCAB.source, SCAB.location, f"{SCAB.text} {scab_more}", SCAB.title)
     press = EvidenceItem(PRESS.source, PRESS.location, f"{PRESS.text} {press_more}", PRESS.title)
     respond = by_query({"new press cost": found(press)}, otherwise=found(scab))
     # Enough for the answer from the first search's passage, not for both parts' passages.
-    settings = {"chat.research_token_budget": 700, "chat.max_tokens": 256}
+    settings = {"chat.research_token_budget": 600, "chat.max_tokens": 256}
     engine, tools, provider, recorder = make([Step("Long Meadow [1].")], respond, settings=settings)
     result = asyncio.run(engine.run(TWO_PARTS, tools))
     assert result.stop_reason == "token_budget"
     assert engine_rounds(recorder)[0].progress  # the round that found the second part's passage
-    [final] = provider.requests  # the answer's request did not fit: the final request answers
-    assert final.phase == "final"
+    # The answer's request (part by part: the second part's) did not fit: the final answers.
+    assert [request.phase for request in provider.requests][-1] == "final"
+    assert len(provider.requests) == (2 if part_by_part else 1)
     assert recorder.of(ev.ResearchStopped)[0].reason == "token_budget"
 
 
