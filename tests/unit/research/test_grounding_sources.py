@@ -153,3 +153,27 @@ def test_words_of_an_answer_to_a_question_for_a_value_are_not_judged_so() -> Non
         [CARRICK],
     )
     assert "not in your documents" not in result.grounding.claims[0].note
+
+
+MINUTES = PassageText(
+    1,
+    "# Board minutes, March 2022\n\nCordelia Pashley was appointed Chair of the Audit and Risk "
+    "Committee. The Chair reported that the external audit for 2021 was complete.\n",
+    "governance/board-minutes-2022-03.md",
+    "Board minutes, March 2022",
+)
+
+
+def test_what_the_question_asks_about_named_as_the_documents_name_it_is_not_a_value() -> None:
+    question = "Who was made chair of the audit committee in 2022?"
+    answer = "Cordelia Pashley was made the Chair of the Audit and Risk Committee."
+    result = ground(question, answer, [MINUTES])
+    assert result.grounding.verdict == "supported", result.grounding
+
+
+def test_a_name_the_documents_do_not_hold_is_flagged_beside_them() -> None:
+    question = "Who was made chair of the audit committee in 2022?"
+    answer = "Edwin Marsh was made the Chair of the Audit and Risk Committee."
+    result = ground(question, answer, [MINUTES])
+    assert result.grounding.verdict != "supported"
+    assert "“Edwin Marsh” is not in your documents" in result.grounding.claims[0].note

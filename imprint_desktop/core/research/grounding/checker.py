@@ -131,6 +131,10 @@ class Checker:
             holders = self.holders(anchor)
         if not holders:
             return Verdict(None, NOT_IN_DOCUMENTS)
+        if anchor.kind == "name" and not stems_of(anchor.text).isdisjoint(self.question.key):
+            # What the question asks about, written as the documents name it ("the Audit and
+            # Risk Committee" of "the audit committee"): the documents' words, not an answer.
+            return Verdict(max(holders, key=lambda u: (self.score(u), -u.order)))
         verdicts = [(unit, self._doubt(anchor, unit, claim)) for unit in holders]
         good = [unit for unit, note in verdicts if not note]
         missing = [*self.unnamed, *self.narrowing_missing]
