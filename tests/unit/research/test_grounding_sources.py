@@ -45,6 +45,20 @@ def test_a_value_said_of_another_place_is_flagged_with_the_place_it_is_said_of()
     assert "the passage [1] says this of Brantwater" in claim.note
 
 
+def test_a_value_under_another_place_s_heading_is_flagged_with_that_place() -> None:
+    access = PassageText(
+        4,
+        "## Public access\n\nThe road over the dam is a public highway with a 7.5 tonne limit.\n",
+        "reservoirs/brantwater.md",
+        "Brantwater Reservoir",
+    )
+    question = "What is the weight limit on the road over Fellgate dam?"
+    answer = "The weight limit on the road over Fellgate dam is 7.5 tonnes."
+    result = ground(question, answer, [access, FELLGATE])
+    assert result.grounding.verdict == "unsupported"
+    assert "the passage [4] says this of Brantwater Reservoir" in result.grounding.claims[0].note
+
+
 def test_a_value_of_the_place_asked_about_stands() -> None:
     passages = [BRANTWATER, FELLGATE, FELLGATE_DAM]
     result = ground("How tall is the dam at Fellgate?", "The dam is 28 metres high.", passages)

@@ -273,12 +273,13 @@ class Checker:
         passage names ("" when nothing says so)."""
         question = self.question
         # The question names its subject, another passage names it too, but this one names it
-        # nowhere, and this sentence names another: the value is that other's ("the dam at
-        # Brantwater is 41 m high" to "How tall is the dam at Fellgate?").
+        # nowhere, and this sentence, or what it stands under, names another: the value is that
+        # other's ("the dam at Brantwater is 41 m high", or "The road over the dam …" under
+        # "Brantwater Reservoir", to "… the dam at Fellgate?").
         if self.naming and unit.passage not in self.naming and self.wanted(anchor):
             named = [
                 n.text
-                for n in names_in(at)
+                for n in [*names_in(at), *names_in(unit.context)]
                 if not question.names_subject(stems_of(n.text))
                 and n.key not in question.anchors
                 and stems_of(n.text).isdisjoint(stems_of(mine.text))
