@@ -191,6 +191,12 @@ class DrivenResearch:
 
     # --- the answer's request ---------------------------------------------------------------
 
+    def part_chars(self, seed_chars: int) -> int:
+        """The characters each part's passages may take in an answer's request, when the first
+        search's passages took ``seed_chars``: all of them for one part, and for more, a share of
+        twice as many (two parts take 4/3 of the first search's room, three 3/2)."""
+        return seed_chars * 2 // (len(self.parts) + 1)
+
     def answer_turn(self, ask: str, part_chars: int) -> str:
         """The user turn the model answers: each part's best passages under its words (every
         passage once, each cut to ``part_chars`` // :data:`PART_PASSAGES` characters around what

@@ -12,7 +12,7 @@ The engine puts a reply together and runs it top-down; each part works on the re
 
     engine ─┬─ rounds ─┬─ calls ─┬─ toolbox (workspace and web tools)
             │          │         └─ person (ask_user, consent to fetch)
-            │          └─ seed, sections, conversation
+            │          └─ seed, driven (parts), sections, conversation
             └─ ending ─── final, sources
     rounds and final ─── requests (the one door to the provider) ─── provider
 """

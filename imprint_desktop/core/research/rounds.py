@@ -71,7 +71,6 @@ class Rounds:
         self._worker_stop: ResearchStop | None = None
         # The engine's first search: its first citation, its passages, the characters it took.
         self._seeded: tuple[int, tuple[EvidenceItem, ...], int] = (0, (), 0)
-        self._part_chars = 0  # the characters each part's passages take in an answer's request
 
     async def research(self, conversation: Conversation) -> ResearchAnswer:
         """Rounds until the model answers (returned, and whether the coordinator's answer was cut
@@ -234,7 +233,7 @@ class Rounds:
         plan.seeded(first, items)
         if plan.answered_at_once():
             return None
-        part_chars = chars * 2 // (len(plan.parts) + 1)
+        part_chars = plan.part_chars(chars)
         leads = plan.next_round()
         if not leads:  # nothing to look for: the first search's passages, as they were shown
             return None
@@ -259,7 +258,6 @@ class Rounds:
             self._end_round(conversation, progress=batch.progress, excluded=False, origin="engine")
             leads = plan.next_round()
         conversation.messages[-1] = Message("user", plan.answer_turn(ask, part_chars))
-        self._part_chars = part_chars
         return plan
 
     async def _answer_by_parts(
@@ -273,7 +271,7 @@ class Rounds:
         allowance = max(64, settings.max_tokens // len(plan.parts))
         answers: list[str] = []
         for index in range(len(plan.parts)):
-            turn = plan.part_turn(index, self._part_chars)
+            turn = plan.part_turn(index, plan.part_chars(self._seeded[2]))
             if turn is None:
                 continue
             completion = await self.requests.send(
