@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from imprint_desktop.core.research import events as ev
-from imprint_desktop.core.research import runaway, seed, sources
+from imprint_desktop.core.research import prompts, runaway, seed, sources
 from imprint_desktop.core.research.conversation import Conversation
 from imprint_desktop.core.research.final import FinalAnswer, FinalStage, unsound_answer
 from imprint_desktop.core.research.reply import Reply
@@ -39,12 +39,13 @@ class Ending:
         self.scope = scope
         self.final = FinalStage(reply, requests)
 
-    def answered(self, answer: str, coordinator: Conversation) -> ev.ReplyResult:
+    async def answered(self, answer: str, coordinator: Conversation) -> ev.ReplyResult:
         """The model answered: its research answer is the final answer — unless a question was
         searched for and nothing found to answer it from (the engine's "not found", as after a
         budget: a greeting, or a request that brings its own material, is still answered), or
         nothing of the answer is its own (it ran away, or only copied its request back: the
-        labelled evidence fallback)."""
+        labelled evidence fallback). A flagged answer gets a second look
+        (:meth:`_second_look`)."""
         reply = self.reply
         reply.clock.stop()
         reply.emit(ev.ResearchStopped(reply.now_t(), "answered"))
@@ -63,9 +64,35 @@ class Ending:
         if not sound:
             why = unsound_answer(answer, self.requests.runaway)
             return self._finish(self.final.fallback_for("answered", why), "answered")
-        # No final request, but the one final line.
-        reply.emit(ev.FinalFinished(reply.now_t(), "model", 0.0))
-        return self._finish(FinalAnswer(sound, "model"), "answered")
+        return self._finish(await self._second_look(sound), "answered")
+
+    async def _second_look(self, answer: str) -> FinalAnswer:
+        """``answer``, or when it is flagged and a passage sentence answers the question, the
+        answer asked again from that sentence alone, if it stands
+        (:mod:`.grounding.second_look`). Either way, the one final line."""
+        reply = self.reply
+        started = reply.clock_now()
+        ledger = reply.ledger
+        texts = {item.id: ledger.text_of(item.id) for item in ledger.items}
+        question = self._asked()
+        # Measured on a small model that answers from the first passages (seed): a model that
+        # drives its own research answers from what it chose to read.
+        small = not seed.first_request_offers_tools(
+            reply.settings.first_request_tools, reply.provider.parameters
+        )
+        look = sources.second_look(question, answer, ledger.items, texts) if small else None
+        item = next((i for i in ledger.items if look and i.id == look.passage), None)
+        if look is not None and item is not None and not reply.cancel.cancelled:
+            passage = prompts.Passage(
+                item.id, item.source, item.location, look.sentence, item.title
+            )
+            again = await self.final.from_sentence(passage)
+            if sources.second_look_stands(question, again, ledger.items, texts, look):
+                reply.emit(ev.FinalFinished(reply.now_t(), "model", reply.clock_now() - started))
+                return FinalAnswer(again, "model")
+        # No final request (or one whose answer did not stand), but the one final line.
+        reply.emit(ev.FinalFinished(reply.now_t(), "model", reply.clock_now() - started))
+        return FinalAnswer(answer, "model")
 
     async def after_stop(self, stop: ResearchStop, coordinator: Conversation) -> ev.ReplyResult:
         """Research stopped before an answer: the final answer, a fallback, or "not found"."""

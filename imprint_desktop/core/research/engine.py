@@ -127,7 +127,7 @@ class ResearchEngine:
                 return await ending.after_stop(stop, coordinator)
             if answer.cut:
                 return await ending.complete_cut(answer.text, coordinator)
-            return ending.answered(answer.text, coordinator)
+            return await ending.answered(answer.text, coordinator)
         except Exception as error:  # a defect must still end the reply with what it has
             log.exception("the research engine failed")
             return ending.failed(error)

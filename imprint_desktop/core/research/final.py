@@ -42,6 +42,8 @@ FALLBACK_LABEL = "No final answer could be written"
 #: Each passage of the final request is cut to this many characters around what matches the
 #: question (a small model answers from the sentence that holds the fact, not from pages).
 FINAL_PASSAGE_CHARS = 1200
+#: The output allowance of a second look: an answer from one sentence is one sentence.
+SECOND_LOOK_TOKENS = 96
 # The evidence texts in a fallback share this many characters; every item's source is listed.
 FALLBACK_EVIDENCE_CHARS = 20_000
 
@@ -169,6 +171,37 @@ class FinalStage:
         (its tools declared but not callable, so a local model reuses its whole prefix)."""
         continued = [*messages, Message("user", prompts.CONTINUE_ANSWER)]
         return await self._send(continued, "answered", tools)
+
+    async def from_sentence(self, passage: prompts.Passage) -> str:
+        """An answer written again from one passage sentence alone (a second look, see
+        :mod:`.grounding.second_look`): the answer's own text, or "" when the request failed,
+        was stopped or wrote nothing of its own. The caller writes the one final line."""
+        reply = self.reply
+        extra = reply.settings.system_prompt
+        ask = prompts.question_block(reply.question, reply.earlier)
+        messages = [
+            Message("system", prompts.with_own_instructions(prompts.FINAL_SYSTEM, extra)),
+            Message("user", prompts.with_passages(ask, [passage])),
+        ]
+        request = self._request(messages, min(SECOND_LOOK_TOKENS, reply.settings.max_tokens))
+        try:
+            prompt_tokens = await self.requests.count(request)
+            reply.emit(
+                ev.FinalStarted(
+                    reply.now_t(), request.max_tokens, reply.settings.final_deadline_sec
+                )
+            )
+            completion = await self.requests.final(request, prompt_tokens)
+        except Exception:  # the first answer still stands
+            log.warning("the second look's request failed", exc_info=True)
+            return ""
+        if completion.stop in ("cancelled", "deadline") or reply.cancel.cancelled:
+            return ""
+        written = without_echo(without_call_markup(completion.text), request.messages)
+        if completion.stop == "length":
+            written = runaway.whole_sentences(written)
+        scaffolding = runaway.Scaffolding.of(request.messages, reply.question)
+        return runaway.sound_answer(written, scaffolding)
 
     def _answer_messages(self) -> list[Message]:
         reply = self.reply

@@ -125,6 +125,28 @@ def grounded(
     return answer, found, checked.grounding
 
 
+def second_look(
+    question: str,
+    answer: str,
+    evidence: Sequence[ev.EvidenceItemView],
+    texts: Mapping[int, str],
+) -> grounding.SecondLook | None:
+    """The passage sentence to ask ``question`` again from, when ``answer`` is flagged and a
+    sentence of ``evidence`` answers it (:mod:`.grounding.second_look`); None otherwise."""
+    return grounding.worth_a_second_look(question, answer, _passages(evidence, texts))
+
+
+def second_look_stands(
+    question: str,
+    again: str,
+    evidence: Sequence[ev.EvidenceItemView],
+    texts: Mapping[int, str],
+    look: grounding.SecondLook,
+) -> bool:
+    """Whether ``again``, the answer asked from ``look``'s sentence, replaces the first."""
+    return grounding.confirms(question, again, _passages(evidence, texts), look)
+
+
 def unmentioned(
     question: str, evidence: Sequence[ev.EvidenceItemView], texts: Mapping[int, str]
 ) -> tuple[str, ...]:

@@ -23,6 +23,8 @@ The call tree, module by module::
                                                 question?
       asked.unanswered(checker, given, answer)  does the answer as a whole give what the
                                                 question asks for?
+    second_look.worth_a_second_look(…)          a flagged answer: the sentence to ask again from
+    second_look.confirms(…)                     does the answer asked again stand?
     asked.unmentioned(question, passages)       do the passages hold any of the question's
                                                 names and key terms at all? (else: "not found")
     words                                       stems, stopwords, units: what all of them share
@@ -54,14 +56,22 @@ from imprint_desktop.core.research.grounding.answer import Grounded, declines, g
 from imprint_desktop.core.research.grounding.asked import unmentioned
 from imprint_desktop.core.research.grounding.checker import NOT_IN_DOCUMENTS
 from imprint_desktop.core.research.grounding.passages import QUOTE_CHARS, PassageText, quote
+from imprint_desktop.core.research.grounding.second_look import (
+    SecondLook,
+    confirms,
+    worth_a_second_look,
+)
 
 __all__ = [
     "NOT_IN_DOCUMENTS",
     "QUOTE_CHARS",
     "Grounded",
     "PassageText",
+    "SecondLook",
+    "confirms",
     "declines",
     "ground",
     "quote",
     "unmentioned",
+    "worth_a_second_look",
 ]
