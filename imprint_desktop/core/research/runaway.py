@@ -80,6 +80,12 @@ _NUMBER = re.compile(r"^\[\d{1,4}\]\s*")
 _MARKS = re.compile(r"^(?:[-*•>#]+\s+|\d{1,3}[.)]\s+|\*\*|__)+")
 _CITATIONS = re.compile(r"\s*\[\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
 _WORD = re.compile(r"\w+")
+#: Where an item of a numbered list written on one line starts ("… 2023 4. The …").
+_NUMBERED_ITEM = re.compile(r"(?:^|\s)\d{1,3}[.)](?=\s|$)")
+#: The fewest words of a title a list item must be to be the title pasted back ("Crag Halt", a
+#: name a title holds, is an answer's word as often).
+_TITLE_WORDS = 3
+_DIGITS = re.compile(r"\d+")
 #: A unit: a line, or a sentence within one, with what follows it.
 _UNIT_END = re.compile(r"\n|(?<=[.!?])[\"'”’)\]]*[ \t]+")
 #: Where a sentence ends (for trimming an answer to whole sentences).
@@ -114,7 +120,9 @@ class Scaffolding:
                     sources.append(head.split(", ", 1)[0].lower())
                     if " — " in head:
                         titles.append(_key(re.sub(r"\s*\([^)]*\)$", "", head.split(" — ", 1)[1])))
-                elif line.startswith("#"):
+                elif line.startswith("#") or (
+                    line.isupper() and len(_WORD.findall(line)) >= 2  # a heading in capitals
+                ):
                     titles.append(_key(line.lstrip("#")))
         return cls(
             question=_key(question),
@@ -148,9 +156,24 @@ class Scaffolding:
         return len(self.question.split()) >= 3 and key == self.question
 
     def is_title(self, line: str) -> bool:
-        """Whether ``line`` is only a passage's title or heading."""
+        """Whether ``line`` is only a passage's title or heading, or a numbered list of the
+        titles' words ("3. The annual report 2023 4. The annual report 2022 5. The Tarn Valley
+        Railway"), a number in them changed or not."""
         key = _key(_MARKS.sub("", line.strip()))
-        return bool(key) and key in self.titles
+        if not key:
+            return False
+        if key in self.titles:
+            return True
+        items = [item for item in _NUMBERED_ITEM.split(line) if _WORD.search(item)]
+        return len(items) >= 2 and all(self._in_a_title(item) for item in items)
+
+    def _in_a_title(self, text: str) -> bool:
+        """Whether ``text`` is three or more words of a title, in their order."""
+        key = re.sub(r"^(?:the|a|an) ", "", _key(_CITATIONS.sub("", text)))
+        if len(key.split()) < _TITLE_WORDS:
+            return False
+        shape = f" {_DIGITS.sub('#', key)} "
+        return any(shape in f" {_DIGITS.sub('#', title)} " for title in self.titles)
 
 
 @dataclass(frozen=True, slots=True)

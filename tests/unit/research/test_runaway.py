@@ -257,3 +257,37 @@ def test_a_long_phrase_said_twice_is_not_a_loop() -> None:
         "the Audit and Risk Committee reported again, on the new plan [2]."
     )
     assert streamed(text).verdict is None
+
+
+REPORT_PROMPT = prompts.with_passages(
+    prompts.question_block("When did the Tarn Valley Railway open to passengers?"),
+    [
+        prompts.Passage(
+            3,
+            "finance/annual-report-2023.txt",
+            "lines 1-8",
+            "TARN VALLEY RAILWAY - ANNUAL REPORT 2023\n\nPassenger journeys in 2023: 61,200.",
+            "annual-report-2023",
+        )
+    ],
+)
+REPORT = Scaffolding.of(
+    [Message("user", REPORT_PROMPT)], "When did the Tarn Valley Railway open to passengers?"
+)
+
+
+def test_a_numbered_list_of_the_titles_words_on_one_line_is_no_answer() -> None:
+    # A heading in capitals is a title too; a number in a title changed is still the title.
+    text = "3. The annual report 2023 4. The annual report 2022 5. The Tarn Valley Railway 6."
+    assert runaway.sound_answer(text, REPORT) == ""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1. Tarnmouth 2. Lakeside 3. Crag Halt",  # names a title holds: an answer's words
+        "It opened in 1879. 2. The annual report 2023 says so.",
+    ],
+)
+def test_a_numbered_answer_that_names_a_title_is_kept(text: str) -> None:
+    assert runaway.sound_answer(text, REPORT) == text
