@@ -11,7 +11,8 @@ them, as rounds of ``origin: engine``). This module decides what each round does
 - from each new passage it follows what the passage brings up: a document it names ("see
   Inspection Note 14", "set out in the engineer's report on …") is searched for, and the lines
   around a hit are read when the hit does not hold all the part asks (a table row without its
-  header, a heading without its paragraph) or the part asks for a whole list;
+  header, a heading without its paragraph; then the document's opening lines too, where its
+  summary and key figures are kept) or the part asks for a whole list;
 - a round makes one call for each part that has one waiting; leads come only from new evidence,
   and each query and each place is looked at once, so research ends when the searches stop
   adding — or sooner, when the reply's patience, time or tokens run out (:mod:`.rounds`).
@@ -160,7 +161,7 @@ class DrivenResearch:
         held = len(self.parts) == 1 or any(self._holds(part, f) for f in self._found[part])
         for found in sorted(about, key=lambda f: (-self._score(part, f), f.rank))[:1]:
             if self.parts[part].listing or not held or _cut_table(found.item.text):
-                self._read_around(part, found.item)
+                self._read_around(part, found.item, opening=not held)
 
     def _search(self, part: int, query: str, limit: int) -> None:
         key = _key("search", query)
@@ -170,18 +171,24 @@ class DrivenResearch:
         arguments = {"query": query.strip(), "limit": limit}
         self._queue.append(Lead(part, self._call("search_workspace", arguments)))
 
-    def _read_around(self, part: int, item: EvidenceItem) -> None:
+    def _read_around(self, part: int, item: EvidenceItem, *, opening: bool = False) -> None:
+        """Queue reading the lines around ``item`` for ``part``, once a document; with
+        ``opening``, its opening lines too, where a document keeps its summary and its table of
+        key figures, when the hit is further down."""
         lines = _LINES.search(item.location)
         if lines is None or "://" in item.source:
             return
-        start = max(1, int(lines.group(1)) - NEIGHBOUR_LINES)
-        end = int(lines.group(2)) + NEIGHBOUR_LINES
-        key = _key("read", item.source)
-        if key in self._asked:
-            return
-        self._asked.add(key)
-        arguments = {"path": item.source, "start_line": start, "end_line": end}
-        self._queue.append(Lead(part, self._call("read_document", arguments)))
+        first, last = int(lines.group(1)), int(lines.group(2))
+        places = [(max(1, first - NEIGHBOUR_LINES), last + NEIGHBOUR_LINES)]
+        if opening and places[0][0] > 1:
+            places.append((1, 2 * NEIGHBOUR_LINES))
+        for start, end in places:
+            key = _key("read", f"{item.source} {start}" if start == 1 else item.source)
+            if key in self._asked:
+                continue
+            self._asked.add(key)
+            arguments = {"path": item.source, "start_line": start, "end_line": end}
+            self._queue.append(Lead(part, self._call("read_document", arguments)))
 
     def _call(self, name: str, arguments: dict[str, object]) -> ToolCall:
         self._ids += 1

@@ -282,3 +282,32 @@ def test_the_engine_stops_researching_before_a_round_when_the_answer_would_not_f
     assert result.stop_reason == "token_budget"
     assert len(tools.calls) == 1 and not engine_rounds(recorder)  # no round was begun
     assert [request.phase for request in provider.requests] == ["final"]
+
+
+def test_a_part_no_passage_answers_is_read_around_its_hit_and_at_its_document_s_opening() -> None:
+    dam = EvidenceItem(
+        "reservoirs/fellgate.md",
+        "lines 30-34",
+        "The dam at Fellgate was inspected in 2024.",
+        "Fell",
+    )
+    figures = EvidenceItem(
+        "reservoirs/fellgate.md", "lines 10-14", "| Dam height | 31.4 m |", "Fellgate Reservoir"
+    )
+
+    def respond(name: str, values: dict[str, Any]) -> ToolResult:
+        if name == "read_document":
+            return found(figures, name=name) if values["start_line"] == 1 else found(dam, name=name)
+        return found(dam) if values["query"] == "tall dam fellgate" else found(SCAB)
+
+    engine, tools, provider, recorder = make([Step("Long Meadow."), Step("31.4 m.")], respond)
+    question = "Which orchard has apple scab, and how tall is the dam at Fellgate?"
+    asyncio.run(engine.run(question, tools))
+    reads = [values for name, values in tools.calls if name == "read_document"]
+    assert reads == [
+        {"path": "reservoirs/fellgate.md", "start_line": 18, "end_line": 46},
+        {"path": "reservoirs/fellgate.md", "start_line": 1, "end_line": 24},
+    ]
+    # One call for the part in each round: its search, the lines around its hit, the opening.
+    assert [e.round for e in engine_rounds(recorder)] == [1, 2, 3]
+    assert "| Dam height | 31.4 m |" in provider.requests[-1].messages[-1].content
