@@ -39,8 +39,10 @@ from imprint_desktop.core.workspace.passages import focus, query_terms
 #: Lines read on each side of a hit, for its neighbouring passages (a table's header, the
 #: paragraph under a heading).
 NEIGHBOUR_LINES = 12
-#: Passages shown for each part in the answer's request.
-PART_PASSAGES = 2
+#: Passages shown for each part in the answer's request: as many as a small model's first
+#: search shows (:data:`~.seed.SEED_LIMIT`), so each part's request reads like a question of its
+#: own (with two, a table of key figures ranked third for its part was left out).
+PART_PASSAGES = 3
 #: Passages a search for a document another passage names returns.
 REFERENCE_LIMIT = 2
 #: How the model answers a question of several parts: one request for each part, joined
