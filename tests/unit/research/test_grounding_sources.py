@@ -191,3 +191,25 @@ def test_a_name_the_documents_do_not_hold_is_flagged_beside_them() -> None:
     result = ground(question, answer, [MINUTES])
     assert result.grounding.verdict != "supported"
     assert "“Edwin Marsh” is not in your documents" in result.grounding.claims[0].note
+
+
+TEST_REPORT = PassageText(
+    1,
+    "# Kestrel test report\n\n## Battery\n\nIn field trials the production battery lasted "
+    "11 hours at 5 °C.\n",
+    "engineering/kestrel-test-report.md",
+    "Kestrel test report",
+)
+
+
+def test_a_value_said_under_another_condition_than_the_question_names_is_flagged() -> None:
+    question = "How many hours does the Kestrel battery last at 25 °C?"
+    result = ground(question, "It lasts 11 hours at 25 °C.", [TEST_REPORT])
+    assert result.grounding.verdict != "supported"
+    assert "the passage [1] says this of 5 °C" in result.grounding.claims[0].note
+
+
+def test_a_value_under_the_condition_the_question_names_stands() -> None:
+    question = "How many hours does the Kestrel battery last at 5 °C?"
+    result = ground(question, "It lasts 11 hours at 5 °C.", [TEST_REPORT])
+    assert result.grounding.verdict == "supported", result.grounding

@@ -38,7 +38,7 @@ _NUMBER = re.compile(
     r"(?<![\w.])(?<!\d,)(?P<cur>[£$€]\s?)?"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?:\s?(?P<mult>million|thousand|billion|bn|m\b|k\b))?"
-    r"(?:\s?(?P<unit>%|per ?cent|[^\W\d_]+))?",
+    r"(?:\s?(?P<unit>%|per ?cent|°\s?[CF]\b|[^\W\d_]+))?",
     re.IGNORECASE,
 )
 _MULTIPLIERS = {"thousand": 10**3, "k": 10**3, "million": 10**6, "billion": 10**9, "bn": 10**9}
@@ -110,6 +110,8 @@ def _number(match: re.Match[str]) -> Anchor | None:
     value = Decimal(raw.replace(",", ""))
     mult = (match.group("mult") or "").lower()
     unit_word = (match.group("unit") or "").lower()
+    if unit_word.startswith("°"):
+        unit_word = unit_word.replace(" ", "")  # "5 ° C" is "5 °C"
     currency = (match.group("cur") or "").strip()
     n_end = match.end("n")
     m_end = match.end("mult") if match.group("mult") else n_end

@@ -58,6 +58,13 @@ class Checker:
         self.units = units
         #: Why the document of each passage that looks superseded does, by passage number.
         self.stale = dict(stale or {})
+        #: The measures the question names the conditions of its answer in, as values with a
+        #: unit that is no year ("at 25 °C", "over 10 km").
+        self.conditions = [
+            a
+            for a in anchors_in(question.text, names=False)
+            if a.kind == "number" and a.unit and not year_like(a)
+        ]
         self.refers = False  # the answer names the question's subject
         self.anchors = {unit.order: anchors_in(unit.text, opening=True) for unit in units}
         #: The passages' words as written: one found there in lower case is a word, not a name.
@@ -291,6 +298,13 @@ class Checker:
         if question.years and years and years.isdisjoint(question.years):
             nearest = min(years, key=lambda y: abs(y - max(question.years)))
             return f"the passage says this of {nearest}"
+        # The question names a measure it asks under ("at 25 °C"); this sentence names that
+        # measure only with other values ("8 hours at 5 °C").
+        held = anchors_in(unit.text)
+        for asked in self.conditions:
+            others = [a for a in held if a.unit == asked.unit and not same_value(a, anchor)]
+            if others and not any(same_value(asked, a) for a in others):
+                return f"the passage says this of {others[0].text}"
         return ""
 
     def _answers_else(self, anchor: Anchor, unit: Unit, at: str, mine: Anchor) -> str:

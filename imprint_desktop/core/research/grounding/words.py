@@ -79,6 +79,8 @@ UNITS = _by_form(
         "month": "month months",
         "yr": "year years",
         "nmi": "nautical",
+        "degc": "°c celsius",
+        "degf": "°f fahrenheit",
     }
 ) | {"per cent": "%", "percent": "%"}
 
@@ -92,6 +94,7 @@ MEASURES = {
     **dict.fromkeys(("gbp", "usd", "eur"), "money"),
     **dict.fromkeys(("min", "h", "s", "day", "week", "month", "yr"), "time"),
     "%": "share",
+    **dict.fromkeys(("degc", "degf"), "temperature"),
 }
 
 
