@@ -213,3 +213,50 @@ def test_a_value_under_the_condition_the_question_names_stands() -> None:
     question = "How many hours does the Kestrel battery last at 5 °C?"
     result = ground(question, "It lasts 11 hours at 5 °C.", [TEST_REPORT])
     assert result.grounding.verdict == "supported", result.grounding
+
+
+TIMETABLE = PassageText(
+    1,
+    "# Timetable 2024\n\nIn summer the last train leaves Crag Quarry at 17:15.\n",
+    "operations/timetable-2024.md",
+    "Timetable 2024",
+)
+OPENING = PassageText(
+    2,
+    "# The opening of the line\n\nBefore the railway a wet winter could close the road for weeks."
+    "\n",
+    "history/opening.md",
+    "The opening of the line",
+)
+
+
+def test_a_time_from_a_passage_that_never_mentions_the_season_asked_is_flagged() -> None:
+    # "winter" is in the evidence, but not in the passage the time comes from.
+    question = "What time does the last train leave Crag Quarry in winter?"
+    result = ground(question, "The last train leaves at 17:15.", [TIMETABLE, OPENING])
+    assert result.grounding.verdict != "supported"
+    assert "the passage [1] does not mention “winter”" in result.grounding.claims[0].note
+
+
+def test_a_time_from_the_passage_of_the_season_asked_stands() -> None:
+    question = "What time does the last train leave Crag Quarry in summer?"
+    result = ground(question, "The last train leaves at 17:15.", [TIMETABLE, OPENING])
+    assert result.grounding.verdict == "supported", result.grounding
+
+
+HALT = PassageText(
+    1,
+    "# Crag Halt\n\nThe halt closed in 1947, when the quarry company built a road. The platform "
+    "was left to the brambles.\n",
+    "stations/crag-halt.md",
+    "Crag Halt",
+)
+
+
+def test_only_a_year_for_how_long_is_no_answer() -> None:
+    question = "How long is the platform at Crag Halt?"
+    result = ground(question, "The halt closed in 1947 [1].", [HALT])
+    assert result.grounding.verdict != "supported"
+    assert "the answer gives only 1947, a year, where the question asks how long" in (
+        result.grounding.claims[0].note
+    )

@@ -23,7 +23,13 @@ import itertools
 import re
 from collections.abc import Sequence
 
-from imprint_desktop.core.research.grounding.anchors import Anchor, anchors_in, part_of, same_value
+from imprint_desktop.core.research.grounding.anchors import (
+    Anchor,
+    anchors_in,
+    part_of,
+    same_value,
+    year_like,
+)
 from imprint_desktop.core.research.grounding.checker import Checker, Verdict
 from imprint_desktop.core.research.grounding.passages import PassageText, Unit, units_of
 from imprint_desktop.core.research.grounding.question import Question
@@ -58,6 +64,8 @@ def unanswered(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answer
         return "the answer only repeats the question"
     if unit := _other_measure(question, [anchor for anchor, _ in given]):
         return unit
+    if year := _only_years(checker, [anchor for anchor, _ in given]):
+        return year
     return _kind_given(checker, given, answer) if question.wants else ""
 
 
@@ -94,6 +102,23 @@ def _other_measure(question: Question, values: Sequence[Anchor]) -> str:
     said = listed(list(dict.fromkeys(value.text for value in given)))
     measure = _MEASURE_WORDS[MEASURES[given[0].unit]]
     return f"the answer gives {said}, {measure}, where the question asks for {listed(named)}"
+
+
+#: "How long …?", "How high …?": a question for a measure, which a year is not.
+_HOW_MEASURE = re.compile(
+    r"^\s*how\s+(long|tall|high|deep|wide|far|heavy|big|large|much)\b", re.IGNORECASE
+)
+
+
+def _only_years(checker: Checker, values: Sequence[Anchor]) -> str:
+    """Why the answer gives only years where the question asks for a measure ("The halt
+    closed in 1947." to "How long is the platform?"); "" otherwise."""
+    asked = _HOW_MEASURE.match(checker.question.text)
+    wanted = [value for value in values if checker.wanted(value)]
+    if asked is None or not wanted or not all(year_like(value) for value in wanted):
+        return ""
+    said = listed(list(dict.fromkeys(value.text for value in wanted)))
+    return f"the answer gives only {said}, a year, where the question asks how {asked.group(1)}"
 
 
 def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answer: str) -> str:

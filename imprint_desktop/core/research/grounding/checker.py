@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,8 @@ class Verdict:
     note: str = ""  # empty when supported
 
 
+#: Words after which a word narrows a question to a time, an order or a version.
+_NARROWS = word_set("in during first last original new old former current next previous")
 #: What a value only a document that looks superseded holds is said to stand on.
 _STALE = "the passage is from a document that looks superseded"
 #: Words by which a question asks of an earlier version than the current one.
@@ -90,6 +93,17 @@ class Checker:
         held: dict[int, set[str]] = {}
         for unit in units:
             held.setdefault(unit.passage, set()).update(unit.about)
+        #: Every word of each passage, with what it stands under, by passage number.
+        self.held = held
+        #: The key terms that narrow what the question asks to a time, an order or a version
+        #: ("in *winter*", "the first *chairman*"), as (stem, word): a passage that holds none
+        #: of them does not say what it asks.
+        words = [word.lower() for word in WORD.findall(question.text)]
+        self.narrowing = [
+            (stem_of(word), word)
+            for before, word in itertools.pairwise(words)
+            if before in _NARROWS and stem_of(word) in question.qualifiers
+        ]
         #: The passages that name the question's subject (any of its names).
         self.naming = {number for number, words in held.items() if question.names_subject(words)}
         #: The names the question gives that no passage holds: what it asks about is not there.
@@ -144,23 +158,34 @@ class Checker:
             return Verdict(max(holders, key=lambda u: (self.score(u), -u.order)))
         verdicts = [(unit, self._doubt(anchor, unit, claim)) for unit in holders]
         good = [unit for unit, note in verdicts if not note]
-        missing = [*self.unnamed, *self.narrowing_missing]
-        if good and missing and self.wanted(anchor):
+        if good:
+            return self._of_good(anchor, good)
+        unit, note = max(verdicts, key=lambda pair: (self.score(pair[0]), -pair[0].order))
+        return Verdict(unit, note)
+
+    def _of_good(self, anchor: Anchor, good: Sequence[Unit]) -> Verdict:
+        """What ``anchor`` stands on, of the sentences ``good`` that hold it and are about the
+        question: the best of them, or why what it asks is still not what they say."""
+        best = max(good, key=lambda u: (self.score(u), -u.order))
+        if not self.wanted(anchor):
+            return Verdict(best)
+        if missing := [*self.unnamed, *self.narrowing_missing]:
             # What it asks about is not in anything found ("the dam at *Fellgate*"), or is
             # narrower than it ("a *senior* fare"): whatever value is given for it, nothing
             # found says it of that.
-            unit = max(good, key=lambda u: (self.score(u), -u.order))
-            return Verdict(unit, f"nothing found mentions {_quoted(missing)}")
-        if good:
-            current = [unit for unit in good if unit.passage not in self.stale]
-            unit = max(current or good, key=lambda u: (self.score(u), -u.order))
-            if not current and self.wanted(anchor) and not self._asks_of_the_past():
-                # Only an older version says it: the current one says otherwise, or nothing.
-                why = self.stale[unit.passage]
-                return Verdict(unit, f"{_STALE} ({why})")
-            return Verdict(unit)
-        unit, note = max(verdicts, key=lambda pair: (self.score(pair[0]), -pair[0].order))
-        return Verdict(unit, note)
+            return Verdict(best, f"nothing found mentions {_quoted(missing)}")
+        current = [unit for unit in good if unit.passage not in self.stale]
+        unit = max(current or good, key=lambda u: (self.score(u), -u.order))
+        if lacking := [
+            word for stem, word in self.narrowing if stem not in self.held[unit.passage]
+        ]:
+            # What it asks about is narrower than anything its passage says ("the last train …
+            # in *winter*" of the summer timetable).
+            return Verdict(unit, f"the passage does not mention {_quoted(lacking)}")
+        if not current and not self._asks_of_the_past():
+            # Only an older version says it: the current one says otherwise, or nothing.
+            return Verdict(unit, f"{_STALE} ({self.stale[unit.passage]})")
+        return Verdict(unit)
 
     def _asks_of_the_past(self) -> bool:
         """Whether the question asks of a year or of an earlier version ("last year's
