@@ -260,3 +260,41 @@ def test_only_a_year_for_how_long_is_no_answer() -> None:
     assert "the answer gives only 1947, a year, where the question asks how long" in (
         result.grounding.claims[0].note
     )
+
+
+RESULTS = PassageText(
+    1,
+    "Quarterly results, second quarter 2026\nDate: 2026-07-21\nMargin\nThe gross margin was "
+    "41.5 per cent.\n",
+    "finance/q2-2026-results.pdf",
+    "Quarterly results, second quarter 2026",
+)
+DRAFT = PassageText(
+    2,
+    "# Margin\n\nThe gross margin was 39.8 per cent.\n",
+    "finance/archive/q2-2026-results-draft.docx",
+    "Quarterly results, second quarter 2026 (draft)",
+    superseded='its folder says "archive"',
+)
+
+
+def test_a_draft_s_value_for_a_year_the_current_document_covers_is_flagged() -> None:
+    result = ground(
+        "What was the gross margin in Q2 2026?", "It was 39.8 per cent.", [RESULTS, DRAFT]
+    )
+    assert "looks superseded" in result.grounding.claims[0].note
+    assert "41.5 per cent" in result.grounding.offered
+
+
+def test_last_as_a_verb_asks_of_no_earlier_version() -> None:
+    v1 = PassageText(
+        3,
+        "## Battery\n\nThe prototype battery lasted 8 hours.\n",
+        "engineering/kestrel-test-report-v1.md",
+        "Kestrel test report",
+        superseded="engineering/kestrel-test-report.md is a newer version",
+    )
+    result = ground(
+        "How long does the Kestrel battery last?", "It lasts 8 hours.", [TEST_REPORT, v1]
+    )
+    assert "looks superseded" in result.grounding.claims[0].note

@@ -45,9 +45,10 @@ _NARROWS = word_set("in during first last original new old former current next p
 #: What a value only a document that looks superseded holds is said to stand on.
 _STALE = "the passage is from a document that looks superseded"
 #: Words by which a question asks of an earlier version than the current one.
-_PAST = word_set(
-    "previous former old older earlier original archived superseded past prior last until "
-    "before used"
+_PAST = word_set("previous former old older earlier original archived superseded past prior")
+#: … or in so many words ("last year's charge", "what it used to cost").
+_PAST_PHRASE = re.compile(
+    r"\b(?:last (?:year|month|quarter|week|time|version)|used to|until|before)\b", re.IGNORECASE
 )
 #: Words by which a sentence of an answer speaks of what an earlier one named.
 _PRONOUN = re.compile(r"\b(?:it|its|it's|she|her|he|his|they|their|there)\b", re.IGNORECASE)
@@ -188,10 +189,17 @@ class Checker:
         return Verdict(unit)
 
     def _asks_of_the_past(self) -> bool:
-        """Whether the question asks of a year or of an earlier version ("last year's
-        charge", "the previous policy"), which a superseded document may well answer."""
+        """Whether the question asks of an earlier version ("last year's charge", "the previous
+        policy") or of a year no current document speaks of, which a superseded document may
+        well answer."""
         question = self.question
-        return bool(question.years) or not _PAST.isdisjoint(WORD.findall(question.text.lower()))
+        words = WORD.findall(question.text.lower())
+        if not _PAST.isdisjoint(words) or _PAST_PHRASE.search(question.text):
+            return True
+        if not question.years:
+            return False
+        current = [u for u in self.units if u.passage not in self.stale]
+        return all(years_in(f"{u.text} {u.context}").isdisjoint(question.years) for u in current)
 
     def _without_common_head(self, name: Anchor) -> Anchor:
         """``name`` without its first word when the passages write that word in lower case: a
