@@ -5,10 +5,12 @@ watching.FolderWatch`, ``workspace.watch``) and indexes what changed in the back
 folder's update at a time, on a thread of its own whose scheduling priority is lowered
 (:func:`lower_priority`, and so is the reader worker it starts): a folder just opened gets a
 whole update (one walk, then the new and changed files), a change the watch saw gets an update of
-the paths it names alone (:meth:`WorkspaceIndex.update` with ``paths``). Each update reports its
+the paths it names alone (:meth:`WorkspaceIndex.update` with ``paths``), before any whole
+update: one under way gives way to it and goes on after. Each update reports its
 progress and its end as :class:`~.payloads.IndexStatus` (the files done, the step, and the
 changes waiting behind it: ``pending``), and what it committed is embedded after it (the
-``updated`` it is given).
+``updated`` it is given); a whole update first tells ``busy`` (the better embedder stops until
+the passages are in).
 
 A question never waits for a whole folder (:meth:`IndexKeeper.ready`): it waits while at most
 :data:`WAIT_FOR_FILES` files are left to read (what was saved just before it was asked), and
@@ -69,10 +71,12 @@ class IndexKeeper:
         *,
         watch: bool,
         updated: Callable[[], None],
+        busy: Callable[[], None] = lambda: None,
     ) -> None:
         self._workspace = workspace
         self._emit = emit
         self._updated = updated
+        self._busy = busy
         self._want_watch = watch
         self._loop = asyncio.get_running_loop()
         self._executor = ThreadPoolExecutor(
@@ -84,6 +88,9 @@ class IndexKeeper:
         self._running: int | None = None  # the folder being updated
         self._left: int | None = None  # its files left to read (None: still walking)
         self._other = False  # it waits for another Imprint's update of the folder
+        self._running_whole = False  # it is a whole folder's update
+        self._giving_way = False  # it was told to stop for files saved meanwhile
+        self._job_stop = threading.Event()  # ends the update under way
         self._tick = asyncio.Event()  # set (and replaced) on every change of the above
         self._stop = threading.Event()
         self._task: asyncio.Task[None] | None = None
@@ -119,12 +126,14 @@ class IndexKeeper:
     def halt(self) -> None:
         """Tell the update under way and the watch to end (any thread: the app closes)."""
         self._stop.set()
+        self._job_stop.set()
         if self._watch is not None:
             self._watch.stop(timeout=0)
 
     def close(self) -> None:
         """Stop watching and end the update under way (it keeps what it committed)."""
         self._stop.set()
+        self._job_stop.set()
         if self._watch is not None:
             self._watch.stop()
         if self._task is not None:
@@ -162,6 +171,11 @@ class IndexKeeper:
                 return standing
             await tick.wait()
 
+    @property
+    def idle(self) -> bool:
+        """Nothing to index: no update under way, none waiting."""
+        return self._running is None and not self.pending() and not any(self._whole)
+
     def pending(self) -> int:
         """Changed paths the watch saw that no update has taken yet."""
         return sum(len(paths) for paths in self._pending)
@@ -172,12 +186,13 @@ class IndexKeeper:
         """ "" when nothing is left, a sentence when more is left than a question waits for, None
         while it cannot be told yet (a folder being walked) or little is left."""
         waiting = self.pending()
-        if self._running is None and not waiting and not any(self._whole):
+        running = self._running is not None
+        if not running and not waiting and not any(self._whole):
             return ""
-        if self._running is not None and self._other:
+        if running and self._other:
             return NOT_WAITED
-        if self._running is not None and self._left is None:
-            return None  # walking the folder: how much changed is not known yet
+        if self._giving_way or (running and self._left is None):
+            return None  # changed files go first; or walking a folder: how much is not known yet
         left = (self._left or 0) + waiting
         if left <= WAIT_FOR_FILES:
             return None
@@ -201,6 +216,17 @@ class IndexKeeper:
         if "" in paths:  # the watch could not say what changed (WHOLE)
             self._whole[folder] = True
         self._pending[folder] |= paths - {""}
+        running = self._running
+        if (
+            running is not None
+            and self._running_whole
+            and (self._left is None or self._left > WAIT_FOR_FILES)
+        ):
+            # A folder's whole update gives way to what was just saved, and goes on after it
+            # (what it committed is kept; it walks the folder again, a second for 100,000 files).
+            self._giving_way = True
+            self._whole[running] = True
+            self._job_stop.set()
         self._changed()
         self._kick()
 
@@ -229,16 +255,23 @@ class IndexKeeper:
     async def _work(self) -> None:
         """Update the folders, one at a time, until nothing is left."""
         while not self._stop.is_set():
-            folder = next(
-                (n for n in range(len(self._whole)) if self._whole[n] or self._pending[n]), None
-            )
+            count = len(self._whole)
+            # What the watch saw first: a whole folder's update waits for it.
+            folder = next((n for n in range(count) if self._pending[n]), None)
+            whole = folder is None
+            if folder is None:
+                folder = next((n for n in range(count) if self._whole[n]), None)
             if folder is None:
                 break
-            whole = self._whole[folder]
             paths = None if whole else frozenset(self._pending[folder])
-            self._whole[folder] = False
-            self._pending[folder] = set()  # a whole update takes them too
+            if whole:
+                self._whole[folder] = False
+            self._pending[folder] = set()  # (a whole update takes them too)
             self._running, self._left = folder, None if whole else len(paths or ())
+            self._running_whole, self._giving_way = whole, False
+            self._job_stop = threading.Event()
+            if whole:
+                self._busy()
             self._changed()
             try:
                 await self._update(folder, paths)
@@ -250,6 +283,7 @@ class IndexKeeper:
                 self._emit(p.IndexStatus(root, 0, 0, outcome=p.Outcome.FAILED, message=str(error)))
             finally:
                 self._running, self._left, self._other = None, None, False
+                self._running_whole = self._giving_way = False
                 self._changed()
 
     async def _update(self, folder: int, paths: frozenset[str] | None) -> None:
@@ -278,9 +312,11 @@ class IndexKeeper:
                 )
 
         work = functools.partial(
-            index.update, progress=report, cancel=self._stop, embed=False, paths=paths
+            index.update, progress=report, cancel=self._job_stop, embed=False, paths=paths
         )
         result: IndexReport = await self._loop.run_in_executor(self._executor, work)
+        if result.cancelled and self._giving_way and not self._stop.is_set():
+            return  # it goes on once the files saved meanwhile are read
         outcome = p.Outcome.CANCELLED if result.cancelled else p.Outcome.FINISHED
         emit(
             p.IndexStatus(

@@ -20,6 +20,7 @@ jobs that need it.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -152,11 +153,18 @@ class KeptServices:
         self._stop_improving.set()
 
     def reply_ended(self) -> None:
-        """A reply ended: with none left, the better embedder goes on where it stopped."""
+        """A reply ended: with none left, the better embedder goes on where it stopped (once
+        the folders' files are read and embedded: it starts after that by itself)."""
         self._replies -= 1
         running = self._embedding is not None and not self._embedding.done()
-        if self._replies == 0 and self._workspace is not None and not running:
+        indexing = self._keeper is not None and not self._keeper.idle
+        if self._replies == 0 and self._workspace is not None and not running and not indexing:
             self._improve_in_background(self._workspace)
+
+    def _stop_improving_now(self) -> None:
+        """A folder's whole update starts: the better embedder stops at its next batch, and
+        starts again once the new passages are embedded."""
+        self._stop_improving.set()
 
     def http(self, config: Config) -> httpx.AsyncClient:
         """The client for the network settings (made again when they change)."""
@@ -202,9 +210,12 @@ class KeptServices:
         provider = await self.provider(config)
         from imprint_desktop.core import reply_services  # noqa: PLC0415 - loop thread
 
+        # The workspace open now: one chosen while the model loaded is newer than ``config``'s,
+        # and is kept (opening the older one again would stop its indexing).
+        workspace = self._workspace if self._workspace is not None else self.workspace(config)
         try:
             await reply_services.warm_up(
-                provider, config, self.workspace(config), self.http(config), ask=_asked_in_window
+                provider, config, workspace, self.http(config), ask=_asked_in_window
             )
         except Exception:  # only a head start is lost: the first reply evaluates it instead
             log.warning("warming the model up failed", exc_info=True)
@@ -246,11 +257,13 @@ class KeptServices:
 
         workspace = self.workspace(config)
         if self._keeper is None:
+            _freeze_what_lasts()
             self._keeper = IndexKeeper(
                 workspace,
                 self._emit,
                 watch=config.workspace.watch,
                 updated=lambda: self._embed_in_background(workspace),
+                busy=self._stop_improving_now,
             )
             self._keeper.start()
         return self._keeper
@@ -428,6 +441,24 @@ class KeptServices:
             await self._http.aclose()
         if self._workspace is not None:
             self._workspace.close()
+
+
+_FROZEN = threading.Event()
+
+
+def _freeze_what_lasts() -> None:
+    """Spare the window the cycle collector's sweeps of what lives as long as the process (once,
+    when its folders are first kept current: the modules, the window's objects, the model's).
+
+    Indexing makes objects by the hundred thousand, and every so often that starts a sweep of
+    every object the collector tracks, on whichever thread it happens, all others waiting: 70 to
+    100 ms in the window with a model loaded (about 106,000 objects), the longest stalls the
+    window had while a folder was indexed (``bench/bench_folders.py``). Frozen, they are never
+    swept again, and a sweep covers what came after, as ``imprint``'s commands do
+    (:func:`imprint_desktop.cli._collector`)."""
+    if not _FROZEN.is_set():
+        _FROZEN.set()
+        gc.freeze()
 
 
 async def _asked_in_window(call_id: str, question: str) -> str:

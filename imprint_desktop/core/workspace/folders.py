@@ -13,15 +13,28 @@ of that name or another folder took it.
 A folder that does not exist, is the first one again, or lies inside or around another is left
 out, and :func:`named_folders` says why, so the person can fix the setting; removing a folder from
 the setting removes its passages from answers (its index stays on disk for when it comes back).
+
+Which folder a name stood for is kept beside the first folder's index (:func:`remember`), so a
+cited source (``Reports/q1.md``) of a saved reply opens from where it was researched
+(:func:`source_file`), as a first folder's source opens from the folder the history keeps. Every
+process that opens the workspace writes it (atomically: a temporary file renamed over it); the
+last one opened wins.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from imprint_desktop.core.workspace.files import is_hidden, name_text
+from imprint_desktop.core.workspace.database import index_path_for
+from imprint_desktop.core.workspace.files import clean_relative, is_hidden, name_text
+
+#: The file beside the first folder's index that names the other folders.
+_KEPT = "folders.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,3 +118,44 @@ def folder_of(folders: Sequence[Folder], path: str) -> tuple[Folder, str]:
         if head == folder.name:
             return folder, rest
     return folders[0], path
+
+
+def remember(folders: Sequence[Folder], index_path: Path | None = None) -> None:
+    """Keep which folder each name stands for beside the first folder's index (at
+    ``index_path``, by default where :func:`~.database.index_path_for` puts it). Nothing is
+    written when it is kept already; a failure to write only loses the opening of other
+    folders' sources from old replies."""
+    place = (index_path or index_path_for(folders[0].root)).with_name(_KEPT)
+    named = {folder.name: str(folder.root) for folder in folders[1:]}
+    if _kept(place) == named:
+        return
+    try:
+        place.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=place.parent, prefix=".folders-")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(named, out, ensure_ascii=False)
+        Path(temporary).replace(place)
+    except OSError:
+        return
+
+
+def _kept(place: Path) -> dict[str, str]:
+    try:
+        kept = json.loads(place.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return kept if isinstance(kept, dict) else {}
+
+
+def source_file(first: Path, source: str) -> tuple[Path, str]:
+    """The folder a cited workspace path ``source`` is in, for a reply that researched the
+    workspace whose first folder is ``first``, and the clean path inside it: another folder's
+    when its name, as last kept (:func:`remember`), begins the path. Refuses a path that leads
+    out (:func:`~.files.clean_relative`)."""
+    clean = clean_relative(source)
+    head, _, rest = clean.partition("/")
+    if rest:
+        root = _kept(index_path_for(first).with_name(_KEPT)).get(head)
+        if isinstance(root, str):
+            return Path(root), rest
+    return first, clean

@@ -20,7 +20,7 @@ import contextlib
 import itertools
 import sqlite3
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -277,12 +277,16 @@ def document_count(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT count(*) FROM files WHERE status = 'ok'").fetchone()[0])
 
 
-def mark_superseded(db: sqlite3.Connection) -> None:
+def mark_superseded(db: sqlite3.Connection, near: Callable[[str], bool] | None = None) -> None:
     """Work out again which documents look superseded (:func:`.dating.superseded`): a file added,
-    changed or removed can change the answer for its siblings."""
+    changed or removed can change the answer for its siblings. With ``near``, only the documents
+    whose path it accepts are looked at: the folders where files changed (siblings are judged
+    within their folder)."""
     rows = db.execute(
         "SELECT path, title, date, mtime_ns, superseded FROM files WHERE status = 'ok'"
     ).fetchall()
+    if near is not None:
+        rows = [row for row in rows if near(row[0])]
     found = dating.superseded(dating.Dated(*row[:4]) for row in rows)
     changes = [
         (found.get(path, ""), path) for path, *_rest, was in rows if found.get(path, "") != was

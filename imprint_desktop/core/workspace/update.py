@@ -104,6 +104,7 @@ class IndexUpdate:
     ) -> None:
         self._db = db
         self._paths = None if paths is None else frozenset(paths)
+        self._parents: set[str] | None = None  # the folders the changed paths are in (_near)
         self._root = root
         self._max_file_bytes = max_file_bytes
         self._reader = reader
@@ -168,7 +169,7 @@ class IndexUpdate:
                 with self._writes.group():
                     for row in self._missing.values():
                         records.remove(db, row)
-                    records.mark_superseded(db)
+                    records.mark_superseded(db, None if self._paths is None else self._near)
         finally:
             self._writes.commit()
         if self._progress is not None:
@@ -187,6 +188,13 @@ class IndexUpdate:
             seconds=time.perf_counter() - started,
             cancelled=cancelled,
         )
+
+    def _near(self, path: str) -> bool:
+        """Is ``path`` in a folder where something changed (its siblings' standing may too)?"""
+        changed = self._paths or frozenset()
+        if self._parents is None:
+            self._parents = {item.rpartition("/")[0] for item in changed} | changed
+        return path[: max(path.rfind("/"), 0)] in self._parents or _under(path, changed)
 
     def _index_file(self, scanned: FileEntry) -> bool:
         """Read, extract and commit one changed file; False when Stop interrupted it."""

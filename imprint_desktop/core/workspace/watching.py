@@ -2,16 +2,18 @@
 
 :class:`FolderWatch` watches every folder of a workspace, all the way down, in a thread of its own,
 with ``watchfiles`` (the Rust ``notify`` library: inotify on Linux, FSEvents on macOS,
-ReadDirectoryChangesW on Windows). Changes are gathered until none came for
-:data:`SETTLE_MS` (an editor's save is a write, a rename and a delete), then handed over as one
-batch: the folder's index and the paths that changed in it, in the workspace's text form
+ReadDirectoryChangesW on Windows): each folder the index walks is watched on its own, never one
+behind a link, and a folder that appears is taken in by watching again (its files are told with
+it: an update of a folder's path reads everything under it). Changes are gathered until none
+came for :data:`SETTLE_MS` (an editor's save is a write, a rename and a delete), then handed
+over as one batch: the folder's index and the paths that changed in it, in the workspace's text form
 (:func:`~.files.name_text`), folder-relative. A rename arrives as both its paths in one batch, so
 the update that follows sees the file leave one path and appear at the other and keeps its
 passages (:mod:`.update`). What the index never reads (hidden names, tooling folders) is left out
 here already.
 
 On Linux each watched folder takes one inotify watch of the person's
-``fs.inotify.max_user_watches`` (files take none): ``bench/bench_watch.py`` measures a
+``fs.inotify.max_user_watches`` (files take none): ``bench/bench_folders.py`` measures a
 100,000-file tree. A watch that fails (a name that is not UTF-8, which the library cannot hand
 over; a folder gone) starts again and has every folder looked at whole (:data:`WHOLE`); one that
 keeps failing (the limit of watches reached) ends with :attr:`FolderWatch.problem` set and
@@ -22,13 +24,21 @@ watching.
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from imprint_desktop.core.workspace.files import SKIPPED_FOLDERS, is_hidden, name_text
+from imprint_desktop.core.workspace.files import (
+    SKIPPED_FOLDERS,
+    is_hidden,
+    is_link,
+    is_stream_name,
+    name_text,
+)
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +105,8 @@ class FolderWatch:
         failures: list[float] = []
         while not self._stop.is_set():
             try:
-                self._watch(watchfiles)
-                break  # stopped
+                if not self._watch(watchfiles, self._folders()):
+                    break  # stopped
             except Exception as error:  # a name it cannot decode, the limit of watches, …
                 log.warning("watching the workspace's folders failed: %s", error)
                 now = time.monotonic()
@@ -112,9 +122,43 @@ class FolderWatch:
         if self._ended is not None and not self._stop.is_set():
             self._ended()
 
-    def _watch(self, watchfiles: Any) -> None:
+    def _folders(self) -> list[str]:
+        """Every folder the index walks (:func:`~.files.scan`'s rules): the roots and their
+        folders, never through a link, a hidden name or a tooling folder. Each is watched alone:
+        the library, told to watch a tree, would follow its links (a link to ``/`` would watch
+        the whole disk). A folder whose name is not UTF-8 is left to its parent's watch (which
+        sees it come and go) and to whole updates."""
+        found: list[str] = []
+        for root in self._roots:
+            stack = [root]
+            while stack:
+                folder = stack.pop()
+                found.append(folder)
+                try:
+                    with os.scandir(folder) as entries:
+                        listed = list(entries)
+                except OSError:
+                    continue
+                for entry in listed:
+                    name = entry.name
+                    if is_hidden(name) or is_stream_name(name) or name in SKIPPED_FOLDERS:
+                        continue
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if is_link(info) or not stat.S_ISDIR(info.st_mode):
+                        continue
+                    if name_text(entry.path) == entry.path:  # (not UTF-8: see above)
+                        stack.append(entry.path)
+        return found
+
+    def _watch(self, watchfiles: Any, folders: list[str]) -> bool:
+        """Watch ``folders`` until stopped (False) or until a folder appears, which the watch
+        must take in (True)."""
+        new: set[str] = set()
         for batch in watchfiles.watch(
-            *self._roots,
+            *folders,
             watch_filter=self._wanted,
             debounce=SETTLE_MS,
             step=50,
@@ -125,6 +169,7 @@ class FolderWatch:
             yield_on_timeout=True,
             raise_interrupt=False,
             ignore_permission_denied=True,
+            recursive=False,
         ):
             self._ready.set()
             by_folder: dict[int, set[str]] = {}
@@ -132,8 +177,13 @@ class FolderWatch:
                 found = self._place(path)
                 if found is not None:
                     by_folder.setdefault(found[0], set()).add(found[1])
+                    if _is_folder(path):
+                        new.add(path)
             for folder, paths in by_folder.items():
                 self._changed(folder, frozenset(paths))
+            if new:
+                return True
+        return False
 
     def _place(self, path: str) -> tuple[int, str] | None:
         """The folder ``path`` is in and its path there, in the text form, or None for a path
@@ -154,3 +204,11 @@ class FolderWatch:
 
     def _wanted(self, change: object, path: str) -> bool:
         return self._place(path) is not None
+
+
+def _is_folder(path: str) -> bool:
+    """Is ``path`` a folder now (not a link to one)?"""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False

@@ -32,7 +32,13 @@ from imprint_desktop.core.workspace.files import (
     relative_posix,
     resolve_inside,
 )
-from imprint_desktop.core.workspace.folders import Folder, folder_lines, folder_of, named_folders
+from imprint_desktop.core.workspace.folders import (
+    Folder,
+    folder_lines,
+    folder_of,
+    named_folders,
+    remember,
+)
 from imprint_desktop.core.workspace.index import DEFAULT_MAX_FILE_BYTES, WorkspaceIndex
 from imprint_desktop.core.workspace.isolation import DEFAULT_LIMITS, ExtractionLimits, Stop
 from imprint_desktop.core.workspace.reader import DocumentReader, FileStamp
@@ -74,6 +80,7 @@ class Workspace:
         )
         self.root = self.index.root
         folders, problems = named_folders(self.root, more_folders)
+        remember(folders, self.index.db_path)
         #: Why a folder of ``more_folders`` was left out, a sentence each.
         self.folder_problems = problems
         #: Every folder with its index, the first folder first.

@@ -215,20 +215,18 @@ def _workspace_file(
     """The cited file inside ``workspace``, its bytes and its text, or an error that says why
     not."""
     from imprint_desktop.core.errors import DocumentError  # noqa: PLC0415 - on the reading thread
-    from imprint_desktop.core.workspace import (  # noqa: PLC0415
-        clean_relative,
-        disk_name,
-        read_inside,
-    )
+    from imprint_desktop.core.workspace import disk_name, read_inside  # noqa: PLC0415
     from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES  # noqa: PLC0415
+    from imprint_desktop.core.workspace.folders import source_file  # noqa: PLC0415
 
-    root = workspace.resolve()
-    relative = clean_relative(source)  # refuses a path leading out
+    # The folder the path names (another folder of the workspace: "Reports/q1.md"); a path
+    # leading out is refused.
+    root, relative = source_file(workspace.resolve(), source)
     path = root / disk_name(relative)  # a name that is not UTF-8 is kept in its text form
     if path.suffix.lower() in BINARY_SUFFIXES:
         raise DocumentError(f"{source} is not a text document.")
     if not path.is_file():
-        raise DocumentError(f"{source} is no longer in {workspace}.")
+        raise DocumentError(f"{source} is no longer in {root}.")
     # Opened one folder at a time without following a link (the index never follows one), the
     # size checked on the open file.
     data, _ = read_inside(root, relative, max_bytes=max_bytes)

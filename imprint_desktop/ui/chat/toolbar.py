@@ -37,6 +37,7 @@ from imprint_desktop.core.chosen import (
     model_file,
     sample_workspace,
 )
+from imprint_desktop.core.workspace.folders import folder_lines
 from imprint_desktop.settings.store import SettingsStore
 from imprint_desktop.ui.chat.banner import STARTER_HONESTY
 from imprint_desktop.ui.chat.index_progress import (
@@ -148,7 +149,8 @@ class ModelPicker(QComboBox):
 
 
 class WorkspacePicker(QToolButton):
-    """The researched folder; a menu offers the sample workspace or another folder."""
+    """The researched folders; a menu offers another folder, a folder more (each kept current
+    while the window is open), taking one of those out again, or the sample workspace."""
 
     def __init__(self, store: SettingsStore, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -159,20 +161,36 @@ class WorkspacePicker(QToolButton):
         menu = QMenu(self)
         self.choose_action = QAction("Choose a &folder…", self)
         self.choose_action.triggered.connect(self.choose_folder)
+        self.add_action = QAction("&Add a folder…", self)
+        self.add_action.triggered.connect(self.add_folder)
+        self.remove_menu = QMenu("&Remove a folder", self)
         self.sample_action = QAction("Use the &sample workspace", self)
         self.sample_action.triggered.connect(lambda: self._store.set("workspace.path", ""))
         menu.addAction(self.choose_action)
+        menu.addAction(self.add_action)
+        menu.addMenu(self.remove_menu)
         menu.addAction(self.sample_action)
         self.setMenu(menu)
         self.refresh()
+
+    def more_folders(self) -> list[Path]:
+        return folder_lines(self._store.config().workspace.more_folders)
 
     def refresh(self) -> None:
         folder = chosen_workspace(self._store.config().workspace.path)
         name = folder.name if folder is not None else "Sample workspace"
         if len(name) > FOLDER_CHARS:  # a long name would widen the window; the tooltip has it
             name = name[: FOLDER_CHARS - 1] + "…"
-        self.setText(f"Workspace: {name}")
-        self.setToolTip(tooltip(str(folder or sample_workspace())))
+        more = self.more_folders()
+        also = f" +{len(more)} folder{'s' if len(more) != 1 else ''}" if more else ""
+        self.setText(f"Workspace: {name}{also}")
+        every = [str(folder or sample_workspace()), *(str(path) for path in more)]
+        self.setToolTip(tooltip("\n".join(every)))
+        self.remove_menu.clear()
+        for path in more:
+            action = self.remove_menu.addAction(str(path).replace("&", "&&"))
+            action.triggered.connect(lambda _=False, path=path: self.remove_folder(path))
+        self.remove_menu.setEnabled(bool(more))
 
     @Slot()
     def choose_folder(self) -> None:
@@ -181,6 +199,25 @@ class WorkspacePicker(QToolButton):
         )
         if folder:
             self._store.set("workspace.path", folder)
+
+    @Slot()
+    def add_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder to research")
+        if folder:
+            self.add(Path(folder))
+
+    def add(self, folder: Path) -> None:
+        """Research ``folder`` too (``workspace.more_folders``)."""
+        more = self.more_folders()
+        if folder not in more:
+            self._store.set(
+                "workspace.more_folders", "\n".join(str(path) for path in [*more, folder])
+            )
+
+    def remove_folder(self, folder: Path) -> None:
+        """Research ``folder`` no more: its passages leave the answers."""
+        kept = [path for path in self.more_folders() if path != folder]
+        self._store.set("workspace.more_folders", "\n".join(str(path) for path in kept))
 
 
 class ResearchToolbar(QWidget):

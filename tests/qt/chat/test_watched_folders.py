@@ -1,8 +1,8 @@
 """Folders that keep themselves current (issue 44, item 2), in the real window with the real
 watch, real files and a real index: a file saved, changed, renamed or removed while the window is
-idle is searchable as it now is within five seconds; a second folder is researched under its name
-and taken out with its passages; a question asked while a large folder is still being indexed is
-answered at once from the index as it stands, and says so."""
+idle is searchable as it now is within five seconds; a second folder is researched under its name,
+its citations open from it, and it is taken out with its passages; a question asked while a large
+folder is still being indexed is answered at once from the index as it stands, and says so."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from imprint_desktop.background import payloads as p
 from imprint_desktop.core.workspace import WorkspaceIndex
 from imprint_desktop.settings.store import SettingsStore
 from tests.qt.research_harness import open_window, search, type_question, write_corpus
+from tests.qt.transcript_links import click_link
 from tests.support.scripted_provider import Step
 
 WAIT_MS = 30_000
@@ -106,6 +107,13 @@ def test_a_second_folder_is_researched_under_its_name_and_leaves_with_its_passag
         type_question(qtbot, window, "How did revenue at the ferry terminal grow?")
     first = [message for request in opened.provider.requests for message in request.messages]
     assert any("Reports/q1.md" in message.content for message in first)
+    # Its citation opens from that folder, the cited lines highlighted.
+    click_link(qtbot, window.transcript, "[1]")
+    qtbot.waitUntil(lambda: window.viewer is not None and window.viewer.loaded, timeout=WAIT_MS)
+    viewer = window.viewer
+    assert viewer is not None and viewer.windowTitle() == "Reports/q1.md"
+    assert any("nine percent" in line for line in viewer.highlighted_lines())
+    viewer.close()
 
     store.set("workspace.more_folders", "")
     with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
@@ -116,7 +124,7 @@ def test_a_second_folder_is_researched_under_its_name_and_leaves_with_its_passag
     assert "No passages in the workspace match" in results[-1]
 
 
-def test_a_question_on_a_folder_still_being_indexed_is_answered_at_once_and_says_so(
+def test_a_question_on_a_folder_still_being_indexed_waits_only_for_the_file_saved_before_it(
     qtbot: QtBot, store: SettingsStore, tmp_path: Path
 ) -> None:
     folder = write_corpus(tmp_path / "corpus")
@@ -126,37 +134,44 @@ def test_a_question_on_a_folder_still_being_indexed_is_answered_at_once_and_says
             f"# Log {number}\n\nThe tide gauge read {number} centimetres.\n", encoding="utf-8"
         )
     store.set("workspace.embedder", "builtin")
-    script = [Step(calls=[search("quokka")]), Step("A quokka was seen near the pier [1].")]
+    script = [Step(calls=[search("walrus slipway")]), Step("A walrus slept there [1].")]
     opened = open_window(qtbot, store, script)
     window = opened.window
     standing: list[p.IndexStanding] = []
     window.bridge.sig_index_standing.connect(standing.append)
-    under_way: list[p.IndexStatus] = []
 
-    def reading(status: p.IndexStatus) -> bool:
+    def far_from_done(status: p.IndexStatus) -> bool:
         going = status.stage is p.IndexStage.FILES and status.outcome is None
-        if going and status.total >= 3000:
-            under_way.append(status)
-            return status.total - status.done > 1000
-        return False
+        return going and status.total >= 3000 and status.total - status.done > 1500
 
     with qtbot.waitSignal(
-        window.bridge.sig_index_progress, timeout=WAIT_MS, check_params_cb=reading
+        window.bridge.sig_index_progress, timeout=WAIT_MS, check_params_cb=far_from_done
     ):
         store.set("workspace.path", str(folder))
+    # A file saved while the folder is being read goes first; the question asked just after
+    # waits for it, and not for the rest of the folder.
+    with qtbot.waitSignal(
+        window.bridge.sig_index_progress,
+        timeout=WAIT_MS,
+        check_params_cb=lambda status: status.path == "news.md",
+    ):
+        (folder / "news.md").write_text("# News\n\nA walrus slept on the slipway.\n")
     with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS) as ended:
-        type_question(qtbot, window, "Was a quokka seen?")
+        type_question(qtbot, window, "Was a walrus seen?")
     assert ended.args[0].outcome is p.Outcome.FINISHED
-    assert standing and "still being indexed in the background" in standing[0].message
-    assert "still being indexed" in window.statusBar().currentMessage()
     tool_results = [
         message.content
         for message in opened.provider.requests[-1].messages
         if message.role == "tool"
     ]
+    assert "news.md" in tool_results[-1]
     assert "the index is searched as it stands" in tool_results[-1]
+    assert standing and "still being indexed in the background" in standing[0].message
+    assert "still being indexed" in window.statusBar().currentMessage()
     assert window.toolbar_row.index_bar.isVisible()  # the folder is still being read
     with qtbot.waitSignal(
         window.bridge.sig_index_progress, timeout=WAIT_MS, check_params_cb=files_read(folder)
     ):
         pass
+    with WorkspaceIndex(folder) as index:
+        assert len(index.documents("logs")) == 3000

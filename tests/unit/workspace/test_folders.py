@@ -7,9 +7,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
+
+from imprint_desktop.core.errors import PathOutsideWorkspaceError
 from imprint_desktop.core.tools import Toolbox
 from imprint_desktop.core.workspace import Workspace
-from imprint_desktop.core.workspace.folders import folder_lines, named_folders
+from imprint_desktop.core.workspace.folders import folder_lines, named_folders, source_file
 from tests.support.settings import make_config
 from tests.unit.workspace.conftest import run_tool, write
 
@@ -133,3 +136,30 @@ def test_an_update_of_a_folders_path_takes_everything_under_it(corpus: Path) -> 
         (corpus / "deeper" / "new.md").unlink()
         assert index.update(paths={"deeper/new.md"}).removed == 1
         assert workspace.search("gannet breakwater") == []
+
+
+def test_a_cited_source_of_another_folder_opens_from_the_folder_it_was_researched_in(
+    corpus: Path, tmp_path: Path
+) -> None:
+    reports = _reports(tmp_path)
+    with Workspace(corpus, more_folders=[reports]):
+        pass
+    assert source_file(corpus.resolve(), "Reports/2026/plan.md") == (
+        reports.resolve(),
+        "2026/plan.md",
+    )
+    assert source_file(corpus.resolve(), "deep/gamma.md") == (corpus.resolve(), "deep/gamma.md")
+    with pytest.raises(PathOutsideWorkspaceError):
+        source_file(corpus.resolve(), "Reports/../../secret.md")
+
+
+def test_an_update_of_a_changed_path_judges_its_siblings_again(corpus: Path) -> None:
+    with Workspace(corpus) as workspace:
+        write(corpus, "plans/budget-draft.md", "# Budget\n\nThe ferry costs 40,000.\n")
+        workspace.index.update()
+        assert "superseded" not in workspace.currency("plans/budget-draft.md")
+        write(corpus, "plans/budget.md", "# Budget\n\nThe ferry costs 42,000.\n")
+        assert workspace.index.update(paths={"plans/budget.md"}).added == 1
+        assert "a draft; the final is plans/budget.md" in workspace.currency(
+            "plans/budget-draft.md"
+        )

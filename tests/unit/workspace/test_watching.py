@@ -97,3 +97,21 @@ def test_a_name_that_is_not_utf8_has_the_whole_folder_looked_at_and_the_watch_go
         assert "after.md" in seen.until(0, {"after.md"})
     finally:
         watch.stop()
+
+
+def test_a_folder_behind_a_link_is_not_watched(two: tuple[Path, Path], tmp_path: Path) -> None:
+    first, _ = two
+    outside = tmp_path / "outside"
+    write(outside, "secret.md", "swordfish\n")
+    (first / "linked").symlink_to(outside, target_is_directory=True)
+    seen = Seen()
+    watch = FolderWatch([first], seen)
+    watch.start()
+    try:
+        assert watch.wait_ready(WAIT_S)
+        write(outside, "more.md", "behind the link\n")
+        write(first, "inside.md", "inside\n")
+        told = seen.until(0, {"inside.md"})
+        assert not any(path.startswith("linked") for path in told)
+    finally:
+        watch.stop()
