@@ -298,3 +298,19 @@ def test_last_as_a_verb_asks_of_no_earlier_version() -> None:
         "How long does the Kestrel battery last?", "It lasts 8 hours.", [TEST_REPORT, v1]
     )
     assert "looks superseded" in result.grounding.claims[0].note
+
+
+def test_a_csv_row_is_quoted_with_its_header_and_judged_as_a_row() -> None:
+    lights = PassageText(
+        5,
+        "station,lit,range_nm,automated\nOld Quay,1854,6,1965\nGannet Point,1857,24,1986\n",
+        "operations/light-characteristics.csv",
+        "light-characteristics",
+    )
+    question = "What is the range of the Gannet Point light?"
+    result = ground(question, "The range of the Gannet Point light is 24 nautical miles.", [lights])
+    assert result.grounding.verdict == "supported", result.grounding
+    assert result.quotes[5] == "station: Gannet Point; lit: 1857; range_nm: 24; automated: 1986"
+    # Old Quay's range, from the row above, is said of Old Quay.
+    wrong = ground(question, "The range of the Gannet Point light is 6 nautical miles.", [lights])
+    assert wrong.grounding.verdict != "supported"

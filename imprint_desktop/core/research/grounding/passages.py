@@ -7,6 +7,7 @@ stands under, which say what it is about.
 
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -64,8 +65,21 @@ def _is_row(line: str) -> bool:
 
 def units_of(passage: PassageText, first: int) -> list[Unit]:
     """The sentences, list items and table rows of ``passage``: rows and list items are units
-    whole; a paragraph's wrapped lines are joined before it is cut into sentences."""
+    whole; a paragraph's wrapped lines are joined before it is cut into sentences. A CSV file's
+    lines are rows, each cell with its column's header when the passage holds it."""
     source_words = " ".join(re.split(r"[/\\_.-]+", passage.source))
+    delimiter = "\t" if passage.source.lower().endswith(".tsv") else ","
+    opening = next((line for line in passage.text.splitlines() if line.strip()), "")
+    if (
+        passage.source.lower().endswith((".csv", ".tsv"))
+        and opening.count(delimiter) >= 2
+        and "; " not in opening  # read already into "Region: North; Q1: 1200"
+    ):
+        context = f"{passage.title} {source_words}"
+        rows = _delimited_rows(passage.text, delimiter)
+        return [
+            Unit(passage.id, row, context, True, first + at) for at, row in enumerate(rows) if row
+        ]
     heading = ""
     out: list[Unit] = []
     paragraph: list[str] = []
@@ -105,6 +119,29 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
             paragraph.append(stripped)
     flush()
     return out
+
+
+def _delimited_rows(text: str, delimiter: str) -> list[str]:
+    """The lines of a CSV (or TSV) passage as rows a person reads alone: "station: Gannet Point;
+    lit: 1857; …" when its first line is a header (no cell of it a number), else its cells."""
+    lines = [cells for cells in csv.reader(text.splitlines(), delimiter=delimiter) if cells]
+    if not lines:
+        return []
+    header = [cell.strip() for cell in lines[0]]
+    if any(re.search(r"\d", cell) and not re.search(r"[a-z]", cell, re.I) for cell in header):
+        header = []
+    rows = []
+    for cells in lines[1:] if header else lines:
+        values = [cell.strip() for cell in cells]
+        if header and len(values) == len(header):
+            rows.append(
+                "; ".join(
+                    f"{name}: {value}" for name, value in zip(header, values, strict=True) if value
+                )
+            )
+        else:
+            rows.append(" | ".join(value for value in values if value))
+    return rows
 
 
 def clauses_of(text: str) -> list[tuple[int, str]]:
