@@ -95,9 +95,18 @@ def _quoted(supporting: str | None, best: str) -> str:
     """What a cited source quotes: the sentence that supports the answer, but for a table cut
     onto one line (which the grounding reads as one sentence), whose best row is quoted with
     its header instead."""
+    if supporting and best and _row_of(supporting, best):
+        return best  # the same row, with its header
     if supporting and not (_FLAT_RULE.search(supporting) and best):
         return supporting
     return best
+
+
+def _row_of(row: str, labelled: str) -> bool:
+    """Whether ``row``, a table row's cells ("1863 | Carrick Spit light …"), is the row that
+    ``labelled`` quotes with its header ("year: 1863; work: Carrick Spit light …")."""
+    cells = [cell.strip(" *") for cell in row.strip(" |").split(" | ")]
+    return len(cells) >= 2 and all(cell in labelled for cell in cells)
 
 
 def grounded(

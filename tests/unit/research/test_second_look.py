@@ -145,3 +145,21 @@ def test_stop_during_the_second_look_keeps_the_first_answer() -> None:
     result = asyncio.run(engine.run(PLATFORM, tools))
     assert "1903" in result.answer
     assert sum(isinstance(event, ev.FinalFinished) for event in recorder.events) == 1
+
+
+def test_a_table_a_search_cut_onto_one_line_is_looked_at_row_by_row() -> None:
+    plan = PassageText(
+        3,
+        "### Pumping stations | Scheme | £m | |---|---| | Wath End pumps | 3.9 | | Rudd Lane "
+        "booster: variable-speed pumps | 0.7 | | **Total** | **4.6** | The future of Wath End was "
+        "considered by the board in 2023.",
+        "assets/plan.md",
+        "Asset plan",
+    )
+    question = "In what year was Rudd Lane booster pumping station built?"
+    look = worth_a_second_look(question, "It was built in 1812.", [plan])
+    # The row that names Rudd Lane, not the table and the prose after it run together.
+    assert look is not None and look.sentence == "Rudd Lane booster: variable-speed pumps | 0.7"
+    # Its cost is no year, and the year of the prose after the table is not in the row.
+    assert not confirms(question, "It was built in 0.7.", [plan], look)
+    assert not confirms(question, "It was built in 2023.", [plan], look)

@@ -96,7 +96,7 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
                 add(sentence, row=False)
             paragraph.clear()
 
-    for line in passage.text.splitlines():
+    for line in _unflattened(passage.text):
         stripped = line.strip()
         head = _HEADING.match(line)
         if not stripped or re.fullmatch(r"[|:\-\s=~^*#+`]+", stripped):
@@ -119,6 +119,27 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
             paragraph.append(stripped)
     flush()
     return out
+
+
+#: A Markdown table's rule within a line, and the space between two rows put on one line.
+_FLAT_RULE = re.compile(r"\|\s*:?-{3,}:?\s*\|")
+_ROW_BREAK = re.compile(r"\|\s+\|(?=\s*[^\s|])")
+_PROSE_AFTER = re.compile(r"^(.*\|)\s+([A-Z][^|]{30,}[.!?]\s.*|[A-Z][^|]{30,}[.!?])$")
+
+
+def _unflattened(text: str) -> list[str]:
+    """The lines of ``text``, a table a search cut onto one line ("| Scheme | £m | |---|---| |
+    Wath End … | 3.9 | | Rudd Lane … | 0.7 |") back on a line a row."""
+    lines: list[str] = []
+    for line in text.splitlines():
+        if _FLAT_RULE.search(line):
+            for row in _ROW_BREAK.sub("|\n|", line).splitlines():
+                # Prose after the table's last row is no cell of it.
+                after = _PROSE_AFTER.match(row)
+                lines += [after.group(1), after.group(2)] if after else [row]
+        else:
+            lines.append(line)
+    return lines
 
 
 def _delimited_rows(text: str, delimiter: str) -> list[str]:

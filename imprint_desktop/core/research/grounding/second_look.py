@@ -21,7 +21,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from imprint_desktop.core.research.grounding.anchors import Anchor, anchors_in, same_value
+from imprint_desktop.core.research.grounding.anchors import (
+    Anchor,
+    anchors_in,
+    same_value,
+    year_like,
+)
 from imprint_desktop.core.research.grounding.answer import ground
 from imprint_desktop.core.research.grounding.checker import Checker
 from imprint_desktop.core.research.grounding.passages import PassageText
@@ -30,6 +35,8 @@ from imprint_desktop.core.research.grounding.words import WORD, word_set
 
 #: The kinds of value a second look is asked for: one the sentence holds, which can be checked.
 _CHECKABLE = frozenset(("number", "date", "time"))
+#: The most "|" one table row of a few cells is written with.
+_ROW_BARS = 8
 #: Words after which a number is a label, not a value ("section 10", "Form 17", "Q2").
 _LABELS = word_set(
     "section sections clause form page pages table item items no number figure part chapter "
@@ -56,9 +63,16 @@ def worth_a_second_look(
     if asked.wants not in _CHECKABLE or _asks_several(question):
         return None
     view = ground(question, answer, passages).grounding
-    if view.verdict not in ("partly", "unsupported") or not view.offered:
+    if view.verdict not in ("partly", "unsupported") or not _one_statement(view.offered):
         return None
     return SecondLook(view.offered_from, view.offered)
+
+
+def _one_statement(sentence: str) -> bool:
+    """Whether ``sentence`` states one thing: a sentence or one table row, not a table a search
+    cut onto one line ("| Scheme | £m | |---|---| | Wath End … | 3.9 | … in 2023."), whose
+    values belong to many rows and the prose after them."""
+    return bool(sentence) and "---" not in sentence and sentence.count("|") <= _ROW_BARS
 
 
 def confirms(question: str, again: str, passages: Sequence[PassageText], look: SecondLook) -> bool:
@@ -66,8 +80,11 @@ def confirms(question: str, again: str, passages: Sequence[PassageText], look: S
     it, and it gives a value of the kind asked, each one the sentence holds as a value."""
     if not again.strip() or ground(question, again, passages).grounding.verdict != "supported":
         return False
-    checker = Checker(Question.read(question), ())
+    asked = Question.read(question)
+    checker = Checker(asked, ())
     given = [a for a in anchors_in(again) if checker.wanted(a)]
+    if asked.wants == "date" and not all(a.kind == "date" or year_like(a) for a in given):
+        return False  # "0.7" is no year, though a bare number may be one
     held = [a for a in anchors_in(look.sentence, opening=True) if not _labelled(look.sentence, a)]
     return bool(given) and all(any(same_value(value, h) for h in held) for value in given)
 
