@@ -77,6 +77,8 @@ _LABELS = (
 _SEARCHED = re.compile(r"the documents? (?:were|was|has been|have been) searched for\b")
 #: A passage's number at a line's start ("[2] "), and list or emphasis marks ("- ", "1. ", "**").
 _NUMBER = re.compile(r"^\[\d{1,4}\]\s*")
+#: A passage's head however its path is written: "[4] hr/leave-policy.md, lines 1-2 — …".
+_HEAD = re.compile(r"^\[\d{1,4}\]\s+[\w./\\-]+\.\w{1,5},\s+(?:lines?|page|sheet|slide)\b")
 _MARKS = re.compile(r"^(?:[-*•>#]+\s+|\d{1,3}[.)]\s+|\*\*|__)+")
 _CITATIONS = re.compile(r"\s*\[\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
 _WORD = re.compile(r"\w+")
@@ -144,7 +146,7 @@ class Scaffolding:
         low = plain.lower()
         if not low:
             return False
-        if low.startswith(_LABELS) or _SEARCHED.match(low):
+        if low.startswith(_LABELS) or _SEARCHED.match(low) or _HEAD.match(low):
             return True
         unnumbered = _NUMBER.sub("", low)
         if _NUMBER.match(low) and unnumbered.startswith(tuple(s + "," for s in self.sources)):
@@ -309,6 +311,9 @@ class Watch:
             if match.end() == len(text) and not final:
                 break  # the word may go on in the next piece
             self._word_done = match.end()
+            start, end = match.span()
+            if text[start - 1 : start] == "[" and text[end : end + 1] == "]":
+                continue  # a citation's number: "[3] 2026-02-24 [4] 2026-02-24 …" loops all alike
             verdict = self._word(match.group().lower(), match.start(), match.end())
             if verdict is not None:
                 return verdict

@@ -291,3 +291,17 @@ def test_a_numbered_list_of_the_titles_words_on_one_line_is_no_answer() -> None:
 )
 def test_a_numbered_answer_that_names_a_title_is_kept(text: str) -> None:
     assert runaway.sound_answer(text, REPORT) == text
+
+
+def test_a_loop_whose_citation_numbers_count_up_is_a_loop() -> None:
+    text = "".join(f"[{n}] 2026-02-24 " for n in range(3, 60))
+    watch = streamed(text)
+    assert watch.verdict is not None and watch.verdict.kind == "loop"
+    assert len(watch.kept) < 40
+
+
+def test_a_passage_head_with_its_path_written_otherwise_is_an_echo() -> None:
+    # The head showed hr/archive/leave-policy-2023.md; the model dropped a folder.
+    line = "[4] hr/leave-policy-2023.md, lines 1-2 — Leave policy Effective: 2023-09-01"
+    assert Scaffolding().echoes(line)
+    assert not Scaffolding().echoes("[4] The leave policy gives 27 days, lines up with 2025.")
