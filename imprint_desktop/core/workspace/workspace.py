@@ -22,7 +22,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from imprint_desktop.core.chosen import embedder_file
+from imprint_desktop.core.chosen import embedder_file, workspace_folder
 from imprint_desktop.core.config import WorkspaceConfig
 from imprint_desktop.core.errors import DocumentError
 from imprint_desktop.core.workspace.extract import BINARY_SUFFIXES, Extracted
@@ -115,14 +115,18 @@ class Workspace:
     def from_config(
         cls, root: Path, settings: WorkspaceConfig, *, db_path: Path | None = None
     ) -> Workspace:
-        """The workspace at ``root`` as the ``workspace.*`` settings configure it."""
+        """The workspace at ``root`` as the ``workspace.*`` settings configure it: with the
+        folders of ``workspace.more_folders`` when ``root`` is the folder ``workspace.path``
+        chooses (they belong to that workspace, not to a folder named for one command)."""
+        chosen = workspace_folder(settings.path).expanduser().resolve()
+        more = folder_lines(settings.more_folders) if root.expanduser().resolve() == chosen else []
         return cls(
             root,
             notes_folder=settings.notes_folder,
             max_file_bytes=settings.max_file_mb * 2**20,
             db_path=db_path,
             embedder=embedder_file(settings.embedder),
-            more_folders=folder_lines(settings.more_folders),
+            more_folders=more,
             extraction=ExtractionLimits(
                 ocr=settings.ocr,
                 ocr_page_seconds=float(settings.ocr_page_seconds),

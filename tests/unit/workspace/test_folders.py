@@ -163,3 +163,18 @@ def test_an_update_of_a_changed_path_judges_its_siblings_again(corpus: Path) -> 
         assert "a draft; the final is plans/budget.md" in workspace.currency(
             "plans/budget-draft.md"
         )
+
+
+def test_the_settings_more_folders_belong_to_the_chosen_workspace_alone(
+    corpus: Path, tmp_path: Path
+) -> None:
+    reports = _reports(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    config = make_config(
+        {"workspace.path": str(corpus), "workspace.more_folders": f"{reports}\n"}
+    ).workspace
+    with Workspace.from_config(corpus, config) as chosen:
+        assert [folder.name for folder in chosen.folders] == ["", "Reports"]
+    with Workspace.from_config(other, config) as named:  # imprint ask --workspace other
+        assert [folder.name for folder in named.folders] == [""]
