@@ -175,3 +175,28 @@ def test_a_question_on_a_folder_still_being_indexed_waits_only_for_the_file_save
         pass
     with WorkspaceIndex(folder) as index:
         assert len(index.documents("logs")) == 3000
+
+
+def test_without_watching_a_question_reads_what_changed_before_it_is_answered(
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
+) -> None:
+    folder = write_corpus(tmp_path / "corpus")
+    store.set("workspace.embedder", "builtin")
+    store.set("workspace.watch", False)
+    script = [Step(calls=[search("walrus slipway")]), Step("A walrus slept there [1].")]
+    opened = open_window(qtbot, store, script)
+    window = opened.window
+    with qtbot.waitSignal(
+        window.bridge.sig_index_progress, timeout=WAIT_MS, check_params_cb=files_read(folder)
+    ):
+        store.set("workspace.path", str(folder))
+    (folder / "news.md").write_text("# News\n\nA walrus slept on the slipway.\n")
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        type_question(qtbot, window, "Was a walrus seen?")
+    tool_results = [
+        message.content
+        for message in opened.provider.requests[-1].messages
+        if message.role == "tool"
+    ]
+    assert "news.md" in tool_results[-1]
+    assert "as it stands" not in tool_results[-1]
