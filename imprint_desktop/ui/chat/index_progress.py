@@ -41,6 +41,8 @@ STEP_PURPOSES = {
         "passages again to improve search by meaning; a question stops it, and it goes on after."
     ),
 }
+#: The bar's width changes in steps of this many pixels (:meth:`ElidedBar.sizeHint`).
+_WIDTH_STEP = 48
 #: How long a step must have run before the time it has left is guessed (seconds).
 _PACE_AFTER = 1.0
 
@@ -109,6 +111,7 @@ class ElidedBar(QProgressBar):
         self.setTextVisible(True)
         self.setMinimumWidth(120)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
+        self._laid_out = 0  # the width the row was last laid out for
 
     def text(self) -> str:
         whole = super().text()
@@ -121,7 +124,18 @@ class ElidedBar(QProgressBar):
 
     def sizeHint(self) -> QSize:
         wanted = self.fontMetrics().horizontalAdvance(self.whole_text()) + 24
+        # In steps, so that a line a few characters longer or shorter (the time left, the files
+        # done) lays the window out again only now and then: each layout of the row repaints
+        # the window, up to 100 ms on a software display (bench/bench_folders.py).
+        wanted = _WIDTH_STEP * math.ceil(wanted / _WIDTH_STEP)
         return QSize(max(self.minimumWidth(), min(wanted, 440)), super().sizeHint().height())
+
+    def update_width(self) -> None:
+        """Lay the row out again when the line wants another step of width, not otherwise."""
+        width = self.sizeHint().width()
+        if width != self._laid_out:
+            self._laid_out = width
+            self.updateGeometry()
 
 
 def finished_line(status: IndexStatus, files_read: bool, problems: str) -> str:

@@ -291,7 +291,7 @@ class ResearchToolbar(QWidget):
         where = f"\n{status.path}" if status.path else ""
         # A file name may hold anything: the tooltip is escaped.
         self.index_bar.setToolTip(tooltip(f"{line}\n\n{STEP_PURPOSES[status.stage]}{where}"))
-        self.index_bar.updateGeometry()  # its width follows its line, up to a limit
+        self.index_bar.update_width()  # its width follows its line, up to a limit
 
     def finished_line(self, status: IndexStatus) -> str:
         """What the status bar says of ``status`` once its step ended ("" for nothing): the
