@@ -2,7 +2,7 @@
 
 :class:`IndexKeeper` watches the workspace's folders (:class:`~imprint_desktop.core.workspace.
 watching.FolderWatch`, ``workspace.watch``) and indexes what changed in the background, one
-folder's update at a time, on a thread of its own whose scheduling priority is lowered
+folder's update at a time, on a thread of its own whose scheduling priority is lowered on Linux
 (:func:`lower_priority`, and so is the reader worker it starts): a folder just opened gets a
 whole update (one walk, then the new and changed files), a change the watch saw gets an update of
 the paths it names alone (:meth:`WorkspaceIndex.update` with ``paths``), before any whole
@@ -29,6 +29,7 @@ import contextlib
 import functools
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -47,16 +48,17 @@ log = logging.getLogger(__name__)
 #: The most changed files a question waits for; with more left, it is answered from the index as
 #: it stands (a file saved just before asking is read first).
 WAIT_FOR_FILES = 32
-#: How much lower than the window the background indexing runs (``nice`` steps, Linux and macOS).
+#: How much lower than the window the background indexing runs (``nice`` steps, on Linux).
 NICENESS = 10
 
 
 def lower_priority() -> None:
-    """Lower the calling thread's scheduling priority by :data:`NICENESS` (where threads have
-    their own: Linux; elsewhere nothing changes). A reader worker process started from the thread
-    inherits it."""
-    # Windows has no setpriority; a container may refuse it.
-    with contextlib.suppress(AttributeError, OSError):
+    """Lower the calling thread's scheduling priority by :data:`NICENESS` where a thread has its
+    own, on Linux (elsewhere a thread's id is no process's, and nothing changes). A reader worker
+    process started from the thread inherits it."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError):  # a container may refuse it
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
 
 
