@@ -88,6 +88,8 @@ _NUMBERED_ITEM = re.compile(r"(?:^|\s)\d{1,3}[.)](?=\s|$)")
 #: name a title holds, is an answer's word as often).
 _TITLE_WORDS = 3
 _DIGITS = re.compile(r"\d+")
+#: A question that asks which document, whose answer may well be titles.
+_DOCUMENTS = re.compile(r"\b(?:documents?|reports?|files?|sources?|titles?|papers?)\b")
 #: A unit: a line, or a sentence within one, with what follows it.
 _UNIT_END = re.compile(r"\n|(?<=[.!?])[\"'”’)\]]*[ \t]+")
 #: Where a sentence ends (for trimming an answer to whole sentences).
@@ -168,6 +170,21 @@ class Scaffolding:
             return True
         items = [item for item in _NUMBERED_ITEM.split(line) if _WORD.search(item)]
         return len(items) >= 2 and all(self._in_a_title(item) for item in items)
+
+    def only_titles(self, answer: str) -> bool:
+        """Whether ``answer`` is nothing but a numbered list of the titles' words, a line an
+        item ("3. The annual report 2023\n4. The annual report 2022\n5. The Tarn Valley
+        Railway"), to a question that does not ask which document."""
+        if _DOCUMENTS.search(self.question):
+            return False
+        lines = [line for line in answer.splitlines() if _WORD.search(line)]
+        items = [_NUMBERED_ITEM.sub("", _CITATIONS.sub("", line)).strip() for line in lines]
+        named = [item for item in items if _WORD.search(item) and not item.strip(" .").isdigit()]
+        numbered = all(
+            _NUMBERED_ITEM.match(line.strip()) or line.strip(" .").isdigit()
+            for line in (_CITATIONS.sub("", line) for line in lines)
+        )
+        return len(named) >= 2 and numbered and all(self._in_a_title(item) for item in named)
 
     def _in_a_title(self, text: str) -> bool:
         """Whether ``text`` is three or more words of a title, in their order."""
@@ -397,4 +414,6 @@ def sound_answer(text: str, scaffolding: Scaffolding) -> str:
         if not scaffolding.echoes(line) and not scaffolding.is_title(line)
     ]
     rest = without_dangling_lead_in("\n".join(kept).strip())
+    if scaffolding.only_titles(rest):
+        return ""
     return rest if _WORD.search(rest) else ""

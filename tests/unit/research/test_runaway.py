@@ -305,3 +305,28 @@ def test_a_passage_head_with_its_path_written_otherwise_is_an_echo() -> None:
     line = "[4] hr/leave-policy-2023.md, lines 1-2 — Leave policy Effective: 2023-09-01"
     assert Scaffolding().echoes(line)
     assert not Scaffolding().echoes("[4] The leave policy gives 27 days, lines up with 2025.")
+
+
+def test_an_answer_of_only_the_titles_words_a_line_an_item_is_no_answer() -> None:
+    text = (
+        "3. The annual report 2023 [3]\n4. The annual report 2022 [3]\n"
+        "5. The Tarn Valley Railway\n6 [1]."
+    )
+    assert runaway.sound_answer(text, REPORT) == ""
+
+
+def test_titles_listed_for_a_question_that_asks_which_report_are_its_answer() -> None:
+    question = "Which reports give passenger numbers?"
+    asked = Scaffolding.of(
+        [
+            Message(
+                "user",
+                REPORT_PROMPT.replace(
+                    "When did the Tarn Valley Railway open to passengers?", question
+                ),
+            )
+        ],
+        question,
+    )
+    text = "1. The annual report 2023\n2. The annual report 2022"
+    assert runaway.sound_answer(text, asked) == text
