@@ -163,3 +163,13 @@ def test_a_table_a_search_cut_onto_one_line_is_looked_at_row_by_row() -> None:
     # Its cost is no year, and the year of the prose after the table is not in the row.
     assert not confirms(question, "It was built in 0.7.", [plan], look)
     assert not confirms(question, "It was built in 2023.", [plan], look)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["How long is the platform at Skelwith station?", "How long is the senior platform?"],
+)
+def test_no_second_look_when_what_the_question_asks_about_is_in_nothing_found(
+    question: str,
+) -> None:
+    assert worth_a_second_look(question, "It is 1903 metres long.", [STATION]) is None

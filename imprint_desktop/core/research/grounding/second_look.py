@@ -29,7 +29,7 @@ from imprint_desktop.core.research.grounding.anchors import (
 )
 from imprint_desktop.core.research.grounding.answer import ground
 from imprint_desktop.core.research.grounding.checker import Checker
-from imprint_desktop.core.research.grounding.passages import PassageText
+from imprint_desktop.core.research.grounding.passages import PassageText, Unit, units_of
 from imprint_desktop.core.research.grounding.question import Question
 from imprint_desktop.core.research.grounding.words import WORD, word_set
 
@@ -62,6 +62,12 @@ def worth_a_second_look(
     asked = Question.read(question)
     if asked.wants not in _CHECKABLE or _asks_several(question):
         return None
+    units: list[Unit] = []
+    for passage in passages:
+        units += units_of(passage, len(units))
+    checker = Checker(asked, units)
+    if checker.unnamed or checker.narrowing_missing:
+        return None  # what it asks about is in nothing found: no sentence answers it
     view = ground(question, answer, passages).grounding
     if view.verdict not in ("partly", "unsupported") or not _one_statement(view.offered):
         return None
