@@ -3,14 +3,15 @@
 :class:`FolderWatch` watches every folder of a workspace, all the way down, in a thread of its own,
 with ``watchfiles`` (the Rust ``notify`` library: inotify on Linux, FSEvents on macOS,
 ReadDirectoryChangesW on Windows): each folder the index walks is watched on its own, never one
-behind a link, and a folder that appears is taken in by watching again (its files are told with
-it: an update of a folder's path reads everything under it). Changes are gathered until none
-came for :data:`SETTLE_MS` (an editor's save is a write, a rename and a delete), then handed
-over as one batch: the folder's index and the paths that changed in it, in the workspace's text form
-(:func:`~.files.name_text`), folder-relative. A rename arrives as both its paths in one batch, so
-the update that follows sees the file leave one path and appear at the other and keeps its
-passages (:mod:`.update`). What the index never reads (hidden names, tooling folders) is left out
-here already.
+behind a link, and a folder that appears is taken in by watching again (its files are told with it:
+an update of a folder's path reads everything under it; a file changed elsewhere in the moment the
+folders are watched again, tens of milliseconds, is missed until the folder's next whole update).
+Changes are gathered until none came for :data:`SETTLE_MS` (an editor's save is a write, a rename
+and a delete), then handed over as one batch: the folder's index and the paths that changed in it,
+in the workspace's text form (:func:`~.files.name_text`), folder-relative. A rename arrives as both
+its paths in one batch, so the update that follows sees the file leave one path and appear at the
+other and keeps its passages (:mod:`.update`). What the index never reads (hidden names, tooling
+folders) is left out here already.
 
 On Linux each watched folder takes one inotify watch of the person's
 ``fs.inotify.max_user_watches`` (files take none): ``bench/bench_folders.py`` measures a
@@ -107,6 +108,7 @@ class FolderWatch:
             try:
                 if not self._watch(watchfiles, self._folders()):
                     break  # stopped
+                self._ready.clear()  # watching again, a folder more
             except Exception as error:  # a name it cannot decode, the limit of watches, …
                 log.warning("watching the workspace's folders failed: %s", error)
                 now = time.monotonic()

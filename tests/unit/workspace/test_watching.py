@@ -63,6 +63,9 @@ def test_added_changed_renamed_and_removed_files_are_told_by_folder(
         # update of a folder's path takes everything under it.
         write(first, "notes/new folder/c.md", "gamma\n")
         assert "notes/new folder" in seen.until(0, {"notes/new folder"})
+        assert watch.wait_ready(WAIT_S)  # watching it too
+        write(first, "notes/new folder/d.md", "delta\n")
+        seen.until(0, {"notes/new folder/d.md"})
         with (second / "b.md").open("a", encoding="utf-8") as appended:  # changed in place
             appended.write("more\n")
         seen.until(1, {"b.md"})
