@@ -43,7 +43,7 @@ FALLBACK_LABEL = "No final answer could be written"
 #: question (a small model answers from the sentence that holds the fact, not from pages).
 FINAL_PASSAGE_CHARS = 1200
 #: The output allowance of a second look: an answer from one sentence is one sentence.
-SECOND_LOOK_TOKENS = 96
+SECOND_LOOK_TOKENS = 48
 # The evidence texts in a fallback share this many characters; every item's source is listed.
 FALLBACK_EVIDENCE_CHARS = 20_000
 

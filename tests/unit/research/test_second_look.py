@@ -173,3 +173,14 @@ def test_no_second_look_when_what_the_question_asks_about_is_in_nothing_found(
     question: str,
 ) -> None:
     assert worth_a_second_look(question, "It is 1903 metres long.", [STATION]) is None
+
+
+def test_no_second_look_from_a_sentence_that_holds_none_of_the_question_s_terms() -> None:
+    village = PassageText(
+        4,
+        "# Brantwater Reservoir\n\nA navvy village of some 600 people stood at Brant Foot.\n",
+        "reservoirs/brantwater.md",
+        "Brantwater Reservoir",
+    )
+    question = "What volume of water does Brantwater store when full?"
+    assert worth_a_second_look(question, "It stores 91.5 Ml/d.", [village]) is None

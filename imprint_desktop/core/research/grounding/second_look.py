@@ -31,7 +31,7 @@ from imprint_desktop.core.research.grounding.answer import ground
 from imprint_desktop.core.research.grounding.checker import Checker
 from imprint_desktop.core.research.grounding.passages import PassageText, Unit, units_of
 from imprint_desktop.core.research.grounding.question import Question
-from imprint_desktop.core.research.grounding.words import WORD, word_set
+from imprint_desktop.core.research.grounding.words import WORD, stems_of, word_set
 
 #: The kinds of value a second look is asked for: one the sentence holds, which can be checked.
 _CHECKABLE = frozenset(("number", "date", "time"))
@@ -71,6 +71,8 @@ def worth_a_second_look(
     view = ground(question, answer, passages).grounding
     if view.verdict not in ("partly", "unsupported") or not _one_statement(view.offered):
         return None
+    if asked.key and stems_of(view.offered).isdisjoint(asked.key):
+        return None  # it holds none of what the question asks about in its own words
     return SecondLook(view.offered_from, view.offered)
 
 
