@@ -266,13 +266,15 @@ def superseded(documents: Iterable[Dated]) -> dict[str, str]:
     for (_folder, key), members in groups.items():
         if len(members) < 2 or not key:
             continue
-        newest = max(members, key=lambda doc: (doc.date, _is_final(doc), doc.mtime_ns))
+        newest = max(
+            members, key=lambda doc: (_name_year(doc), doc.date, _is_final(doc), doc.mtime_ns)
+        )
         for member in members:
             if member is newest or member.path in found:
                 continue
             if _is_draft(member) and _is_final(newest):
                 found[member.path] = f"a draft; the final is {newest.path}"
-            elif member.date < newest.date:
+            elif member.date < newest.date or _name_year(member) < _name_year(newest):
                 found[member.path] = f"{newest.path} is a newer version ({newest.date})"
     return found
 
@@ -291,6 +293,16 @@ def _flagged(path: PurePosixPath, title: str) -> str:
     words = _WORD.findall(title.lower())
     flagged = next((word for word in _SUPERSEDED_WORDS if word in words), None)
     return f'its title says "{flagged}"' if flagged is not None else ""
+
+
+def _name_year(document: Dated) -> int:
+    """The latest year a document's file name gives ("annual-report-2023" is 2023), 0 if none:
+    of a series named by year, the later year's edition is the newer, whatever the dates say (a
+    date that is only the file's timestamp says nothing of which edition is later)."""
+    years = [
+        int(y) for y in re.findall(r"(?<!\d)(?:19|20)\d\d(?!\d)", PurePosixPath(document.path).stem)
+    ]
+    return max(years, default=0)
 
 
 def _stem_key(stem: str) -> str:

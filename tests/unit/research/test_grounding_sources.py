@@ -314,3 +314,16 @@ def test_a_csv_row_is_quoted_with_its_header_and_judged_as_a_row() -> None:
     # Old Quay's range, from the row above, is said of Old Quay.
     wrong = ground(question, "The range of the Gannet Point light is 6 nautical miles.", [lights])
     assert wrong.grounding.verdict != "supported"
+
+
+def test_the_edition_of_a_series_for_the_year_asked_is_its_document() -> None:
+    report = PassageText(
+        2,
+        "### Lead\n\nWe replaced 745 lead service pipes on the company side of the boundary.\n",
+        "finance/annual-report-2023.md",
+        "Annual Report and Accounts 2023",
+        superseded="finance/annual-report-2024.md is a newer version (2025-03-01)",
+    )
+    question = "How many company-side lead pipes were replaced in 2023?"
+    result = ground(question, "745 lead pipes were replaced on the company side.", [report])
+    assert result.grounding.verdict == "supported", result.grounding

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from imprint_desktop.core.workspace import ExtractionLimits, SearchHit, WorkspaceIndex, extract
-from imprint_desktop.core.workspace.dating import DocumentDate, How, chosen, stated_dates
+from imprint_desktop.core.workspace.dating import (
+    Dated,
+    DocumentDate,
+    How,
+    chosen,
+    stated_dates,
+    superseded,
+)
 from tests.support import documents
 from tests.unit.workspace.conftest import write
 
@@ -194,3 +201,16 @@ def test_the_chosen_date_is_no_later_than_the_files_own_timestamps() -> None:
     stamped = DocumentDate("2027-03-01", How.PROPERTIES)
     assert chosen((delivery, stamped), october) == delivery
     assert chosen((), october) == DocumentDate("2026-10-09", How.MODIFIED)
+
+
+def test_of_a_series_named_by_year_the_later_year_is_the_newer_whatever_the_dates() -> None:
+    # The 2022 report states no date, so its date is its file's timestamp: today.
+    found = superseded(
+        [
+            Dated("finance/annual-report-2022.md", "Annual Report 2022", "2026-12-06", 3),
+            Dated("finance/annual-report-2023.md", "Annual Report 2023", "2024-03-01", 1),
+            Dated("finance/annual-report-2024.md", "Annual Report 2024", "2025-03-01", 2),
+        ]
+    )
+    assert set(found) == {"finance/annual-report-2022.md", "finance/annual-report-2023.md"}
+    assert "annual-report-2024.md is a newer version" in found["finance/annual-report-2022.md"]

@@ -183,10 +183,17 @@ class Checker:
             # What it asks about is narrower than anything its passage says ("the last train …
             # in *winter*" of the summer timetable).
             return Verdict(unit, f"the passage does not mention {_quoted(lacking)}")
-        if not current and not self._asks_of_the_past():
+        if not current and not self._asks_of_the_past() and not self._edition_of(unit):
             # Only an older version says it: the current one says otherwise, or nothing.
             return Verdict(unit, f"{_STALE} ({self.stale[unit.passage]})")
         return Verdict(unit)
+
+    def _edition_of(self, unit: Unit) -> bool:
+        """Whether ``unit`` stands in the edition of a series for the year the question asks
+        of ("annual-report-2023" to "… in 2023?"): superseded by the next year's, it is still
+        the document of its own year. A draft is never that."""
+        named = years_in(unit.context)
+        return bool(self.question.years & named) and "draft" not in unit.context.lower()
 
     def _asks_of_the_past(self) -> bool:
         """Whether the question asks of an earlier version ("last year's charge", "the previous
