@@ -327,3 +327,16 @@ def test_the_edition_of_a_series_for_the_year_asked_is_its_document() -> None:
     question = "How many company-side lead pipes were replaced in 2023?"
     result = ground(question, "745 lead pipes were replaced on the company side.", [report])
     assert result.grounding.verdict == "supported", result.grounding
+
+
+def test_a_sentence_that_says_the_documents_do_not_say_is_not_judged_by_its_words() -> None:
+    crane = PassageText(
+        1,
+        "# Harbour\n\nThe harbour crane was painted teal in March.\n",
+        "notes/crane.md",
+        "Harbour",
+    )
+    question = "What colour was the harbour crane painted?"
+    answer = "The harbour crane was painted in a colour that is not specified in the document."
+    claims = ground(question, answer, [crane]).grounding.claims
+    assert all("not in your documents" not in claim.note for claim in claims)

@@ -187,8 +187,8 @@ def _unheld_words(sentence: str, checker: Checker) -> list[str]:
     screw-pile?"): the words it adds to the question's, as it wrote them, when none of them is
     found ("the *design* of the light"); [] when any is, or when it adds none."""
     question = checker.question
-    if question.wants or not checker.units:
-        return []
+    if question.wants or not checker.units or declines(sentence):
+        return []  # ("… is not specified in the document" says nothing of its own)
     own: dict[str, str] = {}
     for word in WORD.findall(sentence):
         lower = word.lower()
