@@ -340,3 +340,22 @@ def test_a_sentence_that_says_the_documents_do_not_say_is_not_judged_by_its_word
     answer = "The harbour crane was painted in a colour that is not specified in the document."
     claims = ground(question, answer, [crane]).grounding.claims
     assert all("not in your documents" not in claim.note for claim in claims)
+
+
+def test_a_table_row_is_read_with_its_header() -> None:
+    programme = PassageText(
+        1,
+        "## Results\n\n| Year | Lead pipes replaced (company side) | Samples over 10 µg/l |\n"
+        "|---|---|---|\n| 2023 | 745 | 11 |\n| 2024 | 980 | 8 |\n",
+        "water-quality/lead-pipe-programme.md",
+        "Lead pipe replacement programme",
+    )
+    report = PassageText(
+        2,
+        "### Lead\n\nWe replaced 980 lead service pipes on the company side, more than ever.\n",
+        "finance/annual-report-2024.md",
+        "Annual Report 2024",
+    )
+    question = "How many company-side lead pipes were replaced in 2023?"
+    result = ground(question, "The answer is: 745 [1]", [programme, report])
+    assert result.grounding.verdict == "supported", result.grounding

@@ -81,13 +81,14 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
             Unit(passage.id, row, context, True, first + at) for at, row in enumerate(rows) if row
         ]
     heading = ""
+    columns = ""  # a table's header row, which says what its rows' cells are
     out: list[Unit] = []
     paragraph: list[str] = []
 
     def add(text: str, *, row: bool) -> None:
         text = " ".join(text.split())
         if text:
-            context = f"{heading} {passage.title} {source_words}"
+            context = f"{heading} {columns if row else ''} {passage.title} {source_words}"
             out.append(Unit(passage.id, text, context, row, first + len(out)))
 
     def flush() -> None:
@@ -101,6 +102,10 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
         head = _HEADING.match(line)
         if not stripped or re.fullmatch(r"[|:\-\s=~^*#+`]+", stripped):
             flush()
+            if "-" in stripped and "|" in stripped and out and out[-1].row:
+                columns = out[-1].text  # the row above a table's rule is its header
+            elif not stripped:
+                columns = ""
         elif head or (
             stripped.upper() == stripped
             and sum(c.isalpha() for c in stripped) > 3
