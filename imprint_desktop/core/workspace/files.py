@@ -166,16 +166,10 @@ def scan(
                 if name not in SKIPPED_FOLDERS:
                     folders.append((Path(entry.path), f"{relative}/"))
                 continue
-            if not stat.S_ISREG(info.st_mode):
-                continue
-            dot = name.rfind(".")  # the suffix as PurePosixPath(name).suffix has it, cheaper
-            if 0 < dot < len(name) - 1 and name[dot:].lower() in skip_suffixes:
-                continue
-            skipped = ""
-            if info.st_size > max_file_bytes:
-                limit = size_limit_words(max_file_bytes)
-                skipped = f"larger than the {limit} limit (workspace.max_file_mb)"
-            yield FileEntry(relative, info.st_size, info.st_mtime_ns, skipped)
+            if (
+                found := _file_entry(relative, name, info, max_file_bytes, skip_suffixes)
+            ) is not None:
+                yield found
         stack.extend(reversed(folders))  # popped in name order, after this folder's files
 
 
@@ -218,17 +212,31 @@ def scan_changed(
                     prefix=f"{relative}/",
                 )
             continue
-        if not stat.S_ISREG(info.st_mode):
-            continue
-        name = parts[-1]
-        dot = name.rfind(".")
-        if 0 < dot < len(name) - 1 and name[dot:].lower() in skip_suffixes:
-            continue
-        skipped = ""
-        if info.st_size > max_file_bytes:
-            limit = size_limit_words(max_file_bytes)
-            skipped = f"larger than the {limit} limit (workspace.max_file_mb)"
-        yield FileEntry(relative, info.st_size, info.st_mtime_ns, skipped)
+        if (
+            found := _file_entry(relative, parts[-1], info, max_file_bytes, skip_suffixes)
+        ) is not None:
+            yield found
+
+
+def _file_entry(
+    relative: str,
+    name: str,
+    info: os.stat_result,
+    max_file_bytes: int,
+    skip_suffixes: frozenset[str],
+) -> FileEntry | None:
+    """The entry of the file ``relative`` (named ``name``, its ``info`` from lstat), or None
+    when it is no regular file or its suffix is skipped; one too large is noted as skipped."""
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    dot = name.rfind(".")  # the suffix as PurePosixPath(name).suffix has it, cheaper
+    if 0 < dot < len(name) - 1 and name[dot:].lower() in skip_suffixes:
+        return None
+    skipped = ""
+    if info.st_size > max_file_bytes:
+        limit = size_limit_words(max_file_bytes)
+        skipped = f"larger than the {limit} limit (workspace.max_file_mb)"
+    return FileEntry(relative, info.st_size, info.st_mtime_ns, skipped)
 
 
 def clean_relative(user_path: str) -> str:
