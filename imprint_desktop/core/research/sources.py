@@ -20,7 +20,9 @@ from dataclasses import dataclass, field, replace
 from imprint_desktop.core.research import events as ev
 from imprint_desktop.core.research import grounding, prompts
 from imprint_desktop.core.research.grounding import PassageText, ground
+from imprint_desktop.core.research.grounding.passages import FLAT_RULE, ROW_BREAK
 from imprint_desktop.core.research.seed import content_words
+from imprint_desktop.core.workspace.dating import SUPERSEDED_MARK
 from imprint_desktop.core.workspace.passages import focus, query_terms, term_weights
 
 SOURCES_HEADING = "Sources:"
@@ -97,7 +99,7 @@ def _quoted(supporting: str | None, best: str) -> str:
     its header instead."""
     if supporting and best and _row_of(supporting, best):
         return best  # the same row, with its header
-    if supporting and not (_FLAT_RULE.search(supporting) and best):
+    if supporting and not (FLAT_RULE.search(supporting) and best):
         return supporting
     return best
 
@@ -171,10 +173,6 @@ def unmentioned_why(words: Sequence[str]) -> str:
     return f"nothing found mentions {listed}"
 
 
-#: What opens why a document looks superseded in its currency (:func:`.dating.currency`).
-_SUPERSEDED = "looks superseded: "
-
-
 def _passages(
     evidence: Sequence[ev.EvidenceItemView], texts: Mapping[int, str]
 ) -> list[PassageText]:
@@ -184,7 +182,7 @@ def _passages(
             texts.get(item.id) or item.excerpt,
             item.source,
             item.title,
-            item.currency.partition(_SUPERSEDED)[2],
+            item.currency.partition(SUPERSEDED_MARK)[2],
         )
         for item in evidence
         if item.location != "listing"
@@ -220,9 +218,6 @@ def snippets(
 _ROW = re.compile(r"^[^:;\n]{1,60}: [^;\n]*(?:; [^:;\n]{1,60}: [^;\n]*)+$|^\|?(?:[^|\n]+\|){2,}")
 
 
-#: A Markdown table's rule within a line, and the space between two rows put on one line.
-_FLAT_RULE = re.compile(r"\|\s*:?-{3,}:?\s*\|")
-_ROW_BREAK = re.compile(r"\|\s+\|(?=\s*[^\s|])")
 #: A Markdown table's rule under its header: "|---|:---:|".
 _RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
 
@@ -232,10 +227,10 @@ def table_rows(text: str) -> list[str]:
     its column's header ("year: 1857; work: Gannet Point lighthouse lit on 1 November" for a
     Markdown table's row), as the reader writes a spreadsheet's ("Region: North; Q1: 1200").
     A table's header and its rule are no rows of their own."""
-    if "\n" not in text.strip() and _FLAT_RULE.search(text):
+    if "\n" not in text.strip() and FLAT_RULE.search(text):
         # A search result cut around what matched comes on one line: "…| year | work | |---|---|
         # | 1854 | … |": its rows end where one "|" meets the next across a space.
-        text = _ROW_BREAK.sub("|\n|", text.lstrip("…"))
+        text = ROW_BREAK.sub("|\n|", text.lstrip("…"))
     lines = [line.strip() for line in text.splitlines()]
     rows: list[str] = []
     header: list[str] = []

@@ -318,14 +318,18 @@ def _is_final(document: Dated) -> bool:
     return not _is_draft(document)
 
 
+#: What opens why a document looks superseded in its currency (:func:`currency`).
+SUPERSEDED_MARK = "looks superseded: "
+
+
 def currency(date: str, dated: str, superseded: str) -> str:
     """How a passage's document stands, in the words every view uses: "dated 2026-02-10, stated
     near its title", "modified 2025-11-03", with "; looks superseded: …" when it does."""
     if not date:
-        return f"looks superseded: {superseded}" if superseded else ""
+        return f"{SUPERSEDED_MARK}{superseded}" if superseded else ""
     if dated == How.MODIFIED:
         text = f"modified {date}"
     else:
         how = HOW_WORDS.get(dated)
         text = f"dated {date}, {how}" if how else f"dated {date}"
-    return f"{text}; looks superseded: {superseded}" if superseded else text
+    return f"{text}; {SUPERSEDED_MARK}{superseded}" if superseded else text

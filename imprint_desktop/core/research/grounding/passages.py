@@ -127,8 +127,8 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
 
 
 #: A Markdown table's rule within a line, and the space between two rows put on one line.
-_FLAT_RULE = re.compile(r"\|\s*:?-{3,}:?\s*\|")
-_ROW_BREAK = re.compile(r"\|\s+\|(?=\s*[^\s|])")
+FLAT_RULE = re.compile(r"\|\s*:?-{3,}:?\s*\|")
+ROW_BREAK = re.compile(r"\|\s+\|(?=\s*[^\s|])")
 _PROSE_AFTER = re.compile(r"^(.*\|)\s+([A-Z][^|]{30,}[.!?]\s.*|[A-Z][^|]{30,}[.!?])$")
 
 
@@ -137,8 +137,8 @@ def _unflattened(text: str) -> list[str]:
     Wath End … | 3.9 | | Rudd Lane … | 0.7 |") back on a line a row."""
     lines: list[str] = []
     for line in text.splitlines():
-        if _FLAT_RULE.search(line):
-            for row in _ROW_BREAK.sub("|\n|", line).splitlines():
+        if FLAT_RULE.search(line):
+            for row in ROW_BREAK.sub("|\n|", line).splitlines():
                 # Prose after the table's last row is no cell of it.
                 after = _PROSE_AFTER.match(row)
                 lines += [after.group(1), after.group(2)] if after else [row]
