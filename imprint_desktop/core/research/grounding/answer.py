@@ -55,11 +55,21 @@ _DECLINES = re.compile(
 
 def ground(question: str, answer: str, passages: Sequence[PassageText]) -> Grounded:
     """Check ``answer`` to ``question`` against ``passages`` (see the module docstring)."""
+    return ground_by(checker_for(question, passages), answer)
+
+
+def checker_for(question: str, passages: Sequence[PassageText]) -> Checker:
+    """What ``question`` asks, against the sentences of ``passages``."""
     units: list[Unit] = []
     for passage in passages:
         units += units_of(passage, len(units))
-    asked = Question.read(question)
-    checker = Checker(asked, units, {p.id: p.superseded for p in passages if p.superseded})
+    stale = {p.id: p.superseded for p in passages if p.superseded}
+    return Checker(Question.read(question), units, stale)
+
+
+def ground_by(checker: Checker, answer: str) -> Grounded:
+    """Check ``answer`` with ``checker`` (:func:`checker_for`): :func:`ground`'s work."""
+    asked, units = checker.question, checker.units
     checker.refers = asked.names_subject(stems_of(answer))
     claims: list[ClaimView] = []
     quotes: dict[int, list[str]] = {}

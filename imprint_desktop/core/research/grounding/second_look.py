@@ -27,9 +27,9 @@ from imprint_desktop.core.research.grounding.anchors import (
     same_value,
     year_like,
 )
-from imprint_desktop.core.research.grounding.answer import ground
+from imprint_desktop.core.research.grounding.answer import checker_for, ground, ground_by
 from imprint_desktop.core.research.grounding.checker import Checker
-from imprint_desktop.core.research.grounding.passages import PassageText, Unit, units_of
+from imprint_desktop.core.research.grounding.passages import PassageText
 from imprint_desktop.core.research.grounding.question import Question
 from imprint_desktop.core.research.grounding.words import WORD, stems_of, word_set
 
@@ -59,16 +59,13 @@ def worth_a_second_look(
     """The sentence to ask ``question`` again from, when ``answer`` is flagged and the passages
     hold a sentence that answers it; None otherwise (the answer stands, or nothing would do
     better). A question that asks more than one thing is never asked again from one sentence."""
-    asked = Question.read(question)
+    checker = checker_for(question, passages)
+    asked = checker.question
     if asked.wants not in _CHECKABLE or _asks_several(question):
         return None
-    units: list[Unit] = []
-    for passage in passages:
-        units += units_of(passage, len(units))
-    checker = Checker(asked, units)
     if checker.unnamed or checker.narrowing_missing:
         return None  # what it asks about is in nothing found: no sentence answers it
-    view = ground(question, answer, passages).grounding
+    view = ground_by(checker, answer).grounding
     if view.verdict not in ("partly", "unsupported") or not _one_statement(view.offered):
         return None
     if asked.key and stems_of(view.offered).isdisjoint(asked.key):
