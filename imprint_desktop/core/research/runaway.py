@@ -177,14 +177,16 @@ class Scaffolding:
         Railway"), to a question that does not ask which document."""
         if _DOCUMENTS.search(self.question):
             return False
-        lines = [line for line in answer.splitlines() if _WORD.search(line)]
-        items = [_NUMBERED_ITEM.sub("", _CITATIONS.sub("", line)).strip() for line in lines]
-        named = [item for item in items if _WORD.search(item) and not item.strip(" .").isdigit()]
-        numbered = all(
-            _NUMBERED_ITEM.match(line.strip()) or line.strip(" .").isdigit()
-            for line in (_CITATIONS.sub("", line) for line in lines)
-        )
-        return len(named) >= 2 and numbered and all(self._in_a_title(item) for item in named)
+        named: list[str] = []
+        for line in filter(_WORD.search, answer.splitlines()):
+            plain = _CITATIONS.sub("", line).strip()
+            if plain.strip(" .").isdigit():
+                continue  # a list's number left on a line of its own ("6 [1].")
+            if not _NUMBERED_ITEM.match(plain):
+                return False
+            if _WORD.search(item := _NUMBERED_ITEM.sub("", plain).strip()):
+                named.append(item)
+        return len(named) >= 2 and all(self._in_a_title(item) for item in named)
 
     def _in_a_title(self, text: str) -> bool:
         """Whether ``text`` is three or more words of a title, in their order."""
