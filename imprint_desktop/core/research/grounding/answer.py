@@ -276,4 +276,4 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     ]
     if not candidates:
         return None
-    return max(candidates, key=lambda u: (checker.score(u), -u.order))
+    return checker.best(candidates)

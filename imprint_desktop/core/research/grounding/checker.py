@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -141,6 +142,11 @@ class Checker:
     def coverage(self, unit: Unit) -> set[str]:
         return unit.about & self.terms
 
+    def best(self, units: Sequence[Unit]) -> Unit:
+        """Of ``units``, the one that holds most of what the question asks (the first of
+        equals)."""
+        return max(units, key=lambda u: (self.score(u), -u.order))
+
     def score(self, unit: Unit) -> float:
         return sum(self.weights.get(term, 0.0) for term in self.coverage(unit))
 
@@ -156,7 +162,7 @@ class Checker:
         if anchor.kind == "name" and not stems_of(anchor.text).isdisjoint(self.question.key):
             # What the question asks about, written as the documents name it ("the Audit and
             # Risk Committee" of "the audit committee"): the documents' words, not an answer.
-            return Verdict(max(holders, key=lambda u: (self.score(u), -u.order)))
+            return Verdict(self.best(holders))
         verdicts = [(unit, self._doubt(anchor, unit, claim)) for unit in holders]
         good = [unit for unit, note in verdicts if not note]
         if good:
@@ -167,7 +173,7 @@ class Checker:
     def _of_good(self, anchor: Anchor, good: Sequence[Unit]) -> Verdict:
         """What ``anchor`` stands on, of the sentences ``good`` that hold it and are about the
         question: the best of them, or why what it asks is still not what they say."""
-        best = max(good, key=lambda u: (self.score(u), -u.order))
+        best = self.best(good)
         if not self.wanted(anchor):
             return Verdict(best)
         if missing := [*self.unnamed, *self.narrowing_missing]:
@@ -176,14 +182,14 @@ class Checker:
             # found says it of that.
             return Verdict(best, f"nothing found mentions {_quoted(missing)}")
         current = [unit for unit in good if unit.passage not in self.stale]
-        unit = max(current or good, key=lambda u: (self.score(u), -u.order))
+        unit = self.best(current or good)
         if lacking := [
             word for stem, word in self.narrowing if stem not in self.held[unit.passage]
         ]:
             # What it asks about is narrower than anything its passage says ("the last train …
             # in *winter*" of the summer timetable).
             return Verdict(unit, f"the passage does not mention {_quoted(lacking)}")
-        if not current and not self._asks_of_the_past() and not self._edition_of(unit):
+        if not current and not self._asks_of_the_past and not self._edition_of(unit):
             # Only an older version says it: the current one says otherwise, or nothing.
             return Verdict(unit, f"{_STALE} ({self.stale[unit.passage]})")
         return Verdict(unit)
@@ -195,6 +201,7 @@ class Checker:
         named = years_in(unit.context)
         return bool(self.question.years & named) and "draft" not in unit.context.lower()
 
+    @functools.cached_property
     def _asks_of_the_past(self) -> bool:
         """Whether the question asks of an earlier version ("last year's charge", "the previous
         policy") or of a year no current document speaks of, which a superseded document may
