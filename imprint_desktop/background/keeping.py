@@ -329,6 +329,7 @@ class IndexKeeper:
                 problems=problem_summary(result.problems),
                 details=tuple(f"{item.path}: {item.reason}" for item in result.problems),
                 pending=self.pending(),
+                more=not result.cancelled and (self._whole[folder] or bool(self._pending[folder])),
             )
         )
         if not result.cancelled:

@@ -129,6 +129,9 @@ class IndexStatus:
     details: tuple[str, ...] = ()
     #: Changes the folders' watch saw that wait behind this update (paths).
     pending: int = 0
+    #: At the end: more of the folder is read right after (a whole reading that gave way to the
+    #: files saved meanwhile goes on, or more changes wait): it is not read yet.
+    more: bool = False
 
 
 @dataclass(frozen=True, slots=True)

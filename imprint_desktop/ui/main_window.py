@@ -370,6 +370,7 @@ class MainWindow(QMainWindow):
             self.bridge.load_model()
         if any(key.startswith("workspace.") for key in keys):
             self.toolbar_row.workspace.refresh()
+            self.toolbar_row.forget_reading()
             self.bridge.index_workspace()
         self._show_summary()
 

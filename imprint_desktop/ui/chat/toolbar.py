@@ -239,6 +239,7 @@ class ResearchToolbar(QWidget):
         self.index_bar.hide()
         self._pace = Pace()
         self._files_read = True  # the last update of the files was not stopped half-way
+        self._reading: IndexStatus | None = None  # the files being read, while they are
         self._problems = ""  # what it could not fully read
         self.index_problems = FittedLabel(1)  # as long as the problems: cut, never widening
         self.index_problems.setAccessibleName("Files the index could not fully read")
@@ -274,14 +275,20 @@ class ResearchToolbar(QWidget):
         """Show the index's progress (:mod:`.index_progress` words it), or hide the bar when a
         step ends."""
         if status.outcome is not None:
-            self.index_bar.hide()
             self._pace.forget()
-            if status.stage is IndexStage.FILES:
+            if status.stage is IndexStage.FILES and not status.more:
+                self._reading = None
                 self._files_read = status.outcome is Outcome.FINISHED
             if status.outcome is Outcome.FINISHED and status.stage is IndexStage.FILES:
                 self._problems = status.problems
                 self._show_index_problems(status)
+            if self._reading is not None:  # (what was saved meanwhile is read, or has vectors)
+                self.show_index(self._reading)  # the folder's files are still being read
+            else:
+                self.index_bar.hide()
             return
+        if status.stage is IndexStage.FILES:
+            self._reading = status
         self.index_bar.show()
         self.index_bar.setRange(0, max(1, status.total))
         self.index_bar.setValue(status.done)
@@ -293,9 +300,17 @@ class ResearchToolbar(QWidget):
         self.index_bar.setToolTip(tooltip(f"{line}\n\n{STEP_PURPOSES[status.stage]}{where}"))
         self.index_bar.update_width()  # its width follows its line, up to a limit
 
+    def forget_reading(self) -> None:
+        """The workspace's folders changed: a reading under way was ended without its end being
+        told (the next folder's reading is shown as it comes)."""
+        self._reading = None
+
     def finished_line(self, status: IndexStatus) -> str:
         """What the status bar says of ``status`` once its step ended ("" for nothing): the
-        workspace is called indexed only when every step it needs is done."""
+        workspace is called indexed only when every step it needs is done, and no folder's files
+        are being read (the passages of a file saved meanwhile may be ready first)."""
+        if status.more or (self._reading is not None and status.stage is not IndexStage.FILES):
+            return ""
         return finished_line(status, self._files_read, self._problems)
 
     def _show_index_problems(self, status: IndexStatus) -> None:
