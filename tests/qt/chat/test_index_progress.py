@@ -65,6 +65,10 @@ def test_the_bar_reads_on_one_line_at_any_window_width(
         if wide:
             assert window.toolbar_row.index_bar.text() == whole
         assert window.width() == width  # the line never widens the window
+        if status.stage is p.IndexStage.FILES:  # the files are read before the next step
+            window.bridge.sig_index_progress.emit(
+                p.IndexStatus("/w", 14, 14, outcome=p.Outcome.FINISHED)
+            )
     window.bridge.sig_index_progress.emit(
         p.IndexStatus("/w", 1892, 1892, outcome=p.Outcome.FINISHED, stage=p.IndexStage.IMPROVING)
     )
