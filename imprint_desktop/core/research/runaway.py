@@ -12,7 +12,8 @@ reply falls back to the labelled evidence.
 
 What counts, read line by line and sentence by sentence (each a *unit*):
 
-* **a loop** — a unit of a dozen characters or more written a third time; a unit of six words or
+* **a loop** — a unit of a dozen characters or more written a third time; a line of fewer, the
+  same as the two lines before it ("[3] 2026-02-24", "[4] 2026-02-24", …); a unit of six words or
   more that is a near copy (:data:`NEAR_COPY` of its words in order) of two of the few before it
   (a loop "with small variations": a citation or a word changed); or, without any line or sentence
   end, the last words repeating a run of up to :data:`MAX_PERIOD` words three times over at least
@@ -235,6 +236,7 @@ class Watch:
     _answer_begun: bool = False
     _echoes: int = 0
     _line_start: int = 0
+    _lines: list[tuple[str, int]] = field(default_factory=list)  # the last lines' keys and starts
     # The phrase check: the words so far, where each starts and ends, and per period the run of
     # words equal to the one that many words before.
     _words: list[str] = field(default_factory=list)
@@ -302,6 +304,17 @@ class Watch:
         key = " ".join(plain.lower().split())
         words = _WORD.findall(key)
         self._answer_begun |= len(words) >= 2 and not self.scaffolding.is_title(raw)
+        if line_ends and start == self._line_start and key:
+            self._lines = [*self._lines[-2:], (key, start)]
+        return self._repeated(start, raw, key, words)
+
+    def _repeated(self, start: int, raw: str, key: str, words: list[str]) -> Verdict | None:
+        """A loop when the unit ``raw`` (``key`` as compared, of ``words``) repeats."""
+        lines = self._lines
+        if len(lines) == 3 and lines[-1][1] == start and all(line == key for line, _ in lines):
+            # A short line (a value, a date) the same as the two lines before it: a list that
+            # says nothing new, too short for the check below.
+            return Verdict("loop", lines[1][1], raw.strip()[:120])
         if len(key) >= MIN_REPEATED_CHARS:
             self._seen[key] += 1
             starts = self._firsts.setdefault(key, [])

@@ -293,6 +293,28 @@ def test_a_numbered_answer_that_names_a_title_is_kept(text: str) -> None:
     assert runaway.sound_answer(text, REPORT) == text
 
 
+def test_a_short_line_written_a_third_time_in_a_row_is_a_loop() -> None:
+    """ "[3] 2026-02-24" line after line, the number counting up, is caught at its third line
+    (it ran 249 tokens, three seconds, before the phrase check saw it)."""
+    text = "".join(f"[{n}] 2026-02-24\n" for n in range(3, 60))
+    watch = streamed(text)
+    assert watch.verdict is not None and watch.verdict.kind == "loop"
+    assert watch.kept == "[3] 2026-02-24"
+    assert len(watch.text) < 3 * len("[3] 2026-02-24\n") + 7
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- 02:30\n- 02:30 on Sundays\n- 02:30\n",  # not three alike in a row
+        "| 2022 | 612 |\n| 2023 | 612 |\n| 2024 | 612 |\n",  # table rows differ
+        "Yes.\nYes.\n",  # twice
+    ],
+)
+def test_short_lines_alike_but_not_three_in_a_row_are_not_a_loop(text: str) -> None:
+    assert streamed(text).verdict is None
+
+
 def test_a_loop_whose_citation_numbers_count_up_is_a_loop() -> None:
     text = "".join(f"[{n}] 2026-02-24 " for n in range(3, 60))
     watch = streamed(text)
