@@ -374,3 +374,43 @@ def test_a_passage_copied_with_its_wrapped_lines_is_checked_and_cited_by_sentenc
         "- Tower: 14 metres",
     ]
     assert result.grounding.verdict == "supported"
+
+
+PIKESTONE = PassageText(
+    1,
+    "# Pikestone Booster Pumping Station\n\nPikestone lifts treated water from the low-level zone "
+    "to Harl Knott Service Reservoir.\n",
+    "assets/pumping-stations/pikestone.md",
+    "Pikestone Booster Pumping Station",
+)
+RUDD_LANE = PassageText(
+    2,
+    "## Notes\n\nThe asset management plan proposes replacing the pumps with variable-speed sets "
+    "in 2027.\n",
+    "assets/pumping-stations/rudd-lane.md",
+    "Rudd Lane Booster Pumping Station",
+)
+
+
+def test_words_of_one_place_said_of_another_are_flagged() -> None:
+    """A sentence with no value to check, in words of one station's note, said of another
+    station that the note never names (a follow-up's "there" taken for Pikestone)."""
+    grounded = ground(
+        "What pumps are installed there?",
+        "The asset management plan is to replace the pumps with variable-speed sets, which will "
+        "be installed at Pikestone pumping station.",
+        [PIKESTONE, RUDD_LANE],
+    )
+    claim = grounded.grounding.claims[0]
+    assert grounded.grounding.verdict == "partly"
+    assert claim.note == (
+        "the passage [2] says this of Rudd Lane Booster Pumping Station, not of Pikestone"
+    )
+    # The same words said of the station the note is about stand on it.
+    right = ground(
+        "What will be done with the pumps at Rudd Lane?",
+        "The asset management plan proposes replacing the pumps with variable-speed sets.",
+        [PIKESTONE, RUDD_LANE],
+    )
+    assert right.grounding.verdict == "supported"
+    assert right.grounding.claims[0].supported_by == (2,)

@@ -161,6 +161,16 @@ def _claim(
         unit = _by_words(sentence, checker)
         if unit is None:
             return None
+        if note := checker.of_another(plain, unit):
+            return (
+                ClaimView(
+                    sentence,
+                    (unit.passage,),
+                    note.replace("the passage", f"the passage [{unit.passage}]", 1),
+                ),
+                [],
+                [],
+            )
         supports.append((unit, []))
     by = tuple(dict.fromkeys(unit.passage for unit, _ in supports))
     return ClaimView(sentence, by, "; ".join(notes)), supports, checked
@@ -258,6 +268,8 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     def answers(unit: Unit) -> bool:
         if len(re.findall(r",\S", unit.text)) > 2:
             return False  # a table's lines run together ("Old Quay,1854,F G,,green")
+        if _words_of(unit.text) in _words_of(unit.context):
+            return False  # a title or heading, which says nothing ("Pikestone Pumping Station")
         if any(checker.wanted(a) for a in anchors_in(unit.text)):
             return True  # a value of the kind asked for
         # Or, to a question that asks for no value ("Why …?"), a sentence of prose that says
@@ -277,3 +289,7 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     if not candidates:
         return None
     return checker.best(candidates)
+
+
+def _words_of(text: str) -> str:
+    return " ".join(WORD.findall(text.lower()))

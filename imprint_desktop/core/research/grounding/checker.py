@@ -194,6 +194,34 @@ class Checker:
             return Verdict(unit, f"{_STALE} ({self.stale[unit.passage]})")
         return Verdict(unit)
 
+    def of_another(self, sentence: str, unit: Unit) -> str:
+        """Why ``unit``, whose words support ``sentence`` of an answer that gives no value to
+        check, is about something else ("" when nothing says so): the sentence names what the
+        unit's passage names nowhere but another passage does, and the unit, or what it stands
+        under, names another ("… variable-speed pumps will be installed at *Pikestone*" from a
+        note under "Rudd Lane Booster Pumping Station", Pikestone's own passage beside it)."""
+        held = self.held.get(unit.passage, set())
+        question = self.question
+        for name in names_in(sentence):
+            stems = stems_of(name.text)
+            if not stems or stems <= held or name.key in question.anchors:
+                continue
+            if not any(
+                stems <= words for number, words in self.held.items() if number != unit.passage
+            ):
+                continue  # (a name no passage holds is the value checks' to flag)
+            # The sentence's own names, then its heading's, title's and file's, each apart.
+            places = [unit.text, *re.split(r"\s{2,}", unit.context)]
+            others = [
+                n.text
+                for n in itertools.chain.from_iterable(names_in(text) for text in places)
+                if stems_of(n.text).isdisjoint(stems) and n.key not in question.anchors
+            ]
+            if others:
+                other = max(others, key=lambda text: len(text.split()) > 1)  # a whole name first
+                return f"the passage says this of {other}, not of {name.text}"
+        return ""
+
     def _edition_of(self, unit: Unit) -> bool:
         """Whether ``unit`` stands in the edition of a series for the year the question asks
         of ("annual-report-2023" to "… in 2023?"): superseded by the next year's, it is still
