@@ -12,6 +12,7 @@ The runner calls the services and the services call these, so a reply passes eac
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -27,6 +28,8 @@ from imprint_desktop.core.providers.base import Provider
 from imprint_desktop.core.research.engine import AskPerson, ResearchEngine, ResearchSettings
 from imprint_desktop.core.tools.toolbox import Toolbox
 from imprint_desktop.core.workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -134,6 +137,13 @@ class OneRunServices:
     async def ready_workspace(self, config: Config, cancel: CancelToken) -> Workspace:
         self._workspace = Workspace.from_config(self._root, config.workspace)
         await prepare_workspace(self._workspace, cancel)
+        if self._provider is not None and not cancel.cancelled:
+            # The opening every first request starts with, loaded as an earlier ``imprint ask``
+            # kept it, or evaluated now and kept for the next one (:mod:`.local.prefixes`).
+            try:
+                await warm_up(self._provider, config, self._workspace, self.http(config))
+            except Exception:  # only a head start is lost: the first request evaluates it
+                log.warning("warming the model up failed", exc_info=True)
         return self._workspace
 
     def search_embedder(self) -> str | None:

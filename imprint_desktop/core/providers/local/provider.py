@@ -44,6 +44,7 @@ from imprint_desktop.core.providers.base import (
 from imprint_desktop.core.providers.call_markup import CALL_MARKERS, parse_tool_calls, tool_names
 from imprint_desktop.core.providers.local.grammar import build_tool_grammar
 from imprint_desktop.core.providers.local.loader import LoadProgress, load_model
+from imprint_desktop.core.providers.local.prefixes import PrefixStore
 from imprint_desktop.core.providers.local.sampling import DEFAULT_SEED, Sampling
 from imprint_desktop.core.providers.local.session import ModelSession, PrefillObserver
 from imprint_desktop.core.resources import starter_model_path
@@ -410,6 +411,6 @@ def _start(
 
     def load() -> LocalProvider:
         loaded = load_model(model_path, options, progress, cancel)
-        return LocalProvider(ModelSession(loaded), executor)
+        return LocalProvider(ModelSession(loaded, PrefixStore(model_path)), executor)
 
     return executor, executor.submit(load)

@@ -40,6 +40,7 @@ from imprint_desktop.core.providers.local.loader import (
     quiet_errors_while,
     threads_for_now,
 )
+from imprint_desktop.core.providers.local.prefixes import PrefixStore
 from imprint_desktop.core.providers.local.sampling import (
     LoopGuard,
     Sampling,
@@ -135,8 +136,10 @@ class ModelSession:
     Made on the model thread, and used only there.
     """
 
-    def __init__(self, loaded: LoadedModel) -> None:
+    def __init__(self, loaded: LoadedModel, store: PrefixStore | None = None) -> None:
         self.loaded = loaded
+        #: Where an opening evaluated by :meth:`warm` is kept for the next process (None: not).
+        self.store = store
         self.n_batch = min(loaded.options.n_batch, loaded.n_ctx)
         self.cached: list[int] = []
         self.abort = AbortSwitch()
@@ -214,14 +217,21 @@ class ModelSession:
     ) -> int:
         """Evaluate ``prompt`` ahead of a request that will start with it, until ``stop`` is set
         (the next request comes): what was evaluated stays as its reusable prefix. Returns the
-        tokens evaluated."""
+        tokens evaluated. With a :attr:`store`, a prompt an earlier process evaluated whole is
+        loaded from it instead, and one evaluated whole here is kept in it."""
         self.abort.arm(math.inf, CancelToken(), stop)
         try:
             if self.abort.reason() is not None:
                 return 0
+            store, context = self.store, self.loaded.context
+            if not self.cached and store is not None and store.load(context, prompt):
+                self.cached = list(prompt)  # evaluated by an earlier process
+                return 0
             self._fit_threads()
             start = self._reuse_prefix(prompt)
             self._prefill(prompt[start:], on_prefill)
+            if store is not None and self.cached == list(prompt):
+                store.save(context, prompt)
             return len(self.cached) - start
         finally:
             self.abort.disarm()
