@@ -235,3 +235,36 @@ def test_evidence_about_something_else_ends_the_reply_as_not_found() -> None:
     assert result.answer.startswith(sources.NOT_FOUND_LABEL)
     assert "nothing found mentions “capital” or “Australia”" in result.answer
     assert "Canberra" not in result.answer
+
+
+GANNET = PassageText(
+    4,
+    "# Gannet Point\n\nGannet Point was automated in 1986. The last principal keeper was Owen "
+    "Carew, who left on 3 March 1986.\n",
+    "stations/gannet-point.md",
+    "Gannet Point",
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "note"),
+    [
+        (
+            "Gannet Point became automatic in 1986 [4]. The answer is: the person who was "
+            "Gannet Point's last keeper [4].",
+            "the answer gives no name for “who was its last keeper”",
+        ),
+        ("Gannet Point became automatic in 1986, and its last keeper was Owen Carew [4].", ""),
+        ("It became automatic in 1986 [4]. Its last keeper was Owen Carew.", ""),
+    ],
+)
+def test_each_ask_of_a_question_wants_its_own_answer(answer: str, note: str) -> None:
+    """A question that asks two things is not answered by an answer to its first alone: the
+    second ask's kind of value (a name) must be given too, and the question's own names (Gannet
+    Point) do not count for it."""
+    grounded = ground(
+        "When did Gannet Point become automatic and who was its last keeper?", answer, [GANNET]
+    )
+    notes = [claim.note for claim in grounded.grounding.claims if claim.note]
+    assert notes == ([note] if note else [])
+    assert grounded.grounding.verdict == ("partly" if note else "supported")

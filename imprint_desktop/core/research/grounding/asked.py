@@ -66,7 +66,39 @@ def unanswered(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answer
         return unit
     if year := _only_years(checker, [anchor for anchor, _ in given]):
         return year
-    return _kind_given(checker, given, answer) if question.wants else ""
+    if question.wants and (why := _kind_given(checker, given, answer)):
+        return why
+    return _later_asks_given(checker, answer)
+
+
+def _later_asks_given(checker: Checker, answer: str) -> str:
+    """Why ``answer`` gives nothing of the kind a later ask of its question wants ("When did
+    Gannet Point become automatic *and who was its last keeper*?" answered with a year and
+    "the person who was its last keeper"); "" when it gives each, or the question asks once.
+    Only values the question does not name itself count."""
+    question = checker.question
+    parts = _SECOND_ASK.split(question.text)
+    if len(parts) < 2:
+        return ""
+    values = [
+        a
+        for a in anchors_in(answer, opening=True)
+        if a.key not in question.anchors and not question.names_subject(stems_of(a.text))
+    ]
+    for part in parts[1:]:
+        asked = Question.read(part)
+        if not asked.wants:
+            continue
+        later = Checker(asked, checker.units)
+        if any(later.wanted(value) for value in values):
+            continue
+        words = WORD.findall(answer.lower())
+        if asked.wants == "number" and not _NUMBER_WORDS.isdisjoint(words):
+            continue
+        if asked.wants == "which" and _names_a_thing(asked, answer):
+            continue
+        return f"the answer gives no {_KIND_WORDS[asked.wants]} for “{part.strip(' ?')}”"
+    return ""
 
 
 #: The words before a unit a question asks its answer in ("how *many* megalitres", "*in*
