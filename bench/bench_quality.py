@@ -337,7 +337,11 @@ def states(text: str, fact: str) -> bool:
 
 
 def _judge(case: Case, text: str, sources: set[str], seconds: float | None, note: str) -> Outcome:
-    fact = states(text, case.fact)
+    # A question of several parts is answered right when every part is stated (it has no fact
+    # of its own: judged by it, every unflagged answer counted as confidently wrong).
+    fact = (
+        all(states(text, part) for part, _ in case.parts) if case.parts else states(text, case.fact)
+    )
     stale = states(text, case.stale)
     return Outcome(fact, stale, case.document in sources, seconds, text, note)
 
