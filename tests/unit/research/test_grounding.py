@@ -406,6 +406,19 @@ def test_words_of_one_place_said_of_another_are_flagged() -> None:
     assert claim.note == (
         "the passage [2] says this of Rudd Lane Booster Pumping Station, not of Pikestone"
     )
+    # The follow-up as the engine reads it, "there" named: the same words, the same flag,
+    # whether the answer names the station or not.
+    for said in (
+        "The pumps will be replaced with variable-speed sets at Pikestone.",
+        "The asset management plan proposes replacing the pumps with variable-speed sets.",
+    ):
+        named = ground(
+            "What pumps are installed at Pikestone pumping station?", said, [PIKESTONE, RUDD_LANE]
+        )
+        assert named.grounding.verdict == "partly"
+        assert named.grounding.claims[0].note == (
+            "the passage [2] says this of Rudd Lane Booster Pumping Station, not of Pikestone"
+        )
     # The same words said of the station the note is about stand on it.
     right = ground(
         "What will be done with the pumps at Rudd Lane?",

@@ -196,19 +196,25 @@ class Checker:
 
     def of_another(self, sentence: str, unit: Unit) -> str:
         """Why ``unit``, whose words support ``sentence`` of an answer that gives no value to
-        check, is about something else ("" when nothing says so): the sentence names what the
-        unit's passage names nowhere but another passage does, and the unit, or what it stands
-        under, names another ("… variable-speed pumps will be installed at *Pikestone*" from a
-        note under "Rudd Lane Booster Pumping Station", Pikestone's own passage beside it)."""
+        check, is about something else ("" when nothing says so): the sentence names, or its
+        question asks about, what the unit's passage names nowhere but another passage does,
+        and the unit, or what it stands under, names another ("… variable-speed pumps will be
+        installed at *Pikestone*" from a note under "Rudd Lane Booster Pumping Station",
+        Pikestone's own passage beside it)."""
         held = self.held.get(unit.passage, set())
         question = self.question
-        for name in names_in(sentence):
-            stems = stems_of(name.text)
-            if not stems or stems <= held or name.key in question.anchors:
-                continue
-            if not any(
-                stems <= words for number, words in self.held.items() if number != unit.passage
-            ):
+        elsewhere = [words for number, words in self.held.items() if number != unit.passage]
+        named = [
+            (name.text, stems_of(name.text))
+            for name in names_in(sentence)
+            if name.key not in question.anchors
+        ]
+        if self.naming and unit.passage not in self.naming:  # what the question asks about
+            named += [
+                (name, stems) for name, stems in zip(question.names, question.subjects, strict=True)
+            ]
+        for name, stems in named:
+            if not stems or stems <= held or not any(stems <= words for words in elsewhere):
                 continue  # (a name no passage holds is the value checks' to flag)
             # The sentence's own names, then its heading's, title's and file's, each apart.
             places = [unit.text, *re.split(r"\s{2,}", unit.context)]
@@ -219,7 +225,7 @@ class Checker:
             ]
             if others:
                 other = max(others, key=lambda text: len(text.split()) > 1)  # a whole name first
-                return f"the passage says this of {other}, not of {name.text}"
+                return f"the passage says this of {other}, not of {name}"
         return ""
 
     def _edition_of(self, unit: Unit) -> bool:
