@@ -45,9 +45,11 @@ def request(*messages: Message, max_tokens: int = 12) -> CompletionRequest:
     )
 
 
-QUESTION = request(
-    *OPENING, Message("assistant", "Noted."), Message("user", "When was it trimmed?")
-)
+def question() -> CompletionRequest:
+    """A request that opens with :data:`OPENING` (its deadline counted from now)."""
+    return request(
+        *OPENING, Message("assistant", "Noted."), Message("user", "When was it trimmed?")
+    )
 
 
 @pytest.fixture
@@ -59,7 +61,7 @@ def provider() -> Iterator[LocalProvider]:
 
 def warm_then_answer(provider: LocalProvider) -> tuple[int, Completion]:
     warmed = run(provider.warm(request(*OPENING)))
-    return warmed, run(provider.complete(QUESTION, CancelToken()))
+    return warmed, run(provider.complete(question(), CancelToken()))
 
 
 def kept_files(data: Path) -> list[Path]:
