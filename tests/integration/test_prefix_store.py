@@ -16,7 +16,7 @@ import pytest
 
 from imprint_desktop.core.cancel import CancelToken
 from imprint_desktop.core.providers.base import Completion, CompletionRequest, Message
-from imprint_desktop.core.providers.local import LocalProvider, load_local_provider
+from imprint_desktop.core.providers.local import LocalProvider, load_local_provider, prefixes
 from imprint_desktop.core.providers.local.prefixes import FOLDER, KEPT, PrefixStore
 from imprint_desktop.core.resources import starter_model_path
 from tests.support.settings import make_config
@@ -150,3 +150,19 @@ def test_only_the_newest_openings_are_kept(isolated_dirs: Path, provider: LocalP
     assert len(kept) == KEPT
     assert not torn.exists()
     assert (folder / f"{KEPT + 2:032x}.kv") in kept  # the newest old one stays
+
+
+def test_openings_too_large_together_are_not_all_kept(
+    isolated_dirs: Path, provider: LocalProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large model's opening is tens of megabytes: the newest are kept within a size, and
+    one larger than it alone is not kept at all."""
+    folder = isolated_dirs / "data" / FOLDER
+    folder.mkdir(parents=True)
+    for number in range(3):
+        old = folder / f"{number:032x}.kv"
+        old.write_bytes(b"x" * 1000)
+        os.utime(old, (number, number))
+    monkeypatch.setattr(prefixes, "KEPT_BYTES", 2500)
+    warm_then_answer(provider)  # keeps its opening (far larger than 2,500 bytes), then prunes
+    assert sorted(p.name for p in folder.glob("*.kv")) == [f"{n:032x}.kv" for n in (1, 2)]

@@ -11,7 +11,7 @@ instead.
 
 The store is a cache: a file it cannot write (a full disk, a read-only folder) or read (torn,
 from another build, for another model) is left aside and the opening is evaluated as before, and
-it keeps only its :data:`KEPT` newest files.
+it keeps only its :data:`KEPT` newest files, within :data:`KEPT_BYTES`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 #: The openings kept (one per model and set of instructions; each is a few megabytes at most).
 KEPT = 8
+#: ... and at most this many bytes of them: a large model's opening of a thousand tokens is
+#: 30 to 130 MB (its KV cache); one larger than this alone is not kept at all.
+KEPT_BYTES = 512 * 1024 * 1024
 _SUFFIX = ".kv"
 
 
@@ -121,11 +124,18 @@ class PrefixStore:
         self._prune(path.parent)
 
     def _prune(self, folder: Path) -> None:
-        """Keep the :data:`KEPT` newest files, and no file a process killed while writing left
-        (another process may be pruning too)."""
+        """Keep the :data:`KEPT` newest files within :data:`KEPT_BYTES`, and no file a process
+        killed while writing left (another process may be pruning too)."""
         with contextlib.suppress(OSError):
-            kept = sorted(folder.glob(f"*{_SUFFIX}"), key=lambda p: p.stat().st_mtime, reverse=True)
-            left = [p for p in folder.glob("*.part") if time.time() - p.stat().st_mtime > 600]
-            for old in [*kept[KEPT:], *left]:
+            files = [(p, p.stat()) for p in folder.glob(f"*{_SUFFIX}")]
+            files.sort(key=lambda item: item[1].st_mtime, reverse=True)
+            gone = [p for p in folder.glob("*.part") if time.time() - p.stat().st_mtime > 600]
+            total, kept = 0, 0
+            for path, info in files:  # the newest first, each as long as it fits
+                if kept >= KEPT or total + info.st_size > KEPT_BYTES:
+                    gone.append(path)
+                else:
+                    total, kept = total + info.st_size, kept + 1
+            for old in gone:
                 with contextlib.suppress(OSError):
                     old.unlink()
