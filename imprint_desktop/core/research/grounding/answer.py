@@ -151,8 +151,7 @@ def _claim(
         elif verdict.unit is None:
             notes.append(f"“{anchor.text}” is {NOT_IN_DOCUMENTS}")
         else:
-            cited = f"the passage [{verdict.unit.passage}]"
-            notes.append(f"“{anchor.text}”: {verdict.note.replace('the passage', cited, 1)}")
+            notes.append(f"“{anchor.text}”: {_cited_note(verdict.note, verdict.unit.passage)}")
     if not anchors:
         # What it says in words of its own is its claim: the question's words around them
         # ("The light stands on piles because of …") say nothing the passages could hold.
@@ -162,18 +161,15 @@ def _claim(
         if unit is None:
             return None
         if note := checker.of_another(plain, unit):
-            return (
-                ClaimView(
-                    sentence,
-                    (unit.passage,),
-                    note.replace("the passage", f"the passage [{unit.passage}]", 1),
-                ),
-                [],
-                [],
-            )
+            return ClaimView(sentence, (unit.passage,), _cited_note(note, unit.passage)), [], []
         supports.append((unit, []))
     by = tuple(dict.fromkeys(unit.passage for unit, _ in supports))
     return ClaimView(sentence, by, "; ".join(notes)), supports, checked
+
+
+def _cited_note(note: str, passage: int) -> str:
+    """``note`` ("the passage says this of …") with the passage it speaks of numbered."""
+    return note.replace("the passage", f"the passage [{passage}]", 1)
 
 
 def _by_words(sentence: str, checker: Checker) -> Unit | None:

@@ -30,7 +30,7 @@ from imprint_desktop.core.research.grounding.anchors import (
     same_value,
     year_like,
 )
-from imprint_desktop.core.research.grounding.checker import Checker, Verdict
+from imprint_desktop.core.research.grounding.checker import Checker, Verdict, wanted_by
 from imprint_desktop.core.research.grounding.passages import PassageText, Unit, units_of
 from imprint_desktop.core.research.grounding.question import Question
 from imprint_desktop.core.research.grounding.words import (
@@ -85,14 +85,11 @@ def _later_asks_given(checker: Checker, answer: str) -> str:
         for a in anchors_in(answer, opening=True)
         if a.key not in question.anchors and not question.names_subject(stems_of(a.text))
     ]
+    words = WORD.findall(answer.lower())
     for part in parts[1:]:
         asked = Question.read(part)
-        if not asked.wants:
+        if not asked.wants or any(wanted_by(asked, value) for value in values):
             continue
-        later = Checker(asked, checker.units)
-        if any(later.wanted(value) for value in values):
-            continue
-        words = WORD.findall(answer.lower())
         if asked.wants == "number" and not _NUMBER_WORDS.isdisjoint(words):
             continue
         if asked.wants == "which" and _names_a_thing(asked, answer):

@@ -117,20 +117,7 @@ class Checker:
 
     def wanted(self, anchor: Anchor) -> bool:
         """Whether ``anchor`` is a value of the kind the question asks for (not its own)."""
-        question = self.question
-        if anchor.key in question.anchors:
-            return False
-        if anchor.kind == "name":
-            return question.wants in ("name", "which", "") and not question.names_subject(
-                stems_of(anchor.text)
-            )
-        if question.wants == "which":
-            return True
-        if question.wants == "date":
-            return anchor.kind == "date" or (anchor.kind == "number" and not anchor.unit)
-        if question.wants == "time":
-            return anchor.kind == "time"
-        return question.wants in ("number", "") and anchor.kind in ("number", "time")
+        return wanted_by(self.question, anchor)
 
     def holders(self, anchor: Anchor) -> list[Unit]:
         return [
@@ -445,6 +432,23 @@ class Checker:
             if names:
                 return names[0]
         return f"“{quote(unit.text, (), 120)}”"
+
+
+def wanted_by(question: Question, anchor: Anchor) -> bool:
+    """Whether ``anchor`` is a value of the kind ``question`` asks for (not one it names)."""
+    if anchor.key in question.anchors:
+        return False
+    if anchor.kind == "name":
+        return question.wants in ("name", "which", "") and not question.names_subject(
+            stems_of(anchor.text)
+        )
+    if question.wants == "which":
+        return True
+    if question.wants == "date":
+        return anchor.kind == "date" or (anchor.kind == "number" and not anchor.unit)
+    if question.wants == "time":
+        return anchor.kind == "time"
+    return question.wants in ("number", "") and anchor.kind in ("number", "time")
 
 
 def _yearish(anchor: Anchor) -> bool:
