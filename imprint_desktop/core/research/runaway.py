@@ -24,7 +24,8 @@ What counts, read line by line and sentence by sentence (each a *unit*):
 * **an echo** — a line that is the request's scaffolding (:class:`Scaffolding`): after the answer
   has begun, the first such line ends it there; before it, a few are let pass (a model may
   restate the question and the passage it answers from, then answer) and the
-  :data:`ECHOES_BEFORE_ANSWER`-th ends the reply with nothing kept.
+  :data:`ECHOES_BEFORE_ANSWER`-th ends the reply with nothing kept. A passage head the request
+  never showed (its lines or path made up) ends it at once: no answer opens with a made-up source.
 
 What never counts: a list whose items share their opening words (each differs in what it says), a
 table, an answer that quotes a few words of the question, or a sentence said twice.
@@ -78,8 +79,11 @@ _LABELS = (
 _SEARCHED = re.compile(r"the documents? (?:were|was|has been|have been) searched for\b")
 #: A passage's number at a line's start ("[2] "), and list or emphasis marks ("- ", "1. ", "**").
 _NUMBER = re.compile(r"^\[\d{1,4}\]\s*")
-#: A passage's head however its path is written: "[4] hr/leave-policy.md, lines 1-2 — …".
-_HEAD = re.compile(r"^\[\d{1,4}\]\s+[\w./\\-]+\.\w{1,5},\s+(?:lines?|page|sheet|slide)\b")
+#: A passage's head however its path is written, numbered or not: "[4] hr/leave-policy.md, lines
+#: 1-2 — …", "Finance/expense-claims-faq.md, lines 7-10 — …".
+_HEAD = re.compile(
+    r"^(?:\[\d{1,4}\]\s+)?[\w./\\-]+\.\w{1,5},\s+(?:lines?|pages?|sheets?|slides?)\s+\d"
+)
 _MARKS = re.compile(r"^(?:[-*•>#]+\s+|\d{1,3}[.)]\s+|\*\*|__)+")
 _CITATIONS = re.compile(r"\s*\[\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
 _WORD = re.compile(r"\w+")
@@ -159,6 +163,15 @@ class Scaffolding:
             return True
         # The question itself, whole (a few of its words quoted in a sentence are not an echo).
         return len(self.question.split()) >= 3 and key == self.question
+
+    def made_up_head(self, line: str) -> bool:
+        """Whether ``line`` is written as a passage's head that the request never showed
+        ("2. finance/faq.md, lines 7-10 — …" where lines 1-6 were shown): a source made up, which
+        no answer opens with."""
+        plain = _MARKS.sub("", line.strip()).strip().lower()
+        if not _HEAD.match(plain):
+            return False
+        return _key(_NUMBER.sub("", plain)) not in self.heads
 
     def is_title(self, line: str) -> bool:
         """Whether ``line`` is only a passage's title or heading, or a numbered list of the
@@ -296,7 +309,8 @@ class Watch:
             line = self.text[self._line_start : start + len(raw)]
             if self.scaffolding.echoes(line):
                 self._echoes += 1
-                if self._answer_begun or self._echoes >= ECHOES_BEFORE_ANSWER:
+                made_up = self.scaffolding.made_up_head(line)
+                if self._answer_begun or made_up or self._echoes >= ECHOES_BEFORE_ANSWER:
                     keep = self._line_start if self._answer_begun else 0
                     return Verdict("echo", keep, line.strip()[:120])
                 return None

@@ -359,3 +359,24 @@ def test_a_table_row_is_read_with_its_header() -> None:
     question = "How many company-side lead pipes were replaced in 2023?"
     result = ground(question, "The answer is: 745 [1]", [programme, report])
     assert result.grounding.verdict == "supported", result.grounding
+
+
+def test_a_table_s_header_row_is_never_offered_as_what_the_documents_say() -> None:
+    # No row is for 2021, and the header holds a number ("over 10 µg/l"): offering it told the
+    # person nothing, and asked again from it the model made up an answer.
+    pipes = PassageText(
+        1,
+        "## Results\n\n| Year | Lead pipes replaced (company side) | Tap samples over 10 µg/l |\n"
+        "|---|---|---|\n| 2022 | 612 | 14 |\n| 2023 | 745 | 11 |\n",
+        "water-quality/lead-pipe-programme.md",
+        "Lead pipe replacement programme",
+    )
+    result = ground(
+        "How many lead pipes were replaced in 2021?",
+        "612 lead pipes were replaced in 2021.",
+        [pipes],
+    )
+    assert result.grounding.verdict in ("partly", "unsupported")
+    assert "2022" in result.grounding.claims[0].note
+    # Nor is 2022's row, which does not answer a question about 2021.
+    assert result.grounding.offered == ""

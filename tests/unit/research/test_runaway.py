@@ -134,6 +134,31 @@ def test_a_head_without_its_number_is_an_echo_too() -> None:
     assert streamed(text).kept == "It was built in 1893 [1]."
 
 
+def test_a_made_up_passage_head_ends_the_reply_at_once() -> None:
+    # Lines 1-6 were shown; the model "cited" lines 7-10 of the same file, then went on listing.
+    question = "What is the mileage rate for motorcycles?"
+    shown = prompts.Passage(
+        1, "finance/expense-claims-faq.md", "lines 1-6", "Mileage is paid at 0.30 euros.", "FAQ"
+    )
+    prompt = prompts.with_passages(prompts.question_block(question), [shown])
+    scaffolding = Scaffolding.of([Message("user", prompt)], question)
+    text = (
+        "2. Finance/expense-claims-faq.md, lines 7-10 — Expense claims: questions and answers\n"
+        "3. Finance/expense-claims-faq.md, lines 11-14 — Expense claims\n" * 5
+    )
+    watch = streamed(text, scaffolding=scaffolding)
+    assert watch.verdict is not None and watch.verdict.kind == "echo"
+    assert watch.kept == ""
+    assert len(watch.text) < 120  # cut at the first line, not after four of them
+
+
+def test_a_shown_passage_head_before_the_answer_is_let_pass() -> None:
+    text = "[1] history/skerry-rock.md, lines 3-9 — Skerry Rock\nIt was built in 1893 [1]."
+    watch = streamed(text)
+    assert watch.verdict is None
+    assert runaway.sound_answer(watch.kept, SCAFFOLDING) == "It was built in 1893 [1]."
+
+
 def test_the_question_pasted_after_the_answer_is_an_echo() -> None:
     text = f"Tomas Brandt [1].\n{QUESTION}\nTomas Brandt [1].\n"
     watch = streamed(text)

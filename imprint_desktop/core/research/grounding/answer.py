@@ -8,7 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from imprint_desktop.core.research.events import ClaimView, GroundingVerdict, GroundingView
-from imprint_desktop.core.research.grounding.anchors import Anchor, anchors_in, same_value
+from imprint_desktop.core.research.grounding.anchors import (
+    Anchor,
+    anchors_in,
+    same_value,
+    years_in,
+)
 from imprint_desktop.core.research.grounding.asked import unanswered
 from imprint_desktop.core.research.grounding.checker import NOT_IN_DOCUMENTS, Checker, Verdict
 from imprint_desktop.core.research.grounding.passages import (
@@ -266,6 +271,14 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
             return False  # a table's lines run together ("Old Quay,1854,F G,,green")
         if _words_of(unit.text) in _words_of(unit.context):
             return False  # a title or heading, which says nothing ("Pikestone Pumping Station")
+        if unit.header:
+            return False  # a table's header row ("Year | Pipes replaced | Samples over 10 µg/l")
+        if (
+            question.years
+            and years_in(unit.text).isdisjoint(question.years)
+            and years_in(unit.text)
+        ):
+            return False  # of another year than the one asked about (2022's row for 2021)
         if any(checker.wanted(a) for a in anchors_in(unit.text)):
             return True  # a value of the kind asked for
         # Or, to a question that asks for no value ("Why …?"), a sentence of prose that says

@@ -8,6 +8,7 @@ stands under, which say what it is about.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ class Unit:
     context: str  # heading, title and file name: what the passage is about
     row: bool
     order: int
+    header: bool = False  # a table's header row: what its rows' cells are, no value of its own
 
     @property
     def words(self) -> set[str]:
@@ -104,6 +106,7 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
             flush()
             if "-" in stripped and "|" in stripped and out and out[-1].row:
                 columns = out[-1].text  # the row above a table's rule is its header
+                out[-1] = dataclasses.replace(out[-1], header=True)
             elif not stripped:
                 columns = ""
         elif head or (
