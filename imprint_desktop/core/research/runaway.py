@@ -79,10 +79,11 @@ _LABELS = (
 _SEARCHED = re.compile(r"the documents? (?:were|was|has been|have been) searched for\b")
 #: A passage's number at a line's start ("[2] "), and list or emphasis marks ("- ", "1. ", "**").
 _NUMBER = re.compile(r"^\[\d{1,4}\]\s*")
-#: A passage's head however its path is written, numbered or not: "[4] hr/leave-policy.md, lines
-#: 1-2 — …", "Finance/expense-claims-faq.md, lines 7-10 — …".
-_HEAD = re.compile(
-    r"^(?:\[\d{1,4}\]\s+)?[\w./\\-]+\.\w{1,5},\s+(?:lines?|pages?|sheets?|slides?)\s+\d"
+#: A passage's head however its path is written: "[4] hr/leave-policy.md, lines 1-2 — …".
+_HEAD = re.compile(r"^\[\d{1,4}\]\s+[\w./\\-]+\.\w{1,5},\s+(?:lines?|page|sheet|slide)\b")
+#: ... or without its number, as a list item: "Finance/expense-claims-faq.md, lines 7-10 — …".
+_UNNUMBERED_HEAD = re.compile(
+    r"^[\w./\\-]+\.\w{1,5},\s+(?:lines?|pages?|sheets?|slides?)\s+\d[\d\s,–-]*(?:—|$)"
 )
 _MARKS = re.compile(r"^(?:[-*•>#]+\s+|\d{1,3}[.)]\s+|\*\*|__)+")
 _CITATIONS = re.compile(r"\s*\[\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
@@ -155,6 +156,8 @@ class Scaffolding:
             return False
         if low.startswith(_LABELS) or _SEARCHED.match(low) or _HEAD.match(low):
             return True
+        if _bare_head(low):
+            return True
         unnumbered = _NUMBER.sub("", low)
         if _NUMBER.match(low) and unnumbered.startswith(tuple(s + "," for s in self.sources)):
             return True
@@ -169,7 +172,7 @@ class Scaffolding:
         ("2. finance/faq.md, lines 7-10 — …" where lines 1-6 were shown): a source made up, which
         no answer opens with."""
         plain = _MARKS.sub("", line.strip()).strip().lower()
-        if not _HEAD.match(plain):
+        if not (_HEAD.match(plain) or _bare_head(plain)):
             return False
         return _key(_NUMBER.sub("", plain)) not in self.heads
 
@@ -407,6 +410,14 @@ def _near_copy(one: list[str], other: list[str]) -> bool:
     if shorter < NEAR_COPY * longer * 0.6:  # the ratio cannot reach NEAR_COPY
         return False
     return SequenceMatcher(None, one, other, autojunk=False).ratio() >= NEAR_COPY
+
+
+def _bare_head(line: str) -> bool:
+    """Whether ``line`` (lower-cased, without list marks) is a passage's head written without its
+    number, with no more than a title after it: "finance/faq.md, lines 7-10 — expense claims".
+    One with a value after it ("…, lines 1-8 — 61,200 (2022: 55,800)") quotes what it says."""
+    head = _UNNUMBERED_HEAD.match(line)
+    return head is not None and not _DIGITS.search(line[head.end() :])
 
 
 def _key(text: str) -> str:

@@ -377,3 +377,9 @@ def test_titles_listed_for_a_question_that_asks_which_report_are_its_answer() ->
     )
     text = "1. The annual report 2023\n2. The annual report 2022"
     assert runaway.sound_answer(text, asked) == text
+
+
+def test_a_source_written_before_the_value_it_gives_is_no_echo() -> None:
+    line = "1. Finance/annual-report-2023.txt, lines 1-8 — 61,200 (2022: 55,800) [1]."
+    assert not Scaffolding().echoes(line)
+    assert Scaffolding().echoes("1. Finance/annual-report-2023.txt, lines 1-8 — Annual report")
