@@ -380,3 +380,85 @@ def test_a_table_s_header_row_is_never_offered_as_what_the_documents_say() -> No
     assert "2022" in result.grounding.claims[0].note
     # Nor is 2022's row, which does not answer a question about 2021.
     assert result.grounding.offered == ""
+
+
+CONSTRUCTION = PassageText(
+    1,
+    "# The opening of the line\n\n## Construction\n\nThe company obtained its act in 1876. The "
+    "engineer chose the narrow gauge of 597 millimetres (1 ft 11½ in) so that the line could "
+    "follow the river.\n",
+    "history/opening.md",
+    "The opening of the line",
+)
+TRACK = PassageText(
+    2,
+    "# Track and gradients\n\nThe line is 9.6 kilometres long from Tarnmouth wharf to the Crag "
+    "Quarry terminus and climbs 178 metres.\n",
+    "engineering/track.md",
+    "Track and gradients",
+)
+REPORT = PassageText(
+    3,
+    "TARN VALLEY RAILWAY - ANNUAL REPORT 2023\n\nPassenger journeys in 2023: 61,200 "
+    "(2022: 55,800).\n",
+    "finance/annual-report-2023.txt",
+    "annual-report-2023",
+)
+
+
+def test_a_report_s_year_is_no_date_of_the_event_asked_about() -> None:
+    # 2023 is the year the journeys were counted in; nothing found says when the line opened.
+    result = ground(
+        "When did the Tarn Valley Railway open to passengers?",
+        "The Tarn Valley Railway opened to passengers in 2023 [3].",
+        [CONSTRUCTION, TRACK, REPORT],
+    )
+    assert result.grounding.verdict != "supported"
+    assert "“open”" in result.grounding.claims[0].note
+
+
+def test_a_date_its_sentence_says_of_the_event_stands() -> None:
+    opened = PassageText(
+        4, "The line opened to passengers on 14 June 1879.\n", "history/opening.md", "Opening"
+    )
+    result = ground(
+        "When did the Tarn Valley Railway open to passengers?",
+        "It opened to passengers on 14 June 1879 [4].",
+        [CONSTRUCTION, REPORT, opened],
+    )
+    assert result.grounding.verdict == "supported"
+
+
+def test_a_value_in_another_unit_than_the_one_asked_in_is_said_of_something_else() -> None:
+    result = ground(
+        "What is the track gauge of the line in millimetres?",
+        "The track gauge of the line in millimetres is 9.6 kilometres [2].",
+        [CONSTRUCTION, TRACK, REPORT],
+    )
+    assert result.grounding.verdict != "supported"
+    assert "the passage [2] says this of" in result.grounding.claims[0].note
+    # The right value stands, and so does the same measure in the sentence's other unit.
+    for right in ("597 millimetres", "1 ft 11½ in"):
+        answer = f"The track gauge of the line is {right} [1]."
+        verdict = ground(
+            "What is the track gauge of the line in millimetres?",
+            answer,
+            [CONSTRUCTION, TRACK, REPORT],
+        ).grounding.verdict
+        assert verdict == "supported", right
+
+
+def test_the_office_a_who_question_asks_about_is_no_name_given_for_it() -> None:
+    board = PassageText(
+        1,
+        "There were changes on the board. Our Audit and Risk Committee has a new chair, "
+        "Dr Malcolm Tyas, who joined us in April.\n",
+        "finance/annual-report-2022.md",
+        "Annual report 2022",
+    )
+    question = "Who was made chair of the audit committee in 2022?"
+    wrong = ground(question, "The Chair of the Audit and Risk Committee [1].", [board])
+    assert wrong.grounding.verdict != "supported"
+    assert "gives no name" in wrong.grounding.claims[0].note
+    right = ground(question, "Dr Malcolm Tyas was made chair in 2022 [1].", [board])
+    assert right.grounding.verdict == "supported"

@@ -22,6 +22,7 @@ from imprint_desktop.core.research.grounding.anchors import (
 from imprint_desktop.core.research.grounding.passages import CELL, Unit, clauses_of, quote
 from imprint_desktop.core.research.grounding.question import Question
 from imprint_desktop.core.research.grounding.words import (
+    MEASURES,
     WORD,
     content_stems,
     listed,
@@ -259,7 +260,21 @@ class Checker:
             (text for start, text in reversed(clauses_of(unit.text)) if start <= mine.start),
             unit.text,
         )
-        return self._answers_else(anchor, unit, at, mine)
+        return self._answers_else(anchor, unit, at, mine) or self._claims_else(claim, unit)
+
+    def _claims_else(self, claim: str, unit: Unit) -> str:
+        """Why ``unit`` does not say what ``claim`` says of the date it gives ("" when nothing
+        says so): the claim states a term of the question ("*opened* to passengers in 2023")
+        that this sentence and what it stands under lack, where another passage holds it. A year
+        a sentence gives for something else — a report's edition, a count's period — is no date
+        of the event asked about."""
+        question = self.question
+        if question.wants != "date":
+            return ""
+        said = (set(question.key) & content_stems(claim)) - unit.about
+        others = [words for number, words in self.held.items() if number != unit.passage]
+        lacking = [question.key[stem] for stem in said if any(stem in words for words in others)]
+        return f"the passage does not mention {_quoted(lacking)}" if lacking else ""
 
     def _restates(self, claim: str, anchor: Anchor, unit: Unit) -> bool:
         """Whether ``claim`` says what the clause of ``unit`` holding ``anchor`` says, in its
@@ -384,6 +399,8 @@ class Checker:
         question = self.question
         if question.years and not years_in(f"{unit.text} {unit.context}"):
             return f"the passage does not say this of {max(question.years)}"
+        if note := self._in_another_unit(anchor, unit, at, mine):
+            return note
         key = set(question.key)
         about = unit.about
         narrowing = set(question.qualifiers) - about
@@ -395,6 +412,23 @@ class Checker:
             if lacks_key or lacks_narrowing:
                 return f"the passage says this of {self._what(unit, at, mine)}"
         return ""
+
+    def _in_another_unit(self, anchor: Anchor, unit: Unit, at: str, mine: Anchor) -> str:
+        """Why a value in another unit of the measure the question asks in ("9.6 kilometres"
+        to "… in millimetres?") is not its answer ("" when nothing says so): its sentence gives
+        none in that unit, and another sentence does."""
+        asked = self.question.units
+        if not asked or not anchor.unit or anchor.unit in asked:
+            return ""
+        if MEASURES.get(anchor.unit) not in {MEASURES.get(u) for u in asked}:
+            return ""  # another measure altogether: the answer's own check says so
+        if any(a.unit in asked for a in self.anchors[unit.order]):
+            return ""  # the same measure in both units ("597 millimetres (1 ft 11½ in)")
+        if not any(
+            a.unit in asked and self.wanted(a) for u in self.units for a in self.anchors[u.order]
+        ):
+            return ""
+        return f"the passage says this of {self._what(unit, at, mine)}"
 
     def _rival_answer(self, anchor: Anchor, text: str) -> bool:
         """Whether ``text`` holds a value of the kind asked for, comparable with ``anchor``,
@@ -410,8 +444,17 @@ class Checker:
         return bool(values) and not any(same_value(anchor, a) for a in values)
 
     def _rival_value(self, anchor: Anchor, text: str) -> bool:
-        """Whether ``text`` holds a value of ``anchor``'s kind that is not it."""
-        values = [a for a in anchors_in(text) if comparable(anchor, a) and not part_of(anchor, a)]
+        """Whether ``text`` holds a value of ``anchor``'s kind that is not it. To a "who"
+        question, a name it could not want as its answer (what it asks about, as the documents
+        name it: "Our *Audit and Risk Committee* has a new chair, Dr Malcolm Tyas") is no
+        rival."""
+        values = [
+            a
+            for a in anchors_in(text)
+            if comparable(anchor, a)
+            and not part_of(anchor, a)
+            and (a.kind != "name" or self.question.wants != "name" or self.wanted(a))
+        ]
         return bool(values) and not any(same_value(anchor, a) for a in values)
 
     def _what(self, unit: Unit, clause: str, mine: Anchor) -> str:
@@ -439,9 +482,7 @@ def wanted_by(question: Question, anchor: Anchor) -> bool:
     if anchor.key in question.anchors:
         return False
     if anchor.kind == "name":
-        return question.wants in ("name", "which", "") and not question.names_subject(
-            stems_of(anchor.text)
-        )
+        return _a_name_wanted(question, stems_of(anchor.text))
     if question.wants == "which":
         return True
     if question.wants == "date":
@@ -449,6 +490,16 @@ def wanted_by(question: Question, anchor: Anchor) -> bool:
     if question.wants == "time":
         return anchor.kind == "time"
     return question.wants in ("number", "") and anchor.kind in ("number", "time")
+
+
+def _a_name_wanted(question: Question, stems: set[str]) -> bool:
+    """Whether a name of ``stems`` could answer ``question``: not its subject, and to a "who"
+    question not what it asks about as the documents name it ("the Chair of the Audit and Risk
+    Committee" to "Who was made chair of the audit committee?"): half its words or more the
+    question's key terms."""
+    if question.wants == "name" and 2 * len(stems & set(question.key)) >= len(stems):
+        return False
+    return question.wants in ("name", "which", "") and not question.names_subject(stems)
 
 
 def _yearish(anchor: Anchor) -> bool:
