@@ -1,7 +1,8 @@
 """Openings kept on disk (:mod:`imprint_desktop.core.providers.local.prefixes`), on the real
 starter model: one process evaluates what every first request opens with, the next loads it
 instead and answers exactly as it would have; a torn file, another model's file or a folder that
-cannot be written costs only the head start."""
+cannot be written costs only the head start. The last prompt a closed model evaluated is kept
+as well, and the next process reuses what its own first request shares with it."""
 
 from __future__ import annotations
 
@@ -65,7 +66,17 @@ def warm_then_answer(provider: LocalProvider) -> tuple[int, Completion]:
 
 
 def kept_files(data: Path) -> list[Path]:
-    return sorted((data / FOLDER).glob("*.kv"))
+    """The openings kept (not the last prompt, which a closed model keeps too)."""
+    return sorted(p for p in (data / FOLDER).glob("*.kv") if not p.name.startswith("last-"))
+
+
+def last_file(data: Path) -> Path | None:
+    return next((data / FOLDER).glob("last-*.kv"), None)
+
+
+def follow_on(question_text: str) -> CompletionRequest:
+    """A request that opens with :data:`OPENING` and its answer, then asks ``question_text``."""
+    return request(*OPENING, Message("assistant", "Noted."), Message("user", question_text))
 
 
 def test_the_next_process_loads_the_opening_and_answers_the_same(
@@ -166,3 +177,77 @@ def test_openings_too_large_together_are_not_all_kept(
     monkeypatch.setattr(prefixes, "KEPT_BYTES", 2500)
     warm_then_answer(provider)  # keeps its opening (far larger than 2,500 bytes), then prunes
     assert sorted(p.name for p in folder.glob("*.kv")) == [f"{n:032x}.kv" for n in (1, 2)]
+
+
+def test_the_next_process_reuses_what_it_shares_with_the_last_prompt(
+    isolated_dirs: Path, provider: LocalProvider
+) -> None:
+    _, first = warm_then_answer(provider)
+    provider.close()  # as ``imprint ask`` ends: the last prompt is kept
+    assert last_file(isolated_dirs / "data") is not None
+
+    again = load_local_provider(None, MODEL)
+    try:
+        loaded = run(again.warm(request(*OPENING)))
+        second = run(again.complete(question(), CancelToken()))
+        other = run(again.complete(follow_on("Who trimmed it?"), CancelToken()))
+        opening_tokens = run(again.count_prompt(request(*OPENING)))
+    finally:
+        again.close()
+    assert loaded == 0
+    # The same question: all of it reused but the last token, and the same answer.
+    assert second.reused_prefix == second.prompt_tokens - 1
+    assert second.text == first.text
+    # Another question after the same passages reuses them too, not the instructions alone.
+    assert other.reused_prefix > opening_tokens
+
+
+def test_a_last_prompt_of_other_instructions_is_left_alone(
+    isolated_dirs: Path, provider: LocalProvider
+) -> None:
+    warm_then_answer(provider)
+    provider.close()
+    other = (Message("system", "You answer in French."), *OPENING[1:])
+    again = load_local_provider(None, MODEL)
+    try:
+        warmed = run(again.warm(request(*other)))
+        answer = run(again.complete(request(*other, Message("user", "Quand?")), CancelToken()))
+    finally:
+        again.close()
+    assert warmed > 5  # evaluated: the last prompt opens otherwise
+    assert answer.reused_prefix >= warmed - 1
+    assert answer.text
+
+
+def test_a_torn_last_prompt_costs_only_the_head_start(
+    isolated_dirs: Path, provider: LocalProvider
+) -> None:
+    _, first = warm_then_answer(provider)
+    provider.close()
+    last = last_file(isolated_dirs / "data")
+    assert last is not None
+    last.write_bytes(last.read_bytes()[: last.stat().st_size // 3])
+    again = load_local_provider(None, MODEL)
+    try:
+        warmed, second = warm_then_answer(again)
+    finally:
+        again.close()
+    assert warmed == 0  # the opening itself is still kept
+    assert second.text == first.text
+    assert last.stat().st_size > 1_000_000  # written whole again at the close
+
+
+def test_a_last_prompt_too_large_is_not_kept(
+    isolated_dirs: Path, provider: LocalProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warm_then_answer(provider)
+    provider.close()
+    assert last_file(isolated_dirs / "data") is not None
+    monkeypatch.setattr(prefixes, "LAST_BYTES", 1000)
+    again = load_local_provider(None, MODEL)
+    try:
+        warm_then_answer(again)
+    finally:
+        again.close()
+    # Neither this one nor the older one, which opens with what this one replaced.
+    assert last_file(isolated_dirs / "data") is None

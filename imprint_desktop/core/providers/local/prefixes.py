@@ -9,6 +9,13 @@ file (llama.cpp's sequence state), named after the model file (its path, size an
 time), the llama.cpp build and the opening's tokens; a later process loads it in milliseconds
 instead.
 
+It keeps the last prompt a model evaluated too (:meth:`PrefixStore.save_last`, when the model is
+closed): the next process loads it in place of the opening when it opens with the same one, so
+a question about the same documents as the one before reuses the passages they share, as a
+long-lived process (the window) does — ``imprint ask`` asked one question after another reused
+nothing but the instructions. It is kept only while it is small (:data:`LAST_BYTES`): a large
+model's state would cost more to write at every exit than it saves.
+
 The store is a cache: a file it cannot write (a full disk, a read-only folder) or read (torn,
 from another build, for another model) is left aside and the opening is evaluated as before, and
 it keeps only its :data:`KEPT` newest files, within :data:`KEPT_BYTES`.
@@ -38,6 +45,9 @@ KEPT = 8
 #: 30 to 130 MB (its KV cache); one larger than this alone is not kept at all.
 KEPT_BYTES = 512 * 1024 * 1024
 _SUFFIX = ".kv"
+#: The last prompt is kept only when its state is at most this large (the starter model's
+#: 500 tokens are about 10 MB; a 7B model's are hundreds).
+LAST_BYTES = 64 * 1024 * 1024
 
 
 #: The folder of the data directory where evaluated openings are kept.
@@ -70,6 +80,48 @@ class PrefixStore:
         digest.update((ctypes.c_int32 * len(tokens))(*tokens))
         return self.folder / f"{digest.hexdigest()}{_SUFFIX}"
 
+    def last_path(self) -> Path | None:
+        """The file of the last prompt this model evaluated (None: this model keeps nothing)."""
+        if not self._identity:
+            return None
+        digest = hashlib.blake2b(f"last|{self._identity}".encode(), digest_size=16)
+        return self.folder / f"last-{digest.hexdigest()}{_SUFFIX}"
+
+    def load_last(self, context: object, opening: Sequence[int], capacity: int) -> list[int]:
+        """Load the last prompt kept for this model into sequence 0 of ``context`` (whose cache
+        is empty) when it opens with ``opening``: its tokens, or [] with the cache left empty
+        (none kept, another opening, more than ``capacity`` tokens, or a file that cannot be
+        read)."""
+        path = self.last_path()
+        if path is None or not path.is_file() or not opening:
+            return []
+        read = (llama_cpp.llama_token * capacity)()
+        count = ctypes.c_size_t(0)
+        loaded = llama_cpp.llama_state_seq_load_file(
+            context, os.fsencode(path), 0, read, capacity, ctypes.byref(count)
+        )
+        tokens = list(read[: count.value]) if loaded else []
+        if len(tokens) > len(opening) and tokens[: len(opening)] == list(opening):
+            return tokens
+        memory = llama_cpp.llama_get_memory(context)
+        llama_cpp.llama_memory_clear(memory, True)
+        if not loaded:  # torn, or too long for this context: the next close writes it anew
+            log.info("the kept last prompt %s could not be used", path.name)
+        return []
+
+    def save_last(self, context: object, tokens: Sequence[int]) -> None:
+        """Keep sequence 0 of ``context``, which holds exactly ``tokens``, as the last prompt
+        (when it is no larger than :data:`LAST_BYTES`); a file that cannot be written is left
+        aside."""
+        path = self.last_path()
+        if path is None or not tokens:
+            return
+        if llama_cpp.llama_state_seq_get_size(context, 0) > LAST_BYTES:
+            with contextlib.suppress(OSError):
+                path.unlink()  # an older, smaller one would open with what this one replaced
+            return
+        self._write(path, context, tokens)
+
     def load(self, context: object, tokens: Sequence[int]) -> bool:
         """Load the opening ``tokens`` into sequence 0 of ``context`` (whose cache is empty);
         False when it is not kept or cannot be read, the cache left empty."""
@@ -99,6 +151,10 @@ class PrefixStore:
         path = self.path_for(tokens)
         if path is None or path.is_file():
             return
+        self._write(path, context, tokens)
+
+    def _write(self, path: Path, context: object, tokens: Sequence[int]) -> None:
+        """Write sequence 0 of ``context`` (``tokens``) to ``path`` whole or not at all."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".part")

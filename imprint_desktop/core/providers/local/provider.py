@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -37,6 +38,7 @@ from imprint_desktop.core.errors import ChatTemplateError, ContextOverflowError,
 from imprint_desktop.core.providers.base import (
     Completion,
     CompletionRequest,
+    Message,
     StopKind,
     TextSink,
     ToolCall,
@@ -199,6 +201,11 @@ class LocalProvider:
 
     def _warm(self, request: CompletionRequest, stop: threading.Event) -> int:
         tokens = self._session.tokenize(self._render(request))
+        # What a request that goes on from the opening shares with it: the opening rendered
+        # alone ends with the assistant's turn opened, which no real request has there.
+        asked = dataclasses.replace(request, messages=(*request.messages, Message("user", "?")))
+        shared = self._session.tokenize(self._render(asked))
+        tokens = tokens[: _common_length(tokens, shared)]
         return self._session.warm(tokens, stop, self.on_prefill) if tokens else 0
 
     def _complete(
@@ -414,3 +421,11 @@ def _start(
         return LocalProvider(ModelSession(loaded, PrefixStore(model_path)), executor)
 
     return executor, executor.submit(load)
+
+
+def _common_length(one: Sequence[int], other: Sequence[int]) -> int:
+    """How many tokens ``one`` and ``other`` open with alike."""
+    for at, (a, b) in enumerate(zip(one, other, strict=False)):
+        if a != b:
+            return at
+    return min(len(one), len(other))

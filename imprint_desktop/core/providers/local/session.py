@@ -152,6 +152,8 @@ class ModelSession:
 
     def close(self) -> None:
         self.abort.close()
+        if self.store is not None and self.cached:
+            self.store.save_last(self.loaded.context, self.cached)  # for the next process
         if self._batch is not None:
             llama_cpp.llama_batch_free(self._batch)
             self._batch = None
@@ -218,15 +220,20 @@ class ModelSession:
         """Evaluate ``prompt`` ahead of a request that will start with it, until ``stop`` is set
         (the next request comes): what was evaluated stays as its reusable prefix. Returns the
         tokens evaluated. With a :attr:`store`, a prompt an earlier process evaluated whole is
-        loaded from it instead, and one evaluated whole here is kept in it."""
+        loaded from it instead (or the last prompt one evaluated, when it opens with this one),
+        and one evaluated whole here is kept in it."""
         self.abort.arm(math.inf, CancelToken(), stop)
         try:
             if self.abort.reason() is not None:
                 return 0
             store, context = self.store, self.loaded.context
-            if not self.cached and store is not None and store.load(context, prompt):
-                self.cached = list(prompt)  # evaluated by an earlier process
-                return 0
+            if not self.cached and store is not None:
+                # Evaluated by an earlier process: the last prompt it evaluated, which opens
+                # with this one, or else this one alone.
+                last = store.load_last(context, prompt, self.loaded.n_ctx)
+                if last or store.load(context, prompt):
+                    self.cached = last or list(prompt)
+                    return 0
             self._fit_threads()
             start = self._reuse_prefix(prompt)
             self._prefill(prompt[start:], on_prefill)
