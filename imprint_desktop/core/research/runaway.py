@@ -26,6 +26,8 @@ What counts, read line by line and sentence by sentence (each a *unit*):
   restate the question and the passage it answers from, then answer) and the
   :data:`ECHOES_BEFORE_ANSWER`-th ends the reply with nothing kept. A passage head the request
   never showed (its lines or path made up) ends it at once: no answer opens with a made-up source.
+  After the answer's first sentence, a sentence that pastes a passage's head anywhere in it ("The
+  passage is from the document "finance/travel.docx, lines 5-7 — …"") is cut where it starts.
 
 What never counts: a list whose items share their opening words (each differs in what it says), a
 table, an answer that quotes a few words of the question, or a sentence said twice.
@@ -85,6 +87,8 @@ _HEAD = re.compile(r"^\[\d{1,4}\]\s+[\w./\\-]+\.\w{1,5},\s+(?:lines?|page|sheet|
 _UNNUMBERED_HEAD = re.compile(
     r"^[\w./\\-]+\.\w{1,5},\s+(?:lines?|pages?|sheets?|slides?)\s+\d[\d\s,–-]*(?:—|$)"
 )
+#: ... or anywhere in a sentence: 'The passage is from "Finance/travel.docx, lines 5-7 — …"'.
+_HEAD_INSIDE = re.compile(r"[\w./\\-]+\.\w{1,5},\s+(?:lines?|pages?|sheets?|slides?)\s+\d")
 _MARKS = re.compile(r"^(?:[-*•>#]+\s+|\d{1,3}[.)]\s+|\*\*|__)+")
 _CITATIONS = re.compile(r"\s*\[\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
 _WORD = re.compile(r"\w+")
@@ -267,14 +271,31 @@ class Watch:
         if self.verdict is not None or not piece:
             return self.verdict
         self.text += piece
-        self.verdict = self._units_check() or self._phrase_check()
+        self.verdict = self._units_check() or self._phrase_check() or self._head_inside()
         return self.verdict
 
     def finish(self) -> Verdict | None:
         """The answer is complete: read its last unit too."""
         if self.verdict is None:
-            self.verdict = self._units_check(final=True) or self._phrase_check(final=True)
+            self.verdict = (
+                self._head_inside()
+                or self._units_check(final=True)
+                or self._phrase_check(final=True)
+            )
         return self.verdict
+
+    def _head_inside(self) -> Verdict | None:
+        """After a sentence of the answer, one that pastes a passage's head ('The passage is
+        from "finance/travel.docx, lines 5-7 — …"'): cut where it starts, as soon as the head is
+        written. In the answer's first sentence a head is left to the line checks, which keep
+        an answer that cites its source so."""
+        if not self._answer_begun:
+            return None
+        writing = self.text[self._done :]
+        head = _HEAD_INSIDE.search(writing)
+        if head is None:
+            return None
+        return Verdict("echo", self._done, writing.strip()[:120])
 
     @property
     def kept(self) -> str:

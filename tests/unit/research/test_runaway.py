@@ -383,3 +383,22 @@ def test_a_source_written_before_the_value_it_gives_is_no_echo() -> None:
     line = "1. Finance/annual-report-2023.txt, lines 1-8 — 61,200 (2022: 55,800) [1]."
     assert not Scaffolding().echoes(line)
     assert Scaffolding().echoes("1. Finance/annual-report-2023.txt, lines 1-8 — Annual report")
+
+
+def test_a_passage_head_pasted_inside_a_later_sentence_is_cut_as_it_is_written() -> None:
+    answer = "The daily allowance for business travel is 65 euros [1]."
+    text = (
+        f"{answer}\n\nThe passage is from the document "
+        '"Finance/Travel-Expense-Policy.docx, lines 5-7 — Business travel allowance". ' * 3
+    )
+    watch = streamed(text)
+    assert watch.verdict is not None and watch.verdict.kind == "echo"
+    assert watch.kept == answer
+    assert len(watch.text) < len(answer) + 100  # stopped at the head, not at the line's end
+
+
+def test_an_answer_citing_its_source_by_path_in_its_first_sentence_is_kept() -> None:
+    text = "The allowance is 65 euros (finance/travel.docx, lines 5-7)."
+    watch = streamed(text)
+    assert watch.verdict is None
+    assert runaway.sound_answer(watch.kept, SCAFFOLDING) == text
