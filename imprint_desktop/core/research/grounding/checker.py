@@ -265,13 +265,17 @@ class Checker:
     def _claims_else(self, claim: str, unit: Unit) -> str:
         """Why ``unit`` does not say what ``claim`` says of the date it gives ("" when nothing
         says so): the claim states a term of the question ("*opened* to passengers in 2023")
-        that this sentence and what it stands under lack, where another passage holds it. A year
-        a sentence gives for something else — a report's edition, a count's period — is no date
-        of the event asked about."""
+        that this sentence and what it stands under lack, where another passage holds it, and the
+        sentence holds half the question's key terms or fewer. A year a sentence gives for
+        something else — a report's edition, a count's period — is no date of the event asked
+        about; one that holds most of them ("converted from acetylene to solar-charged batteries
+        in 1989" to "When did it switch from acetylene to solar-charged batteries?") says it in
+        words of its own."""
         question = self.question
-        if question.wants != "date":
-            return ""
-        said = (set(question.key) & content_stems(claim)) - unit.about
+        key = set(question.key)
+        if question.wants != "date" or 2 * len(key & unit.about) > len(key):
+            return ""  # a sentence that holds most of what it asks states its date, in its words
+        said = (key & content_stems(claim)) - unit.about
         others = [words for number, words in self.held.items() if number != unit.passage]
         lacking = [question.key[stem] for stem in said if any(stem in words for words in others)]
         return f"the passage does not mention {_quoted(lacking)}" if lacking else ""
@@ -394,8 +398,8 @@ class Checker:
         """Why ``unit``, which holds the value ``anchor`` that the answer gives for what the
         question asks, is not about what it asks ("" when nothing says so): the question names a
         year and the sentence names none; or the sentence holds none of the question's key
-        terms, or not a word that narrows them ("original"), where another sentence holds them
-        with another value of the kind asked for."""
+        terms, or not a word that narrows them ("original", "the *last* keeper"), where another
+        sentence holds them with another value of the kind asked for."""
         question = self.question
         if question.years and not years_in(f"{unit.text} {unit.context}"):
             return f"the passage does not say this of {max(question.years)}"
@@ -403,13 +407,23 @@ class Checker:
             return note
         key = set(question.key)
         about = unit.about
-        narrowing = set(question.qualifiers) - about
+        narrowing = (set(question.qualifiers) | set(question.order)) - about
         for rival in self.units:
             if rival.order == unit.order or not self._rival_answer(anchor, rival.text):
                 continue
             lacks_key = key and not about & key and rival.about & key
             lacks_narrowing = narrowing & rival.about and len(rival.about & key) >= len(about & key)
             if lacks_key or lacks_narrowing:
+                if anchor.kind == "name":
+                    # A name is not said "of" anything: the passage names it for no part of
+                    # what the question asks ("Assistants: W. Dale" to "Who was the engineer?").
+                    lacking = (key - about) if lacks_key else narrowing
+                    words = [
+                        w
+                        for stem, w in {**question.key, **question.order}.items()
+                        if stem in lacking
+                    ]
+                    return f"the passage does not mention {_quoted(words)}"
                 return f"the passage says this of {self._what(unit, at, mine)}"
         return ""
 

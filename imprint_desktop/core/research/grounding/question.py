@@ -47,6 +47,9 @@ class Question:
     qualifiers: dict[str, str] = field(default_factory=dict)
     #: The names it gives, as it wrote them (each beside its stems in :attr:`subjects`).
     names: list[str] = field(default_factory=list)
+    #: Words of order right before a key term ("the *last* principal keeper", "the *first*
+    #: chairman"), which a stop list drops: the one asked about among several of its kind.
+    order: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def read(cls, question: str) -> Question:
@@ -93,6 +96,11 @@ class Question:
             if (before in _NARROWING or (at == 0 and before in _ASKING_WHICH))
             and stem_of(word) in key
         }
+        order = {
+            stem_of(before): before
+            for before, word in itertools.pairwise(lowered)
+            if before in _ORDER and stem_of(word) in key
+        }
         return cls(
             question,
             subjects,
@@ -104,6 +112,7 @@ class Question:
             years_in(question),
             qualifiers,
             [n.text for n in names],
+            order,
         )
 
     def names_subject(self, words: set[str]) -> bool:
@@ -116,6 +125,8 @@ _NARROWING = word_set(
     "first last original new old former current next previous "
     "in of for during"
 )
+#: Words that pick one of several things of a kind by their order.
+_ORDER = word_set("first last latest earliest final original previous former current next")
 #: Opening a question, these narrow down the word after them ("Which *form* …?"); within one
 #: ("the aqueduct that carries …") a verb follows them, as after "that".
 _ASKING_WHICH = word_set("what which whose")
