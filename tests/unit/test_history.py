@@ -55,8 +55,15 @@ def test_conversations_and_replies_round_trip(tmp_path: Path) -> None:
     assert reply.sources == (
         ev.SourceView(1, "doc.md", "lines 1-3", "", cited=True, excerpt="Evidence for keepers."),
     )
-    # And what of the answer to check: nothing in it could be tied to the passage.
-    assert reply.grounding == ev.GroundingView("unsupported")
+    # And what of the answer to check: "Keepers" is what the question asks about, no name.
+    assert reply.grounding == ev.GroundingView(
+        "unsupported",
+        (
+            ev.ClaimView(
+                "Keepers rowed out.", (), "the answer gives no name, which the question asks for"
+            ),
+        ),
+    )
     assert [item.id for item in reply.evidence] == [1]
     assert store.trace(reply.id)[0]["type"] == "run_start"
     assert [m.role for m in store.chat_messages(first)] == ["user", "assistant"]

@@ -92,7 +92,7 @@ def focus(
     """
     if len(text) <= limit:
         return text
-    units = [unit.strip() for unit in _UNITS.split(text) if unit.strip()]
+    units, breaks = _units_and_breaks(text)
     if len(units) < 2 or not terms:
         return _cut(text, limit)
 
@@ -113,12 +113,54 @@ def focus(
                 grown = True
         if not grown:
             break
-    body = _cut(" ".join(units[first : last + 1]), limit - 2)
+    # Lines stay lines: a table's rows cut around the best one are still rows, one a line,
+    # under the table's header when it fits (what each cell is).
+    joined = units[first] + "".join(breaks[i] + units[i] for i in range(first + 1, last + 1))
+    head = _table_head(units, first)
+    if head and size + len(head) + 1 <= limit - 2:
+        joined = f"{head}\n{joined}"
+    body = _cut(joined, limit - 2)
     return (
-        ("…" if first > 0 else "")
+        ("…\n" if first > 0 and body.startswith("|") else "…" if first > 0 else "")
         + body
         + ("…" if last < len(units) - 1 and not body.endswith("…") else "")
     )
+
+
+def _table_head(units: list[str], first: int) -> str:
+    """The header row and rule of the Markdown table whose row ``units[first]`` is, when they
+    stand before it; "" otherwise."""
+    if not units[first].startswith("|"):
+        return ""
+    for at in range(first - 1, 0, -1):
+        if not units[at].startswith("|"):
+            return ""
+        if _TABLE_RULE.match(units[at]):
+            return f"{units[at - 1]}\n{units[at]}" if units[at - 1].startswith("|") else ""
+    return ""
+
+
+#: A Markdown table's rule under its header: "|---|:---:|".
+_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
+
+
+def _units_and_breaks(text: str) -> tuple[list[str], list[str]]:
+    """The sentences and lines of ``text`` (:data:`_UNITS`), and what joins each to the one
+    before it: a line break where the text had one, else a space."""
+    units: list[str] = []
+    breaks: list[str] = []
+    start, gap = 0, ""
+    for match in [*_UNITS.finditer(text), None]:
+        end = len(text) if match is None else match.start()
+        unit = text[start:end].strip()
+        if unit:
+            units.append(unit)
+            breaks.append("\n" if "\n" in gap else " ")
+            gap = ""
+        if match is not None:
+            gap += match.group()
+            start = match.end()
+    return units, breaks
 
 
 def _cut(text: str, limit: int) -> str:

@@ -548,3 +548,21 @@ def test_a_value_the_answer_denies_is_no_claim_of_it() -> None:
         [skerry, gannet],
     )
     assert result.grounding.verdict == "supported"
+
+
+def test_table_rows_a_search_ran_onto_one_line_without_their_header_are_rows() -> None:
+    flat = PassageText(
+        1,
+        "…| Thomas Orrin | Marrow Head | 1896-1911 | kept the 1903 gale log | | Agnes Ferris | "
+        "Gannet Point | 1879-1880 | kept the light | | Margaret Penhallow | Marrow Head | "
+        "1962-1991 | last principal keeper of Marrow Head |",
+        "people/keepers-roster.md",
+        "Principal keepers of the Harwick service",
+    )
+    result = ground(
+        "Who was the last principal keeper at Marrow Head?",
+        "The last principal keeper at Marrow Head was Thomas Orrin.",
+        [flat],
+    )
+    assert result.grounding.verdict != "supported"
+    assert result.grounding.offered.startswith("Margaret Penhallow")

@@ -137,10 +137,13 @@ _PROSE_AFTER = re.compile(r"^(.*\|)\s+([A-Z][^|]{30,}[.!?]\s.*|[A-Z][^|]{30,}[.!
 
 def _unflattened(text: str) -> list[str]:
     """The lines of ``text``, a table a search cut onto one line ("| Scheme | £m | |---|---| |
-    Wath End … | 3.9 | | Rudd Lane … | 0.7 |") back on a line a row."""
+    Wath End … | 3.9 | | Rudd Lane … | 0.7 |", or rows without their header: "…| Thomas
+    Orrin | … | | Margaret Penhallow | … |") back on a line a row."""
     lines: list[str] = []
     for line in text.splitlines():
-        if FLAT_RULE.search(line):
+        flat_rows = line.lstrip("…").startswith("|") and len(ROW_BREAK.findall(line)) >= 2
+        if FLAT_RULE.search(line) or flat_rows:
+            line = line.lstrip("…")  # noqa: PLW2901 - its rows, without the cut's mark
             for row in ROW_BREAK.sub("|\n|", line).splitlines():
                 # Prose after the table's last row is no cell of it.
                 after = _PROSE_AFTER.match(row)
