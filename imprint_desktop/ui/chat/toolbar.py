@@ -176,6 +176,15 @@ class WorkspacePicker(QToolButton):
     def more_folders(self) -> list[Path]:
         return folder_lines(self._store.config().workspace.more_folders)
 
+    def researches(self, root: str) -> bool:
+        """Whether the folder at ``root`` (resolved) is one the workspace researches now."""
+        chosen = chosen_workspace(self._store.config().workspace.path) or sample_workspace()
+        try:
+            wanted = Path(root).resolve()
+            return any(wanted == folder.resolve() for folder in [chosen, *self.more_folders()])
+        except (OSError, RuntimeError):  # a folder that cannot be resolved: say what it says
+            return True
+
     def refresh(self) -> None:
         folder = chosen_workspace(self._store.config().workspace.path)
         name = folder.name if folder is not None else "Sample workspace"
@@ -308,9 +317,12 @@ class ResearchToolbar(QWidget):
     def finished_line(self, status: IndexStatus) -> str:
         """What the status bar says of ``status`` once its step ended ("" for nothing): the
         workspace is called indexed only when every step it needs is done, and no folder's files
-        are being read (the passages of a file saved meanwhile may be ready first)."""
+        are being read (the passages of a file saved meanwhile may be ready first); a folder the
+        workspace no longer researches (another was chosen while it was read) is not told of."""
         if status.more or (self._reading is not None and status.stage is not IndexStage.FILES):
             return ""
+        if not self.workspace.researches(status.root):
+            return ""  # the late end of a folder researched no more: not this workspace's
         return finished_line(status, self._files_read, self._problems)
 
     def _show_index_problems(self, status: IndexStatus) -> None:

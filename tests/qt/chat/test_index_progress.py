@@ -164,3 +164,21 @@ def test_a_long_folder_name_does_not_widen_the_window(
     assert picker.text() == f"Workspace: {folder.name[: FOLDER_CHARS - 1]}…"
     assert str(folder) in html.unescape(picker.toolTip())
     assert window.width() == width and window.minimumSizeHint().width() <= width
+
+
+def test_a_folder_researched_no_more_is_not_called_indexed(
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
+) -> None:
+    """The end of a folder's reading can come after another folder was chosen (a conversation
+    reopened in its own folder): the status bar must not say the old one is the workspace."""
+    old, new = write_corpus(tmp_path / "ferry-docs"), write_corpus(tmp_path / "harbour-docs")
+    store.set("workspace.path", str(new))
+    window = open_window(qtbot, store).window
+    late = p.IndexStatus(
+        str(old.resolve()), 3, 3, outcome=p.Outcome.FINISHED, stage=p.IndexStage.MEANING
+    )
+    assert window.toolbar_row.finished_line(late) == ""
+    current = p.IndexStatus(
+        str(new.resolve()), 3, 3, outcome=p.Outcome.FINISHED, stage=p.IndexStage.MEANING
+    )
+    assert window.toolbar_row.finished_line(current).startswith("Workspace indexed:")
