@@ -131,36 +131,38 @@ def test_a_second_folder_is_researched_under_its_name_and_leaves_with_its_passag
 
 
 def test_a_file_saved_while_a_folder_is_read_does_not_end_the_folders_progress(
-    qtbot: QtBot, store: SettingsStore
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
 ) -> None:
     """The vectors of a file saved meanwhile may be in before the folder is read: the bar goes
     on showing the reading, and the workspace is not called indexed until it is."""
+    store.set("workspace.path", str(tmp_path))
+    root = str(tmp_path.resolve())
     toolbar = ResearchToolbar(store, lambda: "")
     qtbot.addWidget(toolbar)
     toolbar.show()
-    toolbar.show_index(p.IndexStatus("/w", 900, 3000, "logs/log0900.md"))
+    toolbar.show_index(p.IndexStatus(root, 900, 3000, "logs/log0900.md"))
     # The reading gives way to a file just saved, and goes on after it (``more``).
-    toolbar.show_index(p.IndexStatus("/w", 1, 1, "news.md"))
-    saved = p.IndexStatus("/w", 1, 1, outcome=p.Outcome.FINISHED, more=True)
+    toolbar.show_index(p.IndexStatus(root, 1, 1, "news.md"))
+    saved = p.IndexStatus(root, 1, 1, outcome=p.Outcome.FINISHED, more=True)
     toolbar.show_index(saved)
     assert toolbar.index_bar.isVisible()
     assert toolbar.finished_line(saved) == ""  # not "Files read"
-    toolbar.show_index(p.IndexStatus("/w", 1, 2100, "logs/log0901.md"))
-    toolbar.show_index(p.IndexStatus("/w", 0, 1, stage=p.IndexStage.MEANING))
+    toolbar.show_index(p.IndexStatus(root, 1, 2100, "logs/log0901.md"))
+    toolbar.show_index(p.IndexStatus(root, 0, 1, stage=p.IndexStage.MEANING))
     assert toolbar.index_bar.format().startswith("Indexing 2/2 · search by meaning: 0 of 1")
-    embedded = p.IndexStatus("/w", 1, 1, stage=p.IndexStage.MEANING, outcome=p.Outcome.FINISHED)
+    embedded = p.IndexStatus(root, 1, 1, stage=p.IndexStage.MEANING, outcome=p.Outcome.FINISHED)
     toolbar.show_index(embedded)  # the saved file's vectors are in; the folder is still read
     assert toolbar.index_bar.isVisible()
     assert toolbar.index_bar.format().startswith("Indexing 1/2 · reading files: 1 of 2,100")
     assert toolbar.finished_line(embedded) == ""  # not "Workspace indexed"
 
-    done = p.IndexStatus("/w", 3001, 3001, outcome=p.Outcome.FINISHED)
+    done = p.IndexStatus(root, 3001, 3001, outcome=p.Outcome.FINISHED)
     toolbar.show_index(done)
     assert not toolbar.index_bar.isVisible()
-    meaning = p.IndexStatus("/w", 40, 40, stage=p.IndexStage.MEANING, outcome=p.Outcome.FINISHED)
+    meaning = p.IndexStatus(root, 40, 40, stage=p.IndexStage.MEANING, outcome=p.Outcome.FINISHED)
     toolbar.show_index(meaning)
     assert not toolbar.index_bar.isVisible()
-    assert toolbar.finished_line(meaning) == "Workspace indexed: /w"
+    assert toolbar.finished_line(meaning) == f"Workspace indexed: {root}"
 
 
 #: The log files of the large folder from which its reading is held (see ``held_logs``).
