@@ -566,3 +566,21 @@ def test_table_rows_a_search_ran_onto_one_line_without_their_header_are_rows() -
     )
     assert result.grounding.verdict != "supported"
     assert result.grounding.offered.startswith("Margaret Penhallow")
+
+
+def test_a_name_only_a_title_holds_is_not_said_to_be_missing_from_the_documents() -> None:
+    founding = PassageText(
+        2,
+        "| year | work |\n|---|---|\n| 1863 | Carrick Spit light, a screw-pile structure |\n",
+        "history/founding-1852.md",
+        "Founding of the Harwick Coast Light Service (1852)",
+    )
+    result = ground(
+        "Why does the Carrick Spit light stand on piles?",
+        "It stands on piles because of the construction of the Harwick Coast Light Service.",
+        [founding],
+    )
+    assert result.grounding.verdict != "supported"
+    note = result.grounding.claims[0].note
+    assert "not in your documents" not in note
+    assert "“Harwick Coast Light Service”: the passage [2] names it only in its title" in note

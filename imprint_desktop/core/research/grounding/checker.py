@@ -127,6 +127,11 @@ class Checker:
             if any(same_value(anchor, other) for other in self.anchors[unit.order])
         ]
 
+    @staticmethod
+    def _titled(anchor: Anchor, unit: Unit) -> bool:
+        """Whether the title, heading or file name ``unit`` stands under names ``anchor``."""
+        return any(same_value(anchor, name) for name in names_in(unit.context, opening=True))
+
     def coverage(self, unit: Unit) -> set[str]:
         return unit.about & self.terms
 
@@ -145,6 +150,11 @@ class Checker:
         if not holders and anchor.kind == "name":
             anchor = self._without_common_head(anchor)
             holders = self.holders(anchor)
+        if not holders and anchor.kind == "name":
+            # Named only where a passage stands: its title or heading says nothing of it.
+            titled = [u for u in self.units if self._titled(anchor, u)]
+            if titled:
+                return Verdict(titled[0], "the passage names it only in its title")
         if not holders:
             return Verdict(None, NOT_IN_DOCUMENTS)
         if anchor.kind == "name" and not stems_of(anchor.text).isdisjoint(self.question.key):
