@@ -84,11 +84,10 @@ _NUMBER = re.compile(r"^\[\d{1,4}\]\s*")
 #: A passage's head however its path is written: "[4] hr/leave-policy.md, lines 1-2 — …".
 _HEAD = re.compile(r"^\[\d{1,4}\]\s+[\w./\\-]+\.\w{1,5},\s+(?:lines?|page|sheet|slide)\b")
 #: ... or without its number, as a list item: "Finance/expense-claims-faq.md, lines 7-10 — …".
-_UNNUMBERED_HEAD = re.compile(
-    r"^[\w./\\-]+\.\w{1,5},\s+(?:lines?|pages?|sheets?|slides?)\s+\d[\d\s,–-]*(?:—|$)"
-)
+_HEAD_SHAPE = r"[\w./\\-]+\.\w{1,5},\s+(?:lines?|pages?|sheets?|slides?)\s+\d"
+_UNNUMBERED_HEAD = re.compile(rf"^{_HEAD_SHAPE}[\d\s,–-]*(?:—|$)")
 #: ... or anywhere in a sentence: 'The passage is from "Finance/travel.docx, lines 5-7 — …"'.
-_HEAD_INSIDE = re.compile(r"[\w./\\-]+\.\w{1,5},\s+(?:lines?|pages?|sheets?|slides?)\s+\d")
+_HEAD_INSIDE = re.compile(_HEAD_SHAPE)
 _MARKS = re.compile(r"^(?:[-*•>#]+\s+|\d{1,3}[.)]\s+|\*\*|__)+")
 _CITATIONS = re.compile(r"\s*\[\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
 _WORD = re.compile(r"\w+")
@@ -292,8 +291,7 @@ class Watch:
         if not self._answer_begun:
             return None
         writing = self.text[self._done :]
-        head = _HEAD_INSIDE.search(writing)
-        if head is None:
+        if _HEAD_INSIDE.search(writing) is None:
             return None
         return Verdict("echo", self._done, writing.strip()[:120])
 

@@ -23,7 +23,7 @@ from imprint_desktop.core.research.grounding import PassageText, ground
 from imprint_desktop.core.research.grounding.passages import FLAT_RULE, ROW_BREAK
 from imprint_desktop.core.research.seed import content_words
 from imprint_desktop.core.workspace.dating import SUPERSEDED_MARK
-from imprint_desktop.core.workspace.passages import focus, query_terms, term_weights
+from imprint_desktop.core.workspace.passages import TABLE_RULE, focus, query_terms, term_weights
 
 SOURCES_HEADING = "Sources:"
 UNCITED_HEADING = "Passages found (not cited):"
@@ -218,10 +218,6 @@ def snippets(
 _ROW = re.compile(r"^[^:;\n]{1,60}: [^;\n]*(?:; [^:;\n]{1,60}: [^;\n]*)+$|^\|?(?:[^|\n]+\|){2,}")
 
 
-#: A Markdown table's rule under its header: "|---|:---:|".
-_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
-
-
 def table_rows(text: str) -> list[str]:
     """The rows of the tables in ``text`` as a person reads a row quoted alone: each cell with
     its column's header ("year: 1857; work: Gannet Point lighthouse lit on 1 November" for a
@@ -235,9 +231,9 @@ def table_rows(text: str) -> list[str]:
     rows: list[str] = []
     header: list[str] = []
     for at, line in enumerate(lines):
-        if line.startswith("|") and line.count("|") >= 2 and not _RULE.match(line):
+        if line.startswith("|") and line.count("|") >= 2 and not TABLE_RULE.match(line):
             cells = [cell.strip() for cell in line.strip("|").split("|")]
-            if at + 1 < len(lines) and _RULE.match(lines[at + 1]):
+            if at + 1 < len(lines) and TABLE_RULE.match(lines[at + 1]):
                 header = cells  # the header row: what the next rows' cells are
             elif len(header) == len(cells):
                 rows.append(
@@ -245,7 +241,7 @@ def table_rows(text: str) -> list[str]:
                 )
             else:
                 rows.append(" | ".join(cells))
-        elif not _RULE.match(line):
+        elif not TABLE_RULE.match(line):
             header = []
             if _ROW.match(line):
                 rows.append(line)

@@ -135,13 +135,13 @@ def _table_head(units: list[str], first: int) -> str:
     for at in range(first - 1, 0, -1):
         if not units[at].startswith("|"):
             return ""
-        if _TABLE_RULE.match(units[at]):
+        if TABLE_RULE.match(units[at]):
             return f"{units[at - 1]}\n{units[at]}" if units[at - 1].startswith("|") else ""
     return ""
 
 
 #: A Markdown table's rule under its header: "|---|:---:|".
-_TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
+TABLE_RULE = re.compile(r"^\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?$")
 
 
 def _units_and_breaks(text: str) -> tuple[list[str], list[str]]:

@@ -321,9 +321,10 @@ class ResearchToolbar(QWidget):
         workspace no longer researches (another was chosen while it was read) is not told of."""
         if status.more or (self._reading is not None and status.stage is not IndexStage.FILES):
             return ""
-        if not self.workspace.researches(status.root):
+        line = finished_line(status, self._files_read, self._problems)
+        if line and not self.workspace.researches(status.root):
             return ""  # the late end of a folder researched no more: not this workspace's
-        return finished_line(status, self._files_read, self._problems)
+        return line
 
     def _show_index_problems(self, status: IndexStatus) -> None:
         """What the last update could not read: a count beside the picker, each file and why in

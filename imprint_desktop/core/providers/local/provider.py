@@ -26,7 +26,7 @@ import contextlib
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -48,7 +48,11 @@ from imprint_desktop.core.providers.local.grammar import build_tool_grammar
 from imprint_desktop.core.providers.local.loader import LoadProgress, load_model
 from imprint_desktop.core.providers.local.prefixes import PrefixStore
 from imprint_desktop.core.providers.local.sampling import DEFAULT_SEED, Sampling
-from imprint_desktop.core.providers.local.session import ModelSession, PrefillObserver
+from imprint_desktop.core.providers.local.session import (
+    ModelSession,
+    PrefillObserver,
+    common_length,
+)
 from imprint_desktop.core.resources import starter_model_path
 
 log = logging.getLogger(__name__)
@@ -205,7 +209,7 @@ class LocalProvider:
         # alone ends with the assistant's turn opened, which no real request has there.
         asked = dataclasses.replace(request, messages=(*request.messages, Message("user", "?")))
         shared = self._session.tokenize(self._render(asked))
-        tokens = tokens[: _common_length(tokens, shared)]
+        tokens = tokens[: common_length(tokens, shared)]
         return self._session.warm(tokens, stop, self.on_prefill) if tokens else 0
 
     def _complete(
@@ -421,11 +425,3 @@ def _start(
         return LocalProvider(ModelSession(loaded, PrefixStore(model_path)), executor)
 
     return executor, executor.submit(load)
-
-
-def _common_length(one: Sequence[int], other: Sequence[int]) -> int:
-    """How many tokens ``one`` and ``other`` open with alike."""
-    for at, (a, b) in enumerate(zip(one, other, strict=False)):
-        if a != b:
-            return at
-    return min(len(one), len(other))

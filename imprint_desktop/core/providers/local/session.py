@@ -286,12 +286,7 @@ class ModelSession:
     def _reuse_prefix(self, prompt: Sequence[int]) -> int:
         """Keep the longest common prefix with the KV cache, at least one token short of the
         whole prompt (the last prompt token must be evaluated to get the next token's logits)."""
-        common = 0
-        for cached, wanted in zip(self.cached, prompt, strict=False):
-            if cached != wanted:
-                break
-            common += 1
-        common = min(common, len(prompt) - 1)
+        common = min(common_length(self.cached, prompt), len(prompt) - 1)
         if common < len(self.cached):
             if not llama_cpp.llama_memory_seq_rm(self._memory, 0, common, -1):
                 llama_cpp.llama_memory_clear(self._memory, True)  # recurrent models: no partial
@@ -419,3 +414,11 @@ class ModelSession:
             )
             return bytes(buffer.raw[:size])
         return bytes(self._piece.raw[:size])
+
+
+def common_length(one: Sequence[int], other: Sequence[int]) -> int:
+    """How many tokens ``one`` and ``other`` open with alike."""
+    for at, (a, b) in enumerate(zip(one, other, strict=False)):
+        if a != b:
+            return at
+    return min(len(one), len(other))

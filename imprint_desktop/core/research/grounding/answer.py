@@ -279,11 +279,8 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
             return False  # a title or heading, which says nothing ("Pikestone Pumping Station")
         if unit.header:
             return False  # a table's header row ("Year | Pipes replaced | Samples over 10 µg/l")
-        if (
-            question.years
-            and years_in(unit.text).isdisjoint(question.years)
-            and years_in(unit.text)
-        ):
+        years = years_in(unit.text) if question.years else set()
+        if years and years.isdisjoint(question.years):
             return False  # of another year than the one asked about (2022's row for 2021)
         if any(checker.wanted(a) for a in anchors_in(unit.text)):
             return True  # a value of the kind asked for

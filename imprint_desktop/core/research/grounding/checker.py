@@ -201,7 +201,7 @@ class Checker:
         Pikestone's own passage beside it)."""
         held = self.held.get(unit.passage, set())
         question = self.question
-        elsewhere = [words for number, words in self.held.items() if number != unit.passage]
+        elsewhere = self._held_elsewhere(unit.passage)
         named = [
             (name.text, stems_of(name.text))
             for name in names_in(sentence)
@@ -225,6 +225,10 @@ class Checker:
                 other = max(others, key=lambda text: len(text.split()) > 1)  # a whole name first
                 return f"the passage says this of {other}, not of {name}"
         return ""
+
+    def _held_elsewhere(self, passage: int) -> list[set[str]]:
+        """The words every other passage than ``passage`` holds, a set per passage."""
+        return [words for number, words in self.held.items() if number != passage]
 
     def _edition_of(self, unit: Unit) -> bool:
         """Whether ``unit`` stands in the edition of a series for the year the question asks
@@ -286,7 +290,7 @@ class Checker:
         if question.wants != "date" or 2 * len(key & unit.about) > len(key):
             return ""  # a sentence that holds most of what it asks states its date, in its words
         said = (key & content_stems(claim)) - unit.about
-        others = [words for number, words in self.held.items() if number != unit.passage]
+        others = self._held_elsewhere(unit.passage)
         lacking = [question.key[stem] for stem in said if any(stem in words for words in others)]
         return f"the passage does not mention {_quoted(lacking)}" if lacking else ""
 
