@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from imprint_desktop.core.research.grounding import PassageText, ground
+from imprint_desktop.core.research.grounding.anchors import anchors_in
 from imprint_desktop.core.research.grounding.question import Question
 
 BRANTWATER = PassageText(
@@ -584,3 +585,120 @@ def test_a_name_only_a_title_holds_is_not_said_to_be_missing_from_the_documents(
     note = result.grounding.claims[0].note
     assert "not in your documents" not in note
     assert "“Harwick Coast Light Service”: the passage [2] names it only in its title" in note
+
+
+# Found by the held-out "fresh" set (a mountain rescue team's documents, session 15).
+OFFICERS = PassageText(
+    1,
+    "The officers are: team leader, Priya Venn; secretary, Gwen Rigg; equipment officer, "
+    "Dan Ellwood; training officer, Sue Marr.\n",
+    "about/team-structure.docx",
+    "Team structure and officers",
+)
+YEAR_IN_NUMBERS = PassageText(
+    2,
+    "The team was called out 131 times in 2024 and helped 148 people. Members gave 7,589 "
+    "volunteer hours on callouts, training and fundraising.\n",
+    "operations/annual-report-2024.pdf",
+    "Annual Report 2024",
+)
+MEMBERS = PassageText(
+    3,
+    "At the start of 2025 the team had 46 operational members, who carry pagers, and 7 trainees.\n",
+    "about/faq.txt",
+    "faq",
+)
+
+
+def test_an_officer_the_documents_never_name_is_not_another_officer() -> None:
+    """ "the team's *press* officer": the word after an owner's "'s" narrows what is asked, so
+    the equipment officer is no answer when nothing found mentions a press officer."""
+    wrong = ground(
+        "Who is the team's press officer?",
+        "The team's press officer is the equipment officer, Dan Ellwood [1].",
+        [OFFICERS],
+    )
+    assert wrong.grounding.verdict == "unsupported"
+    assert "nothing found mentions “press”" in wrong.grounding.claims[0].note
+    right = ground("Who is the team's equipment officer?", "It is Dan Ellwood [1].", [OFFICERS])
+    assert right.grounding.verdict == "supported"
+
+
+def test_a_word_after_an_owner_that_ends_the_question_s_noun_is_not_narrowing() -> None:
+    """The team's *headquarters* is what is asked about, which the documents may call its base:
+    no flag for a word they do not use."""
+    base = PassageText(
+        1,
+        "The new base at Beckfoot stands 163 metres above sea level.\n",
+        "base/new-base-project.md",
+        "New base",
+    )
+    result = ground(
+        "How high above sea level is the team's headquarters at Beckfoot?",
+        "The team's headquarters at Beckfoot is 163 metres above sea level [1].",
+        [base],
+    )
+    assert result.grounding.verdict == "supported"
+    assert Question.read("Who is the team's press officer?").qualifiers == {"press": "press"}
+
+
+def test_hours_given_as_a_count_of_people_are_flagged() -> None:
+    """ "7,589 volunteer hours" answered as "7,589 volunteers": a measure is no count."""
+    question = "How many of the team's volunteers can be sent out on callouts?"
+    wrong = ground(
+        question,
+        "7,589 volunteers can be sent out on callouts [2].",
+        [YEAR_IN_NUMBERS, MEMBERS],
+    )
+    assert wrong.grounding.verdict == "unsupported"
+    note = wrong.grounding.claims[0].note
+    assert "the passage [2] gives 7,589 volunteer hours, not a number of volunteers" in note
+    hours = ground(
+        "How many volunteer hours did members give in 2024?",
+        "Members gave 7,589 volunteer hours [2].",
+        [YEAR_IN_NUMBERS],
+    )
+    assert hours.grounding.verdict == "supported"
+
+
+def test_an_answer_that_gives_only_a_measure_for_a_count_is_flagged() -> None:
+    question = "How many callouts did the team have in 2024?"
+    wrong = ground(question, "Members gave 7,589 volunteer hours in 2024 [2].", [YEAR_IN_NUMBERS])
+    assert wrong.grounding.verdict != "supported"
+    notes = " ".join(claim.note for claim in wrong.grounding.claims)
+    assert (
+        "the answer gives 7,589 volunteer hours, a time, where the question asks how many callouts"
+        in notes
+    )
+    right = ground(question, "It had 131 callouts in 2024 [2].", [YEAR_IN_NUMBERS])
+    assert right.grounding.verdict == "supported"
+
+
+def test_a_question_for_a_percentage_wants_a_number() -> None:
+    report = PassageText(
+        1,
+        "A helicopter took part in 34 of the callouts, or 26 per cent of the total.\n",
+        "operations/annual-report-2024.pdf",
+        "Annual Report 2024",
+    )
+    question = "What percentage of the team's 2024 callouts involved a helicopter?"
+    wrong = ground(question, "The team's 2024 callouts involved a helicopter [1].", [report])
+    assert wrong.grounding.verdict != "supported"
+    right = ground(question, "A helicopter took part in 26 per cent of them [1].", [report])
+    assert right.grounding.verdict == "supported"
+    assert Question.read(question).wants == "number"
+
+
+@pytest.mark.parametrize(
+    ("text", "unit"),
+    [
+        ("Members gave 7,589 volunteer hours", "h"),
+        ("after 12 working days", "day"),
+        ("the team had 46 operational members", ""),
+        ("a reservoir of 5.08 million cubic metres", ""),  # a volume, no length
+        ("in 1986 two months later", ""),  # a year is not counted in months
+    ],
+)
+def test_a_unit_one_word_after_a_number_is_its_unit(text: str, unit: str) -> None:
+    [number] = [a for a in anchors_in(text, names=False) if a.kind == "number"]
+    assert number.unit == unit

@@ -41,6 +41,17 @@ _NUMBER = re.compile(
     r"(?:\s?(?P<unit>%|per ?cent|°\s?[CF]\b|[^\W\d_]+))?",
     re.IGNORECASE,
 )
+#: A unit's word, written out, right after the word after a number ("7,589 volunteer *hours*").
+_UNIT_AFTER = re.compile(
+    r"[ \t]+("
+    + "|".join(sorted((w for w in UNITS if len(w) > 2 and w.isalpha()), key=len, reverse=True))
+    + r")\b",
+    re.IGNORECASE,
+)
+#: Words that make a unit of length one of area or volume, which :data:`UNITS` does not hold.
+_POWERS = frozenset(("square", "cubic", "sq", "cu"))
+#: A number written as a year is one ("in 1986 two months later" names no months of 1986).
+_YEAR = re.compile(r"1\d{3}|20\d{2}|21\d{2}")
 _MULTIPLIERS = {"thousand": 10**3, "k": 10**3, "million": 10**6, "billion": 10**9, "bn": 10**9}
 
 
@@ -124,6 +135,17 @@ def _number(match: re.Match[str]) -> Anchor | None:
         value *= _MULTIPLIERS.get(mult, 1)
     unit = UNITS.get(unit_word, "")
     end = match.end("unit") if unit and match.group("unit") and unit_word != "m" else m_end
+    if (
+        not unit
+        and not currency
+        and unit_word.islower()
+        and unit_word not in _POWERS
+        and not _YEAR.fullmatch(raw)
+    ):
+        # A unit after one word that says what is measured: "7,589 volunteer hours".
+        later = _UNIT_AFTER.match(match.string, match.end("unit"))
+        if later:
+            unit, end = UNITS[later.group(1).lower()], later.end(1)
     if currency:
         unit = UNITS.get(currency, unit)
     if not unit and not currency and not mult and "." not in raw and value < 10:

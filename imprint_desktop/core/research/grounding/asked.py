@@ -126,6 +126,13 @@ def _other_measure(question: Question, values: Sequence[Anchor]) -> str:
     ]
     asked = {MEASURES[UNITS[word.lower()]] for word in named}
     given = [value for value in values if value.kind == "number" and value.unit in MEASURES]
+    counted = [value for value in values if value.kind == "number" and not value.unit]
+    if question.counts and given and not counted and not asked:
+        # "How many journeys …?" answered "38,000 hours": a measure is no count of them.
+        said = listed(list(dict.fromkeys(value.text for value in given)))
+        measure = _MEASURE_WORDS.get(MEASURES[given[0].unit], "a measure")
+        asks = f"how many {question.counts}"
+        return f"the answer gives {said}, {measure}, where the question asks {asks}"
     if not asked or not given or any(MEASURES[value.unit] in asked for value in given):
         return ""
     said = listed(list(dict.fromkeys(value.text for value in given)))

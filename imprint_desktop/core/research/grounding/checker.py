@@ -270,6 +270,10 @@ class Checker:
         if note or not self.wanted(anchor):
             return note
         mine = next(a for a in self.anchors[unit.order] if same_value(anchor, a))
+        if self.question.counts and not anchor.unit and mine.unit in MEASURES:
+            # "How many volunteers …?" answered "7,589" of "7,589 volunteer hours": a measure
+            # given as a count of what the question counts.
+            return f"the passage gives {mine.text}, not a number of {self.question.counts}"
         at = next(
             (text for start, text in reversed(clauses_of(unit.text)) if start <= mine.start),
             unit.text,
@@ -517,7 +521,9 @@ def wanted_by(question: Question, anchor: Anchor) -> bool:
         return anchor.kind == "date" or (anchor.kind == "number" and not anchor.unit)
     if question.wants == "time":
         return anchor.kind == "time"
-    return question.wants in ("number", "") and anchor.kind in ("number", "time")
+    # Hours or pounds are no count of the volunteers "how many" asks about.
+    counted = not question.counts or anchor.unit not in MEASURES
+    return counted and question.wants in ("number", "") and anchor.kind in ("number", "time")
 
 
 def _a_name_wanted(question: Question, stems: set[str]) -> bool:

@@ -41,15 +41,18 @@ class Question:
     wants: str
     years: set[int]  # the years it names ("in 2021")
     #: Key terms that narrow down what it asks about, as the question wrote them: a word right
-    #: after "a", "the", "first", "in" … ("a *senior* ticket", "the first *chairman*", "in
-    #: *winter*"). A verb stands elsewhere ("how much can it *hold*"), and is as often
-    #: paraphrased by the documents as not.
+    #: after "a", "the", "first", "in" or an owner's "'s" ("a *senior* ticket", "the first
+    #: *chairman*", "in *winter*", "the team's *press* officer"). A verb stands elsewhere ("how
+    #: much can it *hold*"), and is as often paraphrased by the documents as not.
     qualifiers: dict[str, str] = field(default_factory=dict)
     #: The names it gives, as it wrote them (each beside its stems in :attr:`subjects`).
     names: list[str] = field(default_factory=list)
     #: Words of order right before a key term ("the *last* principal keeper", "the *first*
     #: chairman"), which a stop list drops: the one asked about among several of its kind.
     order: dict[str, str] = field(default_factory=dict)
+    #: What "how many" counts, when that is no unit ("how many *volunteers*"): a count of
+    #: things, which a value in hours or pounds is not; "" otherwise.
+    counts: str = ""
 
     @classmethod
     def read(cls, question: str) -> Question:
@@ -90,10 +93,17 @@ class Question:
             key.setdefault(stem, lower)
         anchors = {a.key for a in anchors_in(question)}
         lowered = [word.lower() for word in words]
+        # After an owner's "'s", a word that another key term follows: "the team's *press*
+        # officer", not "the team's headquarters", which the documents may call its base.
+        compound = {
+            at
+            for at, (before, after) in enumerate(zip(lowered, lowered[2:], strict=False))
+            if before == "s" and stem_of(after) in key
+        }
         qualifiers = {
             stem_of(word): word
             for at, (before, word) in enumerate(itertools.pairwise(lowered))
-            if (before in _NARROWING or (at == 0 and before in _ASKING_WHICH))
+            if (before in _NARROWING or (at == 0 and before in _ASKING_WHICH) or at in compound)
             and stem_of(word) in key
         }
         order = {
@@ -101,6 +111,7 @@ class Question:
             for before, word in itertools.pairwise(lowered)
             if before in _ORDER and stem_of(word) in key
         }
+        counts = _counted(lowered)
         return cls(
             question,
             subjects,
@@ -113,6 +124,7 @@ class Question:
             qualifiers,
             [n.text for n in names],
             order,
+            counts,
         )
 
     def names_subject(self, words: set[str]) -> bool:
@@ -130,6 +142,28 @@ _ORDER = word_set("first last latest earliest final original previous former cur
 #: Opening a question, these narrow down the word after them ("Which *form* …?"); within one
 #: ("the aqueduct that carries …") a verb follows them, as after "that".
 _ASKING_WHICH = word_set("what which whose")
+
+
+def _counted(words: list[str]) -> str:
+    """What "how many" counts in a question of lower-case ``words``, when that is no unit: the
+    last word of the words after it, up to the first small word ("how many passenger
+    *journeys* were made", "how many of the team's *volunteers*"); "" otherwise."""
+    for at, (before, word) in enumerate(itertools.pairwise(words)):
+        if (before, word) != ("how", "many"):
+            continue
+        phrase: list[str] = []
+        for later in words[at + 2 :]:
+            if later == "s":  # what came before owns what is counted: "the team's volunteers"
+                phrase = []
+                continue
+            if later in ("of", "the", "its", "their") and not phrase:
+                continue
+            if later in STOPWORDS["en"] or later in STOP:
+                break
+            phrase.append(later)
+        if phrase and phrase[-1] not in UNITS:
+            return phrase[-1]
+    return ""
 
 
 def _wanted_kind(question: str, words: list[str], units: bool) -> str:

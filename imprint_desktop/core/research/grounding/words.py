@@ -57,7 +57,7 @@ def _by_form(forms: dict[str, str]) -> dict[str, str]:
 #: Units by what they measure: "84 metres" is "84 m".
 UNITS = _by_form(
     {
-        "%": "% percent per cent pct",
+        "%": "% percent per cent pct percentage",
         "m": "m metre metres meter meters",
         "km": "km kilometre kilometres kilometer kilometers",
         "mm": "mm millimetre millimetres millimeter millimeters",
