@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 
 from imprint_desktop.core.research.grounding import PassageText, ground
-from imprint_desktop.core.research.grounding.anchors import anchors_in
+from imprint_desktop.core.research.grounding.anchors import anchors_in, year_like
+from imprint_desktop.core.research.grounding.passages import units_of
 from imprint_desktop.core.research.grounding.question import Question
 
 BRANTWATER = PassageText(
@@ -702,3 +703,40 @@ def test_a_question_for_a_percentage_wants_a_number() -> None:
 def test_a_unit_one_word_after_a_number_is_its_unit(text: str, unit: str) -> None:
     [number] = [a for a in anchors_in(text, names=False) if a.kind == "number"]
     assert number.unit == unit
+
+
+def test_to_when_the_sentence_with_the_year_is_offered_not_a_table_row_of_counts() -> None:
+    """A Word table read as a header line and "Section: …; …" rows: the header is no
+    sentence to offer, a count of 1,212 is no year, and the sentence the answer took only a
+    name from ("a collie called Fly") still holds the year it should have given."""
+    sections = PassageText(
+        1,
+        "Section | Operational members | Search dog teams | Training hours 2024\n"
+        "Section: Northern; Operational members: 15; Search dog teams: 1; "
+        "Training hours 2024: 1,212\n"
+        "Section: Central; Operational members: 18; Search dog teams: 2; "
+        "Training hours 2024: 1,486\n",
+        "about/team-structure.docx",
+        "Team structure",
+    )
+    history = PassageText(
+        2,
+        "It bought its first Land Rover in 1966, and in 1968 it moved into a hut on Mill Lane. "
+        "The team's first search dog, a collie called Fly, passed her assessment in 1974.\n",
+        "about/history.md",
+        "A short history",
+    )
+    result = ground(
+        "When did the team first have a qualified search dog?",
+        "The team first had a qualified search dog, a collie named Fly, in 1968.",
+        [sections, history],
+    )
+    assert result.grounding.verdict == "unsupported"
+    assert result.grounding.offered.endswith("passed her assessment in 1974.")
+    assert result.grounding.offered_from == 2
+    [header] = [
+        unit for unit in units_of(sections, 0) if unit.text.startswith("Section | Operational")
+    ]
+    assert header.header
+    assert not year_like(anchors_in("1,212 hours", names=False)[0])
+    assert year_like(anchors_in("in 1974", names=False)[0])

@@ -219,7 +219,14 @@ def comparable(claim: Anchor, other: Anchor) -> bool:
 
 
 def year_like(anchor: Anchor) -> bool:
-    return anchor.kind == "number" and not anchor.unit and 1000 <= float(str(anchor.key[1])) < 2200
+    """Whether ``anchor`` may be a year: a bare number from 1000 to 2199, not written with a
+    thousands comma ("1,212 hours" is no year)."""
+    return (
+        anchor.kind == "number"
+        and not anchor.unit
+        and 1000 <= float(str(anchor.key[1])) < 2200
+        and "," not in anchor.text
+    )
 
 
 def part_of(whole: Anchor, other: Anchor) -> bool:

@@ -12,11 +12,13 @@ from imprint_desktop.core.research.grounding.anchors import (
     Anchor,
     anchors_in,
     same_value,
+    year_like,
     years_in,
 )
 from imprint_desktop.core.research.grounding.asked import unanswered
 from imprint_desktop.core.research.grounding.checker import NOT_IN_DOCUMENTS, Checker, Verdict
 from imprint_desktop.core.research.grounding.passages import (
+    CELL,
     CITE,
     LIST_ITEM,
     QUOTE_CHARS,
@@ -109,7 +111,14 @@ def ground_by(checker: Checker, answer: str) -> Grounded:
     offered, offered_from = "", 0
     if verdict in ("unsupported", "partly"):
         # An answer that does not answer may stand on the very sentence that does.
-        best = _offer(checker, set() if why else supporting)
+        # A sentence that holds only the answer's other words ("a collie called Fly") may
+        # still hold the value it should have given ("… passed her assessment in 1974").
+        answered = {
+            verdict.unit.order
+            for anchor, verdict in given
+            if verdict.unit is not None and not verdict.note and checker.wanted(anchor)
+        }
+        best = _offer(checker, set() if why else answered)
         if best is not None:
             offered, offered_from = quote(best.text, (), QUOTE_CHARS * 2), best.passage
     grounding = GroundingView(verdict, tuple(claims), offered, offered_from)
@@ -282,7 +291,7 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
         years = years_in(unit.text) if question.years else set()
         if years and years.isdisjoint(question.years):
             return False  # of another year than the one asked about (2022's row for 2021)
-        if any(checker.wanted(a) for a in anchors_in(unit.text)):
+        if any(checker.wanted(a) for a in anchors_in(_values(unit))):
             return True  # a value of the kind asked for
         # Or, to a question that asks for no value ("Why …?"), a sentence of prose that says
         # what it asks about.
@@ -300,10 +309,29 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     ]
     if not candidates:
         return None
-    # The one that holds what narrows the question ("the *last* principal keeper") first.
+    # The one that holds what narrows the question ("the *last* principal keeper") first, and
+    # to "when", one that holds a date or a year before one that holds other numbers only.
     narrowing = set(question.qualifiers) | set(question.order)
-    most = max(len(narrowing & unit.about) for unit in candidates)
-    return checker.best([unit for unit in candidates if len(narrowing & unit.about) == most])
+
+    def fit(unit: Unit) -> tuple[int, bool]:
+        dated = any(_dated(question, a) for a in anchors_in(_values(unit)) if checker.wanted(a))
+        return len(narrowing & unit.about), dated
+
+    most = max(fit(unit) for unit in candidates)
+    return checker.best([unit for unit in candidates if fit(unit) == most])
+
+
+def _values(unit: Unit) -> str:
+    """What ``unit`` says: a row read as "Section: Central; Training hours 2024: 1,486" says
+    its cells' values, not its columns' names (a year in a column's name dates no cell)."""
+    cells = [cell.group("value") for cell in CELL.finditer(unit.text)] if unit.row else []
+    return " ; ".join(cells) if len(cells) >= 2 else unit.text
+
+
+def _dated(question: Question, value: Anchor) -> bool:
+    """Whether ``value`` answers "when" as a date or a year (not any number); any value of the
+    kind asked answers another question."""
+    return question.wants != "date" or value.kind == "date" or year_like(value)
 
 
 def _words_of(text: str) -> str:

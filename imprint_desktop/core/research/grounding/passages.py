@@ -119,6 +119,9 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
             add(heading, row=False)
         elif _is_row(stripped):
             flush()
+            if out and out[-1].row and _names_cells_of(out[-1].text, stripped):
+                columns = out[-1].text  # a header row above rows read as "Section: Central; …"
+                out[-1] = dataclasses.replace(out[-1], header=True)
             add(stripped.strip("| "), row=True)
         elif LIST_ITEM.match(line):
             flush()
@@ -127,6 +130,14 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
             paragraph.append(stripped)
     flush()
     return out
+
+
+def _names_cells_of(header: str, row: str) -> bool:
+    """Whether ``header`` ("Section | Operational members | …") names the cells of ``row``, a
+    row written with its column's name in each cell ("Section: Central; Operational members:
+    18; …"), as Word and spreadsheet tables are read."""
+    first = header.split(" | ", maxsplit=1)[0].strip()
+    return " | " in header and bool(first) and row.startswith(f"{first}: ")
 
 
 #: A Markdown table's rule within a line, and the space between two rows put on one line.
