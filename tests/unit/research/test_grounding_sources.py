@@ -740,3 +740,42 @@ def test_to_when_the_sentence_with_the_year_is_offered_not_a_table_row_of_counts
     assert header.header
     assert not year_like(anchors_in("1,212 hours", names=False)[0])
     assert year_like(anchors_in("in 1974", names=False)[0])
+
+
+BY_YEAR = PassageText(
+    1,
+    "year,callouts,people_assisted,volunteer_hours\n"
+    "2021,127,139,7265\n"
+    "2022,119,134,6918\n"
+    "2023,123,142,7034\n",
+    "operations/callouts-by-year.csv",
+    "callouts-by-year",
+)
+REPORT_2024 = PassageText(
+    2,
+    "The team was called out 131 times in 2024, against 123 times in 2023, and helped 148 "
+    "people.\n",
+    "operations/annual-report-2024.pdf",
+    "Annual Report 2024",
+)
+
+
+def test_the_row_of_the_year_asked_is_offered_and_its_other_cells_are_not_the_answer() -> None:
+    """A CSV row names what it holds in its columns ("people_assisted"), not in the question's
+    words ("came to the aid of"): the row of the year asked is offered for a value of another
+    year, and a value from its other cells ("callouts: 119") is flagged."""
+    question = "How many people did the team come to the aid of in 2022?"
+    other_year = ground(
+        question, "It came to the aid of 148 people in 2022.", [BY_YEAR, REPORT_2024]
+    )
+    assert other_year.grounding.verdict == "unsupported"
+    assert other_year.grounding.offered.startswith(
+        "year: 2022; callouts: 119; people_assisted: 134"
+    )
+    other_cell = ground(
+        question, "It came to the aid of 119 people in 2022.", [BY_YEAR, REPORT_2024]
+    )
+    assert other_cell.grounding.verdict == "unsupported"
+    assert "says this of “callouts: 119”" in other_cell.grounding.claims[0].note
+    assert Question.read(question).counts == "people"
+    assert "come" not in Question.read(question).key  # a verb that says nothing of its own

@@ -288,9 +288,9 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
             return False  # a title or heading, which says nothing ("Pikestone Pumping Station")
         if unit.header:
             return False  # a table's header row ("Year | Pipes replaced | Samples over 10 µg/l")
-        years = years_in(unit.text) if question.years else set()
+        years = years_in(f"{unit.text} {unit.context}") if question.years else set()
         if years and years.isdisjoint(question.years):
-            return False  # of another year than the one asked about (2022's row for 2021)
+            return False  # of another year than the one asked (2022's row, 2024's report)
         if any(checker.wanted(a) for a in anchors_in(_values(unit))):
             return True  # a value of the kind asked for
         # Or, to a question that asks for no value ("Why …?"), a sentence of prose that says
@@ -298,24 +298,31 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
         prose = not question.wants and not unit.row and len(unit.text) <= QUOTE_CHARS * 2
         return prose and bool(unit.words & present)
 
+    def of_the_year(unit: Unit) -> bool:
+        """A table row of the year the question names ("2022,119,134,…" to "… in 2022?"),
+        which needs no key term: its columns' names are seldom the question's words."""
+        return unit.row and not question.years.isdisjoint(years_in(_values(unit)))
+
     candidates = [
         unit
         for unit in checker.units
         if (not question.subjects or question.names_subject(unit.about))
-        and (not present or unit.about & present)
+        and (not present or unit.about & present or of_the_year(unit))
         and len(checker.missing) < 2
         and answers(unit)
         and unit.order not in supporting
     ]
     if not candidates:
         return None
-    # The one that holds what narrows the question ("the *last* principal keeper") first, and
-    # to "when", one that holds a date or a year before one that holds other numbers only.
+    # The one of the year asked first, then the one that holds what narrows the question ("the
+    # *last* principal keeper"), and to "when", one that holds a date or a year before one that
+    # holds other numbers only.
     narrowing = set(question.qualifiers) | set(question.order)
 
-    def fit(unit: Unit) -> tuple[int, bool]:
+    def fit(unit: Unit) -> tuple[bool, int, bool]:
+        of_year = not question.years.isdisjoint(years_in(f"{unit.text} {unit.context}"))
         dated = any(_dated(question, a) for a in anchors_in(_values(unit)) if checker.wanted(a))
-        return len(narrowing & unit.about), dated
+        return of_year, len(narrowing & unit.about), dated
 
     most = max(fit(unit) for unit in candidates)
     return checker.best([unit for unit in candidates if fit(unit) == most])

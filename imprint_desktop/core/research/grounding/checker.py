@@ -77,6 +77,8 @@ class Checker:
         self.passage_text = " ".join(unit.text for unit in units)
         #: What a sentence is compared on: the question's key terms and its subject's names.
         self.terms = set(question.key).union(*question.subjects)
+        if question.counts:  # what "how many" counts, "people" too ("people_assisted: 134")
+            self.terms.add(stem_of(question.counts))
         count = max(1, len(units))
         self.weights = {
             term: math.log(1 + count / (1 + sum(term in unit.about for unit in units)))
@@ -226,6 +228,12 @@ class Checker:
                 return f"the passage says this of {other}, not of {name}"
         return ""
 
+    def _of_the_year(self, unit: Unit) -> bool:
+        """Whether ``unit`` is a table row of the year the question names ("2022,119,134,…" to
+        "… in 2022?"): it names what it is about in its columns, seldom in the question's words
+        ("people_assisted" for "came to the aid of")."""
+        return unit.row and not self.question.years.isdisjoint(years_in(unit.text))
+
     def _held_elsewhere(self, passage: int) -> list[set[str]]:
         """The words every other passage than ``passage`` holds, a set per passage."""
         return [words for number, words in self.held.items() if number != passage]
@@ -373,7 +381,12 @@ class Checker:
         # One word missing from the documents is as often a paraphrase ("how full" for
         # "capacity used"); the question is about something they lack when two or more are.
         lacking = len(self.missing) >= 2 or (self.missing and len(question.key) >= 2)
-        if lacking and not (unit.about & set(question.key)) and not asked_unit:
+        if (
+            lacking
+            and not (unit.about & set(question.key))
+            and not asked_unit
+            and not self._of_the_year(unit)
+        ):
             return (
                 f"the passage says this of {self._what(unit, at, mine)}; your documents do not "
                 f"mention {listed(self.missing)}"
@@ -429,6 +442,10 @@ class Checker:
         for rival in self.units:
             if rival.order == unit.order or not self._rival_answer(anchor, rival.text):
                 continue
+            if self._of_the_year(unit) and question.years.isdisjoint(
+                years_in(f"{rival.text} {rival.context}")
+            ):
+                continue  # a sentence of no year asked is no rival to a row of that year
             lacks_key = key and not about & key and rival.about & key
             lacks_narrowing = narrowing & rival.about and len(rival.about & key) >= len(about & key)
             if lacks_key or lacks_narrowing:

@@ -144,6 +144,10 @@ _ORDER = word_set("first last latest earliest final original previous former cur
 _ASKING_WHICH = word_set("what which whose")
 
 
+#: Words for what is counted that say nothing else ("how many *people*").
+_COUNTED = word_set("people persons times")
+
+
 def _counted(words: list[str]) -> str:
     """What "how many" counts in a question of lower-case ``words``, when that is no unit: the
     last word of the words after it, up to the first small word ("how many passenger
@@ -158,7 +162,7 @@ def _counted(words: list[str]) -> str:
                 continue
             if later in ("of", "the", "its", "their") and not phrase:
                 continue
-            if later in STOPWORDS["en"] or later in STOP:
+            if later in STOPWORDS["en"] or (later in STOP and later not in _COUNTED):
                 break
             phrase.append(later)
         if phrase and phrase[-1] not in UNITS:

@@ -27,6 +27,7 @@ ANSWER_KIND = word_set(
     "cost costs costed price priced prices much many long old year years date dates day time "
     "times number numbers amount total value figure level size big large high deep wide far "
     "often name named called happen happened take took taken make made get got use used "
+    "come came comes coming go goes went gone give gave given "
     "first last main exactly approximately roughly per across within among along around "
     "behind beyond near toward towards upon via without onto inside outside throughout "
     "average overall currently current now today "
