@@ -779,3 +779,25 @@ def test_the_row_of_the_year_asked_is_offered_and_its_other_cells_are_not_the_an
     assert "says this of “callouts: 119”" in other_cell.grounding.claims[0].note
     assert Question.read(question).counts == "people"
     assert "come" not in Question.read(question).key  # a verb that says nothing of its own
+
+
+def test_a_word_the_documents_say_another_way_does_not_narrow_to_nothing() -> None:
+    """ "a *qualified* search dog": the passages write "search dog" only after "first" and
+    "one", so "qualified" picks none of several kinds of search dog; it is said another way
+    ("passed her assessment"). A senior fare beside the adult and child fares still does."""
+    history = PassageText(
+        1,
+        "The team's first search dog, a collie called Fly, passed her assessment in 1974. "
+        "In 2023 one search dog team stood by at base.\n",
+        "about/history.md",
+        "A short history",
+    )
+    result = ground(
+        "When did the team first have a qualified search dog?",
+        "Its first search dog passed her assessment in 1974 [1].",
+        [history],
+    )
+    assert result.grounding.verdict == "supported"
+    fares = PassageText(2, "adult return,18.50\nchild return,9.25\n", "finance/fares.csv", "fares")
+    senior = ground("How much is a senior return ticket?", "It costs £18.50.", [fares])
+    assert "nothing found mentions “senior”" in senior.grounding.claims[0].note

@@ -20,7 +20,7 @@ from imprint_desktop.core.research.grounding.anchors import (
     years_in,
 )
 from imprint_desktop.core.research.grounding.passages import CELL, Unit, clauses_of, quote
-from imprint_desktop.core.research.grounding.question import Question
+from imprint_desktop.core.research.grounding.question import ORDER_WORDS, Question
 from imprint_desktop.core.research.grounding.words import (
     MEASURES,
     WORD,
@@ -30,6 +30,7 @@ from imprint_desktop.core.research.grounding.words import (
     stems_of,
     word_set,
 )
+from imprint_desktop.core.workspace.query_words import is_function_word
 
 NOT_IN_DOCUMENTS = "not in your documents"
 
@@ -43,6 +44,8 @@ class Verdict:
 
 
 #: Words after which a word narrows a question to a time, an order or a version.
+#: Numbers written as words, which pick no kind of thing ("one search dog team").
+_COUNTS = word_set("one two three four five six seven eight nine ten both each every")
 _NARROWS = word_set("in during first last original new old former current next previous")
 #: What a value only a document that looks superseded holds is said to stand on.
 _STALE = "the passage is from a document that looks superseded"
@@ -91,7 +94,9 @@ class Checker:
         self.missing = [word for stem, word in question.key.items() if stem not in everywhere]
         #: Of those, the words that narrow down what it asks about: "senior" of a senior fare.
         self.narrowing_missing = [
-            word for stem, word in question.qualifiers.items() if stem not in everywhere
+            word
+            for stem, word in question.qualifiers.items()
+            if stem not in everywhere and self._picks_among(word)
         ]
         # What each passage holds, with what it stands under: a name may be written in one of
         # its sentences and its other words in the next ("Elias … Brandt").
@@ -117,6 +122,40 @@ class Checker:
             for name, stems in zip(question.names, question.subjects, strict=True)
             if stems and not any(stems <= words for words in held.values())
         ]
+
+    def _picks_among(self, word: str) -> bool:
+        """Whether ``word``, which no passage holds, picks one of several things the passages
+        name ("a *senior* fare" where they give the adult and the child fare), and so asks about
+        what they do not say; not a word said another way ("a *qualified* search dog" of "the
+        team's first search dog … passed her assessment"). It picks unless what it narrows (the
+        key terms after it in the question) is in the passages, each time after a small word, a
+        number or a word of order only. The thing asked about itself ("the first *chairman*")
+        always counts."""
+        words = [w.lower() for w in WORD.findall(self.question.text)]
+        if word not in words:
+            return True
+        key = self.question.key
+        head: list[str] = []  # the key terms right after it: "search dog" of "qualified"
+        for later in words[words.index(word) + 1 :]:
+            if stem_of(later) not in key:
+                break
+            head.append(later)
+        if not head or any(stem_of(w) not in self.everywhere for w in head):
+            return True  # the thing asked about itself, or what it narrows is missing too
+        # The longest start of what it narrows that the passages write ("search dog" of
+        # "search dog", "return" of "return ticket"), and the words they write before it.
+        for size in range(len(head), 0, -1):
+            phrase = r"\s+".join(map(re.escape, head[:size]))
+            others = re.findall(rf"\b([^\W\d_]+)\s+{phrase}\b", self.passage_text, re.I)
+            if others:
+                return any(
+                    not is_function_word(other.lower())
+                    and other.lower() not in ORDER_WORDS
+                    and other.lower() not in _COUNTS
+                    and other.lower() != word
+                    for other in others
+                )
+        return True
 
     def wanted(self, anchor: Anchor) -> bool:
         """Whether ``anchor`` is a value of the kind the question asks for (not its own)."""

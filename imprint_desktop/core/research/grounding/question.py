@@ -109,7 +109,7 @@ class Question:
         order = {
             stem_of(before): before
             for before, word in itertools.pairwise(lowered)
-            if before in _ORDER and stem_of(word) in key
+            if before in ORDER_WORDS and stem_of(word) in key
         }
         counts = _counted(lowered)
         return cls(
@@ -138,7 +138,7 @@ _NARROWING = word_set(
     "in of for during"
 )
 #: Words that pick one of several things of a kind by their order.
-_ORDER = word_set("first last latest earliest final original previous former current next")
+ORDER_WORDS = word_set("first last latest earliest final original previous former current next")
 #: Opening a question, these narrow down the word after them ("Which *form* …?"); within one
 #: ("the aqueduct that carries …") a verb follows them, as after "that".
 _ASKING_WHICH = word_set("what which whose")
