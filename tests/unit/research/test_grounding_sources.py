@@ -801,3 +801,18 @@ def test_a_word_the_documents_say_another_way_does_not_narrow_to_nothing() -> No
     fares = PassageText(2, "adult return,18.50\nchild return,9.25\n", "finance/fares.csv", "fares")
     senior = ground("How much is a senior return ticket?", "It costs £18.50.", [fares])
     assert "nothing found mentions “senior”" in senior.grounding.claims[0].note
+    # Said another way only where the sentence writes what it narrows: a sum the open day
+    # raised is no admission charge, though the passages say "in charge" elsewhere.
+    open_day = PassageText(
+        3,
+        "In 2024 the Beckfoot open day raised 6,240 pounds for the team. Sue Marr is in charge "
+        "of it.\n",
+        "base/new-base-project.md",
+        "New base",
+    )
+    charge = ground(
+        "What is the admission charge for the Beckfoot open day?",
+        "The admission charge is 6,240 pounds [3].",
+        [open_day],
+    )
+    assert "nothing found mentions “admission”" in charge.grounding.claims[0].note

@@ -94,10 +94,14 @@ class Checker:
         self.missing = [word for stem, word in question.key.items() if stem not in everywhere]
         #: Of those, the words that narrow down what it asks about: "senior" of a senior fare.
         self.narrowing_missing = [
-            word
-            for stem, word in question.qualifiers.items()
-            if stem not in everywhere and self._picks_among(word)
+            word for stem, word in question.qualifiers.items() if stem not in everywhere
         ]
+        #: Of those, the words that may be said another way, by what they narrow: "search dog"
+        #: for "qualified", when the passages write "search dog" after no word of their own.
+        self.paraphrased: dict[str, str] = {}
+        for word in self.narrowing_missing:
+            if head := self._said_another_way(word):
+                self.paraphrased[word] = head
         # What each passage holds, with what it stands under: a name may be written in one of
         # its sentences and its other words in the next ("Elias … Brandt").
         held: dict[int, set[str]] = {}
@@ -123,39 +127,54 @@ class Checker:
             if stems and not any(stems <= words for words in held.values())
         ]
 
-    def _picks_among(self, word: str) -> bool:
-        """Whether ``word``, which no passage holds, picks one of several things the passages
-        name ("a *senior* fare" where they give the adult and the child fare), and so asks about
-        what they do not say; not a word said another way ("a *qualified* search dog" of "the
-        team's first search dog … passed her assessment"). It picks unless what it narrows (the
-        key terms after it in the question) is in the passages, each time after a small word, a
-        number or a word of order only. The thing asked about itself ("the first *chairman*")
-        always counts."""
+    def _said_another_way(self, word: str) -> str:
+        """What ``word``, which no passage holds, narrows, when it may be said another way ("a
+        *qualified* search dog" of "the team's first search dog … passed her assessment"): the
+        key terms after it in the question, which the passages write, each time after a small
+        word, a number or a word of order only. "" when it picks one of several kinds they name
+        ("a *senior* return" beside the adult and the child return), narrows what is missing
+        too, or is the thing asked about itself ("the first *chairman*")."""
         words = [w.lower() for w in WORD.findall(self.question.text)]
         if word not in words:
-            return True
+            return ""
         key = self.question.key
-        head: list[str] = []  # the key terms right after it: "search dog" of "qualified"
+        head: list[str] = []
         for later in words[words.index(word) + 1 :]:
             if stem_of(later) not in key:
                 break
             head.append(later)
         if not head or any(stem_of(w) not in self.everywhere for w in head):
-            return True  # the thing asked about itself, or what it narrows is missing too
+            return ""
         # The longest start of what it narrows that the passages write ("search dog" of
         # "search dog", "return" of "return ticket"), and the words they write before it.
         for size in range(len(head), 0, -1):
             phrase = r"\s+".join(map(re.escape, head[:size]))
             others = re.findall(rf"\b([^\W\d_]+)\s+{phrase}\b", self.passage_text, re.I)
             if others:
-                return any(
+                picks = any(
                     not is_function_word(other.lower())
                     and other.lower() not in ORDER_WORDS
                     and other.lower() not in _COUNTS
                     and other.lower() != word
                     for other in others
                 )
-        return True
+                return "" if picks else " ".join(head[:size])
+        return ""
+
+    def narrowed_to_nothing(self, unit: Unit | None = None) -> list[str]:
+        """The words narrowing what is asked that nothing found holds, but for those said
+        another way in ``unit`` (it writes what they narrow: "first search dog"); without a
+        unit, but for any that may be said another way somewhere."""
+        return [
+            word
+            for word in self.narrowing_missing
+            if word not in self.paraphrased
+            or (
+                unit is not None
+                and re.search(rf"\b{re.escape(self.paraphrased[word])}\b", unit.text, re.IGNORECASE)
+                is None
+            )
+        ]
 
     def wanted(self, anchor: Anchor) -> bool:
         """Whether ``anchor`` is a value of the kind the question asks for (not its own)."""
@@ -215,7 +234,8 @@ class Checker:
         best = self.best(good)
         if not self.wanted(anchor):
             return Verdict(best)
-        if missing := [*self.unnamed, *self.narrowing_missing]:
+        narrowed = min((self.narrowed_to_nothing(unit) for unit in good), key=len)
+        if missing := [*self.unnamed, *narrowed]:
             # What it asks about is not in anything found ("the dam at *Fellgate*"), or is
             # narrower than it ("a *senior* fare"): whatever value is given for it, nothing
             # found says it of that.

@@ -63,7 +63,7 @@ def worth_a_second_look(
     asked = checker.question
     if asked.wants not in _CHECKABLE or _asks_several(question):
         return None
-    if checker.unnamed or checker.narrowing_missing:
+    if checker.unnamed or checker.narrowed_to_nothing():
         return None  # what it asks about is in nothing found: no sentence answers it
     view = ground_by(checker, answer).grounding
     if view.verdict not in ("partly", "unsupported") or not _one_statement(view.offered):
