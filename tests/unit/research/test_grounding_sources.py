@@ -816,3 +816,19 @@ def test_a_word_the_documents_say_another_way_does_not_narrow_to_nothing() -> No
         [open_day],
     )
     assert "nothing found mentions “admission”" in charge.grounding.claims[0].note
+
+
+def test_an_outline_s_numbers_are_labels_not_claims() -> None:
+    """Seen in the window: "1.1.1: The document contains several notes on costs." was flagged
+    "“1.1” is not in your documents"."""
+    sheet = PassageText(
+        1, "Region: north; Item: pumps; Amount: 66253\n", "formats/doc0015.xlsx", "doc0015"
+    )
+    result = ground(
+        "What is the amount for pumps?",
+        "The notes on costs:\n1.1.1: The amount for pumps is 66253 [1].\n1.2: It is for pumps.",
+        [sheet],
+    )
+    notes = " ".join(claim.note for claim in result.grounding.claims)
+    assert "1.1" not in notes and "1.2" not in notes
+    assert result.grounding.verdict == "supported"

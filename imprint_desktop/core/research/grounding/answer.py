@@ -46,7 +46,8 @@ _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)|<?https?://\S+>?|\b[\w.+-]+@[\w-]+\.[
 #: A sentence of an answer: to its stop, or to the end of its paragraph, list item or row. A
 #: single line break inside a paragraph (a passage copied with its wrapped lines) goes on.
 _ANSWER_SENTENCE = re.compile(
-    r".+?(?:(?<![ (][A-Z]\.)(?<=[.!?])(?=\s|$)|\n(?=[ \t]*(?:\n|[-*•+]\s|[#|]|\d{1,3}[.)]\s))|$)",
+    r".+?(?:(?<![ (][A-Z]\.)(?<=[.!?])(?=\s|$)"
+    r"|\n(?=[ \t]*(?:\n|[-*•+]\s|[#|]|\d{1,3}(?:\.\d{1,3})*[.:)]\s))|$)",
     re.DOTALL,
 )
 #: An answer that says the documents do not answer the question.
@@ -143,11 +144,16 @@ def _noted(claims: list[ClaimView], why: str, answer: str) -> list[ClaimView]:
     return [ClaimView(head.text, head.supported_by, note), *claims[1:]]
 
 
+#: An outline's number opening an item ("1.1.1 The document …", "1.2: Costs"): a label, not
+#: a value ("14.1 tonnes.").
+_OUTLINE = re.compile(r"^\s*(?:\d{1,3}(?:\.\d{1,3}){2,}[.:)]?|\d{1,3}(?:\.\d{1,3})*[:)])\s+")
+
+
 def _claim(
     sentence: str, checker: Checker
 ) -> tuple[ClaimView, list[tuple[Unit, list[str]]], list[tuple[Anchor, Verdict]]] | None:
     question = checker.question
-    plain = _LINK.sub(" ", LIST_ITEM.sub("", sentence))
+    plain = _LINK.sub(" ", _OUTLINE.sub("", LIST_ITEM.sub("", sentence)))
     anchors = [
         a
         for a in anchors_in(plain)
