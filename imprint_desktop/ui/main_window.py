@@ -159,6 +159,7 @@ class MainWindow(QMainWindow):
         bridge.sig_conversation_loaded.connect(lambda _record: self._show_summary())
         self._build_menus()
         self.statusBar().showMessage(f"Settings: {store.path}")
+        self._index_line = ""  # what the status bar last said of the index
         self._unsubscribe = store.subscribe(self._settings_changed)
         self._show_summary()
         self._restore_geometry()
@@ -345,6 +346,7 @@ class MainWindow(QMainWindow):
             self.show_problem(status.message)
         elif line := self.toolbar_row.finished_line(status):  # "indexed" once every step is
             self.statusBar().showMessage(line, 8000)
+            self._index_line = line
 
     @Slot(object)
     def _index_standing(self, standing: p.IndexStanding) -> None:
@@ -371,6 +373,9 @@ class MainWindow(QMainWindow):
         if any(key.startswith("workspace.") for key in keys):
             self.toolbar_row.workspace.refresh()
             self.toolbar_row.forget_reading()
+            if self.statusBar().currentMessage() == self._index_line:
+                # "Workspace indexed: <the folder before>" is no longer true of the workspace.
+                self.statusBar().clearMessage()
             self.bridge.index_workspace()
         self._show_summary()
 

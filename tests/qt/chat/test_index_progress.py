@@ -182,3 +182,24 @@ def test_a_folder_researched_no_more_is_not_called_indexed(
         str(new.resolve()), 3, 3, outcome=p.Outcome.FINISHED, stage=p.IndexStage.MEANING
     )
     assert window.toolbar_row.finished_line(current).startswith("Workspace indexed:")
+
+
+def test_choosing_another_folder_clears_the_last_folders_indexed_line(
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
+) -> None:
+    """Seen under Xvfb: "Workspace indexed: …/sample" stayed in the status bar for seconds
+    after a big folder was chosen and while it was being read."""
+    old, new = write_corpus(tmp_path / "ferry-docs"), write_corpus(tmp_path / "harbour-docs")
+    store.set("workspace.path", str(old))
+    window = open_window(qtbot, store).window
+    done = p.IndexStatus(
+        str(old.resolve()), 3, 3, outcome=p.Outcome.FINISHED, stage=p.IndexStage.MEANING
+    )
+    window.bridge.sig_index_progress.emit(done)
+    assert window.statusBar().currentMessage().startswith("Workspace indexed:")
+    store.set("workspace.path", str(new))
+    assert window.statusBar().currentMessage() == ""  # before the new folder's reading is told
+    # Another message (not the index's) is left as it is.
+    window.statusBar().showMessage("Answer copied.", 3000)
+    store.set("workspace.path", str(old))
+    assert window.statusBar().currentMessage() == "Answer copied."
