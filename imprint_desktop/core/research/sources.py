@@ -330,7 +330,7 @@ def check_block(grounding: ev.GroundingView | None, *, strong: str = "") -> str:
     if grounding is None or grounding.verdict in ("supported", "not_found"):
         return ""
     lines = [f"{strong}{CHECK_HEADING}{strong}"]
-    lines += [f"- {claim.note}." for claim in grounding.flagged]
+    lines += [f"- {note}." for note in dict.fromkeys(c.note for c in grounding.flagged)]
     if len(lines) == 1 and not grounding.offered:
         lines.append(f"- {UNMATCHED_NOTE}")
     if grounding.offered:

@@ -26,6 +26,7 @@ Role = Literal["you", "assistant", "asked", "answered", "notice"]
 
 _CITATION = re.compile(r"(?<![\\\w\]])\[(\d{1,3})\](?![(\[])")
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_EMPTY_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]*$")
 #: The most of a status line shown (it may quote what the model wrote).
 NOTICE_CHARS = 300
 
@@ -99,8 +100,24 @@ def settle_point(text: str) -> int:
 
 def shown_text(text: str, index: int, links: AppLinks) -> str:
     """Text nobody vetted, of message ``index``, as much as the transcript lays out (a *Show
-    all* link where something is left out)."""
-    return bounded(text, f"[Show all]({links.href('full', index)})").markdown
+    all* link where something is left out), without empty list items."""
+    return bounded(without_empty_items(text), f"[Show all]({links.href('full', index)})").markdown
+
+
+def without_empty_items(text: str) -> str:
+    """``text`` without list items that hold nothing ("-" or "2." alone on a line, as a small
+    model writes them), outside code. They say nothing, and Qt's Markdown reader keeps every
+    paragraph after one in its list: an answer's check and its sources were drawn as the list's
+    items."""
+    out: list[str] = []
+    in_fence = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and _EMPTY_ITEM.match(line):
+            continue
+        out.append(line)
+    return "\n".join(out)
 
 
 def message_markdown(message: ChatMessage, index: int, links: AppLinks) -> str:

@@ -99,3 +99,22 @@ def test_a_supported_answer_carries_no_mark_and_is_cited(
     assert "It was automated in 1991 [1]." in text
     assert sources.CHECK_HEADING not in text
     assert "“Marrow Head was automated in 1991.”" in text  # the source quotes its sentence
+
+
+def test_the_mark_stands_apart_from_a_list_the_answer_left_empty(
+    qtbot: QtBot, store: SettingsStore, tmp_path: Path
+) -> None:
+    """Seen under Xvfb: an answer whose list ended in an empty item ("-" alone) had its check
+    and its sources drawn as that list's items."""
+    store.set("workspace.path", str(lighthouses(tmp_path / "docs")))
+    answer = "Automation, by station:\n\n1. Marrow Head: in 1986.\n\n    -\n\n2. Gannet Point:\n\n-"
+    script = [Step(calls=[search("automated")]), Step(answer)]
+    window = open_window(qtbot, store, script).window
+    with qtbot.waitSignal(window.bridge.sig_reply_ended, timeout=WAIT_MS):
+        type_question(qtbot, window, "When was Marrow Head automated?")
+    document = window.transcript.document()
+    for label in (sources.CHECK_HEADING, sources.UNCITED_HEADING):
+        block = document.find(label).block()
+        assert block.isValid(), document.toPlainText()
+        assert block.textList() is None and block.blockFormat().indent() == 0, label
+    assert "Marrow Head: in 1986" in document.toPlainText()

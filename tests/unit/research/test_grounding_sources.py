@@ -16,6 +16,7 @@ from imprint_desktop.core.research.grounding import PassageText, ground
 from imprint_desktop.core.research.grounding.anchors import anchors_in, year_like
 from imprint_desktop.core.research.grounding.passages import units_of
 from imprint_desktop.core.research.grounding.question import Question
+from imprint_desktop.core.research.sources import check_block
 
 BRANTWATER = PassageText(
     1,
@@ -832,3 +833,25 @@ def test_an_outline_s_numbers_are_labels_not_claims() -> None:
     notes = " ".join(claim.note for claim in result.grounding.claims)
     assert "1.1" not in notes and "1.2" not in notes
     assert result.grounding.verdict == "supported"
+
+
+def test_a_request_for_an_account_asks_for_no_kind_of_value() -> None:
+    """Seen in the window: "Summarize the notes on costs." answered in words was flagged "the
+    answer gives no number, which the question asks for" ("costs" read as asking a price)."""
+    assert Question.read("Summarize the notes on costs.").wants == ""
+    assert Question.read("Describe what the board decided.").wants == ""
+    assert Question.read("What did the new press cost?").wants == "number"
+
+
+def test_the_same_note_of_a_repeated_sentence_is_shown_once() -> None:
+    """Seen in the window: an answer that said its sentence twice listed the same two flags
+    twice under "Check against your documents"."""
+    ferry = PassageText(
+        1, "Revenue at the ferry terminal grew by nine percent in 2026.\n", "Reports/ferry.md", ""
+    )
+    sentence = "The revenue at the ferry terminal grew by 9.6% from 2025 to 2026 [1]."
+    result = ground(
+        "How much did revenue at the ferry terminal grow?", f"{sentence}\n{sentence}", [ferry]
+    )
+    block = check_block(result.grounding)
+    assert block.count("“9.6%” is not in your documents") == 1, block

@@ -119,7 +119,10 @@ class Question:
             terms | subject_stems,
             units,
             anchors,
-            _wanted_kind(question, lowered, bool(units)),
+            # "Summarize the notes on costs.": an account in words, not a number.
+            ""
+            if lowered[:1] and lowered[0] in _ASKS_FOR_PROSE
+            else _wanted_kind(question, lowered, bool(units)),
             years_in(question),
             qualifiers,
             [n.text for n in names],
@@ -146,6 +149,10 @@ _ASKING_WHICH = word_set("what which whose")
 
 #: Words for what is counted that say nothing else ("how many *people*").
 _COUNTED = word_set("people persons times")
+
+
+#: Words that open a request for an account in words, whatever it is about.
+_ASKS_FOR_PROSE = word_set("summarize summarise summary describe explain outline tell discuss")
 
 
 def _counted(words: list[str]) -> str:
