@@ -855,3 +855,35 @@ def test_the_same_note_of_a_repeated_sentence_is_shown_once() -> None:
     )
     block = check_block(result.grounding)
     assert block.count("“9.6%” is not in your documents") == 1, block
+
+
+ORCHARDS = PassageText(
+    3,
+    "| Orchard | Main variety | Trees | Planted |\n|---|---|---|---|\n"
+    "| Long Meadow | Bramley | 460 | 1988 |\n| Hill Field | Cox's Orange Pippin | 380 | 1996 |\n",
+    "orchards/orchards.md",
+    "The cooperative's orchards",
+)
+SURVEY = PassageText(
+    1,
+    "## Long Meadow\n\nScab was found on the Bramley trees in May.\n",
+    "orchards/disease-survey-2025.md",
+    "Disease survey 2025",
+)
+
+
+def test_a_name_a_table_gives_in_another_column_is_not_the_kind_which_asks_for() -> None:
+    """The multi-part set's last confidently wrong answer: "Which orchard has apple scab?"
+    answered "the one with the Bramley trees", a variety. The orchards' table has an Orchard
+    column and gives Bramley in its Main variety column."""
+    question = "Which orchard has apple scab?"
+    wrong = ground(question, "It is the one with the Bramley trees [3].", [SURVEY, ORCHARDS])
+    assert wrong.grounding.verdict == "unsupported"
+    assert (
+        "“Bramley”: the passage [3] gives it as the main variety, not the orchard"
+        in wrong.grounding.claims[0].note
+    )
+    # Said under a heading that names it, the scab is Long Meadow's: no flag.
+    right = ground(question, "Long Meadow has apple scab [1].", [SURVEY, ORCHARDS])
+    assert right.grounding.verdict == "supported"
+    assert Question.read(question).kind == "orchard"

@@ -161,7 +161,12 @@ def _claim(
         and not (a.kind == "name" and question.names_subject(stems_of(a.text)))
         # One capitalised word is checked only as the answer to "who": elsewhere it is as often
         # a word as a name ("Copy", "British").
-        and not (a.kind == "name" and len(a.key) == 2 and question.wants not in ("name", "which"))
+        and not (
+            a.kind == "name"
+            and len(a.key) == 2
+            and question.wants not in ("name", "which")
+            and not question.kind  # "Which orchard … and how much …?": its name is asked
+        )
         # A value the answer denies ("36 metres tall, *not 31*") is no claim of it.
         and not _DENIED.search(plain[: a.start])
     ]

@@ -217,6 +217,8 @@ class Checker:
                 return Verdict(titled[0], "the passage names it only in its title")
         if not holders:
             return Verdict(None, NOT_IN_DOCUMENTS)
+        if anchor.kind == "name" and (typed := self._of_another_column(anchor, holders)):
+            return typed
         if anchor.kind == "name" and not stems_of(anchor.text).isdisjoint(self.question.key):
             # What the question asks about, written as the documents name it ("the Audit and
             # Risk Committee" of "the audit committee"): the documents' words, not an answer.
@@ -292,6 +294,30 @@ class Checker:
         "… in 2022?"): it names what it is about in its columns, seldom in the question's words
         ("people_assisted" for "came to the aid of")."""
         return unit.row and not self.question.years.isdisjoint(years_in(unit.text))
+
+    def _of_another_column(self, anchor: Anchor, holders: Sequence[Unit]) -> Verdict | None:
+        """Why the name ``anchor`` is not of the kind "which" asks for, by a table that has a
+        column of that kind and gives the name in another ("Which orchard …?" answered
+        "Bramley", the Main variety of the Long Meadow row); None when nothing says so, or a
+        table gives it in the column asked."""
+        kind = self.question.kind  # (whatever a later ask wants: "… and how much …?")
+        if not kind:
+            return None
+        asked = stem_of(kind)
+        other: Verdict | None = None
+        for unit in holders:
+            cells = unit.cells()
+            if not any(asked in stems_of(label) for label, _ in cells):
+                continue  # no column of the kind asked: the table says nothing of it
+            for label, value in cells:
+                if not any(same_value(anchor, name) for name in names_in(value, opening=True)):
+                    continue
+                if asked in stems_of(label):
+                    return None  # given as the kind asked
+                other = other or Verdict(
+                    unit, f"the passage gives it as the {label.lower()}, not the {kind}"
+                )
+        return other
 
     def _held_elsewhere(self, passage: int) -> list[set[str]]:
         """The words every other passage than ``passage`` holds, a set per passage."""
@@ -432,6 +458,10 @@ class Checker:
                 question.years
             ):
                 continue  # of another year than the question's
+            if anchor.kind == "name" and any(
+                same_value(anchor, name) for name in names_in(rival.context, opening=True)
+            ):
+                continue  # said under a heading that names it ("## Long Meadow"): of it
             if have < self.coverage(rival) and self._rival_value(anchor, rival.text):
                 return f"the passage says this of {self._what(unit, at, mine)}"
         # The question asks about something no passage holds, and this sentence holds none of

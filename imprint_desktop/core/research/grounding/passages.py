@@ -48,6 +48,22 @@ class Unit:
     row: bool
     order: int
     header: bool = False  # a table's header row: what its rows' cells are, no value of its own
+    columns: str = ""  # a row's table header ("Orchard | Main variety | Trees"), when known
+
+    def cells(self) -> list[tuple[str, str]]:
+        """A row's cells, each with its column's name ("Orchard", "Long Meadow"): read as
+        "Orchard: Long Meadow; Main variety: Bramley", or as "Long Meadow | Bramley" under its
+        header; none for a sentence or a row whose columns are not known."""
+        if not self.row:
+            return []
+        labelled = [
+            (c.group("label").strip(), c.group("value").strip()) for c in CELL.finditer(self.text)
+        ]
+        if len(labelled) >= 2:
+            return labelled
+        names = [cell.strip() for cell in self.columns.strip("| ").split(" | ")]
+        values = [cell.strip() for cell in self.text.strip("| ").split(" | ")]
+        return list(zip(names, values, strict=True)) if len(names) == len(values) > 1 else []
 
     @property
     def words(self) -> set[str]:
@@ -91,7 +107,8 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
         text = " ".join(text.split())
         if text:
             context = f"{heading} {columns if row else ''} {passage.title} {source_words}"
-            out.append(Unit(passage.id, text, context, row, first + len(out)))
+            kept = " ".join(columns.split()) if row else ""
+            out.append(Unit(passage.id, text, context, row, first + len(out), columns=kept))
 
     def flush() -> None:
         if paragraph:

@@ -53,6 +53,9 @@ class Question:
     #: What "how many" counts, when that is no unit ("how many *volunteers*"): a count of
     #: things, which a value in hours or pounds is not; "" otherwise.
     counts: str = ""
+    #: What "which" asks for, when it opens the question ("Which *orchard* has scab?"): the
+    #: answer names one of that kind; "" otherwise.
+    kind: str = ""
 
     @classmethod
     def read(cls, question: str) -> Question:
@@ -128,6 +131,9 @@ class Question:
             [n.text for n in names],
             order,
             counts,
+            lowered[1]
+            if len(lowered) > 1 and lowered[0] == "which" and stem_of(lowered[1]) in key
+            else "",
         )
 
     def names_subject(self, words: set[str]) -> bool:
