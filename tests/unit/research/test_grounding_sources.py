@@ -887,3 +887,36 @@ def test_a_name_a_table_gives_in_another_column_is_not_the_kind_which_asks_for()
     right = ground(question, "Long Meadow has apple scab [1].", [SURVEY, ORCHARDS])
     assert right.grounding.verdict == "supported"
     assert Question.read(question).kind == "orchard"
+
+
+def test_not_found_is_flagged_where_a_sentence_holds_everything_the_question_asks() -> None:
+    """Seen in the window: "The harbour crane was painted in a colour that is not specified in
+    the document." just above the passage that says "teal". A "not found" that may well be
+    right (another condition, another place) is left alone."""
+    crane = PassageText(
+        1, "# Harbour\n\nThe harbour crane was painted teal in March.\n", "notes/crane.md", ""
+    )
+    result = ground(
+        "What colour was the harbour crane painted?",
+        "The harbour crane was painted in a colour that is not specified in the document.",
+        [crane],
+    )
+    assert result.grounding.verdict == "unsupported"
+    assert "yet the passage [1] speaks of “harbour”, “crane” and “painted”" in (
+        result.grounding.claims[0].note
+    )
+    assert result.grounding.offered == "The harbour crane was painted teal in March."
+    battery = PassageText(2, "The Kestrel battery lasts 11 hours at 5 °C.\n", "kestrel.md", "")
+    cold = ground(
+        "How many hours does the Kestrel battery last at 25 °C?",
+        "The documents do not say.",
+        [battery],
+    )
+    assert cold.grounding.verdict == "not_found"
+    japan = PassageText(
+        3, "Kaito Optics distributes Halvard products in Japan.\n", "partners.md", ""
+    )
+    brazil = ground(
+        "Who distributes Halvard products in Brazil?", "That is not mentioned.", [japan]
+    )
+    assert brazil.grounding.verdict == "not_found"

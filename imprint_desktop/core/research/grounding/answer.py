@@ -103,14 +103,25 @@ def ground_by(checker: Checker, answer: str) -> Grounded:
             piece = _cited(piece, view.supported_by)
         pieces.append(piece)
     cited_answer = "".join(pieces)
-    why = "" if declines(answer) or not answer.strip() else unanswered(checker, given, answer)
+    # "Not specified", with nothing of the kind asked given, where a sentence holds it all.
+    gives = any(checker.wanted(anchor) for anchor, _ in given)
+    said_after_all = _said_after_all(checker) if declines(answer) and not gives else None
+    if said_after_all is not None:
+        held = [f"“{w}”" for s, w in asked.key.items() if s not in _ATTRIBUTES]
+        words = ", ".join(held[:-1]) + f" and {held[-1]}"
+        why = f"yet the passage [{said_after_all.passage}] speaks of {words}"
+    else:
+        why = "" if declines(answer) or not answer.strip() else unanswered(checker, given, answer)
     if why:
         claims = _noted(claims, why, answer)
     # With no passage at all, nothing was found: only a number, date or name it states is
     # flagged (it came from nowhere).
     verdict = _verdict(claims, answer) if units or claims else "not_found"
     offered, offered_from = "", 0
-    if verdict in ("unsupported", "partly"):
+    if said_after_all is not None:
+        offered = quote(said_after_all.text, (), QUOTE_CHARS * 2)
+        offered_from = said_after_all.passage
+    elif verdict in ("unsupported", "partly"):
         # An answer that does not answer may stand on the very sentence that does.
         # A sentence that holds only the answer's other words ("a collie called Fly") may
         # still hold the value it should have given ("… passed her assessment in 1974").
@@ -266,6 +277,42 @@ def _cited(piece: str, numbers: Sequence[int]) -> str:
     if end == 0:
         return piece
     return f"{body[:end]} {cite}{body[end:]}{tail}"
+
+
+#: Words for what is asked of a thing ("what *colour* was it painted?"), which a passage that
+#: answers says in its own words ("painted teal").
+_ATTRIBUTES = {stem_of(word) for word in ("colour", "color", "shape", "material")}
+
+
+def _said_after_all(checker: Checker) -> Unit | None:
+    """The passage sentence that holds every term of a question an answer says the documents
+    do not answer ("What colour was the harbour crane painted?" answered "not specified", over
+    "The harbour crane was painted teal in March."): two or more key terms, every name the
+    question gives, a value of the kind it asks for, its year and its conditions ("at 25 °C");
+    None when no sentence does, and the answer's "not found" may well be right."""
+    question = checker.question
+    key = set(question.key) - _ATTRIBUTES
+    if len(key) < 2:
+        return None
+    for unit in sorted(checker.units, key=lambda u: (-checker.score(u), u.order)):
+        if unit.header or not key <= unit.words:
+            continue  # in the sentence itself, not only under its heading
+        if not all(subject <= unit.about for subject in question.subjects):
+            continue
+        values = anchors_in(_values(unit))
+        if question.wants and not any(checker.wanted(a) for a in values):
+            continue
+        years = years_in(f"{unit.text} {unit.context}")
+        if question.years and years and years.isdisjoint(question.years):
+            continue
+        if any(
+            any(a.unit == asked.unit for a in values)
+            and not any(same_value(asked, a) for a in values)
+            for asked in checker.conditions
+        ):
+            continue  # "11 hours at 5 °C" to "… at 25 °C?"
+        return unit
+    return None
 
 
 def declines(answer: str) -> bool:
