@@ -920,3 +920,32 @@ def test_not_found_is_flagged_where_a_sentence_holds_everything_the_question_ask
         "Who distributes Halvard products in Brazil?", "That is not mentioned.", [japan]
     )
     assert brazil.grounding.verdict == "not_found"
+
+
+def test_a_count_is_of_what_its_part_of_the_sentence_says() -> None:
+    """ "How many of the team's volunteers can be sent out on callouts?": 46 is the count whose
+    part of the sentence says they can be sent out; 19 and 7 count others; "131 callouts"
+    and "83 of the 131 callouts" count callouts, so the 46 sentence is offered for them."""
+    members = PassageText(
+        3,
+        "At the start of 2025 the team had 46 operational members, who carry pagers and can be "
+        "sent out on a rescue, 19 supporting members, who run fundraising, and 7 trainees.\n",
+        "about/faq.txt",
+        "faq",
+    )
+    phones = PassageText(
+        1,
+        "SARLOC, a link sent by text, worked on 83 of the 131 callouts in 2024.\n",
+        "base/radio-and-comms.txt",
+        "radio",
+    )
+    question = "How many of the team's volunteers can be sent out on callouts?"
+    right = ground(question, "The answer: 46 [3].", [phones, members])
+    assert right.grounding.verdict == "supported"
+    other = ground(question, "The answer is 19 [3].", [phones, members])
+    assert "the passage [3] says this of “19 supporting members" in other.grounding.claims[0].note
+    callouts = ground(question, "131 volunteers can be sent out on callouts.", [phones, members])
+    assert "the passage [1] counts callouts with it, not volunteers" in (
+        callouts.grounding.claims[0].note
+    )
+    assert callouts.grounding.offered.startswith("At the start of 2025 the team had 46")

@@ -377,10 +377,14 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     # holds other numbers only.
     narrowing = set(question.qualifiers) | set(question.order)
 
-    def fit(unit: Unit) -> tuple[bool, int, bool]:
+    def fit(unit: Unit) -> tuple[bool, int, bool, bool]:
         of_year = not question.years.isdisjoint(years_in(f"{unit.text} {unit.context}"))
-        dated = any(_dated(question, a) for a in anchors_in(_values(unit)) if checker.wanted(a))
-        return of_year, len(narrowing & unit.about), dated
+        values = [a for a in anchors_in(_values(unit)) if checker.wanted(a)]
+        dated = any(_dated(question, a) for a in values)
+        # A count of what is asked before one of something else it names ("83 of the 131
+        # callouts" to "How many volunteers … on callouts?").
+        own = any(not checker.counts_else(_values(unit), a) for a in values)
+        return of_year, len(narrowing & unit.about), own, dated
 
     most = max(fit(unit) for unit in candidates)
     return checker.best([unit for unit in candidates if fit(unit) == most])

@@ -190,7 +190,10 @@ def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answe
     elsewhere = {
         unit.order: len(unit.about & key)
         for unit in checker.units
-        if any(another_value(a) for a in checker.anchors[unit.order])
+        if any(
+            another_value(a) and not checker.counts_else(unit.text, a)
+            for a in checker.anchors[unit.order]
+        )
     }
     most = max(elsewhere.values(), default=0)
     if most == 0 or any(

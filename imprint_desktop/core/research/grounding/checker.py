@@ -176,6 +176,62 @@ class Checker:
             )
         ]
 
+    def counts_else(self, text: str, anchor: Anchor) -> bool:
+        """Whether the number ``anchor`` of ``text`` counts another thing the question names
+        than what "how many" counts: "83 of the 131 *callouts*" to "How many volunteers can be
+        sent out on callouts?" (the words right after it, numbers aside), or is a year."""
+        counted = self.question.counts
+        if not counted or anchor.kind != "number" or anchor.unit:
+            return False
+        if year_like(anchor):
+            return True  # a year counts nothing
+        after = [stem_of(w.lower()) for w in WORD.findall(text[anchor.start + len(anchor.text) :])]
+        after = after[:4]
+        if stem_of(counted) in after:
+            return False  # "745 lead service pipes": what is counted, however it is named
+        others = set(self.question.key) - {stem_of(counted)}
+        return any(stem in others for stem in after)
+
+    def _counts_of_another(self, unit: Unit, mine: Anchor) -> str:
+        """Why the count ``mine`` of ``unit`` is not of what the question counts, by what each
+        count's part of the sentence says: from its clause to the next count ("46 operational
+        members, who carry pagers and can be *sent* out on a rescue" against "19 supporting
+        members, who run fundraising …" to "How many … can be sent out on callouts?"); ""
+        when another count's part holds no more of the question's terms."""
+        counts = [
+            a
+            for a in self.anchors[unit.order]
+            if a.kind == "number" and self.wanted(a) and not self.counts_else(unit.text, a)
+        ]
+        starts = []
+        for start, _ in clauses_of(unit.text):
+            if any(start <= a.start for a in counts):
+                starts.append(start)
+        scopes: list[tuple[int, int]] = []  # (start, end) of each count's part
+        for a in sorted(counts, key=lambda a: a.start):
+            begin = max((s for s in starts if s <= a.start), default=0)
+            if scopes and scopes[-1][0] == begin:
+                continue
+            if scopes:
+                scopes[-1] = (scopes[-1][0], begin)
+            scopes.append((begin, len(unit.text)))
+        if len(scopes) < 2:
+            return ""
+        held = {span: stems_of(unit.text[span[0] : span[1]]) & self.terms for span in scopes}
+        own = next((span for span in scopes if span[0] <= mine.start < span[1]), None)
+        if own is None:
+            return ""
+        if any(held[own] < held[span] for span in scopes if span != own):
+            return f"the passage says this of “{_bare(unit.text[own[0] : own[1]].strip(' ,;'))}”"
+        return ""
+
+    def _counted_by(self, text: str, anchor: Anchor) -> str:
+        """The key term the number ``anchor`` of ``text`` counts ("callouts" of "83 of the 131
+        callouts")."""
+        after = WORD.findall(text[anchor.start + len(anchor.text) :])[:4]
+        others = set(self.question.key) - {stem_of(self.question.counts)}
+        return next((w for w in after if stem_of(w.lower()) in others), "something else")
+
     def wanted(self, anchor: Anchor) -> bool:
         """Whether ``anchor`` is a value of the kind the question asks for (not its own)."""
         return wanted_by(self.question, anchor)
@@ -363,6 +419,12 @@ class Checker:
         if note or not self.wanted(anchor):
             return note
         mine = next(a for a in self.anchors[unit.order] if same_value(anchor, a))
+        if self.question.counts and (scoped := self._counts_of_another(unit, mine)):
+            return scoped
+        if self.counts_else(unit.text, mine) and not year_like(mine):
+            # "131 volunteers" of "the 131 callouts": the passage counts another thing.
+            counted = self._counted_by(unit.text, mine)
+            return f"the passage counts {counted} with it, not {self.question.counts}"
         if self.question.counts and not anchor.unit and mine.unit in MEASURES:
             # "How many volunteers …?" answered "7,589" of "7,589 volunteer hours": a measure
             # given as a count of what the question counts.
@@ -578,6 +640,7 @@ class Checker:
             and self.wanted(a)
             and _yearish(a) == _yearish(anchor)
             and not part_of(anchor, a)
+            and not self.counts_else(text, a)
         ]
         return bool(values) and not any(same_value(anchor, a) for a in values)
 
@@ -592,6 +655,7 @@ class Checker:
             if comparable(anchor, a)
             and not part_of(anchor, a)
             and (a.kind != "name" or self.question.wants != "name" or self.wanted(a))
+            and not self.counts_else(text, a)
         ]
         return bool(values) and not any(same_value(anchor, a) for a in values)
 
