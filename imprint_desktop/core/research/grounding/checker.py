@@ -203,10 +203,7 @@ class Checker:
             for a in self.anchors[unit.order]
             if a.kind == "number" and self.wanted(a) and not self.counts_else(unit.text, a)
         ]
-        starts = []
-        for start, _ in clauses_of(unit.text):
-            if any(start <= a.start for a in counts):
-                starts.append(start)
+        starts = [start for start, _ in clauses_of(unit.text)]
         scopes: list[tuple[int, int]] = []  # (start, end) of each count's part
         for a in sorted(counts, key=lambda a: a.start):
             begin = max((s for s in starts if s <= a.start), default=0)
