@@ -18,7 +18,6 @@ from imprint_desktop.core.research.grounding.anchors import (
 from imprint_desktop.core.research.grounding.asked import unanswered
 from imprint_desktop.core.research.grounding.checker import NOT_IN_DOCUMENTS, Checker, Verdict
 from imprint_desktop.core.research.grounding.passages import (
-    CELL,
     CITE,
     LIST_ITEM,
     QUOTE_CHARS,
@@ -299,7 +298,7 @@ def _said_after_all(checker: Checker) -> Unit | None:
             continue  # in the sentence itself, not only under its heading
         if not all(subject <= unit.about for subject in question.subjects):
             continue
-        values = anchors_in(_values(unit))
+        values = anchors_in(unit.said())
         if question.wants and not any(checker.wanted(a) for a in values):
             continue
         years = years_in(f"{unit.text} {unit.context}")
@@ -349,23 +348,18 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
         years = years_in(f"{unit.text} {unit.context}") if question.years else set()
         if years and years.isdisjoint(question.years):
             return False  # of another year than the one asked (2022's row, 2024's report)
-        if any(checker.wanted(a) for a in anchors_in(_values(unit))):
+        if any(checker.wanted(a) for a in anchors_in(unit.said())):
             return True  # a value of the kind asked for
         # Or, to a question that asks for no value ("Why …?"), a sentence of prose that says
         # what it asks about.
         prose = not question.wants and not unit.row and len(unit.text) <= QUOTE_CHARS * 2
         return prose and bool(unit.words & present)
 
-    def of_the_year(unit: Unit) -> bool:
-        """A table row of the year the question names ("2022,119,134,…" to "… in 2022?"),
-        which needs no key term: its columns' names are seldom the question's words."""
-        return unit.row and not question.years.isdisjoint(years_in(_values(unit)))
-
     candidates = [
         unit
         for unit in checker.units
         if (not question.subjects or question.names_subject(unit.about))
-        and (not present or unit.about & present or of_the_year(unit))
+        and (not present or unit.about & present or checker.of_the_year(unit))
         and len(checker.missing) < 2
         and answers(unit)
         and unit.order not in supporting
@@ -379,22 +373,17 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
 
     def fit(unit: Unit) -> tuple[bool, int, bool, bool]:
         of_year = not question.years.isdisjoint(years_in(f"{unit.text} {unit.context}"))
-        values = [a for a in anchors_in(_values(unit)) if checker.wanted(a)]
+        said = unit.said()
+        values = [a for a in anchors_in(said) if checker.wanted(a)]
         dated = any(_dated(question, a) for a in values)
         # A count of what is asked before one of something else it names ("83 of the 131
         # callouts" to "How many volunteers … on callouts?").
-        own = any(not checker.counts_else(_values(unit), a) for a in values)
+        own = any(not checker.counts_else(said, a) for a in values)
         return of_year, len(narrowing & unit.about), own, dated
 
-    most = max(fit(unit) for unit in candidates)
-    return checker.best([unit for unit in candidates if fit(unit) == most])
-
-
-def _values(unit: Unit) -> str:
-    """What ``unit`` says: a row read as "Section: Central; Training hours 2024: 1,486" says
-    its cells' values, not its columns' names (a year in a column's name dates no cell)."""
-    cells = [cell.group("value") for cell in CELL.finditer(unit.text)] if unit.row else []
-    return " ; ".join(cells) if len(cells) >= 2 else unit.text
+    fits = {unit.order: fit(unit) for unit in candidates}
+    most = max(fits.values())
+    return checker.best([unit for unit in candidates if fits[unit.order] == most])
 
 
 def _dated(question: Question, value: Anchor) -> bool:

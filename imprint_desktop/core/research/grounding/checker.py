@@ -43,9 +43,9 @@ class Verdict:
     note: str = ""  # empty when supported
 
 
-#: Words after which a word narrows a question to a time, an order or a version.
 #: Numbers written as words, which pick no kind of thing ("one search dog team").
 _COUNTS = word_set("one two three four five six seven eight nine ten both each every")
+#: Words after which a word narrows a question to a time, an order or a version.
 _NARROWS = word_set("in during first last original new old former current next previous")
 #: What a value only a document that looks superseded holds is said to stand on.
 _STALE = "the passage is from a document that looks superseded"
@@ -178,19 +178,24 @@ class Checker:
 
     def counts_else(self, text: str, anchor: Anchor) -> bool:
         """Whether the number ``anchor`` of ``text`` counts another thing the question names
-        than what "how many" counts: "83 of the 131 *callouts*" to "How many volunteers can be
-        sent out on callouts?" (the words right after it, numbers aside), or is a year."""
-        counted = self.question.counts
-        if not counted or anchor.kind != "number" or anchor.unit:
+        than what "how many" counts ("83 of the 131 *callouts*" to "How many volunteers can be
+        sent out on callouts?"), or is a year."""
+        if not self.question.counts or anchor.kind != "number" or anchor.unit:
             return False
-        if year_like(anchor):
-            return True  # a year counts nothing
-        after = [stem_of(w.lower()) for w in WORD.findall(text[anchor.start + len(anchor.text) :])]
-        after = after[:4]
-        if stem_of(counted) in after:
-            return False  # "745 lead service pipes": what is counted, however it is named
-        others = set(self.question.key) - {stem_of(counted)}
-        return any(stem in others for stem in after)
+        return year_like(anchor) or bool(self._counted_other(text, anchor))
+
+    def _counted_other(self, text: str, anchor: Anchor) -> str:
+        """The key term other than what "how many" counts that the number ``anchor`` of
+        ``text`` counts, by the words right after it ("callouts" of "83 of the 131 callouts");
+        "" when it counts what is asked, however it is named ("745 lead service *pipes*"), or
+        nothing the question names."""
+        after = WORD.findall(text[anchor.start + len(anchor.text) :])[:4]
+        stems = [stem_of(word.lower()) for word in after]
+        counted = stem_of(self.question.counts)
+        if counted in stems:
+            return ""
+        others = set(self.question.key) - {counted}
+        return next((word for word, stem in zip(after, stems, strict=True) if stem in others), "")
 
     def _counts_of_another(self, unit: Unit, mine: Anchor) -> str:
         """Why the count ``mine`` of ``unit`` is not of what the question counts, by what each
@@ -221,13 +226,6 @@ class Checker:
         if any(held[own] < held[span] for span in scopes if span != own):
             return f"the passage says this of “{_bare(unit.text[own[0] : own[1]].strip(' ,;'))}”"
         return ""
-
-    def _counted_by(self, text: str, anchor: Anchor) -> str:
-        """The key term the number ``anchor`` of ``text`` counts ("callouts" of "83 of the 131
-        callouts")."""
-        after = WORD.findall(text[anchor.start + len(anchor.text) :])[:4]
-        others = set(self.question.key) - {stem_of(self.question.counts)}
-        return next((w for w in after if stem_of(w.lower()) in others), "something else")
 
     def wanted(self, anchor: Anchor) -> bool:
         """Whether ``anchor`` is a value of the kind the question asks for (not its own)."""
@@ -342,11 +340,11 @@ class Checker:
                 return f"the passage says this of {other}, not of {name}"
         return ""
 
-    def _of_the_year(self, unit: Unit) -> bool:
+    def of_the_year(self, unit: Unit) -> bool:
         """Whether ``unit`` is a table row of the year the question names ("2022,119,134,…" to
         "… in 2022?"): it names what it is about in its columns, seldom in the question's words
         ("people_assisted" for "came to the aid of")."""
-        return unit.row and not self.question.years.isdisjoint(years_in(unit.text))
+        return unit.row and not self.question.years.isdisjoint(years_in(unit.said()))
 
     def _of_another_column(self, anchor: Anchor, holders: Sequence[Unit]) -> Verdict | None:
         """Why the name ``anchor`` is not of the kind "which" asks for, by a table that has a
@@ -418,9 +416,13 @@ class Checker:
         mine = next(a for a in self.anchors[unit.order] if same_value(anchor, a))
         if self.question.counts and (scoped := self._counts_of_another(unit, mine)):
             return scoped
-        if self.counts_else(unit.text, mine) and not year_like(mine):
+        if (
+            self.question.counts
+            and not mine.unit
+            and not year_like(mine)
+            and (counted := self._counted_other(unit.text, mine))
+        ):
             # "131 volunteers" of "the 131 callouts": the passage counts another thing.
-            counted = self._counted_by(unit.text, mine)
             return f"the passage counts {counted} with it, not {self.question.counts}"
         if self.question.counts and not anchor.unit and mine.unit in MEASURES:
             # "How many volunteers …?" answered "7,589" of "7,589 volunteer hours": a measure
@@ -533,7 +535,7 @@ class Checker:
             lacking
             and not (unit.about & set(question.key))
             and not asked_unit
-            and not self._of_the_year(unit)
+            and not self.of_the_year(unit)
         ):
             return (
                 f"the passage says this of {self._what(unit, at, mine)}; your documents do not "
@@ -590,7 +592,7 @@ class Checker:
         for rival in self.units:
             if rival.order == unit.order or not self._rival_answer(anchor, rival.text):
                 continue
-            if self._of_the_year(unit) and question.years.isdisjoint(
+            if self.of_the_year(unit) and question.years.isdisjoint(
                 years_in(f"{rival.text} {rival.context}")
             ):
                 continue  # a sentence of no year asked is no rival to a row of that year

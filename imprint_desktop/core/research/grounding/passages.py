@@ -56,14 +56,23 @@ class Unit:
         header; none for a sentence or a row whose columns are not known."""
         if not self.row:
             return []
-        labelled = [
-            (c.group("label").strip(), c.group("value").strip()) for c in CELL.finditer(self.text)
-        ]
-        if len(labelled) >= 2:
+        if labelled := self._labelled():
             return labelled
         names = [cell.strip() for cell in self.columns.strip("| ").split(" | ")]
         values = [cell.strip() for cell in self.text.strip("| ").split(" | ")]
         return list(zip(names, values, strict=True)) if len(names) == len(values) > 1 else []
+
+    def said(self) -> str:
+        """What the unit says: a row read as "Section: Central; Training hours 2024: 1,486"
+        says its cells' values, not its columns' names (a year in a column's name dates no
+        cell); anything else its text."""
+        labelled = self._labelled() if self.row else []
+        return " ; ".join(value for _, value in labelled) if labelled else self.text
+
+    def _labelled(self) -> list[tuple[str, str]]:
+        """The cells of a row read as "label: value; …" (none when fewer than two)."""
+        cells = [(c.group("label").strip(), c.group("value")) for c in CELL.finditer(self.text)]
+        return [(label, value.strip()) for label, value in cells] if len(cells) >= 2 else []
 
     @property
     def words(self) -> set[str]:

@@ -115,6 +115,9 @@ class Question:
             if before in ORDER_WORDS and stem_of(word) in key
         }
         counts = _counted(lowered)
+        # "Which *orchard* …?": the kind of thing its answer names.
+        opens_which = len(lowered) > 1 and lowered[0] == "which" and stem_of(lowered[1]) in key
+        kind = lowered[1] if opens_which else ""
         return cls(
             question,
             subjects,
@@ -131,9 +134,7 @@ class Question:
             [n.text for n in names],
             order,
             counts,
-            lowered[1]
-            if len(lowered) > 1 and lowered[0] == "which" and stem_of(lowered[1]) in key
-            else "",
+            kind,
         )
 
     def names_subject(self, words: set[str]) -> bool:
