@@ -40,6 +40,9 @@ Question sets:
 - ``fresh``: ``bench/fresh-questions.toml`` over ``bench/fresh-workspace`` (rebuilt by
   ``bench/fresh-workspace-make.py``), held out like ``sample``: a new domain's Markdown, text,
   CSV, Word, Excel and PDF files, written in session 15 before Imprint was run on them;
+- ``civic``: ``bench/civic-questions.toml`` over ``bench/civic-workspace`` (rebuilt by
+  ``bench/civic-workspace-make.py``), held out the same way: a theatre company's files, written
+  in session 16 before Imprint was run on them;
 - ``multipart``: ``bench/multipart-questions.toml`` over ``bench/multipart-workspace`` and the
   utility's share, questions
   that ask more than one thing (two-part questions, comparisons, lists over a table, a fact in a
@@ -108,6 +111,8 @@ SAMPLE = ROOT / "resources" / "sample-workspace"
 SAMPLE_CASES = ROOT / "bench" / "sample-questions.toml"
 FRESH = ROOT / "bench" / "fresh-workspace"
 FRESH_CASES = ROOT / "bench" / "fresh-questions.toml"
+CIVIC = ROOT / "bench" / "civic-workspace"
+CIVIC_CASES = ROOT / "bench" / "civic-questions.toml"
 SHARE = ROOT / "bench" / "document-share"
 SHARE_CASES = ROOT / "bench" / "document-share-questions.json"
 MULTIPART = ROOT / "bench" / "multipart-workspace"
@@ -758,7 +763,7 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
         "--sets",
-        default="railway,utility,followup,absent,heldback,share,sample,fresh,multipart",
+        default="railway,utility,followup,absent,heldback,share,sample,fresh,civic,multipart",
         help="comma-separated question sets",
     )
     parser.add_argument("--arms", default="one-shot,imprint", help="comma-separated arms")
@@ -783,6 +788,7 @@ def main() -> int:
         "share": [(share_cases(), SHARE)] if SHARE_CASES.is_file() else [],
         "sample": [(held_out_cases(SAMPLE_CASES, "sample"), SAMPLE)],
         "fresh": [(cases, FRESH)] if (cases := held_out_cases(FRESH_CASES, "fresh")) else [],
+        "civic": [(cases, CIVIC)] if (cases := held_out_cases(CIVIC_CASES, "civic")) else [],
         "multipart": [(multipart_cases("multipart"), MULTIPART)]
         + ([(multipart_cases("utility"), UTILITY)] if utility else []),
     }
