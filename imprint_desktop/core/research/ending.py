@@ -87,9 +87,9 @@ class Ending:
                 item.id, item.source, item.location, look.sentence, item.title
             )
             again = await self.final.from_sentence(passage)
-            if sources.second_look_stands(question, again, ledger.items, texts, look):
+            if stands := sources.second_look_stands(question, again, ledger.items, texts, look):
                 reply.emit(ev.FinalFinished(reply.now_t(), "model", reply.clock_now() - started))
-                return FinalAnswer(again, "model")
+                return FinalAnswer(stands, "model")
         # No final request (or one whose answer did not stand), but the one final line.
         reply.emit(ev.FinalFinished(reply.now_t(), "model", reply.clock_now() - started))
         return FinalAnswer(answer, "model")

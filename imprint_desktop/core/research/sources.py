@@ -153,9 +153,10 @@ def second_look_stands(
     evidence: Sequence[ev.EvidenceItemView],
     texts: Mapping[int, str],
     look: grounding.SecondLook,
-) -> bool:
-    """Whether ``again``, the answer asked from ``look``'s sentence, replaces the first."""
-    return grounding.confirms(question, again, _passages(evidence, texts), look)
+) -> str:
+    """What of ``again``, the answer asked from ``look``'s sentence, replaces the first: all of
+    it or the opening of it that stands; "" when none does."""
+    return grounding.what_stands(question, again, _passages(evidence, texts), look)
 
 
 def unmentioned(

@@ -949,3 +949,96 @@ def test_a_count_is_of_what_its_part_of_the_sentence_says() -> None:
         callouts.grounding.claims[0].note
     )
     assert callouts.grounding.offered.startswith("At the start of 2025 the team had 46")
+
+
+# --- a current document's value, asked for in other words (session 16) --------------------------
+
+PASSWORDS = PassageText(
+    1,
+    "# Password policy\n\nDate: 2026-01-12\n\n# Length\n\nPasswords must be at least 14 "
+    "characters long.\n",
+    "it/password-policy.md",
+    "Password policy",
+)
+OLD_PASSWORDS = PassageText(
+    2,
+    "# Password policy (2022)\n\nLength: passwords must be at least 10 characters long.\n",
+    "it/archive/password-policy-2022.md",
+    "Password policy (2022)",
+    superseded='its folder says "archive"',
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What was the gross margin in Q2 2026?",
+        "What is the research and development budget?",
+        "What is the minimum password length?",
+    ],
+)
+def test_what_a_quantity_is_called_asks_for_a_number(question: str) -> None:
+    assert Question.read(question).wants == "number"
+
+
+@pytest.mark.parametrize(
+    "question", ["What was the cause of the delay?", "What is the history of the policy?"]
+)
+def test_a_question_for_no_quantity_asks_for_no_number(question: str) -> None:
+    assert Question.read(question).wants == ""
+
+
+def test_a_minimum_the_documents_write_as_at_least_is_no_missing_word() -> None:
+    question = "What is the minimum password length?"
+    right = ground(question, "It is 14 characters.", [PASSWORDS, OLD_PASSWORDS])
+    assert right.grounding.verdict == "supported"
+    # The archive's value is flagged for what it is, and the current sentence offered.
+    stale = ground(question, "It is 10 characters.", [PASSWORDS, OLD_PASSWORDS])
+    [claim] = stale.grounding.claims
+    assert "looks superseded" in claim.note and "minimum" not in claim.note
+    assert stale.grounding.offered == "Passwords must be at least 14 characters long."
+    # Where nothing writes a least, and fees of several kinds are named, "minimum" is still
+    # what nothing found mentions.
+    fees = PassageText(
+        3,
+        "# Fees\n\nThe standard fee is 20 euros. The reduced fee is 12 euros.\n",
+        "fees.md",
+        "Fees",
+    )
+    [claim] = ground("What is the minimum fee?", "It is 12 euros.", [fees]).grounding.claims
+    assert "nothing found mentions “minimum”" in claim.note
+
+
+BATTERY_NOW = PassageText(
+    1,
+    "Kestrel test report Date: 2026-05-30 Battery In field trials the production battery lasted "
+    "11 hours at 5 °C.",
+    "engineering/kestrel-test-report.pdf",
+    "Kestrel test report",
+)
+BRIEF = PassageText(
+    2,
+    "# Hardware\n\nThe production Kestrel weighs 4.2 kg with its battery.\n",
+    "product/kestrel-brief.md",
+    "Kestrel product brief",
+)
+BATTERY_THEN = PassageText(
+    3,
+    "# Kestrel test report (prototype)\n\n## Battery\n\nIn field trials the prototype battery "
+    "lasted 8 hours at 5 °C.\n",
+    "engineering/kestrel-test-report-v1.md",
+    "Kestrel test report (prototype)",
+    superseded="engineering/kestrel-test-report.pdf is a newer version (2026-05-30)",
+)
+
+
+def test_the_offer_is_the_current_sentence_of_the_measure_asked() -> None:
+    question = "How long does the Kestrel battery last?"
+    # The answer took the old report's 8 hours and the current report's condition (5 °C): the
+    # current sentence is still offered, not the weight, which holds no time, nor the old one.
+    result = ground(
+        question, "The Kestrel battery lasts 8 hours at 5 °C.", [BATTERY_NOW, BRIEF, BATTERY_THEN]
+    )
+    assert result.grounding.verdict in ("partly", "unsupported")
+    assert "looks superseded" in result.grounding.claims[0].note
+    assert "11 hours" in result.grounding.offered and result.grounding.offered_from == 1

@@ -15,6 +15,7 @@ from imprint_desktop.core.research.grounding import (
     PassageText,
     SecondLook,
     confirms,
+    what_stands,
     worth_a_second_look,
 )
 from imprint_desktop.core.research.trace import trace_line
@@ -184,3 +185,44 @@ def test_no_second_look_from_a_sentence_that_holds_none_of_the_question_s_terms(
     )
     question = "What volume of water does Brantwater store when full?"
     assert worth_a_second_look(question, "It stores 91.5 Ml/d.", [village]) is None
+
+
+PRICES = PassageText(
+    5,
+    "# Kestrel: questions and answers\n\nThe list price of the Kestrel is $56,000 per "
+    "instrument.\n",
+    "product/kestrel-faq.md",
+    "Kestrel: questions and answers",
+)
+
+
+def test_a_sentence_naming_the_subject_with_what_is_asked_of_it_is_worth_a_second_look() -> None:
+    # "spectrometer", the question's one key term, is in no sentence; "the list price of the
+    # Kestrel" names its subject and what it asks of it.
+    question = "What is the list price of the Kestrel spectrometer?"
+    look = worth_a_second_look(question, "The Kestrel costs $52,000.", [PRICES])
+    assert look is not None and "$56,000" in look.sentence
+    # The subject's name alone is not enough.
+    weight = PassageText(6, "# Hardware\n\nThe Kestrel weighs 4.2 kg.\n", "hw.md", "Hardware")
+    assert worth_a_second_look(question, "The Kestrel costs $52,000.", [weight]) is None
+
+
+def test_what_stands_of_an_answer_asked_again_is_its_sound_opening() -> None:
+    look = SecondLook(1, "Platform: a single stone platform 84 metres long.")
+    again = "The platform is 84 metres long [1]. So it is 168 metres both ways."
+    assert what_stands(PLATFORM, again, [STATION], look) == "The platform is 84 metres long [1]."
+    # All of it when all of it stands; nothing when its opening does not.
+    whole = "The platform is 84 metres long. It is a single stone platform."
+    assert what_stands(PLATFORM, whole, [STATION], look) == whole
+    assert what_stands(PLATFORM, "It is 168 metres. It is 84 metres long.", [STATION], look) == ""
+
+
+def test_an_answer_asked_again_is_kept_to_the_part_of_it_that_stands() -> None:
+    script = [
+        Step("The platform is 1903 metres long."),
+        Step("It is 84 metres long [1]. So, 84 × 2 = 168 metres of platform."),
+    ]
+    engine, tools, _provider, _recorder = make(script)
+    result = asyncio.run(engine.run(PLATFORM, tools))
+    assert "84 metres" in result.answer and "168" not in result.answer
+    assert result.grounding is not None and result.grounding.verdict == "supported"

@@ -25,6 +25,7 @@ The call tree, module by module::
                                                 question asks for?
     second_look.worth_a_second_look(…)          a flagged answer: the sentence to ask again from
     second_look.confirms(…)                     does the answer asked again stand?
+    second_look.what_stands(…)                  … or the opening of it that does
     asked.unmentioned(question, passages)       do the passages hold any of the question's
                                                 names and key terms at all? (else: "not found")
     words                                       stems, stopwords, units: what all of them share
@@ -59,6 +60,7 @@ from imprint_desktop.core.research.grounding.passages import QUOTE_CHARS, Passag
 from imprint_desktop.core.research.grounding.second_look import (
     SecondLook,
     confirms,
+    what_stands,
     worth_a_second_look,
 )
 
@@ -73,5 +75,6 @@ __all__ = [
     "ground",
     "quote",
     "unmentioned",
+    "what_stands",
     "worth_a_second_look",
 ]

@@ -27,7 +27,14 @@ from imprint_desktop.core.research.grounding.passages import (
     units_of,
 )
 from imprint_desktop.core.research.grounding.question import Question
-from imprint_desktop.core.research.grounding.words import STOP, WORD, stem_of, stems_of, word_set
+from imprint_desktop.core.research.grounding.words import (
+    MEASURES,
+    STOP,
+    WORD,
+    stem_of,
+    stems_of,
+    word_set,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,12 @@ _DECLINES = re.compile(
 )
 
 
+def answer_sentences(answer: str) -> list[str]:
+    """The sentences of ``answer`` as grounding reads them, each with what follows it, so
+    that they join back into the answer."""
+    return [match.group() for match in _ANSWER_SENTENCE.finditer(answer)]
+
+
 def ground(question: str, answer: str, passages: Sequence[PassageText]) -> Grounded:
     """Check ``answer`` to ``question`` against ``passages`` (see the module docstring)."""
     return ground_by(checker_for(question, passages), answer)
@@ -83,8 +96,8 @@ def ground_by(checker: Checker, answer: str) -> Grounded:
     supporting: set[int] = set()
     pieces: list[str] = []
     given: list[tuple[Anchor, Verdict]] = []
-    for match in _ANSWER_SENTENCE.finditer(answer):
-        piece = match.group()
+    answered: set[int] = set()  # the sentences a sound claim gave its values from
+    for piece in answer_sentences(answer):
         sentence = " ".join(CITE.sub("", piece).split())
         claim = _claim(sentence, checker) if sentence.strip(" -*•#") else None
         if claim is None:
@@ -93,14 +106,19 @@ def ground_by(checker: Checker, answer: str) -> Grounded:
         view, supports, checked = claim
         claims.append(view)
         given += checked
+        wanted = [(anchor, verdict) for anchor, verdict in checked if checker.wanted(anchor)]
+        if not any(verdict.note for _, verdict in wanted):
+            # A sentence a wholly sound claim took its values from; one that also gave a
+            # value nothing supports ("8 hours at 5 °C", the 5 °C beside 11 hours) may have
+            # taken only a condition from it.
+            answered |= {v.unit.order for _, v in wanted if v.unit is not None}
         for unit, around in supports:
             supporting.add(unit.order)
             quoted = quote(unit.text, around, QUOTE_CHARS * (2 if unit.row else 1))
             if quoted not in quotes.setdefault(unit.passage, []):
                 quotes[unit.passage].append(quoted)
-        if view.supported_by and not CITE.search(piece):
-            piece = _cited(piece, view.supported_by)
-        pieces.append(piece)
+        cite = view.supported_by and not CITE.search(piece)
+        pieces.append(_cited(piece, view.supported_by) if cite else piece)
     cited_answer = "".join(pieces)
     # "Not specified", with nothing of the kind asked given, where a sentence holds it all.
     gives = any(checker.wanted(anchor) for anchor, _ in given)
@@ -124,11 +142,6 @@ def ground_by(checker: Checker, answer: str) -> Grounded:
         # An answer that does not answer may stand on the very sentence that does.
         # A sentence that holds only the answer's other words ("a collie called Fly") may
         # still hold the value it should have given ("… passed her assessment in 1974").
-        answered = {
-            verdict.unit.order
-            for anchor, verdict in given
-            if verdict.unit is not None and not verdict.note and checker.wanted(anchor)
-        }
         best = _offer(checker, set() if why else answered)
         if best is not None:
             offered, offered_from = quote(best.text, (), QUOTE_CHARS * 2), best.passage
@@ -366,12 +379,16 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     ]
     if not candidates:
         return None
-    # The one of the year asked first, then the one that holds what narrows the question ("the
-    # *last* principal keeper"), and to "when", one that holds a date or a year before one that
+    # The one of the year asked first; then one from a document that does not look superseded
+    # (the production battery's life, not the prototype's); then the one that holds what
+    # narrows the question ("the *last* principal keeper"); then one with a value of the
+    # measure asked ("how long does the battery *last*": its 11 hours, not the weight of the
+    # unit with its battery); and to "when", one that holds a date or a year before one that
     # holds other numbers only.
     narrowing = set(question.qualifiers) | set(question.order)
+    measures = _measures_asked(question.text)
 
-    def fit(unit: Unit) -> tuple[bool, int, bool, bool]:
+    def fit(unit: Unit) -> tuple[bool, bool, int, bool, bool, bool]:
         of_year = not question.years.isdisjoint(years_in(f"{unit.text} {unit.context}"))
         said = unit.said()
         values = [a for a in anchors_in(said) if checker.wanted(a)]
@@ -379,11 +396,42 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
         # A count of what is asked before one of something else it names ("83 of the 131
         # callouts" to "How many volunteers … on callouts?").
         own = any(not checker.counts_else(said, a) for a in values)
-        return of_year, len(narrowing & unit.about), own, dated
+        measured = not measures or _measured(said, measures)
+        current = checker.is_current(unit)
+        return of_year, current, len(narrowing & unit.about), measured, own, dated
 
     fits = {unit.order: fit(unit) for unit in candidates}
     most = max(fits.values())
     return checker.best([unit for unit in candidates if fits[unit.order] == most])
+
+
+#: The measures a "how …" question asks its answer in, by its word: "how *long* …" a length or
+#: a time, "how long does it *last*" a time.
+_HOW_ASKS = {
+    "long": {"length", "time"},
+    "tall": {"length"},
+    "high": {"length"},
+    "deep": {"length"},
+    "wide": {"length"},
+    "far": {"length"},
+    "heavy": {"mass"},
+}
+_LASTING = re.compile(r"\b(?:last|lasts|take|takes|took|run|runs)\b[^?]*\?*$", re.IGNORECASE)
+
+
+def _measures_asked(question: str) -> set[str]:
+    """The measures (:data:`.words.MEASURES`) "how long …?" and its kind ask for; none for
+    another question."""
+    asked = re.match(r"\s*how\s+(\w+)\b", question, re.IGNORECASE)
+    measures = set(_HOW_ASKS.get(asked.group(1).lower(), ())) if asked else set()
+    if measures == {"length", "time"} and _LASTING.search(question):
+        return {"time"}
+    return measures
+
+
+def _measured(text: str, measures: set[str]) -> bool:
+    """Whether ``text`` holds a value in a unit of one of ``measures``."""
+    return any(MEASURES.get(a.unit, "") in measures for a in anchors_in(text) if a.unit)
 
 
 def _dated(question: Question, value: Anchor) -> bool:

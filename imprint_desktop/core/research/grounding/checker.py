@@ -59,6 +59,21 @@ _PAST_PHRASE = re.compile(
 _PRONOUN = re.compile(r"\b(?:it|its|it's|she|her|he|his|they|their|there)\b", re.IGNORECASE)
 
 
+#: Words a question narrows by that documents often write in other words: a "*minimum*
+#: length" of "at least 14 characters".
+_WRITTEN_AS = {
+    "minimum": r"at least|no (?:fewer|less) than|not (?:fewer|less) than",
+    "maximum": r"at most|up to|no more than|not (?:more than|to exceed)",
+}
+
+
+def _written_as(word: str, text: str) -> str:
+    """How ``text`` writes ``word`` in other words (:data:`_WRITTEN_AS`), or ""."""
+    pattern = _WRITTEN_AS.get(word)
+    found = re.search(rf"\b(?:{pattern})\b", text, re.IGNORECASE) if pattern else None
+    return found.group().lower() if found else ""
+
+
 class Checker:
     def __init__(
         self, question: Question, units: Sequence[Unit], stale: Mapping[int, str] | None = None
@@ -100,7 +115,7 @@ class Checker:
         #: for "qualified", when the passages write "search dog" after no word of their own.
         self.paraphrased: dict[str, str] = {}
         for word in self.narrowing_missing:
-            if head := self._said_another_way(word):
+            if head := self._said_another_way(word) or _written_as(word, self.passage_text):
                 self.paraphrased[word] = head
         # What each passage holds, with what it stands under: a name may be written in one of
         # its sentences and its other words in the next ("Elias … Brandt").
@@ -373,6 +388,12 @@ class Checker:
     def _held_elsewhere(self, passage: int) -> list[set[str]]:
         """The words every other passage than ``passage`` holds, a set per passage."""
         return [words for number, words in self.held.items() if number != passage]
+
+    def is_current(self, unit: Unit) -> bool:
+        """Whether ``unit`` speaks for the documents as they stand: its document does not look
+        superseded, or the question asks of an earlier version, or it is the edition of the
+        year asked."""
+        return unit.passage not in self.stale or self._asks_of_the_past or self._edition_of(unit)
 
     def _edition_of(self, unit: Unit) -> bool:
         """Whether ``unit`` stands in the edition of a series for the year the question asks

@@ -158,6 +158,13 @@ _ASKING_WHICH = word_set("what which whose")
 _COUNTED = word_set("people persons times")
 
 
+#: What a quantity is called: "What was the gross *margin* …?" asks for a number, as "how
+#: much" does.
+_QUANTITIES = word_set(
+    "margin budget length width height depth weight distance rate revenue turnover profit "
+    "income salary wage fee fare charge rent allowance limit capacity population temperature "
+    "speed duration area volume spend spending expenditure takings attendance deficit surplus"
+)
 #: Words that open a request for an account in words, whatever it is about.
 _ASKS_FOR_PROSE = word_set("summarize summarise summary describe explain outline tell discuss")
 
@@ -200,6 +207,10 @@ def _wanted_kind(question: str, words: list[str], units: bool) -> str:
         )
         or re.search(r"\b(?:cost|costs|price|priced)\b", lowered)
         or units
+        or (
+            re.match(r"\s*what (?:is|was|are|were)\b", lowered)
+            and not _QUANTITIES.isdisjoint(words)
+        )
     ):
         return "number"
     if len(words) > 1 and words[0] == "which":

@@ -7,7 +7,8 @@ the grounding found a sentence that answers the question's terms (the one it off
 "Your documents say: …"), the model is asked once more from that sentence alone
 (:func:`worth_a_second_look`), and its new answer replaces the first only when it stands
 (:func:`confirms`): supported by the passages, and every value of the kind asked it gives is one
-that sentence holds, not a label ("section *10*", "Form *17*").
+that sentence holds, not a label ("section *10*", "Form *17*"). A new answer that states the
+value and goes on to sums of its own is kept to the opening that stands (:func:`what_stands`).
 
 Measured on the recorded answers of ``bench/bench_quality.py`` (seed 24301, starter model): the
 second look turned 8 of 58 answers from wrong to right and none from right to wrong; without the
@@ -27,7 +28,12 @@ from imprint_desktop.core.research.grounding.anchors import (
     same_value,
     year_like,
 )
-from imprint_desktop.core.research.grounding.answer import checker_for, ground, ground_by
+from imprint_desktop.core.research.grounding.answer import (
+    answer_sentences,
+    checker_for,
+    ground,
+    ground_by,
+)
 from imprint_desktop.core.research.grounding.checker import Checker
 from imprint_desktop.core.research.grounding.passages import PassageText
 from imprint_desktop.core.research.grounding.question import Question
@@ -68,8 +74,13 @@ def worth_a_second_look(
     view = ground_by(checker, answer).grounding
     if view.verdict not in ("partly", "unsupported") or not _one_statement(view.offered):
         return None
-    if asked.key and stems_of(view.offered).isdisjoint(asked.key):
-        return None  # it holds none of what the question asks about in its own words
+    held = stems_of(view.offered)
+    kind_words = asked.terms - set(asked.key) - set().union(*asked.subjects)
+    named = asked.names_subject(held) and not held.isdisjoint(kind_words)
+    if asked.key and held.isdisjoint(asked.key) and not named:
+        # It holds none of what the question asks about in its own words, nor names its
+        # subject with what it asks of it ("the list *price* of the *Kestrel*").
+        return None
     return SecondLook(view.offered_from, view.offered)
 
 
@@ -78,6 +89,21 @@ def _one_statement(sentence: str) -> bool:
     cut onto one line ("| Scheme | £m | |---|---| | Wath End … | 3.9 | … in 2023."), whose
     values belong to many rows and the prose after them."""
     return bool(sentence) and "---" not in sentence and sentence.count("|") <= _ROW_BARS
+
+
+def what_stands(
+    question: str, again: str, passages: Sequence[PassageText], look: SecondLook
+) -> str:
+    """``again``, the answer asked from ``look``'s sentence, or the longest run of its opening
+    sentences that stands (:func:`confirms`): a small model asked again often states the value
+    and then goes on to sums of its own ("27 days of annual leave. So, 27 × 2 = 54 days").
+    "" when no opening of it stands."""
+    pieces = answer_sentences(again)
+    for size in range(len(pieces), 0, -1):
+        opening = "".join(pieces[:size]).strip()
+        if confirms(question, opening, passages, look):
+            return opening
+    return ""
 
 
 def confirms(question: str, again: str, passages: Sequence[PassageText], look: SecondLook) -> bool:
