@@ -336,6 +336,9 @@ class Outcome:
     fact_flagged: bool = False  # a flag names the right value itself (not another claim)
     absent: bool = False  # a question the documents do not answer
     passages: tuple[tuple[str, str], ...] = ()  # the evidence: (source, text) of each passage
+    #: The answer is the model's own text, not the labelled evidence fallback or "not found",
+    #: whose quoted passages state no fact (nor superseded value) as the answer.
+    own: bool = True
     rounds: int = 0
 
 
@@ -556,8 +559,12 @@ def with_grounding(outcome: Outcome, case: Case, result: dict[str, Any]) -> Outc
     # The fact as a value of its own: "84" is not flagged when "84.1 metres" is.
     alone = re.compile(rf"(?<![\d.]){re.escape(_norm(case.fact))}(?!\d|\.\d)")
     fact_flagged = bool(case.fact) and any(alone.search(_norm(v)) for v in named)
+    own = result.get("final_mode") not in ("no_evidence", "fallback")
     return replace(
         outcome,
+        fact=outcome.fact and own,
+        stale=outcome.stale and own,
+        own=own,
         flagged=flagged,
         declined=declined,
         absent=case.absent,
@@ -663,7 +670,9 @@ def run_set(
 
 
 def parts_stated(case: Case, outcome: Outcome) -> int:
-    """How many of a multi-part question's parts the answer states."""
+    """How many of a multi-part question's parts the answer, the model's own, states."""
+    if not outcome.own:
+        return 0
     return sum(states(outcome.text, fact) for fact, _document in case.parts)
 
 

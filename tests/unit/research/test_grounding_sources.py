@@ -1042,3 +1042,54 @@ def test_the_offer_is_the_current_sentence_of_the_measure_asked() -> None:
     assert result.grounding.verdict in ("partly", "unsupported")
     assert "looks superseded" in result.grounding.claims[0].note
     assert "11 hours" in result.grounding.offered and result.grounding.offered_from == 1
+
+
+# --- seasons, and rows alike (the civic set's first run, session 16) ----------------------------
+
+
+def test_a_season_is_one_year_s_span_not_a_year_and_a_number() -> None:
+    values = [a.text for a in anchors_in("Budget 2025-26: 4,350 pounds; in 2019/20 it was 26.")]
+    assert values == ["2025", "4,350 pounds", "2019", "26"]
+    # A range of years that is no season keeps both ends.
+    assert [a.text for a in anchors_in("It ran from 1994-2008.")] == ["1994", "2008"]
+
+
+PROGRAMME = PassageText(
+    1,
+    "# The 2025-26 season\n\n## Young Players: Lanterns\n\n18 to 20 June 2026, 4 performances. "
+    "Both youth groups take part, 41 members in all.\n",
+    "productions/season-2025-26.md",
+    "The 2025-26 season",
+)
+
+
+def test_a_claim_of_the_year_asked_restates_no_sentence_of_other_years() -> None:
+    question = "How many people saw the Players' productions in the 2019-20 season?"
+    result = ground(question, "The productions in the 2019-20 season were 41 members.", [PROGRAMME])
+    [claim] = result.grounding.claims
+    assert result.grounding.verdict == "unsupported"
+    assert "the passage [1] says this of 2025" in claim.note
+
+
+DEPARTMENTS = PassageText(
+    2,
+    "| Department | Head | Budget 2025-26 (pounds) |\n|---|---|---|\n"
+    "| Stage and set | Dominic Foye | 10,200 |\n| Lighting and sound | Lewis Archer | 5,600 |\n"
+    "| Wardrobe and props | Maureen Tulley | 4,350 |\n",
+    "about/company-structure.docx",
+    "Company structure",
+)
+
+
+def test_no_row_is_offered_where_rows_alike_answer_the_question_as_well() -> None:
+    question = "How much may the costume department spend in the 2025-26 season?"
+    result = ground(question, "The company spends money in 2025-26.", [DEPARTMENTS])
+    assert result.grounding.verdict in ("partly", "unsupported")
+    assert result.grounding.offered == ""
+    # A row the question picks out by its words is offered.
+    picked = ground(
+        "How much is the budget of the lighting department in 2025-26?",
+        "The company spends money in 2025-26.",
+        [DEPARTMENTS],
+    )
+    assert "5,600" in picked.grounding.offered

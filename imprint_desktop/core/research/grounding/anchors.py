@@ -50,6 +50,9 @@ _UNIT_AFTER = re.compile(
 )
 #: Words that make a unit of length one of area or volume, which :data:`UNITS` does not hold.
 _POWERS = frozenset(("square", "cubic", "sq", "cu"))
+#: A season or a financial year written with its second year's last two digits ("2025-26"):
+#: one year's span, whose "26" is no number of its own.
+_SEASON = re.compile(r"\b(?P<y>(?:1\d|20|21)\d{2})[-–/](?P<e>\d{2})\b")
 #: A number written as a year is one ("in 1986 two months later" names no months of 1986).
 _YEAR = re.compile(r"1\d{3}|20\d{2}|21\d{2}")
 _MULTIPLIERS = {"thousand": 10**3, "k": 10**3, "million": 10**6, "billion": 10**9, "bn": 10**9}
@@ -71,7 +74,7 @@ def anchors_in(text: str, *, names: bool = True, opening: bool = False) -> list[
     order. A full date also counts as its year and its day and month, so "3 March 1986" is found
     by "1986"; what a date or time is written with is not counted again as a number."""
     found: list[Anchor] = []
-    taken: list[tuple[int, int]] = []
+    taken = _season_ends(text)
 
     def free(start: int, end: int) -> bool:
         return all(end <= a or start >= b for a, b in taken)
@@ -112,6 +115,15 @@ def anchors_in(text: str, *, names: bool = True, opening: bool = False) -> list[
     for anchor in found:
         kept.setdefault((*anchor.key, anchor.unit), anchor)
     return list(kept.values())
+
+
+def _season_ends(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` writes a season's second year ("26" of "2025-26"), which is no number."""
+    return [
+        match.span("e")
+        for match in _SEASON.finditer(text)
+        if int(match.group("e")) == (int(match.group("y")) + 1) % 100
+    ]
 
 
 def _number(match: re.Match[str]) -> Anchor | None:

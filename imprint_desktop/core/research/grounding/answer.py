@@ -402,7 +402,14 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
 
     fits = {unit.order: fit(unit) for unit in candidates}
     most = max(fits.values())
-    return checker.best([unit for unit in candidates if fits[unit.order] == most])
+    top = [unit for unit in candidates if fits[unit.order] == most]
+    best = checker.best(top)
+    if best.row and any(
+        other.row and other is not best and checker.score(other) == checker.score(best)
+        for other in top
+    ):
+        return None  # rows alike to the question ("the costume department" of four): no pick
+    return best
 
 
 #: The measures a "how …" question asks its answer in, by its word: "how *long* …" a length or

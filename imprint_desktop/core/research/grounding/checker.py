@@ -485,6 +485,11 @@ class Checker:
         )
         if names and not question.names_subject(unit.about):
             return False
+        # Nor does one that gives the year asked restate a sentence of other years only ("the
+        # 2019-20 season … 41 members" of "41 members in all" in the 2025-26 programme).
+        years = years_in(f"{unit.text} {unit.context}")
+        if question.years & years_in(claim) and years and years.isdisjoint(question.years):
+            return False
         # A claim that speaks of what the question asks about ("the mileage rate is …") gives
         # the value as its answer, which a sentence about another matter does not support.
         if not (set(question.key) & stems_of(claim)) <= unit.about:
