@@ -9,8 +9,10 @@ it reused, the final answer). The questions are the ones a person asked in a rev
 why-question, then a follow-up pair where "it" must keep its subject.
 
 Run ``python bench/window_questions.py --out DIR [--pause SECONDS]`` (needs Xvfb and xdotool:
-``scripts/system-deps.sh test``). ``--pause`` waits before the first question as a person reading
-the window would; without it the first question arrives while the model is still warming up.
+``scripts/system-deps.sh test``). ``--workspace DIR`` opens another folder than the sample, and
+``--ask "QUESTION|FACT"`` (repeated) types other questions than the review's. ``--pause`` waits
+before the first question as a person reading the window would; without it the first question
+arrives while the model is still warming up.
 """
 
 from __future__ import annotations
@@ -82,7 +84,12 @@ def main() -> int:
     parser.add_argument(
         "--pause", type=float, default=0.0, help="seconds before the first question is typed"
     )
+    parser.add_argument("--workspace", type=Path, help="the folder to open (default: the sample)")
+    parser.add_argument(
+        "--ask", action="append", default=[], metavar="QUESTION|FACT", help="a question to type"
+    )
     args = parser.parse_args()
+    questions = tuple(tuple(ask.rsplit("|", 1)) for ask in args.ask) or QUESTIONS
     args.out.mkdir(parents=True, exist_ok=True)
     assert shutil.which("Xvfb") and shutil.which("xdotool"), "scripts/system-deps.sh test"
     right = 0
@@ -97,6 +104,12 @@ def main() -> int:
         import os  # noqa: PLC0415
 
         env = {**os.environ, **env}
+        if args.workspace:
+            import subprocess  # noqa: PLC0415
+
+            folder = str(args.workspace.resolve())
+            command = [sys.executable, "-m", "imprint_desktop", "settings", "set"]
+            subprocess.run([*command, "workspace.path", folder], env=env, check=True)
         gui = GuiProcess(display, env, args.out / "gui.log")
         try:
             opened = time.monotonic()
@@ -105,7 +118,7 @@ def main() -> int:
             print(f"window ready, model loaded: {time.monotonic() - opened:.1f} s after start")
             gui.focus_window()
             time.sleep(args.pause)  # a person reading the window before typing
-            for number, (question, fact) in enumerate(QUESTIONS, start=1):
+            for number, (question, fact) in enumerate(questions, start=1):
                 started = time.monotonic()
                 gui.type_line(question)
                 gui.wait_for("reply-opened", timeout=args.timeout)
@@ -127,8 +140,8 @@ def main() -> int:
         finally:
             gui.close()
         _where_time_went(Path(home) / "data" / "history.sqlite3")
-    print(f"\n{right}/{len(QUESTIONS)} right; screenshots in {args.out}")
-    return 0 if right == len(QUESTIONS) else 1
+    print(f"\n{right}/{len(questions)} right; screenshots in {args.out}")
+    return 0 if right == len(questions) else 1
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ The call tree, module by module::
                                                 question?
       asked.unanswered(checker, given, answer)  does the answer as a whole give what the
                                                 question asks for?
+      measures.measures_asked(question)         the measures it asks its answer in: a sentence
+                                                without one is not offered ("Your documents
+                                                say: …") nor asked again from
     second_look.worth_a_second_look(…)          a flagged answer: the sentence to ask again from
     second_look.confirms(…)                     does the answer asked again stand?
     second_look.what_stands(…)                  … or the opening of it that does

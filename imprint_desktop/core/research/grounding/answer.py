@@ -17,6 +17,7 @@ from imprint_desktop.core.research.grounding.anchors import (
 )
 from imprint_desktop.core.research.grounding.asked import unanswered
 from imprint_desktop.core.research.grounding.checker import NOT_IN_DOCUMENTS, Checker, Verdict
+from imprint_desktop.core.research.grounding.measures import holds_measure, measures_asked
 from imprint_desktop.core.research.grounding.passages import (
     CITE,
     LIST_ITEM,
@@ -28,7 +29,6 @@ from imprint_desktop.core.research.grounding.passages import (
 )
 from imprint_desktop.core.research.grounding.question import Question
 from imprint_desktop.core.research.grounding.words import (
-    MEASURES,
     STOP,
     WORD,
     stem_of,
@@ -350,17 +350,24 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     value a question could want; None when no sentence does."""
     question = checker.question
     present = set(question.key) - {stem_of(word) for word in checker.missing}
+    measures = measures_asked(question.text)
 
     def answers(unit: Unit) -> bool:
         if len(re.findall(r",\S", unit.text)) > 2:
             return False  # a table's lines run together ("Old Quay,1854,F G,,green")
-        if _words_of(unit.text) in _words_of(unit.context):
-            return False  # a title or heading, which says nothing ("Pikestone Pumping Station")
-        if unit.header:
-            return False  # a table's header row ("Year | Pipes replaced | Samples over 10 µg/l")
+        if unit.header or _words_of(unit.text) in _words_of(unit.context):
+            # A table's header row ("Year | Pipes replaced | Samples over 10 µg/l"), or a title
+            # or heading, which says nothing ("Pikestone Pumping Station").
+            return False
         years = years_in(f"{unit.text} {unit.context}") if question.years else set()
         if years and years.isdisjoint(question.years):
             return False  # of another year than the one asked (2022's row, 2024's report)
+        if (
+            question.wants
+            and measures
+            and not holds_measure(f"{unit.text} {unit.columns}", measures)
+        ):
+            return False  # no value of the measure asked ("how long does it *last*": a time)
         if any(checker.wanted(a) for a in anchors_in(unit.said())):
             return True  # a value of the kind asked for
         # Or, to a question that asks for no value ("Why …?"), a sentence of prose that says
@@ -381,14 +388,11 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
         return None
     # The one of the year asked first; then one from a document that does not look superseded
     # (the production battery's life, not the prototype's); then the one that holds what
-    # narrows the question ("the *last* principal keeper"); then one with a value of the
-    # measure asked ("how long does the battery *last*": its 11 hours, not the weight of the
-    # unit with its battery); and to "when", one that holds a date or a year before one that
-    # holds other numbers only.
+    # narrows the question ("the *last* principal keeper"); and to "when", one that holds a
+    # date or a year before one that holds other numbers only.
     narrowing = set(question.qualifiers) | set(question.order)
-    measures = _measures_asked(question.text)
 
-    def fit(unit: Unit) -> tuple[bool, bool, int, bool, bool, bool]:
+    def fit(unit: Unit) -> tuple[bool, bool, int, bool, bool]:
         of_year = not question.years.isdisjoint(years_in(f"{unit.text} {unit.context}"))
         said = unit.said()
         values = [a for a in anchors_in(said) if checker.wanted(a)]
@@ -396,9 +400,8 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
         # A count of what is asked before one of something else it names ("83 of the 131
         # callouts" to "How many volunteers … on callouts?").
         own = any(not checker.counts_else(said, a) for a in values)
-        measured = not measures or _measured(said, measures)
         current = checker.is_current(unit)
-        return of_year, current, len(narrowing & unit.about), measured, own, dated
+        return of_year, current, len(narrowing & unit.about), own, dated
 
     fits = {unit.order: fit(unit) for unit in candidates}
     most = max(fits.values())
@@ -410,35 +413,6 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     ):
         return None  # rows alike to the question ("the costume department" of four): no pick
     return best
-
-
-#: The measures a "how …" question asks its answer in, by its word: "how *long* …" a length or
-#: a time, "how long does it *last*" a time.
-_HOW_ASKS = {
-    "long": {"length", "time"},
-    "tall": {"length"},
-    "high": {"length"},
-    "deep": {"length"},
-    "wide": {"length"},
-    "far": {"length"},
-    "heavy": {"mass"},
-}
-_LASTING = re.compile(r"\b(?:last|lasts|take|takes|took|run|runs)\b[^?]*\?*$", re.IGNORECASE)
-
-
-def _measures_asked(question: str) -> set[str]:
-    """The measures (:data:`.words.MEASURES`) "how long …?" and its kind ask for; none for
-    another question."""
-    asked = re.match(r"\s*how\s+(\w+)\b", question, re.IGNORECASE)
-    measures = set(_HOW_ASKS.get(asked.group(1).lower(), ())) if asked else set()
-    if measures == {"length", "time"} and _LASTING.search(question):
-        return {"time"}
-    return measures
-
-
-def _measured(text: str, measures: set[str]) -> bool:
-    """Whether ``text`` holds a value in a unit of one of ``measures``."""
-    return any(MEASURES.get(a.unit, "") in measures for a in anchors_in(text) if a.unit)
 
 
 def _dated(question: Question, value: Anchor) -> bool:

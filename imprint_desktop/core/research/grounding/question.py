@@ -203,9 +203,12 @@ def _wanted_kind(question: str, words: list[str], units: bool) -> str:
         return "date"
     if (
         re.search(
-            r"\bhow (?:much|many|long|high|deep|far|old|big|large|wide|tall|often)\b", lowered
+            r"\bhow (?:much|many|long|high|deep|far|old|big|large|wide|tall|often|heavy)\b", lowered
         )
-        or re.search(r"\b(?:cost|costs|price|priced)\b", lowered)
+        or re.search(
+            r"\b(?:cost|costs|price|priced|spend|spent|paid|charge|charges|fee|fees|fare|fares)\b",
+            lowered,
+        )
         or units
         or (
             re.match(r"\s*what (?:is|was|are|were)\b", lowered)

@@ -1,0 +1,94 @@
+"""What a question asks its answer to be measured in, and which sentences hold such a value
+(issue 40): a sentence without one is neither offered as the documents' answer nor asked again
+from ("What did a box seat cost?" offered "The average house was 138, or 82 per cent of the 168
+seats.", and asked again from it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from imprint_desktop.core.research.grounding import PassageText, ground, worth_a_second_look
+from imprint_desktop.core.research.grounding.measures import holds_measure, measures_asked
+
+
+@pytest.mark.parametrize(
+    ("question", "measures"),
+    [
+        ("How long does the Kestrel battery last?", {"time"}),
+        ("How long is the platform at Lakeside?", {"length", "time"}),
+        ("How tall is the fly tower?", {"length"}),
+        ("How heavy is each follow spot?", {"mass"}),
+        ("How much does the cyclorama cloth weigh?", {"mass"}),
+        ("What did a box seat cost in the 2024-25 season?", {"money"}),
+        ("How much per hour does a community group pay to hire the room?", {"money"}),
+        ("What is the research and development budget?", {"money"}),
+        ("How many people came to the open day?", set()),
+        ("When did the theatre open?", set()),
+    ],
+)
+def test_the_measures_a_question_asks_for(question: str, measures: set[str]) -> None:
+    assert measures_asked(question) == measures
+
+
+@pytest.mark.parametrize(
+    ("text", "measure", "holds"),
+    [
+        ("It cost £14,800.", "money", True),
+        ("season: 2023-24; gallery_pounds: 12.50; under_18_pounds: 8.00", "money", True),
+        ("Item: Spotlight; Cost each (pounds): 2650", "money", True),
+        ("The average house was 138, or 82 per cent of the 168 seats.", "money", False),
+        ("Pantomime seats cost more in every band.", "money", False),  # no value at all
+        ("Item: Follow spot; Weight each (kg): 18.4", "mass", True),
+        ("Item: Cyclorama cloth; Cost each (pounds): 2650; Notes: 11 m wide", "mass", False),
+        ("The battery lasted 11 hours at 5 °C.", "time", True),
+        ("The production Kestrel weighs 4.2 kg with its battery.", "time", False),
+    ],
+)
+def test_a_sentence_holds_a_value_of_the_measure_by_its_unit_or_its_column(
+    text: str, measure: str, holds: bool
+) -> None:
+    assert holds_measure(text, frozenset((measure,))) is holds
+
+
+HOUSE = PassageText(
+    1,
+    "# The season in numbers\n\nThe average house was 138, or 82 per cent of the 168 seats. "
+    "Box seats were added to the gallery in 2019.\n",
+    "governance/annual-report.md",
+    "Annual report",
+)
+REGISTER = PassageText(
+    2,
+    "Ref: STG-03; Item: Cyclorama cloth; Department: Stage; Quantity: 1; Year bought: 2018; "
+    "Cost each (pounds): 2650; Notes: 11 m wide by 6.5 m drop",
+    "productions/register.xlsx",
+    "Stage and wardrobe register",
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "passage"),
+    [
+        ("What did a box seat cost?", "A box seat cost 2 pounds more.", HOUSE),
+        ("How much does the cyclorama cloth weigh?", "It weighs 40 kg.", REGISTER),
+    ],
+)
+def test_a_sentence_without_the_measure_asked_is_not_offered_nor_asked_from(
+    question: str, answer: str, passage: PassageText
+) -> None:
+    result = ground(question, answer, [passage])
+    assert result.grounding.verdict in ("partly", "unsupported")
+    assert result.grounding.offered == ""
+    assert worth_a_second_look(question, answer, [passage]) is None
+
+
+def test_a_row_that_names_the_measure_in_its_column_is_offered() -> None:
+    prices = PassageText(
+        3,
+        "season: 2023-24; stalls_pounds: 16.00; gallery_pounds: 12.50; concession_pounds: 12.00",
+        "productions/ticket-prices.csv",
+        "ticket-prices",
+    )
+    question = "What did a seat in the gallery cost in the 2023-24 season?"
+    result = ground(question, "A gallery seat cost 18.50.", [prices])
+    assert "gallery_pounds: 12.50" in result.grounding.offered
