@@ -226,3 +226,12 @@ def test_an_answer_asked_again_is_kept_to_the_part_of_it_that_stands() -> None:
     result = asyncio.run(engine.run(PLATFORM, tools))
     assert "84 metres" in result.answer and "168" not in result.answer
     assert result.grounding is not None and result.grounding.verdict == "supported"
+
+
+def test_an_answer_asked_again_is_cut_before_a_clause_of_its_own_that_does_not_stand() -> None:
+    look = SecondLook(1, "Platform: a single stone platform 84 metres long.")
+    again = "The platform is 84 metres long, which makes it 300 metres longer than the quay."
+    assert what_stands(PLATFORM, again, [STATION], look) == "The platform is 84 metres long."
+    # A clause that stands is kept.
+    kept = "The platform is 84 metres long, long enough for a six-coach train."
+    assert what_stands(PLATFORM, kept, [STATION], look) == kept

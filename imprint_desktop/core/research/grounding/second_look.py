@@ -95,15 +95,34 @@ def what_stands(
     question: str, again: str, passages: Sequence[PassageText], look: SecondLook
 ) -> str:
     """``again``, the answer asked from ``look``'s sentence, or the longest run of its opening
-    sentences that stands (:func:`confirms`): a small model asked again often states the value
-    and then goes on to sums of its own ("27 days of annual leave. So, 27 × 2 = 54 days").
-    "" when no opening of it stands."""
+    sentences that stands (:func:`confirms`), its last one cut before a clause of its own if
+    need be: a small model asked again often states the value and then goes on to sums or
+    claims of its own ("27 days of annual leave. So, 27 × 2 = 54 days"; "in 1962, when his
+    former pupil, who founded the company, …"). "" when no opening of it stands."""
     pieces = answer_sentences(again)
     for size in range(len(pieces), 0, -1):
-        opening = "".join(pieces[:size]).strip()
-        if confirms(question, opening, passages, look):
-            return opening
+        before = "".join(pieces[: size - 1])
+        # The whole of its last sentence, then that sentence up to a clause of its own ("… in
+        # 1962, when his former pupil, who founded the company, …": "… in 1962.").
+        for last in (pieces[size - 1], *_clause_openings(pieces[size - 1])):
+            opening = (before + last).strip()
+            if confirms(question, opening, passages, look):
+                return opening
     return ""
+
+
+#: Where a sentence goes on to a clause of its own: a comma before a word that opens one.
+_CLAUSE = re.compile(
+    r",\s+(?=(?:when|which|who|whose|where|while|and|but|as|because|after|before|since|so|"
+    r"although|though|making|meaning|bringing)\b)",
+    re.IGNORECASE,
+)
+
+
+def _clause_openings(sentence: str) -> list[str]:
+    """``sentence`` cut before each clause of its own, longest first, each ended with a stop."""
+    cuts = [match.start() for match in _CLAUSE.finditer(sentence)]
+    return [sentence[:cut].rstrip() + "." for cut in reversed(cuts)]
 
 
 def confirms(question: str, again: str, passages: Sequence[PassageText], look: SecondLook) -> bool:
