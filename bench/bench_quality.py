@@ -43,6 +43,10 @@ Question sets:
 - ``civic``: ``bench/civic-questions.toml`` over ``bench/civic-workspace`` (rebuilt by
   ``bench/civic-workspace-make.py``), held out the same way: a theatre company's files, written
   in session 16 before Imprint was run on them;
+- ``allotment``: ``bench/allotment-questions.toml`` over ``bench/allotment-workspace`` (rebuilt by
+  ``bench/allotment-workspace-make.py``), held out the same way: an allotment society's files,
+  written in session 16 by a helper, unseen by whoever tuned the grounding, before Imprint was run
+  on them;
 - ``multipart``: ``bench/multipart-questions.toml`` over ``bench/multipart-workspace`` and the
   utility's share, questions
   that ask more than one thing (two-part questions, comparisons, lists over a table, a fact in a
@@ -113,6 +117,8 @@ FRESH = ROOT / "bench" / "fresh-workspace"
 FRESH_CASES = ROOT / "bench" / "fresh-questions.toml"
 CIVIC = ROOT / "bench" / "civic-workspace"
 CIVIC_CASES = ROOT / "bench" / "civic-questions.toml"
+ALLOTMENT = ROOT / "bench" / "allotment-workspace"
+ALLOTMENT_CASES = ROOT / "bench" / "allotment-questions.toml"
 SHARE = ROOT / "bench" / "document-share"
 SHARE_CASES = ROOT / "bench" / "document-share-questions.json"
 MULTIPART = ROOT / "bench" / "multipart-workspace"
@@ -772,7 +778,9 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument(
         "--sets",
-        default="railway,utility,followup,absent,heldback,share,sample,fresh,civic,multipart",
+        default=(
+            "railway,utility,followup,absent,heldback,share,sample,fresh,civic,allotment,multipart"
+        ),
         help="comma-separated question sets",
     )
     parser.add_argument("--arms", default="one-shot,imprint", help="comma-separated arms")
@@ -798,6 +806,9 @@ def main() -> int:
         "sample": [(held_out_cases(SAMPLE_CASES, "sample"), SAMPLE)],
         "fresh": [(cases, FRESH)] if (cases := held_out_cases(FRESH_CASES, "fresh")) else [],
         "civic": [(cases, CIVIC)] if (cases := held_out_cases(CIVIC_CASES, "civic")) else [],
+        "allotment": (
+            [(cases, ALLOTMENT)] if (cases := held_out_cases(ALLOTMENT_CASES, "allotment")) else []
+        ),
         "multipart": [(multipart_cases("multipart"), MULTIPART)]
         + ([(multipart_cases("utility"), UTILITY)] if utility else []),
     }
