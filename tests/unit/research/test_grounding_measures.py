@@ -92,3 +92,28 @@ def test_a_row_that_names_the_measure_in_its_column_is_offered() -> None:
     question = "What did a seat in the gallery cost in the 2023-24 season?"
     result = ground(question, "A gallery seat cost 18.50.", [prices])
     assert "gallery_pounds: 12.50" in result.grounding.offered
+
+
+def test_a_word_joined_to_another_asks_for_no_measure() -> None:
+    assert measures_asked("When did it switch from acetylene to solar-charged batteries?") == set()
+
+
+ACCOUNTS = PassageText(
+    4,
+    "# Accounts for the year to September 2025\n\nWater: 3,215 pounds. Insurance: 1,140 pounds.\n"
+    "The Tanner's Croft budget is lower in 2025-26 because its water main was laid in 2024-25.\n",
+    "governance/annual-report.pdf",
+    "Annual report 2024-25",
+)
+
+
+def test_an_answer_that_gives_only_seasons_for_a_sum_of_money_is_flagged() -> None:
+    question = "What was the society's water bill for the year to September 2025?"
+    answer = (
+        "The Tanner's Croft budget is lower in 2025-26 because its water main was laid in 2024-25."
+    )
+    [claim] = ground(question, answer, [ACCOUNTS]).grounding.claims
+    assert "a year, where the question asks for a sum of money" in claim.note
+    # The sum itself stands.
+    right = ground(question, "The water bill was 3,215 pounds.", [ACCOUNTS])
+    assert right.grounding.verdict == "supported"

@@ -1093,3 +1093,26 @@ def test_no_row_is_offered_where_rows_alike_answer_the_question_as_well() -> Non
         [DEPARTMENTS],
     )
     assert "5,600" in picked.grounding.offered
+
+
+TANKS = PassageText(
+    5,
+    "# Pennyfield Lane\n\nRainwater from the roofs of the pavilion and the shared shed runs into "
+    "six storage tanks of 3,000 litres each, which hold 18,000 litres between them, and a seventh "
+    "tank of 1,200 litres behind the trading hut catches the water from its roof.\n",
+    "sites/pennyfield-lane.md",
+    "Pennyfield Lane",
+)
+
+
+def test_a_value_of_another_clause_than_the_one_the_answer_says_it_of_is_flagged() -> None:
+    question = (
+        "How much rainwater can be stored in the tanks that collect from the pavilion and shared "
+        "shed roofs at Pennyfield Lane?"
+    )
+    wrong = ground(question, "The tank of the shared shed roof holds 1,200 litres.", [TANKS])
+    [claim] = wrong.grounding.claims
+    assert wrong.grounding.verdict == "unsupported"
+    assert "says this of “and a seventh tank of 1,200 litres behind the trading hut" in claim.note
+    right = ground(question, "The pavilion and shared shed tanks hold 18,000 litres.", [TANKS])
+    assert right.grounding.verdict == "supported"

@@ -31,6 +31,7 @@ from imprint_desktop.core.research.grounding.anchors import (
     year_like,
 )
 from imprint_desktop.core.research.grounding.checker import Checker, Verdict, wanted_by
+from imprint_desktop.core.research.grounding.measures import measures_asked
 from imprint_desktop.core.research.grounding.passages import PassageText, Unit, units_of
 from imprint_desktop.core.research.grounding.question import Question
 from imprint_desktop.core.research.grounding.words import (
@@ -148,13 +149,22 @@ _HOW_MEASURE = re.compile(
 
 def _only_years(checker: Checker, values: Sequence[Anchor]) -> str:
     """Why the answer gives only years where the question asks for a measure ("The halt
-    closed in 1947." to "How long is the platform?"); "" otherwise."""
+    closed in 1947." to "How long is the platform?"; "… in 2025-26 …" to "What was the water
+    bill?"); "" otherwise."""
     asked = _HOW_MEASURE.match(checker.question.text)
+    # A question for a number that names its measure ("What was the water *bill*?").
+    number = checker.question.wants == "number"
+    measures = measures_asked(checker.question.text) if number else frozenset()
     wanted = [value for value in values if checker.wanted(value)]
-    if asked is None or not wanted or not all(year_like(value) for value in wanted):
+    if (asked is None and not measures) or not wanted:
+        return ""
+    if not all(year_like(value) for value in wanted):
         return ""
     said = listed(list(dict.fromkeys(value.text for value in wanted)))
-    return f"the answer gives only {said}, a year, where the question asks how {asked.group(1)}"
+    if asked is not None:
+        return f"the answer gives only {said}, a year, where the question asks how {asked.group(1)}"
+    kinds = listed([_MEASURE_WORDS.get(kind, "a measure") for kind in sorted(measures)])
+    return f"the answer gives only {said}, a year, where the question asks for {kinds}"
 
 
 def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answer: str) -> str:

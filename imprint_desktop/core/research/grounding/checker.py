@@ -453,7 +453,28 @@ class Checker:
             (text for start, text in reversed(clauses_of(unit.text)) if start <= mine.start),
             unit.text,
         )
-        return self._answers_else(anchor, unit, at, mine) or self._claims_else(claim, unit)
+        return (
+            self._said_of_another_clause(claim, anchor, unit, at)
+            or self._answers_else(anchor, unit, at, mine)
+            or self._claims_else(claim, unit)
+        )
+
+    def _said_of_another_clause(self, claim: str, anchor: Anchor, unit: Unit, at: str) -> str:
+        """Why the value ``anchor`` of ``claim``, which its sentence ``unit`` gives in the clause
+        ``at``, is not what the claim says it is of ("" when nothing says so): the claim gives
+        it of terms of the question that clause lacks, and another clause of the sentence holds
+        two or more of them with another value of this kind ("… into six storage tanks of 3,000
+        litres each, …, and a seventh tank of 1,200 litres behind the trading hut …" to "the
+        tank of the shared shed holds 1,200 litres")."""
+        lacking = (stems_of(claim) & self.terms) - stems_of(at)
+        for _, text in clauses_of(unit.text):
+            if (
+                text != at
+                and len(stems_of(text) & lacking) >= 2
+                and self._rival_value(anchor, text)
+            ):
+                return f"the passage says this of “{_bare(at)}”"
+        return ""
 
     def _claims_else(self, claim: str, unit: Unit) -> str:
         """Why ``unit`` does not say what ``claim`` says of the date it gives ("" when nothing

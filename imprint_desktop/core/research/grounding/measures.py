@@ -29,12 +29,12 @@ _LASTING = re.compile(r"\b(?:last|lasts|lasted|take|takes|took|run|runs)\b", re.
 #: Words by which a question asks for a sum of money or a weight, wherever they stand.
 _ASKS = {
     "money": re.compile(
-        r"\b(?:cost|costs|costed|price|priced|prices|pay|paid|pays|spend|spent|spends|charge|"
+        r"(?<![\w-])(?:cost|costs|costed|price|priced|prices|pay|paid|pays|spend|spent|spends|charge|"
         r"charged|charges|fee|fees|fare|fares|rent|rents|budget|budgets|takings|revenue|income|"
-        r"salary|wage|wages)\b",
+        r"salary|wage|wages|bill|bills)\b",
         re.IGNORECASE,
     ),
-    "mass": re.compile(r"\b(?:weigh|weighs|weighed|weight|heavy)\b", re.IGNORECASE),
+    "mass": re.compile(r"(?<![\w-])(?:weigh|weighs|weighed|weight|heavy)\b", re.IGNORECASE),
 }
 #: How a sentence or a table's column names a measure without a unit beside each value: a
 #: currency's sign or name, a weight's unit ("Weight each (kg)"), and so on. A column name

@@ -163,7 +163,8 @@ _COUNTED = word_set("people persons times")
 _QUANTITIES = word_set(
     "margin budget length width height depth weight distance rate revenue turnover profit "
     "income salary wage fee fare charge rent allowance limit capacity population temperature "
-    "speed duration area volume spend spending expenditure takings attendance deficit surplus"
+    "speed duration area volume spend spending expenditure takings attendance deficit surplus "
+    "bill"
 )
 #: Words that open a request for an account in words, whatever it is about.
 _ASKS_FOR_PROSE = word_set("summarize summarise summary describe explain outline tell discuss")
@@ -199,7 +200,8 @@ def _wanted_kind(question: str, words: list[str], units: bool) -> str:
         return "name"
     if re.search(r"\b(?:what|which|at what) time\b", lowered):
         return "time"
-    if re.search(r"\b(?:when|year|date)\b", lowered):
+    # "In which *year* …?", not "the bill for the year to September".
+    if re.search(r"\b(?:when|date)\b|\b(?:what|which) year\b|\byear (?:did|was|were)\b", lowered):
         return "date"
     if (
         re.search(
