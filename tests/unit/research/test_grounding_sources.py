@@ -1116,3 +1116,39 @@ def test_a_value_of_another_clause_than_the_one_the_answer_says_it_of_is_flagged
     assert "says this of “and a seventh tank of 1,200 litres behind the trading hut" in claim.note
     right = ground(question, "The pavilion and shared shed tanks hold 18,000 litres.", [TANKS])
     assert right.grounding.verdict == "supported"
+
+
+def test_a_flagged_claim_is_not_cited_for_the_values_of_it_that_stand() -> None:
+    question = "How long does the Kestrel battery last?"
+    passages = [BATTERY_NOW, BATTERY_THEN]
+    result = ground(question, "The Kestrel battery lasts 8 hours at 5 °C.", passages)
+    [claim] = result.grounding.claims
+    assert claim.note and 1 in claim.supported_by  # 5 °C is in the current report
+    # No cite vouches for the sentence, whose 8 hours the current report does not give.
+    assert result.answer == "The Kestrel battery lasts 8 hours at 5 °C."
+    right = ground(question, "The Kestrel battery lasts 11 hours at 5 °C.", passages)
+    assert right.answer == "The Kestrel battery lasts 11 hours at 5 °C [1]."
+
+
+def test_a_pdf_s_lines_without_stops_are_headings_not_part_of_the_next_sentence() -> None:
+    units = units_of(BATTERY_NOW_LINES, 0)
+    texts = [unit.text for unit in units]
+    assert "In field trials the production battery lasted 11 hours at 5 °C." in texts
+    assert "Date: 2026-05-30" in texts
+    sentence = next(unit for unit in units if unit.text.startswith("In field trials"))
+    assert "Battery" in sentence.context
+    # A sentence wrapped over lines is still one sentence.
+    wrapped = PassageText(9, "The first train ran\non 14 June 1879 to Crag Quarry.\n", "a.txt", "A")
+    assert [unit.text for unit in units_of(wrapped, 0)] == [
+        "The first train ran on 14 June 1879 to Crag Quarry."
+    ]
+
+
+BATTERY_NOW_LINES = PassageText(
+    6,
+    "Kestrel test report\nDate: 2026-05-30\nBattery\nIn field trials the production battery "
+    "lasted 11 hours at 5 °C.\nDrop test\nThe production unit survived drops from 1.5 m onto "
+    "concrete.\n",
+    "engineering/kestrel-test-report.pdf",
+    "Kestrel test report",
+)

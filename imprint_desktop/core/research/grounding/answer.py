@@ -117,7 +117,9 @@ def ground_by(checker: Checker, answer: str) -> Grounded:
             quoted = quote(unit.text, around, QUOTE_CHARS * (2 if unit.row else 1))
             if quoted not in quotes.setdefault(unit.passage, []):
                 quotes[unit.passage].append(quoted)
-        cite = view.supported_by and not CITE.search(piece)
+        # A claim flagged for a value is not cited for the others it holds ("8 hours at 5 °C [1]"
+        # of a passage that gives 11 hours at 5 °C): a cite would vouch for the whole of it.
+        cite = view.supported_by and not view.note and not CITE.search(piece)
         pieces.append(_cited(piece, view.supported_by) if cite else piece)
     cited_answer = "".join(pieces)
     # "Not specified", with nothing of the kind asked given, where a sentence holds it all.

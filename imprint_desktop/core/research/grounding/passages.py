@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from imprint_desktop.core.research.grounding.words import WORD, stems_of
@@ -95,18 +95,8 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
     whole; a paragraph's wrapped lines are joined before it is cut into sentences. A CSV file's
     lines are rows, each cell with its column's header when the passage holds it."""
     source_words = " ".join(re.split(r"[/\\_.-]+", passage.source))
-    delimiter = "\t" if passage.source.lower().endswith(".tsv") else ","
-    opening = next((line for line in passage.text.splitlines() if line.strip()), "")
-    if (
-        passage.source.lower().endswith((".csv", ".tsv"))
-        and opening.count(delimiter) >= 2
-        and "; " not in opening  # read already into "Region: North; Q1: 1200"
-    ):
-        context = f"{passage.title} {source_words}"
-        rows = _delimited_rows(passage.text, delimiter)
-        return [
-            Unit(passage.id, row, context, True, first + at) for at, row in enumerate(rows) if row
-        ]
+    if (rows := _delimited_units(passage, first, source_words)) is not None:
+        return rows
     heading = ""
     columns = ""  # a table's header row, which says what its rows' cells are
     out: list[Unit] = []
@@ -125,9 +115,11 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
                 add(sentence, row=False)
             paragraph.clear()
 
-    for line in _unflattened(passage.text):
+    lines = _unflattened(passage.text)
+    for at, line in enumerate(lines):
         stripped = line.strip()
         head = _HEADING.match(line)
+        bare = head is None and _bare_heading(lines, at, paragraph)
         if not stripped or re.fullmatch(r"[|:\-\s=~^*#+`]+", stripped):
             flush()
             if "-" in stripped and "|" in stripped and out and out[-1].row:
@@ -135,10 +127,17 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
                 out[-1] = dataclasses.replace(out[-1], header=True)
             elif not stripped:
                 columns = ""
-        elif head or (
-            stripped.upper() == stripped
-            and sum(c.isalpha() for c in stripped) > 3
-            and len(WORD.findall(stripped)) >= 2
+        elif bare and ": " in stripped:
+            flush()
+            add(stripped, row=False)  # a line of its own, "Date: 2026-05-30": no heading
+        elif (
+            head
+            or bare
+            or (
+                stripped.upper() == stripped
+                and sum(c.isalpha() for c in stripped) > 3
+                and len(WORD.findall(stripped)) >= 2
+            )
         ):
             flush()  # a heading, or a line in capitals that stands as one
             heading = head.group(1) if head else stripped
@@ -156,6 +155,41 @@ def units_of(passage: PassageText, first: int) -> list[Unit]:
             paragraph.append(stripped)
     flush()
     return out
+
+
+#: The most words a line of its own without a stop may have to stand as a heading.
+_HEADING_WORDS = 5
+
+
+def _bare_heading(lines: Sequence[str], at: int, paragraph: Sequence[str]) -> bool:
+    """Whether line ``at`` of ``lines`` is a heading written without Markdown, as a PDF's or a
+    text file's lines are ("Battery" between "Date: 2026-05-30" and "In field trials …"): a
+    few words without a stop, after a paragraph's end, before a line that opens a sentence."""
+    stripped = lines[at].strip()
+    if not stripped or stripped[-1] in ".!?,;-–" or len(WORD.findall(stripped)) > _HEADING_WORDS:
+        return False
+    if _is_row(stripped) or "|" in stripped or LIST_ITEM.match(lines[at]):
+        return False
+    if paragraph and paragraph[-1].rstrip()[-1:] not in (".", "!", "?", ":"):
+        return False  # a wrapped line of the sentence before it
+    after = next((line.strip() for line in lines[at + 1 :] if line.strip()), "")
+    return bool(after) and (after[0].isupper() or after[0].isdigit())
+
+
+def _delimited_units(passage: PassageText, first: int, source_words: str) -> list[Unit] | None:
+    """A CSV (or TSV) file's passage cut into its rows; None for any other passage, or one read
+    already into "Region: North; Q1: 1200"."""
+    delimiter = "\t" if passage.source.lower().endswith(".tsv") else ","
+    opening = next((line for line in passage.text.splitlines() if line.strip()), "")
+    if (
+        not passage.source.lower().endswith((".csv", ".tsv"))
+        or opening.count(delimiter) < 2
+        or "; " in opening
+    ):
+        return None
+    context = f"{passage.title} {source_words}"
+    rows = _delimited_rows(passage.text, delimiter)
+    return [Unit(passage.id, row, context, True, first + at) for at, row in enumerate(rows) if row]
 
 
 def _names_cells_of(header: str, row: str) -> bool:
