@@ -1152,3 +1152,28 @@ BATTERY_NOW_LINES = PassageText(
     "engineering/kestrel-test-report.pdf",
     "Kestrel test report",
 )
+
+
+SURVEY = PassageText(
+    7,
+    "# Disease survey 2025\n\n## Long Meadow\n\nApple scab was found on the leaves and fruitlets "
+    "of the Bramley trees in Long Meadow, worst in the lower rows.\n",
+    "orchards/disease-survey-2025.md",
+    "Disease survey 2025",
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Which orchard has apple scab?",
+        "Which orchard has apple scab and how much will the new press cost?",
+    ],
+)
+def test_a_name_the_answer_gives_as_another_kind_of_thing_answers_no_which(question: str) -> None:
+    answer = "The orchard with apple scab is the one with the Bramley trees."
+    [claim] = ground(question, answer, [SURVEY]).grounding.claims
+    assert "the answer names Bramley trees, not which orchard" in claim.note
+    # The orchard's own name answers it.
+    right = ground(question, "Apple scab was found in Long Meadow.", [SURVEY])
+    assert "not which orchard" not in right.grounding.claims[0].note

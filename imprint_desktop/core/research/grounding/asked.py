@@ -69,7 +69,7 @@ def unanswered(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answer
         return year
     if question.wants and (why := _kind_given(checker, given, answer)):
         return why
-    return _later_asks_given(checker, answer)
+    return _names_of_another_kind(question, answer) or _later_asks_given(checker, answer)
 
 
 def _later_asks_given(checker: Checker, answer: str) -> str:
@@ -213,6 +213,37 @@ def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answe
     best = next(u for u in checker.units if elsewhere.get(u.order) == most)
     words = [word for stem, word in question.key.items() if stem in best.about]
     return f"the {kind} the answer gives is said of something else, not of {_quoted(words)}"
+
+
+def _names_of_another_kind(question: Question, answer: str) -> str:
+    """Why the names ``answer`` gives to a "Which <kind> …?" ask of ``question`` are no
+    <kind>'s ("" when one may be): the answer itself writes each of them before a plural noun
+    of another kind ("the one with the *Bramley trees*" to "Which orchard has apple scab?")."""
+    asked = Question.read(_SECOND_ASK.split(question.text)[0])
+    kind = asked.kind
+    values = anchors_in(answer, opening=True)
+    names = [
+        a
+        for a in values
+        if a.kind == "name" and wanted_by(asked, a) and not stems_of(a.text) <= asked.terms
+    ]
+    if not kind or not names:
+        return ""
+    nouns: list[str] = []
+    for name in names:
+        for found in re.finditer(rf"\b{re.escape(name.text)}\b", answer):
+            after = WORD.findall(answer[found.end() :])[:1]
+            noun = after[0] if after else ""
+            if (
+                not noun.islower()
+                or not noun.endswith("s")
+                or is_function_word(noun)
+                or stem_of(noun) == stem_of(kind)
+            ):
+                return ""
+            nouns.append(f"{name.text} {noun}")
+    named = list(dict.fromkeys(nouns))
+    return f"the answer names {listed(named)}, not which {kind}" if named else ""
 
 
 #: Words that stand for a thing without naming it ("the *one* that is handed in").
