@@ -8,7 +8,11 @@ from __future__ import annotations
 import pytest
 
 from imprint_desktop.core.research.grounding import PassageText, ground, worth_a_second_look
-from imprint_desktop.core.research.grounding.measures import holds_measure, measures_asked
+from imprint_desktop.core.research.grounding.measures import (
+    holds_measure,
+    measures_asked,
+    units_asked,
+)
 
 
 @pytest.mark.parametrize(
@@ -117,3 +121,63 @@ def test_an_answer_that_gives_only_seasons_for_a_sum_of_money_is_flagged() -> No
     # The sum itself stands.
     right = ground(question, "The water bill was 3,215 pounds.", [ACCOUNTS])
     assert right.grounding.verdict == "supported"
+
+
+@pytest.mark.parametrize(
+    ("question", "units"),
+    [
+        ("How many nautical miles can the light be seen from?", {"nmi", "mi"}),
+        ("What percentage of callouts involved a helicopter?", {"%"}),
+        ("Over what distance in kilometres was he carried?", {"km"}),
+        ("How many minutes does the journey take?", {"min"}),
+        ("How much per hour does a group pay?", set()),  # what the sum is of
+        ("How many people came to the open day?", set()),
+        ("In what year was it built?", set()),  # a date
+    ],
+)
+def test_the_units_a_question_asks_its_answer_in(question: str, units: set[str]) -> None:
+    assert units_asked(question) == units
+
+
+RESCUE = PassageText(
+    5,
+    "# Wennick Crags, July 2023\n\nThe casualty was lowered 60 metres on ropes in two stages and "
+    "then carried in the stretcher to the road end. The carry-out covered 4.8 kilometres and took "
+    "3 hours. A helicopter took part in 34 of the callouts, or 26 per cent of the total.\n",
+    "operations/incident.md",
+    "Wennick Crags, July 2023",
+)
+
+
+def test_a_value_not_in_the_unit_asked_is_flagged_however_well_its_sentence_is_restated() -> None:
+    question = "Over what distance in kilometres was the casualty carried out in 2023?"
+    answer = (
+        "The casualty was carried out 60 metres in two stages and then carried to the road end."
+    )
+    [claim] = ground(question, answer, [RESCUE]).grounding.claims
+    assert "gives 60 metres, not a value in kilometres (as 4.8 kilometres is)" in claim.note
+    assert ground(question, "It covered 4.8 kilometres.", [RESCUE]).grounding.verdict == "supported"
+
+
+def test_a_count_given_for_a_percentage_is_flagged_unless_the_percentage_is_given_too() -> None:
+    question = "What percentage of the 2023 callouts involved a helicopter?"
+    [claim] = ground(question, "The helicopter took part in 34.", [RESCUE]).grounding.claims
+    assert "gives 34, not a percentage (as 26 per cent is)" in claim.note
+    both = ground(question, "It took part in 34 callouts, 26 per cent of them.", [RESCUE])
+    assert both.grounding.verdict == "supported"
+
+
+def test_a_period_before_what_is_asked_narrows_it() -> None:
+    backups = PassageText(
+        6, "# Backups\n\nThe nightly backups run at 02:30 and are kept for 35 days.\n", "b.md", "B"
+    )
+    question = "At what time do the weekly backups run?"
+    result = ground(
+        question, "The weekly backups run at 02:30 and are kept for 35 days.", [backups]
+    )
+    assert "nothing found mentions “weekly”" in result.grounding.claims[0].note
+    assert result.grounding.offered == ""  # the nightly sentence does not answer it
+    # A year is no such period: "£58.40 a year" answers "the yearly standing charge".
+    charge = PassageText(7, "The standing charge is £58.40 a year.\n", "c.md", "Charges")
+    yearly = ground("What is the yearly standing charge?", "It is £58.40.", [charge])
+    assert yearly.grounding.verdict == "supported"

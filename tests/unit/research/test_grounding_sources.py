@@ -440,7 +440,10 @@ def test_a_value_in_another_unit_than_the_one_asked_in_is_said_of_something_else
         [CONSTRUCTION, TRACK, REPORT],
     )
     assert result.grounding.verdict != "supported"
-    assert "the passage [2] says this of" in result.grounding.claims[0].note
+    assert (
+        "the passage [2] gives 9.6 kilometres, not a value in millimetres (as 597 millimetres is)"
+        in result.grounding.claims[0].note
+    )
     # The right value stands, and so does the same measure in the sentence's other unit.
     for right in ("597 millimetres", "1 ft 11½ in"):
         answer = f"The track gauge of the line is {right} [1]."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -91,6 +92,9 @@ def ground_by(checker: Checker, answer: str) -> Grounded:
     """Check ``answer`` with ``checker`` (:func:`checker_for`): :func:`ground`'s work."""
     asked, units = checker.question, checker.units
     checker.refers = asked.names_subject(stems_of(answer))
+    checker.gives_unit_asked = any(
+        a.unit in checker.units_asked and checker.wanted(a) for a in anchors_in(answer, names=False)
+    )
     claims: list[ClaimView] = []
     quotes: dict[int, list[str]] = {}
     supporting: set[int] = set()
@@ -377,6 +381,8 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
         prose = not question.wants and not unit.row and len(unit.text) <= QUOTE_CHARS * 2
         return prose and bool(unit.words & present)
 
+    if _narrows_what_is_asked(question, checker.narrowed_to_nothing()):
+        return None  # what it asks about is narrower than anything found ("the *weekly* backups")
     candidates = [
         unit
         for unit in checker.units
@@ -389,12 +395,13 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     if not candidates:
         return None
     # The one of the year asked first; then one from a document that does not look superseded
-    # (the production battery's life, not the prototype's); then the one that holds what
+    # (the production battery's life, not the prototype's); then one with a value in the unit
+    # the question names ("in kilometres": 4.8 km, not 60 metres); then the one that holds what
     # narrows the question ("the *last* principal keeper"); and to "when", one that holds a
     # date or a year before one that holds other numbers only.
     narrowing = set(question.qualifiers) | set(question.order)
 
-    def fit(unit: Unit) -> tuple[bool, bool, int, bool, bool]:
+    def fit(unit: Unit) -> tuple[bool, bool, bool, int, bool, bool]:
         of_year = not question.years.isdisjoint(years_in(f"{unit.text} {unit.context}"))
         said = unit.said()
         values = [a for a in anchors_in(said) if checker.wanted(a)]
@@ -403,7 +410,8 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
         # callouts" to "How many volunteers … on callouts?").
         own = any(not checker.counts_else(said, a) for a in values)
         current = checker.is_current(unit)
-        return of_year, current, len(narrowing & unit.about), own, dated
+        in_unit = any(a.unit in checker.units_asked for a in values)
+        return of_year, current, in_unit, len(narrowing & unit.about), own, dated
 
     fits = {unit.order: fit(unit) for unit in candidates}
     most = max(fits.values())
@@ -415,6 +423,17 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     ):
         return None  # rows alike to the question ("the costume department" of four): no pick
     return best
+
+
+def _narrows_what_is_asked(question: Question, missing: Sequence[str]) -> bool:
+    """Whether a word of ``missing`` (narrowing words nothing found holds) stands right before a
+    key term of ``question``, narrowing it to a kind of it ("the *weekly* backups", "a *senior*
+    return"), not what is asked about itself ("a *seat* in the gallery")."""
+    words = [word.lower() for word in WORD.findall(question.text)]
+    return any(
+        word in missing and stem_of(after) in question.key
+        for word, after in itertools.pairwise(words)
+    )
 
 
 def _dated(question: Question, value: Anchor) -> bool:

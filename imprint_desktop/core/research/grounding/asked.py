@@ -193,6 +193,8 @@ def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answe
     given_values = [anchor for anchor, _ in wanted]
 
     def another_value(held: Anchor) -> bool:
+        if checker.units_asked and held.unit not in checker.units_asked:
+            return False  # not in the unit asked ("60 metres" to "… in kilometres?")
         return checker.wanted(held) and not any(
             same_value(value, held) or part_of(value, held) for value in given_values
         )

@@ -19,10 +19,12 @@ from imprint_desktop.core.research.grounding.anchors import (
     year_like,
     years_in,
 )
+from imprint_desktop.core.research.grounding.measures import holds_measure, units_asked
 from imprint_desktop.core.research.grounding.passages import CELL, Unit, clauses_of, quote
 from imprint_desktop.core.research.grounding.question import ORDER_WORDS, Question
 from imprint_desktop.core.research.grounding.words import (
     MEASURES,
+    UNITS,
     WORD,
     content_stems,
     listed,
@@ -90,6 +92,11 @@ class Checker:
             if a.kind == "number" and a.unit and not year_like(a)
         ]
         self.refers = False  # the answer names the question's subject
+        #: The answer gives a value in the unit the question asks in ("99.96%" to "What
+        #: percentage …?"): its other numbers are said beside it, not in place of it.
+        self.gives_unit_asked = False
+        #: The units the question asks its answer in ("how many *minutes*", "*in* kilometres").
+        self.units_asked = units_asked(question.text)
         self.anchors = {unit.order: anchors_in(unit.text, opening=True) for unit in units}
         #: The passages' words as written: one found there in lower case is a word, not a name.
         self.passage_text = " ".join(unit.text for unit in units)
@@ -429,8 +436,10 @@ class Checker:
     def _doubt(self, anchor: Anchor, unit: Unit, claim: str) -> str:
         """Why ``unit``, which holds ``anchor`` of sentence ``claim``, does not support it ("" when
         it does)."""
-        if self._restates(claim, anchor, unit):
-            return ""
+        # A value not in the unit asked is flagged however well its sentence is restated.
+        unasked = self._not_in_unit_asked(anchor, unit) if self.wanted(anchor) else ""
+        if unasked or self._restates(claim, anchor, unit):
+            return unasked
         note = self._about_else(anchor, unit)
         if note or not self.wanted(anchor):
             return note
@@ -658,6 +667,42 @@ class Checker:
                     return f"the passage does not mention {_quoted(words)}"
                 return f"the passage says this of {self._what(unit, at, mine)}"
         return ""
+
+    def _not_in_unit_asked(self, anchor: Anchor, unit: Unit) -> str:
+        """Why the value ``anchor``, held by ``unit``, is not given in the unit the question
+        asks in, where another passage sentence gives a value in it ("" when nothing says so):
+        "60 metres" (lowered on ropes) to "Over what distance in kilometres …?" beside "4.8
+        kilometres"; "34" (callouts) to "What percentage …?" beside "26 per cent"."""
+        mine = next(a for a in self.anchors[unit.order] if same_value(anchor, a))
+        asked = self.units_asked
+        if not asked or mine.unit in asked or self.gives_unit_asked:
+            return ""
+        at = next(
+            (text for start, text in reversed(clauses_of(unit.text)) if start <= mine.start),
+            unit.text,
+        )
+        if not mine.unit and holds_measure(
+            at, frozenset(MEASURES[u] for u in asked if u in MEASURES)
+        ):
+            return ""  # its clause or cell names the measure ("Share (%): 26")
+        others = [
+            a
+            for u in self.units
+            for a in self.anchors[u.order]
+            if a.unit in asked and self.wanted(a) and not same_value(a, mine)
+        ]
+        measures = {MEASURES.get(u) for u in asked}
+        if not others or (mine.unit and MEASURES.get(mine.unit) not in measures):
+            return ""  # nothing in that unit, or another measure: the answer's check says so
+        if mine.unit and any(a.unit in asked for a in self.anchors[unit.order]):
+            return ""  # the same measure in both units ("597 millimetres (1 ft 11½ in)")
+        words = WORD.findall(self.question.text)
+        at_unit = next((i for i, w in enumerate(words) if UNITS.get(w.lower(), "") in asked), 0)
+        # The unit as the question writes it, with the word after it if that is one too
+        # ("nautical miles").
+        named = " ".join(w for w in words[at_unit : at_unit + 2] if w.lower() in UNITS)
+        wanted = "a percentage" if "%" in asked else f"a value in {named}"
+        return f"the passage gives {mine.text}, not {wanted} (as {others[0].text} is)"
 
     def _in_another_unit(self, anchor: Anchor, unit: Unit, at: str, mine: Anchor) -> str:
         """Why a value in another unit of the measure the question asks in ("9.6 kilometres"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from imprint_desktop.core.research.grounding.anchors import anchors_in
-from imprint_desktop.core.research.grounding.words import MEASURES
+from imprint_desktop.core.research.grounding.words import MEASURES, UNITS, WORD
 
 #: The measures a "how …" question asks its answer in, by its word.
 _HOW = {
@@ -52,19 +52,49 @@ _NAMED_IN = {
     "time": re.compile(
         r"(?<![^\W_])(?:hours?|minutes?|mins?|days?|weeks?|months?|years?|h)(?![^\W_])", re.I
     ),
+    "share": re.compile(r"%|(?<![^\W_])(?:per ?cent|percentage|pct)(?![^\W_])", re.I),
 }
 
 
 def measures_asked(question: str) -> frozenset[str]:
-    """The measures (:data:`.words.MEASURES`) ``question`` asks its answer in; none when it asks
-    for a count, a name, a date, or does not say."""
+    """The measures (:data:`.words.MEASURES`) ``question`` asks its answer in: by "how long",
+    "how tall" and the like, by a unit it names ("how many *nautical miles*", "what
+    *percentage*"), or by what it asks for ("cost", "weigh"); none when it asks for a count, a
+    name, a date, or does not say."""
     how = re.match(r"\s*how\s+(\w+)\b", question, re.IGNORECASE)
     measures = _HOW.get(how.group(1).lower(), frozenset()) if how else frozenset()
     if measures == {"length", "time"} and _LASTING.search(question):
         return frozenset(("time",))
     if measures:
         return measures
-    return frozenset(kind for kind, words in _ASKS.items() if words.search(question))
+    named = frozenset(MEASURES[unit] for unit in units_asked(question) if unit in MEASURES)
+    return named or frozenset(kind for kind, words in _ASKS.items() if words.search(question))
+
+
+#: The words after which a unit is the one a question asks its answer in ("how *many*
+#: minutes", "*in* kilometres", "*what* percentage").
+_ASKED_IN = frozenset(("many", "much", "in", "into", "what"))
+
+
+def units_asked(question: str) -> frozenset[str]:
+    """The units (:data:`.words.UNITS`) ``question`` asks its answer in: a unit's word right
+    after "how many", "in" or "what", or one word after ("how many *nautical miles*"); not one
+    that says what it is of ("per *hour*", "the open *day*")."""
+    words = [word.lower() for word in WORD.findall(question)]
+    units = set()
+    for at, word in enumerate(words):
+        unit = UNITS.get(word, "") if len(word) > 2 and word != "per" else ""
+        before = words[max(0, at - 2) : at]
+        if not unit or "per" in before[-1:]:
+            continue
+        asked_by = before[-1] if before[-1:] and before[-1] in _ASKED_IN else ""
+        if not asked_by and len(before) == 2 and before[1] in UNITS and before[1] != "per":
+            asked_by = before[0] if before[0] in _ASKED_IN else ""  # "how many nautical miles"
+        if asked_by == "what" and unit != "%":
+            continue  # "what percentage", not "in what year"
+        if asked_by:
+            units.add(unit)
+    return frozenset(units)
 
 
 def holds_measure(text: str, measures: frozenset[str]) -> bool:

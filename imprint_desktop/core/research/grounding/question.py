@@ -81,6 +81,13 @@ class Question:
         # "the company's profit": the company owns what is asked about (the documents name it
         # by its name), it is not what is asked about.
         owners = {stem_of(w.lower()) for w, after in itertools.pairwise(words) if after == "s"}
+        # A period right before what it is of narrows it: "the *weekly* backups" are not the
+        # nightly ones (elsewhere "weekly" says how a figure is given: "how much, weekly").
+        periods = {
+            stem_of(word.lower())
+            for word, after in itertools.pairwise(words)
+            if word.lower() in _PERIODS and after.lower() not in STOP
+        }
         for word in words:
             lower = word.lower()
             if lower in UNITS and lower not in ("m", "s", "h", "t", "l"):
@@ -89,7 +96,9 @@ class Question:
                 continue
             terms.add(stem_of(lower))
             stem = stem_of(lower)
-            if lower in ANSWER_KIND or lower in UNITS or stem in subject_stems:
+            if (lower in ANSWER_KIND and stem not in periods) or lower in UNITS:
+                continue
+            if stem in subject_stems:
                 continue
             if stem in after_name or stem in owners or lower.isdigit():
                 continue
@@ -166,6 +175,9 @@ _QUANTITIES = word_set(
     "speed duration area volume spend spending expenditure takings attendance deficit surplus "
     "bill"
 )
+#: Words for how often, which narrow the thing they stand before ("the *weekly* backups"); a
+#: year's is what most figures are given for, and is written in many ways ("£58.40 a year").
+_PERIODS = word_set("daily weekly monthly quarterly nightly")
 #: Words that open a request for an account in words, whatever it is about.
 _ASKS_FOR_PROSE = word_set("summarize summarise summary describe explain outline tell discuss")
 
