@@ -181,3 +181,24 @@ def test_a_period_before_what_is_asked_narrows_it() -> None:
     charge = PassageText(7, "The standing charge is £58.40 a year.\n", "c.md", "Charges")
     yearly = ground("What is the yearly standing charge?", "It is £58.40.", [charge])
     assert yearly.grounding.verdict == "supported"
+
+
+def test_a_count_answered_with_a_year_only_is_flagged() -> None:
+    pilot = PassageText(
+        8,
+        "# Smart metering pilot\n\nFrom 2025 all new meters are smart. The pilot team fitted "
+        "6,250 meters in two areas.\n",
+        "projects/pilot.md",
+        "Smart metering pilot",
+    )
+    question = "How many smart meters did the smart metering pilot fit?"
+    wrong = ground(question, "It was a pilot project in 2025.", [pilot])
+    assert "the answer gives only 2025, a year, where the question asks how many" in (
+        wrong.grounding.claims[0].note
+    )
+    assert "6,250" in wrong.grounding.offered  # not the sentence of 2025 alone
+    assert ground(question, "It fitted 6,250 meters.", [pilot]).grounding.verdict == "supported"
+    # A count that could be a year is a count when not written as one.
+    members = PassageText(9, "The society has 1500 members.\n", "m.md", "Members")
+    counted = ground("How many members does the society have?", "It has 1500 members.", [members])
+    assert counted.grounding.verdict == "supported"

@@ -357,6 +357,7 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     question = checker.question
     present = set(question.key) - {stem_of(word) for word in checker.missing}
     measures = measures_asked(question.text)
+    counting = re.match(r"\s*how many\b", question.text, re.IGNORECASE) is not None
 
     def answers(unit: Unit) -> bool:
         if len(re.findall(r",\S", unit.text)) > 2:
@@ -374,8 +375,10 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
             and not holds_measure(f"{unit.text} {unit.columns}", measures)
         ):
             return False  # no value of the measure asked ("how long does it *last*": a time)
-        if any(checker.wanted(a) for a in anchors_in(unit.said())):
-            return True  # a value of the kind asked for
+        if values := [a for a in anchors_in(unit.said()) if checker.wanted(a)]:
+            # A value of the kind asked for; to "how many", not only years ("From 2025 all new
+            # meters are smart").
+            return not (counting and all(year_like(a) for a in values))
         # Or, to a question that asks for no value ("Why …?"), a sentence of prose that says
         # what it asks about.
         prose = not question.wants and not unit.row and len(unit.text) <= QUOTE_CHARS * 2

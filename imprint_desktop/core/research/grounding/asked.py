@@ -65,7 +65,7 @@ def unanswered(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answer
         return "the answer only repeats the question"
     if unit := _other_measure(question, [anchor for anchor, _ in given]):
         return unit
-    if year := _only_years(checker, [anchor for anchor, _ in given]):
+    if year := _only_years(checker, [anchor for anchor, _ in given], answer):
         return year
     if question.wants and (why := _kind_given(checker, given, answer)):
         return why
@@ -147,24 +147,37 @@ _HOW_MEASURE = re.compile(
 )
 
 
-def _only_years(checker: Checker, values: Sequence[Anchor]) -> str:
-    """Why the answer gives only years where the question asks for a measure ("The halt
-    closed in 1947." to "How long is the platform?"; "… in 2025-26 …" to "What was the water
-    bill?"); "" otherwise."""
-    asked = _HOW_MEASURE.match(checker.question.text)
+def _only_years(checker: Checker, values: Sequence[Anchor], answer: str) -> str:
+    """Why the answer gives only years where the question asks for a measure or a count ("The
+    halt closed in 1947." to "How long is the platform?"; "… in 2025-26 …" to "What was the
+    water bill?"; "… a pilot project in 2025" to "How many smart meters …?"); "" otherwise. To
+    "how many", only a year written as one counts ("in 2025", not "1500 members")."""
+    question = checker.question
+    asked = _HOW_MEASURE.match(question.text)
     # A question for a number that names its measure ("What was the water *bill*?").
-    number = checker.question.wants == "number"
-    measures = measures_asked(checker.question.text) if number else frozenset()
+    number = question.wants == "number"
+    measures = measures_asked(question.text) if number else frozenset()
+    count = re.match(r"\s*how many\b", question.text, re.IGNORECASE) is not None
     wanted = [value for value in values if checker.wanted(value)]
-    if (asked is None and not measures) or not wanted:
+    if (asked is None and not measures and not count) or not wanted:
         return ""
     if not all(year_like(value) for value in wanted):
+        return ""
+    if asked is None and not measures and not all(_as_a_year(answer, v) for v in wanted):
         return ""
     said = listed(list(dict.fromkeys(value.text for value in wanted)))
     if asked is not None:
         return f"the answer gives only {said}, a year, where the question asks how {asked.group(1)}"
+    if not measures:
+        return f"the answer gives only {said}, a year, where the question asks how many"
     kinds = listed([_MEASURE_WORDS.get(kind, "a measure") for kind in sorted(measures)])
     return f"the answer gives only {said}, a year, where the question asks for {kinds}"
+
+
+def _as_a_year(answer: str, value: Anchor) -> bool:
+    """Whether ``answer`` writes ``value`` as a year: after "in", "since" and the like."""
+    pattern = rf"\b(?:in|since|until|by|from|during|of)\s+{re.escape(value.text)}\b"
+    return re.search(pattern, answer, re.IGNORECASE) is not None
 
 
 def _kind_given(checker: Checker, given: Sequence[tuple[Anchor, Verdict]], answer: str) -> str:
