@@ -6,43 +6,25 @@ content is fixed and every date stamped into the files is fixed too (the zip ent
 document properties), so a rebuild gives the same text and, with the same library versions, the
 same bytes. The Markdown, text and CSV files of the workspace are written by hand, not here.
 
+The content and the date are kept here; bench/workspace_files.py writes the files.
+
 Run with the project's venv:  .venv/bin/python bench/allotment-workspace-make.py
 """
 
 from __future__ import annotations
 
-import re
-import zipfile
-from datetime import UTC, datetime
+import sys
+from datetime import datetime
 from pathlib import Path
 
-import docx
-import openpyxl
-from fpdf import FPDF
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import workspace_files
 
 ROOT = Path(__file__).resolve().parent / "allotment-workspace"
 
 #: The one date every file says it was made and last changed.
 STAMP = datetime(2025, 11, 10, 9, 0, 0)
-
-
-def normalise_zip(path: Path) -> None:
-    """Give an Office file's zip entries a fixed time and its core properties the fixed stamp."""
-    with zipfile.ZipFile(path) as source:
-        entries = [(info, source.read(info.filename)) for info in source.infolist()]
-    iso = STAMP.strftime("%Y-%m-%dT%H:%M:%SZ")
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as target:
-        for info, stored in entries:
-            data = stored
-            if info.filename == "docProps/core.xml":
-                text = data.decode("utf-8")
-                for tag in ("dcterms:created", "dcterms:modified"):
-                    text = re.sub(rf"(<{tag}[^>]*>)[^<]*(</{tag}>)", rf"\g<1>{iso}\g<2>", text)
-                data = text.encode("utf-8")
-            fixed = zipfile.ZipInfo(info.filename, date_time=STAMP.timetuple()[:6])
-            fixed.compress_type = zipfile.ZIP_DEFLATED
-            fixed.external_attr = 0o644 << 16
-            target.writestr(fixed, data)
 
 
 # --- about/committee-and-sites.docx ---------------------------------------------------------------
@@ -88,29 +70,6 @@ DOCX_CLOSING = (
 )
 
 
-def make_docx(path: Path) -> None:
-    document = docx.Document()
-    document.add_heading("Committee, site representatives and repairs budgets", level=1)
-    document.add_paragraph("Sallowmere Allotment and Community Garden Society, November 2025")
-    for text in DOCX_PARAGRAPHS:
-        document.add_paragraph(text)
-    table = document.add_table(rows=len(DOCX_TABLE), cols=len(DOCX_TABLE[0]))
-    table.style = "Table Grid"
-    for r, row in enumerate(DOCX_TABLE):
-        for c, value in enumerate(row):
-            table.cell(r, c).text = value
-    document.add_paragraph(DOCX_CLOSING)
-    props = document.core_properties
-    props.title = "Committee, site representatives and repairs budgets"
-    props.author = "Yvonne Marchbank"
-    props.created = STAMP
-    props.modified = STAMP
-    props.last_modified_by = "Yvonne Marchbank"
-    props.revision = 1
-    document.save(path)
-    normalise_zip(path)
-
-
 # --- sites/shed-register.xlsx ---------------------------------------------------------------------
 
 XLSX_HEADER = [
@@ -123,7 +82,7 @@ XLSX_HEADER = [
     "Weight each (kg)",
     "Notes",
 ]
-XLSX_ROWS = [
+XLSX_ROWS: list[list[workspace_files.Cell]] = [
     ["M-01", "Petrol rotavator (5.5 hp)", "Pennyfield shed", 2, 2019, 695, 48.5, "Book at hut"],
     ["M-02", "Petrol mower (53 cm cut)", "Pennyfield shed", 2, 2020, 419, 39.0, "Path mowing"],
     ["M-03", "Petrol brushcutter", "Pennyfield shed", 1, 2021, 329, 7.2, "Harness included"],
@@ -148,25 +107,12 @@ XLSX_ROWS = [
     ["T-07", "Aluminium extension ladder", "Pennyfield shed", 1, 2017, 189, None, "7.4 m long"],
 ]
 
-
-def make_xlsx(path: Path) -> None:
-    workbook = openpyxl.Workbook()
-    sheet = workbook.active
-    sheet.title = "Register"
-    sheet.append(XLSX_HEADER)
-    for row in XLSX_ROWS:
-        sheet.append(row)
-    notes = workbook.create_sheet("Notes")
-    notes.append(["Register kept by the trading hut manager, Clive Dunmore."])
-    notes.append(["Checked at the stocktake of 28 September 2025."])
-    notes.append(["Weights are of the machine alone, without fuel, water or attachments."])
-    notes.append(["Tanks, bowsers and ladders are listed by capacity or length, not weighed."])
-    workbook.properties.title = "Shared shed register"
-    workbook.properties.creator = "Clive Dunmore"
-    workbook.properties.created = STAMP
-    workbook.properties.modified = STAMP
-    workbook.save(path)
-    normalise_zip(path)
+XLSX_NOTES = [
+    "Register kept by the trading hut manager, Clive Dunmore.",
+    "Checked at the stocktake of 28 September 2025.",
+    "Weights are of the machine alone, without fuel, water or attachments.",
+    "Tanks, bowsers and ladders are listed by capacity or length, not weighed.",
+]
 
 
 # --- governance/annual-report-2024-25.pdf --------------------------------------------------------
@@ -249,37 +195,33 @@ PDF_PAGE_2 = [
 ]
 
 
-def make_pdf(path: Path) -> None:
-    pdf = FPDF(format="A4")
-    pdf.set_creation_date(STAMP.replace(tzinfo=UTC))
-    pdf.set_title("Annual Report 2024-25")
-    pdf.set_author("Sallowmere Allotment and Community Garden Society")
-    pdf.set_auto_page_break(auto=True, margin=20)
-    pdf.set_margins(20, 20, 20)
-    for page in (PDF_PAGE_1, PDF_PAGE_2):
-        pdf.add_page()
-        for kind, text in page:
-            if kind == "h":
-                pdf.set_font("Helvetica", "B", 18)
-                pdf.multi_cell(0, 10, text, new_x="LMARGIN", new_y="NEXT")
-            elif kind == "s":
-                pdf.ln(4)
-                pdf.set_font("Helvetica", "B", 13)
-                pdf.multi_cell(0, 8, text, new_x="LMARGIN", new_y="NEXT")
-            elif kind == "l":
-                pdf.set_font("Helvetica", "", 11)
-                pdf.multi_cell(0, 6, "- " + text, new_x="LMARGIN", new_y="NEXT")
-            else:
-                pdf.set_font("Helvetica", "", 11)
-                pdf.multi_cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
-                pdf.ln(2)
-    pdf.output(str(path))
-
-
 def main() -> None:
-    make_docx(ROOT / "about" / "committee-and-sites.docx")
-    make_xlsx(ROOT / "sites" / "shed-register.xlsx")
-    make_pdf(ROOT / "governance" / "annual-report-2024-25.pdf")
+    workspace_files.write_docx(
+        ROOT / "about" / "committee-and-sites.docx",
+        title="Committee, site representatives and repairs budgets",
+        subtitle="Sallowmere Allotment and Community Garden Society, November 2025",
+        paragraphs=DOCX_PARAGRAPHS,
+        table=DOCX_TABLE,
+        closing=DOCX_CLOSING,
+        author="Yvonne Marchbank",
+        stamp=STAMP,
+    )
+    workspace_files.write_xlsx(
+        ROOT / "sites" / "shed-register.xlsx",
+        header=XLSX_HEADER,
+        rows=XLSX_ROWS,
+        notes=XLSX_NOTES,
+        title="Shared shed register",
+        creator="Clive Dunmore",
+        stamp=STAMP,
+    )
+    workspace_files.write_pdf(
+        ROOT / "governance" / "annual-report-2024-25.pdf",
+        pages=[PDF_PAGE_1, PDF_PAGE_2],
+        title="Annual Report 2024-25",
+        author="Sallowmere Allotment and Community Garden Society",
+        stamp=STAMP,
+    )
     for name in (
         "about/committee-and-sites.docx",
         "sites/shed-register.xlsx",

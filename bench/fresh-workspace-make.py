@@ -6,43 +6,25 @@ content is fixed and every date stamped into the files is fixed too (the zip ent
 document properties), so a rebuild gives the same text and, with the same library versions, the
 same bytes. The Markdown, text and CSV files of the workspace are written by hand, not here.
 
+The content and the date are kept here; bench/workspace_files.py writes the files.
+
 Run with the project's venv:  .venv/bin/python bench/fresh-workspace-make.py
 """
 
 from __future__ import annotations
 
-import re
-import zipfile
-from datetime import UTC, datetime
+import sys
+from datetime import datetime
 from pathlib import Path
 
-import docx
-import openpyxl
-from fpdf import FPDF
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import workspace_files
 
 ROOT = Path(__file__).resolve().parent / "fresh-workspace"
 
 #: The one date every file says it was made and last changed.
 STAMP = datetime(2025, 4, 14, 9, 0, 0)
-
-
-def normalise_zip(path: Path) -> None:
-    """Give an Office file's zip entries a fixed time and its core properties the fixed stamp."""
-    with zipfile.ZipFile(path) as source:
-        entries = [(info, source.read(info.filename)) for info in source.infolist()]
-    iso = STAMP.strftime("%Y-%m-%dT%H:%M:%SZ")
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as target:
-        for info, stored in entries:
-            data = stored
-            if info.filename == "docProps/core.xml":
-                text = data.decode("utf-8")
-                for tag in ("dcterms:created", "dcterms:modified"):
-                    text = re.sub(rf"(<{tag}[^>]*>)[^<]*(</{tag}>)", rf"\g<1>{iso}\g<2>", text)
-                data = text.encode("utf-8")
-            fixed = zipfile.ZipInfo(info.filename, date_time=STAMP.timetuple()[:6])
-            fixed.compress_type = zipfile.ZIP_DEFLATED
-            fixed.external_attr = 0o644 << 16
-            target.writestr(fixed, data)
 
 
 # --- about/team-structure.docx -------------------------------------------------------------------
@@ -87,29 +69,6 @@ DOCX_CLOSING = (
 )
 
 
-def make_docx(path: Path) -> None:
-    document = docx.Document()
-    document.add_heading("Team structure and officers", level=1)
-    document.add_paragraph("Harrowdale Mountain Rescue Team, April 2025")
-    for text in DOCX_PARAGRAPHS:
-        document.add_paragraph(text)
-    table = document.add_table(rows=len(DOCX_TABLE), cols=len(DOCX_TABLE[0]))
-    table.style = "Table Grid"
-    for r, row in enumerate(DOCX_TABLE):
-        for c, value in enumerate(row):
-            table.cell(r, c).text = value
-    document.add_paragraph(DOCX_CLOSING)
-    props = document.core_properties
-    props.title = "Team structure and officers"
-    props.author = "Gwen Rigg"
-    props.created = STAMP
-    props.modified = STAMP
-    props.last_modified_by = "Gwen Rigg"
-    props.revision = 1
-    document.save(path)
-    normalise_zip(path)
-
-
 # --- operations/equipment-register.xlsx ----------------------------------------------------------
 
 XLSX_HEADER = [
@@ -121,7 +80,7 @@ XLSX_HEADER = [
     "Cost each (pounds)",
     "Kept at",
 ]
-XLSX_ROWS = [
+XLSX_ROWS: list[list[workspace_files.Cell]] = [
     ["VEH-01", "Land Rover Defender 110 ambulance 'Harrowdale 1'", 1, 3150, 2016, 48900, "Bay 1"],
     ["VEH-02", "Land Rover Defender 130 'Harrowdale 2'", 1, 3210, 2021, 56300, "Bay 2"],
     ["VEH-03", "Control vehicle 'Harrowdale Control'", 1, 3480, 2018, 61750, "Bay 3"],
@@ -136,24 +95,11 @@ XLSX_ROWS = [
     ["GEN-02", "Portable floodlight set", 2, 11.2, 2015, 930, "Bay 3"],
 ]
 
-
-def make_xlsx(path: Path) -> None:
-    workbook = openpyxl.Workbook()
-    sheet = workbook.active
-    sheet.title = "Register"
-    sheet.append(XLSX_HEADER)
-    for row in XLSX_ROWS:
-        sheet.append(row)
-    notes = workbook.create_sheet("Notes")
-    notes.append(["Equipment register kept by the equipment officer, Dan Ellwood."])
-    notes.append(["Checked at the monthly kit check; last full audit 14 April 2025."])
-    notes.append(["Vehicle weights are unladen kerb weights."])
-    workbook.properties.title = "Equipment register"
-    workbook.properties.creator = "Dan Ellwood"
-    workbook.properties.created = STAMP
-    workbook.properties.modified = STAMP
-    workbook.save(path)
-    normalise_zip(path)
+XLSX_NOTES = [
+    "Equipment register kept by the equipment officer, Dan Ellwood.",
+    "Checked at the monthly kit check; last full audit 14 April 2025.",
+    "Vehicle weights are unladen kerb weights.",
+]
 
 
 # --- operations/annual-report-2024.pdf -----------------------------------------------------------
@@ -226,37 +172,33 @@ PDF_PAGE_2 = [
 ]
 
 
-def make_pdf(path: Path) -> None:
-    pdf = FPDF(format="A4")
-    pdf.set_creation_date(STAMP.replace(tzinfo=UTC))
-    pdf.set_title("Annual Report 2024")
-    pdf.set_author("Harrowdale Mountain Rescue Team")
-    pdf.set_auto_page_break(auto=True, margin=20)
-    pdf.set_margins(20, 20, 20)
-    for page in (PDF_PAGE_1, PDF_PAGE_2):
-        pdf.add_page()
-        for kind, text in page:
-            if kind == "h":
-                pdf.set_font("Helvetica", "B", 18)
-                pdf.multi_cell(0, 10, text, new_x="LMARGIN", new_y="NEXT")
-            elif kind == "s":
-                pdf.ln(4)
-                pdf.set_font("Helvetica", "B", 13)
-                pdf.multi_cell(0, 8, text, new_x="LMARGIN", new_y="NEXT")
-            elif kind == "l":
-                pdf.set_font("Helvetica", "", 11)
-                pdf.multi_cell(0, 6, "- " + text, new_x="LMARGIN", new_y="NEXT")
-            else:
-                pdf.set_font("Helvetica", "", 11)
-                pdf.multi_cell(0, 6, text, new_x="LMARGIN", new_y="NEXT")
-                pdf.ln(2)
-    pdf.output(str(path))
-
-
 def main() -> None:
-    make_docx(ROOT / "about" / "team-structure.docx")
-    make_xlsx(ROOT / "operations" / "equipment-register.xlsx")
-    make_pdf(ROOT / "operations" / "annual-report-2024.pdf")
+    workspace_files.write_docx(
+        ROOT / "about" / "team-structure.docx",
+        title="Team structure and officers",
+        subtitle="Harrowdale Mountain Rescue Team, April 2025",
+        paragraphs=DOCX_PARAGRAPHS,
+        table=DOCX_TABLE,
+        closing=DOCX_CLOSING,
+        author="Gwen Rigg",
+        stamp=STAMP,
+    )
+    workspace_files.write_xlsx(
+        ROOT / "operations" / "equipment-register.xlsx",
+        header=XLSX_HEADER,
+        rows=XLSX_ROWS,
+        notes=XLSX_NOTES,
+        title="Equipment register",
+        creator="Dan Ellwood",
+        stamp=STAMP,
+    )
+    workspace_files.write_pdf(
+        ROOT / "operations" / "annual-report-2024.pdf",
+        pages=[PDF_PAGE_1, PDF_PAGE_2],
+        title="Annual Report 2024",
+        author="Harrowdale Mountain Rescue Team",
+        stamp=STAMP,
+    )
     for name in (
         "about/team-structure.docx",
         "operations/equipment-register.xlsx",
