@@ -1180,3 +1180,17 @@ def test_a_name_the_answer_gives_as_another_kind_of_thing_answers_no_which(quest
     # The orchard's own name answers it.
     right = ground(question, "Apple scab was found in Long Meadow.", [SURVEY])
     assert "not which orchard" not in right.grounding.claims[0].note
+
+
+def test_a_value_the_rest_of_its_sentence_says_more_of_the_question_beside_is_flagged() -> None:
+    question = (
+        "How much rainwater can be stored in the tanks that collect from the pavilion and shared "
+        "shed roofs at Pennyfield Lane?"
+    )
+    # The 1,200 litres are the trading hut's tank; the pavilion and shed fill the six others.
+    [claim] = ground(question, "The tanks hold 1,200 litres.", [TANKS]).grounding.claims
+    assert "says this of “and a seventh tank of 1,200 litres behind the trading hut" in claim.note
+    # The total, in a clause of no term of its own ("which hold 18,000 litres between them").
+    assert ground(question, "The tanks hold 18,000 litres.", [TANKS]).grounding.verdict == (
+        "supported"
+    )

@@ -551,6 +551,14 @@ class Checker:
         for text in others:
             if here < (stems_of(text) & self.terms) and self._rival_value(anchor, text):
                 return f"the passage says this of “{_bare(at)}”"
+        # … or the rest of the sentence does, together: "Rainwater from the roofs of the
+        # pavilion and the shared shed runs into six storage tanks of 3,000 litres each, …, and
+        # a seventh tank of 1,200 litres behind the trading hut …". A clause that holds none of
+        # the terms ("which hold 18,000 litres between them") speaks of what the one before it
+        # does.
+        rest = set().union(*(stems_of(text) & self.terms for text in others))
+        if here and here < rest and any(self._rival_value(anchor, text) for text in others):
+            return f"the passage says this of “{_bare(at)}”"
         # Within one sentence: the anchor's clause names another name, and a clause naming the
         # question's subject holds another value of this kind.
         if question.subjects and not question.names_subject(stems_of(at)):
