@@ -547,17 +547,17 @@ class Checker:
         here = stems_of(at) & self.terms
         others = [text for _, text in clauses if text != at]
         # Within one sentence or row: another clause or cell holds more of the question's terms
-        # and another value of this kind ("Tower 14 metres, … the focal plane is 71 metres").
-        for text in others:
-            if here < (stems_of(text) & self.terms) and self._rival_value(anchor, text):
-                return f"the passage says this of “{_bare(at)}”"
-        # … or the rest of the sentence does, together: "Rainwater from the roofs of the
+        # and another value of this kind ("Tower 14 metres, … the focal plane is 71 metres"),
+        # or the rest of the sentence does, together: "Rainwater from the roofs of the
         # pavilion and the shared shed runs into six storage tanks of 3,000 litres each, …, and
         # a seventh tank of 1,200 litres behind the trading hut …". A clause that holds none of
         # the terms ("which hold 18,000 litres between them") speaks of what the one before it
         # does.
         rest = set().union(*(stems_of(text) & self.terms for text in others))
-        if here and here < rest and any(self._rival_value(anchor, text) for text in others):
+        if any(
+            here < (stems_of(text) & self.terms) and self._rival_value(anchor, text)
+            for text in others
+        ) or (here and here < rest and any(self._rival_value(anchor, t) for t in others)):
             return f"the passage says this of “{_bare(at)}”"
         # Within one sentence: the anchor's clause names another name, and a clause naming the
         # question's subject holds another value of this kind.
