@@ -202,3 +202,17 @@ def test_a_count_answered_with_a_year_only_is_flagged() -> None:
     members = PassageText(9, "The society has 1500 members.\n", "m.md", "Members")
     counted = ground("How many members does the society have?", "It has 1500 members.", [members])
     assert counted.grounding.verdict == "supported"
+
+
+def test_no_sentence_is_offered_that_holds_none_of_what_is_asked_about() -> None:
+    # "rotavators" is in nothing found; the heaviest marrow's weight is a weight, of a marrow.
+    marrow = PassageText(
+        10,
+        "## The heavyweights\n\nThe heaviest marrow weighed 34.7 kilograms, grown by Owain "
+        "Lewis-Hart.\n",
+        "show/report.md",
+        "Show report",
+    )
+    result = ground("How heavy is each of the society's rotavators?", "They are 3.67 kg.", [marrow])
+    assert result.grounding.verdict == "unsupported"
+    assert result.grounding.offered == ""

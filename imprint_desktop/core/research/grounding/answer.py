@@ -390,7 +390,15 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
         unit
         for unit in checker.units
         if (not question.subjects or question.names_subject(unit.about))
-        and (not present or unit.about & present or checker.of_the_year(unit))
+        # What it asks about, in the question's words, or where nothing found has them, its
+        # subject's name; else nothing found speaks of it ("the society's rotavators" were
+        # offered the heaviest marrow's weight).
+        and (
+            not question.key
+            or unit.about & present
+            or checker.of_the_year(unit)
+            or (not present and bool(question.subjects))
+        )
         and len(checker.missing) < 2
         and answers(unit)
         and unit.order not in supporting

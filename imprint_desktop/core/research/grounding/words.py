@@ -33,6 +33,7 @@ ANSWER_KIND = word_set(
     "average overall currently current now today "
     # a superlative of one, the period a figure is given for, a word for anyone or anything
     "deepest highest longest largest biggest widest oldest tallest tall furthest farthest "
+    "heavy heavier heaviest weigh weighs weighed weight "
     "yearly annually daily weekly monthly percentage proportion "
     "someone somebody anyone anybody everyone everything anything something nothing people "
     "person thing things part parts kind "
