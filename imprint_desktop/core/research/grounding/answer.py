@@ -18,7 +18,7 @@ from imprint_desktop.core.research.grounding.anchors import (
 )
 from imprint_desktop.core.research.grounding.asked import unanswered
 from imprint_desktop.core.research.grounding.checker import NOT_IN_DOCUMENTS, Checker, Verdict
-from imprint_desktop.core.research.grounding.measures import holds_measure, measures_asked
+from imprint_desktop.core.research.grounding.measures import holds_measure
 from imprint_desktop.core.research.grounding.passages import (
     CITE,
     LIST_ITEM,
@@ -356,8 +356,7 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
     value a question could want; None when no sentence does."""
     question = checker.question
     present = set(question.key) - {stem_of(word) for word in checker.missing}
-    measures = measures_asked(question.text)
-    counting = re.match(r"\s*how many\b", question.text, re.IGNORECASE) is not None
+    measures = checker.measures
 
     def answers(unit: Unit) -> bool:
         if len(re.findall(r",\S", unit.text)) > 2:
@@ -378,7 +377,7 @@ def _offer(checker: Checker, supporting: set[int]) -> Unit | None:
         if values := [a for a in anchors_in(unit.said()) if checker.wanted(a)]:
             # A value of the kind asked for; to "how many", not only years ("From 2025 all new
             # meters are smart").
-            return not (counting and all(year_like(a) for a in values))
+            return not (question.how_many and all(year_like(a) for a in values))
         # Or, to a question that asks for no value ("Why …?"), a sentence of prose that says
         # what it asks about.
         prose = not question.wants and not unit.row and len(unit.text) <= QUOTE_CHARS * 2

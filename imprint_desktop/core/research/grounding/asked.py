@@ -31,7 +31,6 @@ from imprint_desktop.core.research.grounding.anchors import (
     year_like,
 )
 from imprint_desktop.core.research.grounding.checker import Checker, Verdict, wanted_by
-from imprint_desktop.core.research.grounding.measures import measures_asked
 from imprint_desktop.core.research.grounding.passages import PassageText, Unit, units_of
 from imprint_desktop.core.research.grounding.question import Question
 from imprint_desktop.core.research.grounding.words import (
@@ -156,8 +155,8 @@ def _only_years(checker: Checker, values: Sequence[Anchor], answer: str) -> str:
     asked = _HOW_MEASURE.match(question.text)
     # A question for a number that names its measure ("What was the water *bill*?").
     number = question.wants == "number"
-    measures = measures_asked(question.text) if number else frozenset()
-    count = re.match(r"\s*how many\b", question.text, re.IGNORECASE) is not None
+    measures = checker.measures if number else frozenset()
+    count = question.how_many
     wanted = [value for value in values if checker.wanted(value)]
     if (asked is None and not measures and not count) or not wanted:
         return ""

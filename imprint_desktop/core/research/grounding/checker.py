@@ -19,7 +19,11 @@ from imprint_desktop.core.research.grounding.anchors import (
     year_like,
     years_in,
 )
-from imprint_desktop.core.research.grounding.measures import holds_measure, units_asked
+from imprint_desktop.core.research.grounding.measures import (
+    holds_measure,
+    measures_asked,
+    units_asked,
+)
 from imprint_desktop.core.research.grounding.passages import CELL, Unit, clauses_of, quote
 from imprint_desktop.core.research.grounding.question import ORDER_WORDS, Question
 from imprint_desktop.core.research.grounding.words import (
@@ -76,6 +80,14 @@ def _written_as(word: str, text: str) -> str:
     return found.group().lower() if found else ""
 
 
+def _clause_at(unit: Unit, value: Anchor) -> str:
+    """The clause (or cell) of ``unit`` that its value ``value`` stands in."""
+    return next(
+        (text for start, text in reversed(clauses_of(unit.text)) if start <= value.start),
+        unit.text,
+    )
+
+
 class Checker:
     def __init__(
         self, question: Question, units: Sequence[Unit], stale: Mapping[int, str] | None = None
@@ -97,6 +109,8 @@ class Checker:
         self.gives_unit_asked = False
         #: The units the question asks its answer in ("how many *minutes*", "*in* kilometres").
         self.units_asked = units_asked(question.text)
+        #: The measures it asks its answer in ("how long does it *last*": a time).
+        self.measures = measures_asked(question.text)
         self.anchors = {unit.order: anchors_in(unit.text, opening=True) for unit in units}
         #: The passages' words as written: one found there in lower case is a word, not a name.
         self.passage_text = " ".join(unit.text for unit in units)
@@ -458,10 +472,7 @@ class Checker:
             # "How many volunteers …?" answered "7,589" of "7,589 volunteer hours": a measure
             # given as a count of what the question counts.
             return f"the passage gives {mine.text}, not a number of {self.question.counts}"
-        at = next(
-            (text for start, text in reversed(clauses_of(unit.text)) if start <= mine.start),
-            unit.text,
-        )
+        at = _clause_at(unit, mine)
         return (
             self._said_of_another_clause(claim, anchor, unit, at)
             or self._answers_else(anchor, unit, at, mine)
@@ -525,10 +536,7 @@ class Checker:
         if not (set(question.key) & stems_of(claim)) <= unit.about:
             return False
         mine = next(a for a in self.anchors[unit.order] if same_value(anchor, a))
-        at = next(
-            (text for start, text in reversed(clauses_of(unit.text)) if start <= mine.start),
-            unit.text,
-        )
+        at = _clause_at(unit, mine)
         own = (
             content_stems(at)
             - question.terms
@@ -542,10 +550,9 @@ class Checker:
         ("" when nothing says so)."""
         question = self.question
         mine = next(a for a in self.anchors[unit.order] if same_value(anchor, a))
-        clauses = clauses_of(unit.text)
-        at = next((text for start, text in reversed(clauses) if start <= mine.start), unit.text)
+        at = _clause_at(unit, mine)
         here = stems_of(at) & self.terms
-        others = [text for _, text in clauses if text != at]
+        others = [text for _, text in clauses_of(unit.text) if text != at]
         # Within one sentence or row: another clause or cell holds more of the question's terms
         # and another value of this kind ("Tower 14 metres, … the focal plane is 71 metres"),
         # or the rest of the sentence does, together: "Rainwater from the roofs of the
@@ -685,10 +692,7 @@ class Checker:
         asked = self.units_asked
         if not asked or mine.unit in asked or self.gives_unit_asked:
             return ""
-        at = next(
-            (text for start, text in reversed(clauses_of(unit.text)) if start <= mine.start),
-            unit.text,
-        )
+        at = _clause_at(unit, mine)
         if not mine.unit and holds_measure(
             at, frozenset(MEASURES[u] for u in asked if u in MEASURES)
         ):

@@ -146,6 +146,11 @@ class Question:
             kind,
         )
 
+    @property
+    def how_many(self) -> bool:
+        """Whether it asks "how many …?": a count, which a year alone is not."""
+        return re.match(r"\s*how many\b", self.text, re.IGNORECASE) is not None
+
     def names_subject(self, words: set[str]) -> bool:
         return any(subject <= words for subject in self.subjects)
 
